@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/smpatch/smpatch/internal/exit"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// globalOptions are the flags every command shares (DESIGN.md, "Command line").
+type globalOptions struct {
+	Catalogs []string // --catalog DIR, repeatable; $SMPATCH_CATALOG (colon-separated) is added
+	Python   string   // --python PATH; default python3 on PATH
+}
+
+// CatalogDirs is --catalog followed by the directories of $SMPATCH_CATALOG.
+func (g *globalOptions) CatalogDirs() []string {
+	dirs := append([]string(nil), g.Catalogs...)
+	for _, d := range filepath.SplitList(os.Getenv("SMPATCH_CATALOG")) {
+		if d != "" {
+			dirs = append(dirs, d)
+		}
+	}
+	return dirs
+}
+
+// PythonPath is the interpreter meant by --python, python3 when unset.
+func (g *globalOptions) PythonPath() string {
+	if g.Python != "" {
+		return g.Python
+	}
+	return "python3"
+}
+
+// commandFactories holds a constructor for every top-level command. Each
+// command file adds its own in an init function, so rooms of the code never
+// edit one shared list.
+var commandFactories []func(*globalOptions) *cobra.Command
+
+func registerCommand(f func(*globalOptions) *cobra.Command) {
+	commandFactories = append(commandFactories, f)
+}
+
+func newRootCmd(g *globalOptions, stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "smpatch",
+		Short:         "Safe, revertible source patches for sglang and flashinfer on GPUs upstream does not fully support yet",
+		Version:       version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          cobra.NoArgs,
+		RunE:          func(c *cobra.Command, _ []string) error { return c.Help() },
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.PersistentFlags().StringArrayVar(&g.Catalogs, "catalog", nil, "add a directory of patches to the built-in catalog (repeatable; also $SMPATCH_CATALOG)")
+	root.PersistentFlags().StringVar(&g.Python, "python", "", "the Python interpreter whose environment is meant (default python3 on PATH)")
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return exit.With(exit.Usage, err)
+	})
+	for _, f := range commandFactories {
+		root.AddCommand(f(g))
+	}
+	markUsageErrors(root)
+	return root
+}
+
+// markUsageErrors makes argument-count errors exit with the usage code.
+func markUsageErrors(c *cobra.Command) {
+	if c.Args != nil {
+		args := c.Args
+		c.Args = func(cmd *cobra.Command, a []string) error {
+			return exit.With(exit.Usage, args(cmd, a))
+		}
+	}
+	for _, sub := range c.Commands() {
+		markUsageErrors(sub)
+	}
+}
+
+// run executes the command line and returns the process exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	g := &globalOptions{}
+	root := newRootCmd(g, stdout, stderr)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exit.OK
+	}
+	code := exit.Code(err)
+	if code == exit.Failure && isCobraUsageError(err) {
+		code = exit.Usage
+	}
+	if !exit.IsSilent(err) {
+		fmt.Fprintf(stderr, "smpatch: %s\n", oneLine(err.Error()))
+	}
+	if errors.Is(err, context.Canceled) && code == exit.Failure {
+		code = 130
+	}
+	return code
+}
+
+func isCobraUsageError(err error) bool {
+	s := err.Error()
+	return strings.HasPrefix(s, "unknown command") ||
+		strings.HasPrefix(s, "unknown flag") ||
+		strings.HasPrefix(s, "unknown shorthand flag") ||
+		strings.Contains(s, "requires at least") ||
+		strings.Contains(s, "accepts ") ||
+		strings.HasPrefix(s, "invalid argument")
+}
+
+// oneLine keeps an error to the one line DESIGN.md promises.
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}

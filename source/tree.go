@@ -1,0 +1,63 @@
+// Package source reads the trees smpatch patches: a directory checkout, an
+// installed package in site-packages, a git revision read from the object
+// store, or an image filesystem. Every tree speaks repository-relative paths
+// (python/sglang/srt/...), whatever its layout on disk.
+package source
+
+import (
+	"context"
+	"errors"
+
+	"github.com/hashicorp/go-version"
+)
+
+// Kind says what a Tree is backed by.
+type Kind string
+
+const (
+	KindCheckout     Kind = "checkout"
+	KindSitePackages Kind = "site-packages"
+	KindRevision     Kind = "revision"
+	KindImage        Kind = "image"
+)
+
+// Project is an upstream project smpatch knows.
+type Project string
+
+const (
+	SGLang     Project = "sglang"
+	FlashInfer Project = "flashinfer"
+)
+
+// Tree is a read-only view of one project's files.
+type Tree interface {
+	// Root names the tree for people: a directory, a site-packages dir,
+	// "URL@SHA" or "image@digest".
+	Root() string
+	Kind() Kind
+	Project() Project
+	// Version is the project version read from the tree itself, with where it
+	// was read from ("python/sglang/version.py:1", "dist-info METADATA", "tag v0.5.6").
+	// An unknown version is (nil, reason, nil).
+	Version(ctx context.Context) (v *version.Version, from string, err error)
+	// ReadFile reads a repository-relative path. A missing file is an error
+	// satisfying errors.Is(err, fs.ErrNotExist).
+	ReadFile(rel string) ([]byte, error)
+	// ListFiles lists the repository-relative paths of regular files under the
+	// repository-relative directory dir ("" for all), sorted. Patches use it to
+	// find a target that moved, by anchor.
+	ListFiles(dir string) ([]string, error)
+}
+
+// WritableTree is a tree smpatch can change on disk.
+type WritableTree interface {
+	Tree
+	// WriteFiles replaces the given repository-relative files; the set is
+	// written atomically file by file (temp + fsync + rename).
+	WriteFiles(files map[string][]byte) error
+	// StateDir is the directory that holds smpatch's journal for this tree.
+	StateDir() string
+}
+
+// ErrUnknownProject is returned when a directory holds neither project.
+var ErrUnknownProject = errors.New("not a checkout of sglang or flashinfer")
