@@ -1,0 +1,43 @@
+GO      ?= go
+BIN     ?= bin/smpatch
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X main.version=$(VERSION)
+FUZZTIME ?= 5s
+
+.PHONY: all build static test test-crash demo demo-matrix fuzz bench vet clean
+
+all: build
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/smpatch
+
+# A static linux/amd64 binary to carry to a GPU host.
+static:
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/smpatch-linux-amd64 ./cmd/smpatch
+
+vet:
+	$(GO) vet ./...
+
+test: vet
+	$(GO) test -race -count=1 ./...
+
+# The crash-safety loop at full length: a real subprocess killed with SIGKILL
+# at random moments, at least 200 rounds.
+test-crash:
+	SMPATCH_CRASH_ROUNDS=200 $(GO) test -race -count=1 -run 'Crash' -v ./patches/... ./cmd/...
+
+demo: build
+	./examples/demo.sh $(BIN)
+
+demo-matrix: build
+	./examples/demo-matrix.sh $(BIN)
+
+# Runs every fuzz target briefly (FUZZTIME each).
+fuzz:
+	./bench/fuzz.sh $(FUZZTIME)
+
+bench: build
+	./bench/run.sh $(BIN)
+
+clean:
+	rm -rf bin

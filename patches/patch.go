@@ -1,0 +1,81 @@
+// Package patches holds smpatch's patch model: the catalog of named patches
+// (TOML plus unified diffs, embedded and from directories), the unified-diff
+// parser, the Plan that matches every hunk against a source.Tree, and the
+// journaled apply, revert and status on writable trees.
+//
+// One Plan serves every consumer: apply writes it, check only classifies it,
+// image builds write its new bytes into a layer.
+package patches
+
+import (
+	"github.com/hashicorp/go-version"
+
+	"github.com/smpatch/smpatch/source"
+)
+
+// Patch is one catalog entry: NAME.toml and the diffs it names.
+type Patch struct {
+	Name    string
+	Project source.Project
+	Summary string
+	Links   []string
+
+	// Origin is "builtin" or the catalog directory the patch came from.
+	Origin string
+	// File is the TOML file the patch was read from (for error messages).
+	File string
+	// Overrides is set when a user patch replaces a built-in of the same name.
+	Overrides bool
+
+	// Upstream describes where the change stands upstream (optional).
+	Upstream Upstream
+	// Requires is what --check-arch verifies before the patch is applied.
+	Requires Requirements
+	// Variants are tried by the tree's version; ranges never overlap.
+	Variants []*Variant
+	// Verify are post-conditions checked on the written files.
+	Verify []VerifyRule
+	// Uncovered names upstream shapes the patch knows it cannot handle.
+	Uncovered []string
+}
+
+// Upstream says where a patch stands in its upstream project.
+type Upstream struct {
+	Status     string // "proposed", "merged", "rejected", "local"
+	PR         string // forwarded pull request URL
+	MergedIn   string // first upstream version that carries the change
+	Marker     string // text whose presence in a target file shows the change is upstream
+	MarkerFile string
+}
+
+// Requirements is what a machine must have for the patch to be enabled.
+// It is plain data: the probe checks it (patches never imports probe).
+type Requirements struct {
+	GPUSMMajor       []int             // a visible GPU of one of these majors (or --sm)
+	FlashInferModule string            // its JIT gate must admit the GPU, no header exclusion
+	CUDAMin          string            // minimum CUDA toolkit version
+	P2PAll           bool              // P2P reads between every pair of visible GPUs
+	Packages         map[string]string // dist name -> version constraint
+}
+
+// Empty reports whether the patch requires nothing.
+func (r Requirements) Empty() bool {
+	return len(r.GPUSMMajor) == 0 && r.FlashInferModule == "" && r.CUDAMin == "" && !r.P2PAll && len(r.Packages) == 0
+}
+
+// Variant is one version range of a patch and the diffs for it.
+type Variant struct {
+	// Name is a short label ("c4-s3"); defaults to the range.
+	Name        string
+	Versions    string // the constraint as written
+	Constraints version.Constraints
+	Diffs       []string    // catalog-relative diff files
+	Files       []*FileDiff // parsed, in order
+}
+
+// VerifyRule is a post-condition on a written file.
+type VerifyRule struct {
+	File        string // repository-relative
+	Contains    string
+	NotContains string
+}
