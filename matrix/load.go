@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -81,6 +82,9 @@ func Parse(file string, data []byte) (*Matrix, error) {
 		lines:    indexLines(string(data)),
 		axis:     map[string]int{},
 	}
+	if k := caseMismatch(md, reflect.TypeOf(fm)); k != nil {
+		return nil, m.errf(m.lines.line(k...), "unknown key %q (keys are lower case)", k.String())
+	}
 	if k := firstUndecoded(md, [][]string{{"axes"}, {"presets"}, {"exclude"}, {"include"}, {"launch", "baseline"}}); k != nil {
 		return nil, m.errf(m.lines.line(k...), "unknown key %q", k.String())
 	}
@@ -151,6 +155,39 @@ func Parse(file string, data []byte) (*Matrix, error) {
 		m.rules = append(m.rules, rules...)
 	}
 	return m, nil
+}
+
+// caseMismatch finds a key that the decoder matched to a field of t only
+// case-insensitively ("[Axes]"): the format is case-sensitive.
+func caseMismatch(md toml.MetaData, t reflect.Type) toml.Key {
+	for _, k := range md.Keys() {
+		st := t
+		for _, part := range k {
+			if st.Kind() != reflect.Struct {
+				break
+			}
+			var next reflect.Type
+			for i := 0; i < st.NumField(); i++ {
+				f := st.Field(i)
+				name, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
+				if name == part {
+					next = f.Type
+					break
+				}
+				if strings.EqualFold(name, part) {
+					return k
+				}
+			}
+			if next == nil {
+				break
+			}
+			for next.Kind() == reflect.Pointer || next.Kind() == reflect.Slice {
+				next = next.Elem()
+			}
+			st = next
+		}
+	}
+	return nil
 }
 
 // firstUndecoded returns the first key the decoder did not use, leaving out

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -97,6 +98,9 @@ func ParseRules(file string, data []byte, m *Matrix) ([]*Rule, error) {
 			return fmt.Errorf("%s:%d: %s", file, line, fmt.Sprintf(format, args...))
 		}
 		return fmt.Errorf("%s: %s", file, fmt.Sprintf(format, args...))
+	}
+	if k := caseMismatch(md, reflect.TypeOf(rf)); k != nil {
+		return nil, errf(li.line(k...), "unknown key %q (keys are lower case)", k.String())
 	}
 	if k := firstUndecoded(md, [][]string{{"rule", "when"}}); k != nil {
 		return nil, errf(li.line(k...), "unknown key %q", k.String())

@@ -46,9 +46,9 @@ type Matrix struct {
 type Base struct {
 	// Image is a registry reference, oci:DIR (an OCI layout) or a
 	// docker-save tarball.
-	Image string `json:"image,omitempty"`
+	Image string `json:"image,omitempty" toml:"image"`
 	// Python is the interpreter of a host environment (a venv's bin/python).
-	Python string `json:"python,omitempty"`
+	Python string `json:"python,omitempty" toml:"python"`
 }
 
 // Axis is one dimension of the matrix.

@@ -92,9 +92,9 @@ func init() {
 
 // expansionJSON is the stable JSON of matrix expand --json.
 type expansionJSON struct {
-	Name     string         `json:"name"`
-	File     string         `json:"file"`
-	Axes     []*matrix.Axis `json:"axes"`
+	Name string         `json:"name"`
+	File string         `json:"file"`
+	Axes []*matrix.Axis `json:"axes"`
 	*matrix.Expansion
 }
 
