@@ -427,6 +427,11 @@ func runJob(ctx context.Context, c *Cell, o Options, srv Server, sink *logSink, 
 		sink.Note(r.Reason)
 		return false
 	}
+	// Stop ends workers left behind and waits for the output still in flight.
+	if err := srv.Stop(o.StopGrace); err != nil {
+		failed("stop: " + oneLineErr(err))
+		return false
+	}
 	data, err := os.ReadFile(r.Log)
 	if err != nil {
 		failed(oneLineErr(err))
