@@ -71,6 +71,10 @@ type Variant struct {
 	Constraints version.Constraints
 	Diffs       []string    // catalog-relative diff files
 	Files       []*FileDiff // parsed, in order
+	// Search lists repository-relative directories where a target file that
+	// is missing at its path is looked for by anchor (the first hunk), for
+	// code that moved to another file ("search = [...]" in a [[variant]]).
+	Search []string
 }
 
 // VerifyRule is a post-condition on a written file.
