@@ -154,12 +154,12 @@ func VersionFiles(p Project) []string {
 	return nil
 }
 
-var versionLiteral = regexp.MustCompile(`(?m)^__version__\s*(?::\s*str\s*)?=\s*["']([^"']+)["']`)
+var pyVersionLiteral = regexp.MustCompile(`(?m)^__version__\s*(?::\s*str\s*)?=\s*["']([^"']+)["']`)
 
-// VersionLiteral reads a version from the contents of one of VersionFiles:
+// RevisionVersionLiteral reads a version from the contents of one of VersionFiles:
 // a bare version (version.txt) or a __version__ = "..." literal. It returns
 // the line it was found on; placeholders such as "0.0.0+unknown" are skipped.
-func VersionLiteral(name string, data []byte) (string, int, bool) {
+func RevisionVersionLiteral(name string, data []byte) (string, int, bool) {
 	if strings.HasSuffix(name, ".txt") {
 		s := strings.TrimSpace(string(data))
 		if s == "" || strings.ContainsAny(s, " \t\n") {
@@ -167,7 +167,7 @@ func VersionLiteral(name string, data []byte) (string, int, bool) {
 		}
 		return s, 1, true
 	}
-	for _, m := range versionLiteral.FindAllSubmatchIndex(data, -1) {
+	for _, m := range pyVersionLiteral.FindAllSubmatchIndex(data, -1) {
 		s := string(data[m[2]:m[3]])
 		if strings.HasPrefix(s, "0.0.0") {
 			continue // a fallback for builds without metadata
@@ -189,7 +189,7 @@ func (t *RevisionTree) Version(ctx context.Context) (*version.Version, string, e
 			}
 			return nil, "", err
 		}
-		s, line, ok := VersionLiteral(f, data)
+		s, line, ok := RevisionVersionLiteral(f, data)
 		if !ok {
 			continue
 		}
@@ -199,7 +199,7 @@ func (t *RevisionTree) Version(ctx context.Context) (*version.Version, string, e
 		}
 		return v, fmt.Sprintf("%s:%d", f, line), nil
 	}
-	tag, v, err := NearestTag(ctx, t.repo, t.commit.Hash)
+	tag, v, err := NearestVersionTag(ctx, t.repo, t.commit.Hash)
 	if err != nil {
 		return nil, "", err
 	}
@@ -242,10 +242,10 @@ func versionTags(repo *git.Repository) (map[plumbing.Hash][]string, error) {
 	return ti.tags, ti.err
 }
 
-// NearestTag finds the version tag reachable from commit with the fewest
+// NearestVersionTag finds the version tag reachable from commit with the fewest
 // steps back in history (on a tie, the highest version). It returns ("", nil,
 // nil) when no version tag is reachable.
-func NearestTag(ctx context.Context, repo *git.Repository, commit plumbing.Hash) (string, *version.Version, error) {
+func NearestVersionTag(ctx context.Context, repo *git.Repository, commit plumbing.Hash) (string, *version.Version, error) {
 	tags, err := versionTags(repo)
 	if err != nil {
 		return "", nil, fmt.Errorf("tags: %w", err)

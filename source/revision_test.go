@@ -111,9 +111,9 @@ func TestVersionLiteral(t *testing.T) {
 		{"version.py", "__version__ = \"0.0.0+unknown\"\n", "", 0},
 		{"version.py", "version = \"1.0\"\n", "", 0},
 	} {
-		got, line, ok := VersionLiteral(tc.name, []byte(tc.data))
+		got, line, ok := RevisionVersionLiteral(tc.name, []byte(tc.data))
 		if got != tc.want || line != tc.line || ok != (tc.want != "") {
-			t.Errorf("VersionLiteral(%s, %q) = %q %d %v, want %q %d", tc.name, tc.data, got, line, ok, tc.want, tc.line)
+			t.Errorf("RevisionVersionLiteral(%s, %q) = %q %d %v, want %q %d", tc.name, tc.data, got, line, ok, tc.want, tc.line)
 		}
 	}
 }
@@ -124,9 +124,9 @@ func FuzzVersionLiteral(f *testing.F) {
 		f.Add("version.txt", s)
 	}
 	f.Fuzz(func(t *testing.T, name, data string) {
-		s, line, ok := VersionLiteral(name, []byte(data))
+		s, line, ok := RevisionVersionLiteral(name, []byte(data))
 		if ok != (s != "") || (ok && (line < 1 || line > 1+strings.Count(data, "\n"))) {
-			t.Fatalf("VersionLiteral(%q, %q) = %q %d %v", name, data, s, line, ok)
+			t.Fatalf("RevisionVersionLiteral(%q, %q) = %q %d %v", name, data, s, line, ok)
 		}
 	})
 }
