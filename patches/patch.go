@@ -37,6 +37,8 @@ type Patch struct {
 	Verify []VerifyRule
 	// Uncovered names upstream shapes the patch knows it cannot handle.
 	Uncovered []string
+	// Digest is the sha256 of the patch's TOML and diff files.
+	Digest string
 }
 
 // Upstream says where a patch stands in its upstream project.
