@@ -235,19 +235,23 @@ func TestBuiltinUncoveredC2(t *testing.T) {
 	}
 }
 
-// Forcing the C5 variant on the C6 tree must conflict (its communicator.py
-// no longer holds the gate), and the C4 variant must conflict on C5.
+// A variant forced on a shape it was not written for conflicts: C4's
+// diffs have no search directories, and C5's lines are nowhere in a C4 tree.
 func TestBuiltinWrongVariantConflicts(t *testing.T) {
 	p := builtinPatch(t)
 	for _, tc := range []struct{ shape, variant string }{
-		{"c6-s5", "c5-s5"},
 		{"c5-s5", "c4-s3"},
+		{"c6-s5", "c4-s3"},
 		{"c4-s3", "c5-s5"},
+		{"c4-s3", "c6-s5"},
 	} {
 		_, tree := checkout(t, readShape(t, tc.shape))
 		pl := plan(t, p, tree, patches.PlanOptions{Variant: tc.variant})
 		if o := pl.Outcome(); o != patches.OutcomeConflict {
 			t.Errorf("%s forced on %s: %s, want conflict", tc.variant, tc.shape, o)
+		}
+		if pl.Changes() != nil {
+			t.Errorf("%s forced on %s: a conflicting plan has changes", tc.variant, tc.shape)
 		}
 	}
 }
@@ -261,7 +265,6 @@ func TestBuiltinVariantFallback(t *testing.T) {
 	}{
 		{"c4-s3", "", "c4-s3"},                         // unknown version
 		{"c5-s5", "", "c5-s5"},                         // unknown version
-		{"c6-s5", "0.5.16", "c6-s5"},                   // names c5-s5, which conflicts
 		{"c4-s3", "0.5.17", "c4-s3"},                   // names c5-s5, which conflicts
 		{"c5-s5", "0.0.0.dev9596+g29b7f22d8", "c5-s5"}, // names none
 	} {
@@ -279,28 +282,48 @@ func TestBuiltinVariantFallback(t *testing.T) {
 	}
 }
 
-// A C5 tree whose version names the C6 variant: add_norm.py is not there,
-// so that variant finds the gate in communicator.py by its lines.
+// The C5 and C6 variants find the gate by its lines under
+// python/sglang/srt/layers/ when it is not in the file their diff names:
+// C6's variant on a C5 tree (add_norm.py absent), and C5's variant on a C6
+// tree (communicator.py there, but without the gate).
 func TestBuiltinAnchorSearch(t *testing.T) {
 	p := builtinPatch(t)
-	files := readShape(t, "c5-s5")
-	files["python/sglang/version.py"] = []byte("__version__ = \"0.5.19\"\n")
-	_, tree := checkout(t, files)
-	pl := plan(t, p, tree, patches.PlanOptions{Strict: true})
-	if pl.Outcome() != patches.OutcomeApplies || variantName(pl) != "c6-s5" {
-		t.Fatalf("%s with %q, want applies with c6-s5 (%s; %s)", pl.Outcome(), variantName(pl), pl.VariantReason, pl.Reason)
-	}
-	const moved = "python/sglang/srt/layers/communicator.py"
-	var fp *patches.FilePlan
-	for _, f := range pl.Files {
-		if f.Diff != nil && strings.HasSuffix(f.Diff.Path(), "add_norm.py") {
-			fp = f
+	const (
+		communicator = "python/sglang/srt/layers/communicator.py"
+		addNorm      = "python/sglang/srt/layers/layer_boundary/residual/add_norm.py"
+	)
+	for _, tc := range []struct {
+		shape, version, variant, diffPath, landsIn string
+	}{
+		{"c5-s5", "0.5.19", "c6-s5", addNorm, communicator},
+		{"c6-s5", "0.5.16", "c5-s5", communicator, addNorm},
+	} {
+		files := readShape(t, tc.shape)
+		files["python/sglang/version.py"] = []byte("__version__ = \"" + tc.version + "\"\n")
+		_, tree := checkout(t, files)
+		pl := plan(t, p, tree, patches.PlanOptions{Strict: true})
+		if pl.Outcome() != patches.OutcomeApplies || variantName(pl) != tc.variant {
+			t.Errorf("%s at %s: %s with %q, want applies with %s (%s; %s)", tc.shape, tc.version,
+				pl.Outcome(), variantName(pl), tc.variant, pl.VariantReason, pl.Reason)
+			continue
 		}
+		var fp *patches.FilePlan
+		for _, f := range pl.Files {
+			if f.Diff != nil && f.Diff.Path() == tc.diffPath {
+				fp = f
+			}
+		}
+		if fp == nil || fp.Path != tc.landsIn || fp.Note == "" {
+			t.Errorf("%s at %s: the %s diff resolved to %+v, want %s found by anchor", tc.shape, tc.version, tc.diffPath, fp, tc.landsIn)
+			continue
+		}
+		changes := pl.Changes()
+		if _, ok := changes[tc.landsIn]; !ok {
+			t.Errorf("%s at %s: %s not changed", tc.shape, tc.version, tc.landsIn)
+		}
+		checkVerify(t, p, overlay(files, changes))
+		checkDefinitions(t, changes)
 	}
-	if fp == nil || fp.Path != moved || fp.Note == "" {
-		t.Fatalf("add_norm.py diff resolved to %+v, want %s found by anchor", fp, moved)
-	}
-	checkVerify(t, p, overlay(files, pl.Changes()))
 }
 
 // Full-size trees (target files padded to upstream size) resolve the same.
