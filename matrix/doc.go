@@ -1,0 +1,9 @@
+// Package matrix reads a TOML matrix of environment variants (axes, presets,
+// zip groups, exclude and include entries, a base and a launch template) and
+// expands it into cells, pruning or annotating known-bad combinations with
+// versioned rules, then renders launch specs for every cell.
+//
+// The main types are Matrix (a loaded file, see Load), Expansion (the result
+// of Matrix.Expand, in the fixed order product → zip → exclude → include →
+// rules) and Cell (one variant with a stable, readable id).
+package matrix

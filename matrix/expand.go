@@ -1,0 +1,791 @@
+package matrix
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// maxTuples bounds the product walked before exclude, so that a typo in a
+// matrix cannot make expansion run for hours.
+const maxTuples = 1 << 24
+
+// ExpandOptions change an expansion.
+type ExpandOptions struct {
+	// MaxCells overrides the file's max_cells (0: the file's, else 256).
+	MaxCells int
+	// RuleFiles are more rules files (--rules), after the built-in rules and
+	// those the matrix names.
+	RuleFiles []string
+	// NoDefaultRules leaves out the built-in rules.
+	NoDefaultRules bool
+	// Probe holds facts from --probe-file; rules that read probe facts
+	// cannot match without it.
+	Probe *ProbeFacts
+	// Shard selects part of the cells; the zero value means all of them.
+	Shard Shard
+}
+
+// Shard is part i of n (1-based) of the cells, in contiguous blocks.
+type Shard struct {
+	Index int `json:"index"`
+	Count int `json:"count"`
+}
+
+// ParseShard reads "i/n".
+func ParseShard(s string) (Shard, error) {
+	a, b, ok := strings.Cut(s, "/")
+	i, err1 := strconv.Atoi(a)
+	n, err2 := strconv.Atoi(b)
+	if !ok || err1 != nil || err2 != nil || n < 1 || i < 1 || i > n {
+		return Shard{}, fmt.Errorf("--shard %q: want i/n with 1 <= i <= n", s)
+	}
+	return Shard{Index: i, Count: n}, nil
+}
+
+// Steps counts cells after each step of the expansion order.
+type Steps struct {
+	Product  int64 `json:"product"`  // the full cartesian product of the axes
+	Zip      int   `json:"zip"`      // after zip groups
+	Exclude  int   `json:"exclude"`  // after exclude
+	Include  int   `json:"include"`  // after include (added and extended)
+	Added    int   `json:"added"`    // cells include entries added
+	Extended int   `json:"extended"` // cells include entries extended
+	Pruned   int   `json:"pruned"`   // cells rules pruned
+	Runnable int   `json:"runnable"` // cells left to run
+	Warned   int   `json:"warned"`   // runnable cells with warnings
+}
+
+// ExcludeCount says how many cells one exclude entry removed.
+type ExcludeCount struct {
+	Where   string `json:"where"`
+	Removed int    `json:"removed"`
+}
+
+// Expansion is the result of Matrix.Expand.
+type Expansion struct {
+	Matrix *Matrix `json:"-"`
+	// Cells are the cells of the selected shard in expansion order, pruned
+	// ones included (with Pruned set).
+	Cells []*Cell `json:"cells"`
+	// Total is the number of cells over all shards.
+	Total    int            `json:"total"`
+	Steps    Steps          `json:"steps"`
+	Excluded []ExcludeCount `json:"excluded"`
+	Rules    []*Rule        `json:"rules"`
+	// Baseline is the id of the baseline cell ("" when none is set).
+	Baseline string   `json:"baseline,omitempty"`
+	Notes    []string `json:"notes,omitempty"`
+	Shard    Shard    `json:"shard"`
+	MaxCells int      `json:"max_cells"`
+}
+
+// Runnable returns the cells no rule pruned.
+func (x *Expansion) Runnable() []*Cell {
+	var out []*Cell
+	for _, c := range x.Cells {
+		if c.Pruned == nil {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Cell returns the cell with the given id in this shard.
+func (x *Expansion) Cell(id string) *Cell {
+	for _, c := range x.Cells {
+		if c.ID == id {
+			return c
+		}
+	}
+	return nil
+}
+
+// axisIndex returns the position of axis ai in c.Values (they are always in
+// axis order, one per axis).
+func (c *Cell) axisIndex(ai int) int {
+	if ai < len(c.Values) {
+		return ai
+	}
+	return -1
+}
+
+// Expand runs the fixed expansion order: product → zip → exclude → include
+// → rules, then gives ids, renders templates and selects the shard.
+func (m *Matrix) Expand(opts ExpandOptions) (*Expansion, error) {
+	x := &Expansion{Matrix: m, Shard: opts.Shard}
+	limit := opts.MaxCells
+	if limit <= 0 {
+		limit = m.MaxCells
+	}
+	if limit <= 0 {
+		limit = DefaultMaxCells
+	}
+	x.MaxCells = limit
+
+	rules, err := m.allRules(opts)
+	if err != nil {
+		return nil, err
+	}
+	x.Rules = rules
+
+	// product and zip: dims are single axes or zip groups, in axis order
+	// (a group sits where its first axis is written).
+	type dim struct {
+		axes []int
+		n    int
+	}
+	var dims []dim
+	placed := map[int]bool{}
+	x.Steps.Product = 1
+	for ai, a := range m.Axes {
+		x.Steps.Product = satMul(x.Steps.Product, int64(len(a.Values)))
+		if placed[ai] {
+			continue
+		}
+		d := dim{axes: []int{ai}, n: len(a.Values)}
+		for _, g := range m.Zip {
+			if g[0] == a.Name {
+				d.axes = nil
+				for _, name := range g {
+					d.axes = append(d.axes, m.axis[name])
+					placed[m.axis[name]] = true
+				}
+			}
+		}
+		placed[ai] = true
+		dims = append(dims, d)
+	}
+	zipped := int64(1)
+	for _, d := range dims {
+		zipped = satMul(zipped, int64(d.n))
+	}
+	if zipped > maxTuples {
+		return nil, m.errf(0, "the axes make %d combinations; more than %d cannot be expanded: use zip groups or fewer values", zipped, maxTuples)
+	}
+	x.Steps.Zip = int(zipped)
+
+	// exclude: per entry, per named axis, which value indexes match.
+	type exAxis struct {
+		ai int
+		ok []bool
+	}
+	excl := make([][]exAxis, len(m.Exclude))
+	for i, e := range m.Exclude {
+		for _, name := range sortedKeys(e.Values) {
+			ai := m.axis[name]
+			ok := make([]bool, len(m.Axes[ai].Values))
+			for vi, v := range m.Axes[ai].Values {
+				for _, w := range e.Values[name] {
+					if v.key() == w.key() {
+						ok[vi] = true
+					}
+				}
+			}
+			excl[i] = append(excl[i], exAxis{ai, ok})
+		}
+	}
+	removed := make([]int, len(m.Exclude))
+	idx := make([]int, len(m.Axes))
+	pos := make([]int, len(dims))
+	var kept [][]int
+	for t := 0; t < x.Steps.Zip; t++ {
+		for di, d := range dims {
+			for _, ai := range d.axes {
+				idx[ai] = pos[di]
+			}
+		}
+		out := false
+		for i, e := range excl {
+			all := true
+			for _, ea := range e {
+				if !ea.ok[idx[ea.ai]] {
+					all = false
+					break
+				}
+			}
+			if all {
+				removed[i]++
+				out = true
+				break
+			}
+		}
+		if !out {
+			if len(kept) >= limit {
+				return nil, m.errf(0, "more than %d cells after exclude: raise max_cells (in the file or with --max-cells) or exclude more", limit)
+			}
+			kept = append(kept, slices.Clone(idx))
+		}
+		for di := len(dims) - 1; di >= 0; di-- {
+			pos[di]++
+			if pos[di] < dims[di].n {
+				break
+			}
+			pos[di] = 0
+		}
+	}
+	for i, e := range m.Exclude {
+		x.Excluded = append(x.Excluded, ExcludeCount{Where: fmt.Sprintf("%s:%d", m.File, e.Line), Removed: removed[i]})
+		if removed[i] == 0 {
+			x.Notes = append(x.Notes, fmt.Sprintf("%s:%d: exclude matches no cell", m.File, e.Line))
+		}
+	}
+	x.Steps.Exclude = len(kept)
+
+	cells := make([]*Cell, 0, len(kept))
+	for _, id := range kept {
+		vals := make([]AxisValue, len(m.Axes))
+		for ai, a := range m.Axes {
+			vals[ai] = AxisValue{Axis: a.Name, Value: a.Values[id[ai]]}
+		}
+		cells = append(cells, m.newCell(vals, id, "product"))
+	}
+
+	// include
+	byKey := map[string]*Cell{}
+	for _, c := range cells {
+		byKey[cellKey(c)] = c
+	}
+	extended := map[*Cell]bool{}
+	for _, inc := range m.Include {
+		where := fmt.Sprintf("%s:%d", m.File, inc.Line)
+		var matched []*Cell
+		if len(inc.Values) == len(m.Axes) {
+			vals := make([]AxisValue, len(m.Axes))
+			for ai, a := range m.Axes {
+				vals[ai] = AxisValue{Axis: a.Name, Value: inc.Values[a.Name]}
+			}
+			probe := &Cell{Values: vals}
+			if c, ok := byKey[cellKey(probe)]; ok {
+				matched = []*Cell{c}
+			} else {
+				if len(cells) >= limit {
+					return nil, m.errf(inc.Line, "include adds a cell beyond max_cells %d", limit)
+				}
+				id := make([]int, len(m.Axes))
+				for ai, a := range m.Axes {
+					id[ai] = -1
+					for vi, v := range a.Values {
+						if v.key() == vals[ai].key() {
+							id[ai] = vi
+						}
+					}
+				}
+				c := m.newCell(vals, id, "include "+where)
+				cells = append(cells, c)
+				byKey[cellKey(c)] = c
+				x.Steps.Added++
+				if err := m.extend(c, inc, where); err != nil {
+					return nil, err
+				}
+				continue
+			}
+		} else {
+			for _, c := range cells {
+				if includeMatches(c, inc, m) {
+					matched = append(matched, c)
+				}
+			}
+			if len(matched) == 0 {
+				return nil, m.errf(inc.Line, "include names only some axes and matches no cell; name every axis to add a cell")
+			}
+		}
+		for _, c := range matched {
+			if err := m.extend(c, inc, where); err != nil {
+				return nil, err
+			}
+			extended[c] = true
+		}
+	}
+	x.Steps.Extended = len(extended)
+	x.Steps.Include = len(cells)
+
+	if err := m.assignIDs(cells); err != nil {
+		return nil, err
+	}
+	if err := m.render(cells); err != nil {
+		return nil, err
+	}
+
+	// rules
+	varies := map[string]bool{}
+	for _, r := range rules {
+		for _, name := range r.when.varies {
+			if _, done := varies[name]; done {
+				continue
+			}
+			seen := map[string]bool{}
+			for _, c := range cells {
+				v, ok := c.Env[name]
+				if !ok {
+					v = "\x00unset"
+				}
+				seen[v] = true
+			}
+			varies[name] = len(seen) > 1
+		}
+	}
+	var probeMajors []int
+	if opts.Probe != nil {
+		probeMajors = opts.Probe.majors()
+	}
+	for _, r := range rules {
+		if r.NeedsProbe && opts.Probe == nil {
+			x.Notes = append(x.Notes, fmt.Sprintf("rule %s (%s) reads probe facts: give --probe-file to evaluate it", r.Name, r.Where))
+		}
+	}
+	for _, c := range cells {
+		e := evalCell{cell: c}
+		if c.SM != "" {
+			maj, _, _ := parseSM(c.SM)
+			e.majors = []int{maj}
+		} else {
+			e.majors = probeMajors
+		}
+		for _, r := range rules {
+			if !r.when.match(&e, opts.Probe, varies) {
+				continue
+			}
+			d := Decision{Rule: r.Name, Action: r.Action, Reason: r.Reason, Source: r.Source, Where: r.Where}
+			switch r.Action {
+			case "prune":
+				c.Pruned = &d
+			case "warn":
+				c.Warnings = append(c.Warnings, d)
+			case "require-flag":
+				e.loadFlags()
+				if _, has := e.flags[r.Flag]; !has {
+					d.Flag = r.Flag
+					c.Args = append(c.Args, r.Flag)
+					c.Command = append(c.Command, r.Flag)
+					e.flags[r.Flag] = ""
+					c.Warnings = append(c.Warnings, d)
+				}
+			}
+			if c.Pruned != nil {
+				break
+			}
+		}
+		if c.Pruned != nil {
+			x.Steps.Pruned++
+		} else {
+			x.Steps.Runnable++
+			if len(c.Warnings) > 0 {
+				x.Steps.Warned++
+			}
+		}
+	}
+
+	if err := m.resolveBaseline(x, cells); err != nil {
+		return nil, err
+	}
+
+	x.Total = len(cells)
+	if opts.Shard.Count > 1 {
+		lo := (opts.Shard.Index - 1) * len(cells) / opts.Shard.Count
+		hi := opts.Shard.Index * len(cells) / opts.Shard.Count
+		cells = cells[lo:hi]
+	}
+	x.Cells = cells
+	return x, nil
+}
+
+func satMul(a, b int64) int64 {
+	if a != 0 && b > math.MaxInt64/a {
+		return math.MaxInt64
+	}
+	return a * b
+}
+
+func (m *Matrix) allRules(opts ExpandOptions) ([]*Rule, error) {
+	var rules []*Rule
+	if !opts.NoDefaultRules {
+		d, err := DefaultRules(m)
+		if err != nil {
+			return nil, err
+		}
+		rules = append(rules, d...)
+	}
+	rules = append(rules, m.rules...)
+	for _, f := range opts.RuleFiles {
+		r, err := LoadRules(f, m)
+		if err != nil {
+			return nil, err
+		}
+		rules = append(rules, r...)
+	}
+	seen := map[string]string{}
+	for _, r := range rules {
+		if w, dup := seen[r.Name]; dup {
+			return nil, fmt.Errorf("%s: rule %q is already defined at %s", r.Where, r.Name, w)
+		}
+		seen[r.Name] = r.Where
+	}
+	return rules, nil
+}
+
+// newCell builds a cell from its values: patches, preset env and flags.
+func (m *Matrix) newCell(vals []AxisValue, idx []int, origin string) *Cell {
+	c := &Cell{Values: vals, Env: map[string]string{}, Patches: []string{}, Origin: origin, idx: idx}
+	for ai, a := range m.Axes {
+		v := vals[ai].Value
+		switch {
+		case a.Name == PatchesAxis:
+			c.Patches = v.List
+		case a.Presets:
+			p := m.Presets[a.Name][v.Text]
+			for k, e := range p.Env {
+				c.Env[k] = e
+			}
+			c.Args = append(c.Args, p.Args...)
+		}
+		if a.Name == m.ArchAxis {
+			maj, min, _ := parseSM(v.Text)
+			c.SM = fmt.Sprintf("%d.%d", maj, min)
+		}
+		if a.Name == "tp" && v.Kind == "int" {
+			c.TP, _ = strconv.Atoi(v.Text)
+		}
+	}
+	return c
+}
+
+// cellKey identifies a cell by its values (patch sets as sets).
+func cellKey(c *Cell) string {
+	var b strings.Builder
+	for _, v := range c.Values {
+		b.WriteString(v.key())
+		b.WriteByte(0x1f)
+	}
+	return b.String()
+}
+
+func includeMatches(c *Cell, inc *Include, m *Matrix) bool {
+	for name, v := range inc.Values {
+		if c.Values[m.axis[name]].key() != v.key() {
+			return false
+		}
+	}
+	return true
+}
+
+// extend adds an include entry's env and args to a cell; a different value
+// for something the cell already sets is an error, never an overwrite.
+func (m *Matrix) extend(c *Cell, inc *Include, where string) error {
+	if len(inc.Env) == 0 && len(inc.Args) == 0 {
+		return nil
+	}
+	for _, k := range sortedKeys(inc.Env) {
+		if _, ok := m.Launch.Env[k]; ok {
+			return m.errf(inc.Line, "include sets %s, which launch.env already sets", k)
+		}
+		if old, ok := c.Env[k]; ok && old != inc.Env[k] {
+			return m.errf(inc.Line, "include sets %s=%s but cell %s already has %s=%s", k, inc.Env[k], describe(c), k, old)
+		}
+		c.Env[k] = inc.Env[k]
+	}
+	have := flagMap(append(slices.Clone(m.Launch.Command), c.Args...))
+	add := flagMap(inc.Args)
+	for _, f := range sortedKeys(add) {
+		if old, ok := have[f]; ok && old != add[f] {
+			return m.errf(inc.Line, "include sets %s %s but cell %s already has %s %s", f, add[f], describe(c), f, old)
+		}
+	}
+	for i := 0; i < len(inc.Args); i++ {
+		a := inc.Args[i]
+		f, _, _ := strings.Cut(a, "=")
+		if _, ok := have[f]; ok && strings.HasPrefix(a, "--") {
+			// Same flag, same value: already there. Skip its value too.
+			if !strings.Contains(a, "=") && i+1 < len(inc.Args) && !strings.HasPrefix(inc.Args[i+1], "--") {
+				i++
+			}
+			continue
+		}
+		c.Args = append(c.Args, a)
+	}
+	c.Extended = append(c.Extended, "include "+where)
+	return nil
+}
+
+func describe(c *Cell) string {
+	if c.ID != "" {
+		return c.ID
+	}
+	var parts []string
+	for _, v := range c.Values {
+		t := v.Text
+		if v.Kind == "list" {
+			t = "[" + t + "]"
+		}
+		parts = append(parts, v.Axis+"="+t)
+	}
+	return strings.Join(parts, " ")
+}
+
+// assignIDs gives every cell a slug of its values on the axes that vary;
+// cells whose slugs collide get a short hash of their values appended.
+func (m *Matrix) assignIDs(cells []*Cell) error {
+	if len(cells) == 0 {
+		return nil
+	}
+	varying := make([]bool, len(m.Axes))
+	any := false
+	for ai := range m.Axes {
+		for _, c := range cells[1:] {
+			if c.Values[ai].key() != cells[0].Values[ai].key() {
+				varying[ai] = true
+				any = true
+				break
+			}
+		}
+	}
+	slugs := make([]string, len(cells))
+	count := map[string]int{}
+	var parts []string
+	for i, c := range cells {
+		parts = parts[:0]
+		for ai, a := range m.Axes {
+			if varying[ai] || !any {
+				parts = append(parts, m.valueSlug(a, c.Values[ai].Value))
+			}
+		}
+		slugs[i] = strings.Join(parts, ".")
+		count[slugs[i]]++
+	}
+	explicit := map[*Cell]string{}
+	for _, inc := range m.Include {
+		if inc.ID == "" {
+			continue
+		}
+		for _, c := range cells {
+			if includeMatches(c, inc, m) {
+				explicit[c] = inc.ID
+			}
+		}
+	}
+	seen := map[string]*Cell{}
+	for i, c := range cells {
+		id := slugs[i]
+		if count[id] > 1 {
+			h := sha256.Sum256([]byte(cellKey(c)))
+			id += "-" + hex.EncodeToString(h[:])[:6]
+		}
+		if e, ok := explicit[c]; ok {
+			id = e
+		}
+		if other, dup := seen[id]; dup {
+			return m.errf(0, "duplicate cell id %q (%s and %s): set id_prefix or an include id", id, describe(other), describe(c))
+		}
+		c.ID = id
+		seen[id] = c
+	}
+	return nil
+}
+
+func (m *Matrix) valueSlug(a *Axis, v Value) string {
+	prefix, has := m.IDPrefix[a.Name]
+	var s string
+	switch {
+	case a.Name == PatchesAxis:
+		if len(v.List) == 0 {
+			s = "unpatched"
+		} else {
+			s = slug(strings.Join(v.List, "-"))
+		}
+		return prefix + s
+	case a.Name == m.ArchAxis:
+		maj, min, _ := parseSM(v.Text)
+		if !has {
+			prefix = "sm"
+		}
+		return prefix + fmt.Sprintf("%d%d", maj, min)
+	case v.Kind == "int" || v.Kind == "float":
+		if !has {
+			prefix = slug(a.Name)
+		}
+		return prefix + slug(v.Text)
+	case v.Kind == "bool":
+		if !has {
+			prefix = slug(a.Name)
+		}
+		if v.Text == "true" {
+			return prefix + "-on"
+		}
+		return prefix + "-off"
+	}
+	s = slug(v.Text)
+	if s == "" {
+		s = slug(a.Name)
+	}
+	return prefix + s
+}
+
+// slug keeps [a-z0-9.-]: lower case, anything else becomes '-', runs of '-'
+// collapse and the ends are trimmed.
+func slug(s string) string {
+	b := make([]byte, 0, len(s))
+	dash := false
+	for _, r := range strings.ToLower(s) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '.':
+			b = append(b, byte(r))
+			dash = false
+		default:
+			if !dash {
+				b = append(b, '-')
+				dash = true
+			}
+		}
+	}
+	return strings.Trim(string(b), "-.")
+}
+
+// render fills Command, Env (launch.env), Workdir, Health, Bench and TP.
+func (m *Matrix) render(cells []*Cell) error {
+	l := &m.Launch
+	compile := func(ss []string) ([]*tmpl, error) {
+		out := make([]*tmpl, len(ss))
+		for i, s := range ss {
+			t, err := newTmpl(s)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = t
+		}
+		return out, nil
+	}
+	cmd, err := compile(l.Command)
+	if err != nil {
+		return m.errf(m.lines.line("launch", "command"), "launch.command: %v", err)
+	}
+	bench, err := compile(l.Bench)
+	if err != nil {
+		return m.errf(m.lines.line("launch", "bench"), "launch.bench: %v", err)
+	}
+	envKeys := sortedKeys(l.Env)
+	envVals := make([]string, len(envKeys))
+	for i, k := range envKeys {
+		envVals[i] = l.Env[k]
+	}
+	env, err := compile(envVals)
+	if err != nil {
+		return m.errf(m.lines.line("launch", "env"), "launch.env: %v", err)
+	}
+	one, err := compile([]string{l.Workdir, l.Health})
+	if err != nil {
+		return m.errf(m.lines.line("launch"), "launch: %v", err)
+	}
+	data := make(map[string]string, len(m.Axes)+1)
+	var b strings.Builder
+	run := func(ts []*tmpl) ([]string, error) {
+		out := make([]string, len(ts))
+		for i, t := range ts {
+			s, err := t.exec(data, &b)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = s
+		}
+		return out, nil
+	}
+	for _, c := range cells {
+		for _, v := range c.Values {
+			data[v.Axis] = v.Text
+		}
+		data["id"] = c.ID
+		out, err := run(cmd)
+		if err != nil {
+			return m.errf(m.lines.line("launch", "command"), "launch.command for %s: %v", c.ID, err)
+		}
+		c.Command = append(out, c.Args...)
+		if c.Args == nil {
+			c.Args = []string{}
+		}
+		if c.Bench, err = run(bench); err != nil {
+			return m.errf(m.lines.line("launch", "bench"), "launch.bench for %s: %v", c.ID, err)
+		}
+		ev, err := run(env)
+		if err != nil {
+			return m.errf(m.lines.line("launch", "env"), "launch.env for %s: %v", c.ID, err)
+		}
+		for i, k := range envKeys {
+			c.Env[k] = ev[i]
+		}
+		o, err := run(one)
+		if err != nil {
+			return m.errf(m.lines.line("launch"), "launch for %s: %v", c.ID, err)
+		}
+		c.Workdir, c.Health = o[0], o[1]
+		if c.TP == 0 {
+			c.TP = l.TP
+		}
+		if c.TP == 0 {
+			fl := flagMap(c.Command)
+			for _, f := range []string{"--tp", "--tp-size", "--tensor-parallel-size"} {
+				if n, err := strconv.Atoi(fl[f]); err == nil && n > 0 {
+					c.TP = n
+					break
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (m *Matrix) resolveBaseline(x *Expansion, cells []*Cell) error {
+	l := &m.Launch
+	switch {
+	case l.BaselineID != "":
+		for _, c := range cells {
+			if c.ID == l.BaselineID {
+				x.Baseline = c.ID
+				break
+			}
+		}
+		if x.Baseline == "" {
+			return m.errf(m.lines.line("launch", "baseline"), "launch.baseline: no cell has id %q", l.BaselineID)
+		}
+	case l.Baseline != nil:
+		var found []*Cell
+		for _, c := range cells {
+			ok := true
+			for name, vals := range l.Baseline.Values {
+				k := c.Values[m.axis[name]].key()
+				if !slices.ContainsFunc(vals, func(v Value) bool { return v.key() == k }) {
+					ok = false
+					break
+				}
+			}
+			if ok {
+				found = append(found, c)
+			}
+		}
+		switch len(found) {
+		case 0:
+			return m.errf(l.Baseline.Line, "launch.baseline matches no cell")
+		case 1:
+			x.Baseline = found[0].ID
+		default:
+			return m.errf(l.Baseline.Line, "launch.baseline matches %d cells (%s, %s, ...): name more axes", len(found), found[0].ID, found[1].ID)
+		}
+	}
+	if x.Baseline != "" {
+		if c := cellByID(cells, x.Baseline); c != nil && c.Pruned != nil {
+			x.Notes = append(x.Notes, fmt.Sprintf("the baseline cell %s is pruned by rule %s", c.ID, c.Pruned.Rule))
+		}
+	}
+	return nil
+}
+
+func cellByID(cells []*Cell, id string) *Cell {
+	for _, c := range cells {
+		if c.ID == id {
+			return c
+		}
+	}
+	return nil
+}

@@ -1,0 +1,211 @@
+package matrix
+
+import (
+	"strconv"
+	"strings"
+)
+
+// lineIndex maps TOML key paths to the line that defines them. The BurntSushi
+// decoder keeps key positions private, so errors that name a line (an unknown
+// axis in an exclude entry, a rule condition) find it here. Elements of arrays
+// of tables get their index as a path component: "exclude.1.nccl".
+// It is a tolerant scanner, not a parser: the file has already been decoded.
+type lineIndex map[string]int
+
+func keyPath(parts ...string) string { return strings.Join(parts, "\x00") }
+
+// line returns the line of the longest known prefix of the path, 0 if none.
+func (li lineIndex) line(parts ...string) int {
+	for n := len(parts); n > 0; n-- {
+		if l, ok := li[keyPath(parts[:n]...)]; ok {
+			return l
+		}
+	}
+	return 0
+}
+
+func indexLines(src string) lineIndex {
+	li := lineIndex{}
+	arrays := map[string]int{} // array-of-tables path -> last index
+	var table []string
+	depth := 0      // open brackets/braces of a value spanning lines
+	inML := ""      // open multi-line string delimiter
+	for n, raw := range strings.Split(src, "\n") {
+		lineNo := n + 1
+		s := raw
+		if inML != "" {
+			i := strings.Index(s, inML)
+			if i < 0 {
+				continue
+			}
+			s = s[i+3:]
+			inML = ""
+			depth, inML = scanValue(s, depth)
+			continue
+		}
+		if depth > 0 {
+			depth, inML = scanValue(s, depth)
+			continue
+		}
+		t := strings.TrimSpace(s)
+		if t == "" || t[0] == '#' {
+			continue
+		}
+		if strings.HasPrefix(t, "[[") {
+			keys, _ := parseKey(t[2:])
+			p := resolveArrays(keys, arrays, true)
+			table = p
+			li[keyPath(p...)] = lineNo
+			if len(p) > 0 {
+				li[keyPath(p[:len(p)-1]...)] = minLine(li, keyPath(p[:len(p)-1]...), lineNo)
+			}
+			continue
+		}
+		if t[0] == '[' {
+			keys, _ := parseKey(t[1:])
+			table = resolveArrays(keys, arrays, false)
+			if _, ok := li[keyPath(table...)]; !ok {
+				li[keyPath(table...)] = lineNo
+			}
+			continue
+		}
+		keys, rest := parseKey(t)
+		if len(keys) == 0 {
+			continue
+		}
+		full := append(append([]string(nil), table...), keys...)
+		for i := len(table) + 1; i <= len(full); i++ {
+			if _, ok := li[keyPath(full[:i]...)]; !ok {
+				li[keyPath(full[:i]...)] = lineNo
+			}
+		}
+		rest = strings.TrimSpace(rest)
+		if strings.HasPrefix(rest, "=") {
+			depth, inML = scanValue(rest[1:], 0)
+		}
+	}
+	return li
+}
+
+func minLine(li lineIndex, k string, l int) int {
+	if old, ok := li[k]; ok && old < l {
+		return old
+	}
+	return l
+}
+
+// resolveArrays inserts the current element index after every prefix that is
+// an array of tables; for a [[header]] it starts a new element.
+func resolveArrays(keys []string, arrays map[string]int, newElem bool) []string {
+	var out []string
+	for i, k := range keys {
+		out = append(out, k)
+		p := keyPath(keys[:i+1]...)
+		if i == len(keys)-1 && newElem {
+			idx, ok := arrays[p]
+			if ok {
+				idx++
+			}
+			arrays[p] = idx
+			out = append(out, strconv.Itoa(idx))
+			continue
+		}
+		if idx, ok := arrays[p]; ok {
+			out = append(out, strconv.Itoa(idx))
+		}
+	}
+	return out
+}
+
+// parseKey reads a dotted key (bare, "basic" or 'literal' parts) and returns
+// the parts and what follows it.
+func parseKey(s string) ([]string, string) {
+	var parts []string
+	for {
+		s = strings.TrimLeft(s, " \t")
+		if s == "" {
+			return parts, s
+		}
+		switch s[0] {
+		case '"':
+			end := 1
+			for end < len(s) && s[end] != '"' {
+				if s[end] == '\\' {
+					end++
+				}
+				end++
+			}
+			if end >= len(s) {
+				return parts, ""
+			}
+			v, err := strconv.Unquote(s[:end+1])
+			if err != nil {
+				v = s[1:end]
+			}
+			parts = append(parts, v)
+			s = s[end+1:]
+		case '\'':
+			end := strings.IndexByte(s[1:], '\'')
+			if end < 0 {
+				return parts, ""
+			}
+			parts = append(parts, s[1:end+1])
+			s = s[end+2:]
+		default:
+			end := 0
+			for end < len(s) && isBare(s[end]) {
+				end++
+			}
+			if end == 0 {
+				return parts, s
+			}
+			parts = append(parts, s[:end])
+			s = s[end:]
+		}
+		t := strings.TrimLeft(s, " \t")
+		if !strings.HasPrefix(t, ".") {
+			return parts, t
+		}
+		s = t[1:]
+	}
+}
+
+func isBare(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
+}
+
+// scanValue tracks bracket depth and multi-line strings through a value.
+func scanValue(s string, depth int) (int, string) {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch c {
+		case '#':
+			return depth, ""
+		case '[', '{':
+			depth++
+		case ']', '}':
+			if depth > 0 {
+				depth--
+			}
+		case '"', '\'':
+			if strings.HasPrefix(s[i:], `"""`) || strings.HasPrefix(s[i:], `'''`) {
+				delim := s[i : i+3]
+				j := strings.Index(s[i+3:], delim)
+				if j < 0 {
+					return depth, delim
+				}
+				i += 3 + j + 2
+				continue
+			}
+			j := i + 1
+			for j < len(s) && s[j] != c {
+				if c == '"' && s[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			i = j
+		}
+	}
+	return depth, ""
+}

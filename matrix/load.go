@@ -1,0 +1,834 @@
+package matrix
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+type fileMatrix struct {
+	Name     string                               `toml:"name"`
+	Project  string                               `toml:"project"`
+	MaxCells *int64                               `toml:"max_cells"`
+	ArchAxis string                               `toml:"arch_axis"`
+	Rules    []string                             `toml:"rules"`
+	Base     Base                                 `toml:"base"`
+	Axes     map[string]any                       `toml:"axes"`
+	Presets  map[string]map[string]map[string]any `toml:"presets"`
+	Zip      [][]string                           `toml:"zip"`
+	Exclude  []map[string]any                     `toml:"exclude"`
+	Include  []map[string]any                     `toml:"include"`
+	IDPrefix map[string]string                    `toml:"id_prefix"`
+	Launch   fileLaunch                           `toml:"launch"`
+}
+
+type fileLaunch struct {
+	Command        []string          `toml:"command"`
+	Env            map[string]string `toml:"env"`
+	Workdir        string            `toml:"workdir"`
+	Health         string            `toml:"health"`
+	Bench          []string          `toml:"bench"`
+	Metric         string            `toml:"metric"`
+	Metrics        map[string]string `toml:"metrics"`
+	StartupTimeout string            `toml:"startup_timeout"`
+	BenchTimeout   string            `toml:"bench_timeout"`
+	TP             int64             `toml:"tp"`
+	Baseline       any               `toml:"baseline"`
+}
+
+var (
+	envKeyRe  = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*$`)
+	flagKeyRe = regexp.MustCompile(`^--[a-z0-9][a-z0-9-]*$`)
+	nameRe    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	presetRe  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+)
+
+// Load reads and validates a matrix file and the rules files it names.
+// Every error names the file and, where it can, the line.
+func Load(path string) (*Matrix, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, data)
+}
+
+// Parse is Load on bytes already read; file names the source in messages and
+// anchors relative rules paths.
+func Parse(file string, data []byte) (*Matrix, error) {
+	var fm fileMatrix
+	md, err := toml.Decode(string(data), &fm)
+	if err != nil {
+		return nil, tomlError(file, err)
+	}
+	m := &Matrix{
+		File:     file,
+		Name:     fm.Name,
+		Project:  fm.Project,
+		Base:     fm.Base,
+		Presets:  map[string]map[string]*Preset{},
+		IDPrefix: map[string]string{},
+		lines:    indexLines(string(data)),
+		axis:     map[string]int{},
+	}
+	if k := firstUndecoded(md, [][]string{{"axes"}, {"presets"}, {"exclude"}, {"include"}, {"launch", "baseline"}}); k != nil {
+		return nil, m.errf(m.lines.line(k...), "unknown key %q", k.String())
+	}
+	if fm.MaxCells != nil {
+		if *fm.MaxCells < 1 || *fm.MaxCells > math.MaxInt32 {
+			return nil, m.errf(m.lines.line("max_cells"), "max_cells must be a positive number, got %d", *fm.MaxCells)
+		}
+		m.MaxCells = int(*fm.MaxCells)
+	}
+	if m.Base.Image != "" && m.Base.Python != "" {
+		return nil, m.errf(m.lines.line("base"), "base: set image or python, not both")
+	}
+	if err := m.loadAxes(md, fm.Axes); err != nil {
+		return nil, err
+	}
+	if err := m.loadPresets(md, fm.Presets); err != nil {
+		return nil, err
+	}
+	if err := m.loadArch(fm.ArchAxis); err != nil {
+		return nil, err
+	}
+	if err := m.loadZip(fm.Zip); err != nil {
+		return nil, err
+	}
+	for i, e := range fm.Exclude {
+		x, err := m.parseMatch(e, "exclude", strconv.Itoa(i))
+		if err != nil {
+			return nil, err
+		}
+		m.Exclude = append(m.Exclude, x)
+	}
+	for i, e := range fm.Include {
+		inc, err := m.parseInclude(e, i)
+		if err != nil {
+			return nil, err
+		}
+		m.Include = append(m.Include, inc)
+	}
+	for _, k := range sortedKeys(fm.IDPrefix) {
+		if _, ok := m.axis[k]; !ok {
+			return nil, m.errf(m.lines.line("id_prefix", k), "id_prefix: unknown axis %q%s", k, m.axisHint())
+		}
+		p := fm.IDPrefix[k]
+		if p != slug(p) {
+			return nil, m.errf(m.lines.line("id_prefix", k), "id_prefix.%s: %q must be lower case letters, digits, '.' and '-'", k, p)
+		}
+		m.IDPrefix[k] = p
+	}
+	if err := m.loadLaunch(fm.Launch); err != nil {
+		return nil, err
+	}
+	if err := m.checkConflicts(); err != nil {
+		return nil, err
+	}
+	for i, r := range fm.Rules {
+		p := r
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(filepath.Dir(file), p)
+		}
+		rules, err := LoadRules(p, m)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return nil, m.errf(m.lines.line("rules"), "rules[%d]: %v", i, err)
+			}
+			return nil, err
+		}
+		m.RuleFiles = append(m.RuleFiles, p)
+		m.rules = append(m.rules, rules...)
+	}
+	return m, nil
+}
+
+// firstUndecoded returns the first key the decoder did not use, leaving out
+// the parts decoded into generic values and checked by hand.
+func firstUndecoded(md toml.MetaData, handled [][]string) toml.Key {
+next:
+	for _, k := range md.Undecoded() {
+		for _, h := range handled {
+			if len(k) >= len(h) && slices.Equal(k[:len(h)], h) {
+				continue next
+			}
+		}
+		return k
+	}
+	return nil
+}
+
+func tomlError(file string, err error) error {
+	var pe toml.ParseError
+	if errors.As(err, &pe) {
+		msg := pe.Message
+		if pe.LastKey != "" && !strings.Contains(msg, pe.LastKey) {
+			msg = fmt.Sprintf("%s (key %q)", msg, pe.LastKey)
+		}
+		return fmt.Errorf("%s:%d: %s", file, pe.Position.Line, oneLine(msg))
+	}
+	return fmt.Errorf("%s: %s", file, oneLine(err.Error()))
+}
+
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
+
+func (m *Matrix) errf(line int, format string, args ...any) error {
+	if line > 0 {
+		return fmt.Errorf("%s:%d: %s", m.File, line, fmt.Sprintf(format, args...))
+	}
+	return fmt.Errorf("%s: %s", m.File, fmt.Sprintf(format, args...))
+}
+
+func (m *Matrix) axisHint() string {
+	names := make([]string, len(m.Axes))
+	for i, a := range m.Axes {
+		names[i] = a.Name
+	}
+	return " (axes: " + strings.Join(names, ", ") + ")"
+}
+
+func (m *Matrix) loadAxes(md toml.MetaData, axes map[string]any) error {
+	if len(axes) == 0 {
+		return m.errf(m.lines.line("axes"), "no [axes]: a matrix needs at least one axis")
+	}
+	// Axis order is the order written in the file, never map order.
+	var order []string
+	seen := map[string]bool{}
+	for _, k := range md.Keys() {
+		if len(k) >= 2 && k[0] == "axes" && !seen[k[1]] {
+			if _, ok := axes[k[1]]; ok {
+				seen[k[1]] = true
+				order = append(order, k[1])
+			}
+		}
+	}
+	for _, name := range sortedKeys(axes) { // anything Keys() missed, deterministically
+		if !seen[name] {
+			order = append(order, name)
+		}
+	}
+	for _, name := range order {
+		line := m.lines.line("axes", name)
+		if !nameRe.MatchString(name) || name == "id" {
+			return m.errf(line, "axes: name %q must be letters, digits and '_' (and not \"id\")", name)
+		}
+		a := &Axis{Name: name, Line: line}
+		raw := axes[name]
+		list, isList := raw.([]any)
+		if !isList {
+			list = []any{raw}
+		}
+		if len(list) == 0 {
+			return m.errf(line, "axes.%s is empty: an axis needs at least one value", name)
+		}
+		seenV := map[string]bool{}
+		for _, x := range list {
+			v, err := toValue(name, x)
+			if err != nil {
+				return m.errf(line, "axes.%s: %v", name, err)
+			}
+			key := v.key()
+			if seenV[key] {
+				return m.errf(line, "axes.%s: value %q appears twice", name, v.Text)
+			}
+			seenV[key] = true
+			a.Values = append(a.Values, v)
+		}
+		m.axis[name] = len(m.Axes)
+		m.Axes = append(m.Axes, a)
+	}
+	return nil
+}
+
+// toValue converts one TOML value of an axis (or a match) to a Value.
+func toValue(axis string, x any) (Value, error) {
+	if axis == PatchesAxis {
+		switch t := x.(type) {
+		case string:
+			if t == "" {
+				return Value{}, fmt.Errorf("empty patch name")
+			}
+			return Value{Text: t, List: []string{t}, Kind: "list"}, nil
+		case []any:
+			v := Value{Kind: "list", List: []string{}}
+			seen := map[string]bool{}
+			for _, e := range t {
+				s, ok := e.(string)
+				if !ok || s == "" {
+					return Value{}, fmt.Errorf("a patch set is a list of patch names, got %v", e)
+				}
+				if seen[s] {
+					return Value{}, fmt.Errorf("patch %q twice in one set", s)
+				}
+				seen[s] = true
+				v.List = append(v.List, s)
+			}
+			v.Text = strings.Join(v.List, ",")
+			return v, nil
+		}
+		return Value{}, fmt.Errorf("a patch set is a list of patch names, got %T", x)
+	}
+	switch t := x.(type) {
+	case string:
+		return Value{Text: t, Kind: "string"}, nil
+	case int64:
+		return Value{Text: strconv.FormatInt(t, 10), Kind: "int"}, nil
+	case float64:
+		if math.IsNaN(t) || math.IsInf(t, 0) {
+			return Value{}, fmt.Errorf("value %v is not a finite number", t)
+		}
+		return Value{Text: strconv.FormatFloat(t, 'g', -1, 64), Kind: "float"}, nil
+	case bool:
+		return Value{Text: strconv.FormatBool(t), Kind: "bool"}, nil
+	}
+	return Value{}, fmt.Errorf("values are strings, numbers or booleans, got %s", tomlType(x))
+}
+
+func tomlType(x any) string {
+	switch x.(type) {
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "a table"
+	case time.Time:
+		return "a date"
+	}
+	return fmt.Sprintf("%T", x)
+}
+
+// key identifies a value for matching: patch sets compare as sets.
+func (v Value) key() string {
+	if v.Kind == "list" {
+		s := append([]string(nil), v.List...)
+		sort.Strings(s)
+		return "\x00" + strings.Join(s, "\x00")
+	}
+	return v.Text
+}
+
+func (m *Matrix) loadPresets(md toml.MetaData, presets map[string]map[string]map[string]any) error {
+	for _, axis := range sortedKeys(presets) {
+		ai, ok := m.axis[axis]
+		if !ok {
+			return m.errf(m.lines.line("presets", axis), "presets.%s: no axis %q%s", axis, axis, m.axisHint())
+		}
+		if axis == PatchesAxis {
+			return m.errf(m.lines.line("presets", axis), "presets.%s: the patches axis cannot have presets", axis)
+		}
+		m.Axes[ai].Presets = true
+		m.Presets[axis] = map[string]*Preset{}
+		for _, name := range sortedKeys(presets[axis]) {
+			line := m.lines.line("presets", axis, name)
+			if !presetRe.MatchString(name) {
+				return m.errf(line, "presets.%s: bad preset name %q", axis, name)
+			}
+			p := &Preset{Name: name, Env: map[string]string{}, Line: line}
+			body := presets[axis][name]
+			// Flags keep the order written in the file.
+			var keys []string
+			seen := map[string]bool{}
+			for _, k := range md.Keys() {
+				if len(k) == 4 && k[0] == "presets" && k[1] == axis && k[2] == name && !seen[k[3]] {
+					seen[k[3]] = true
+					keys = append(keys, k[3])
+				}
+			}
+			for _, k := range sortedKeys(body) {
+				if !seen[k] {
+					keys = append(keys, k)
+				}
+			}
+			for _, k := range keys {
+				x, ok := body[k]
+				if !ok {
+					continue
+				}
+				kl := m.lines.line("presets", axis, name, k)
+				switch {
+				case envKeyRe.MatchString(k):
+					v, err := toValue("", x)
+					if err != nil {
+						return m.errf(kl, "presets.%s.%s.%s: %v", axis, name, k, err)
+					}
+					p.Env[k] = v.Text
+				case flagKeyRe.MatchString(k):
+					args, err := flagArgs(k, x)
+					if err != nil {
+						return m.errf(kl, "presets.%s.%s: %v", axis, name, err)
+					}
+					p.Args = append(p.Args, args...)
+				default:
+					return m.errf(kl, "presets.%s.%s: key %q is neither an environment variable (UPPER_CASE) nor a server flag (--name)", axis, name, k)
+				}
+			}
+			m.Presets[axis][name] = p
+		}
+		for _, v := range m.Axes[ai].Values {
+			if _, ok := m.Presets[axis][v.Text]; !ok {
+				return m.errf(m.Axes[ai].Line, "axes.%s: unknown preset %q (presets: %s)", axis, v.Text, strings.Join(sortedKeys(m.Presets[axis]), ", "))
+			}
+		}
+	}
+	return nil
+}
+
+// flagArgs turns a preset's flag entry into arguments: true gives the bare
+// flag, false nothing, a scalar flag and value, a list flag and its values.
+func flagArgs(flag string, x any) ([]string, error) {
+	switch t := x.(type) {
+	case bool:
+		if t {
+			return []string{flag}, nil
+		}
+		return nil, nil
+	case []any:
+		out := []string{flag}
+		for _, e := range t {
+			v, err := toValue("", e)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %v", flag, err)
+			}
+			out = append(out, v.Text)
+		}
+		return out, nil
+	}
+	v, err := toValue("", x)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", flag, err)
+	}
+	return []string{flag, v.Text}, nil
+}
+
+var archNames = []string{"sm", "gpu_sm", "arch", "gpu_arch"}
+
+func (m *Matrix) loadArch(name string) error {
+	if name == "" {
+		for _, n := range archNames {
+			if _, ok := m.axis[n]; ok {
+				name = n
+				break
+			}
+		}
+		if name == "" {
+			return nil
+		}
+	} else if _, ok := m.axis[name]; !ok {
+		return m.errf(m.lines.line("arch_axis"), "arch_axis: unknown axis %q%s", name, m.axisHint())
+	}
+	a := m.Axes[m.axis[name]]
+	for _, v := range a.Values {
+		if _, _, err := parseSM(v.Text); err != nil {
+			return m.errf(a.Line, "axes.%s (the GPU architecture axis): %v", name, err)
+		}
+	}
+	m.ArchAxis = name
+	return nil
+}
+
+// parseSM reads a compute capability: "12.0", "12", "120", "sm_120", "sm120a".
+func parseSM(s string) (major, minor int, err error) {
+	t := strings.ToLower(strings.TrimSpace(s))
+	t = strings.TrimPrefix(strings.TrimPrefix(t, "sm_"), "sm")
+	t = strings.TrimRight(t, "af")
+	if a, b, ok := strings.Cut(t, "."); ok {
+		major, err1 := strconv.Atoi(a)
+		minor, err2 := strconv.Atoi(b)
+		if err1 == nil && err2 == nil && major > 0 && major < 100 && minor >= 0 && minor < 10 {
+			return major, minor, nil
+		}
+	} else if n, err1 := strconv.Atoi(t); err1 == nil && n > 0 {
+		if n < 20 {
+			return n, 0, nil
+		}
+		if n < 1000 {
+			return n / 10, n % 10, nil
+		}
+	}
+	return 0, 0, fmt.Errorf("%q is not a GPU compute capability (like 12.0 or sm_120)", s)
+}
+
+func (m *Matrix) loadZip(zip [][]string) error {
+	inZip := map[string]bool{}
+	for i, g := range zip {
+		line := m.lines.line("zip")
+		if len(g) < 2 {
+			return m.errf(line, "zip[%d]: a zip group names at least two axes", i)
+		}
+		n := -1
+		for _, name := range g {
+			ai, ok := m.axis[name]
+			if !ok {
+				return m.errf(line, "zip[%d]: unknown axis %q%s", i, name, m.axisHint())
+			}
+			if inZip[name] {
+				return m.errf(line, "zip[%d]: axis %q is already in a zip group", i, name)
+			}
+			inZip[name] = true
+			if l := len(m.Axes[ai].Values); n >= 0 && l != n {
+				return m.errf(line, "zip[%d]: axes %s have unequal lengths (%s)", i, strings.Join(g, ", "), zipLens(m, g))
+			} else {
+				n = l
+			}
+		}
+		m.Zip = append(m.Zip, append([]string(nil), g...))
+	}
+	return nil
+}
+
+func zipLens(m *Matrix, g []string) string {
+	var s []string
+	for _, name := range g {
+		s = append(s, fmt.Sprintf("%s has %d", name, len(m.Axes[m.axis[name]].Values)))
+	}
+	return strings.Join(s, ", ")
+}
+
+// parseMatch reads an exclude entry or a baseline table. A list means "any
+// of"; for the patches axis a list of names is one set and a list of lists
+// is any of those sets (patches = [] matches the empty set).
+func (m *Matrix) parseMatch(e map[string]any, where ...string) (*Match, error) {
+	line := m.lines.line(where...)
+	what := strings.Join(where, "[") + strings.Repeat("]", len(where)-1)
+	if len(e) == 0 {
+		return nil, m.errf(line, "%s: empty entry matches every cell", what)
+	}
+	x := &Match{Values: map[string][]Value{}, Line: line}
+	for _, k := range sortedKeys(e) {
+		kl := m.lines.line(append(where, k)...)
+		ai, ok := m.axis[k]
+		if !ok {
+			return nil, m.errf(kl, "%s: unknown axis %q%s", what, k, m.axisHint())
+		}
+		vals, err := matchValues(k, e[k])
+		if err != nil {
+			return nil, m.errf(kl, "%s.%s: %v", what, k, err)
+		}
+		if m.Axes[ai].Presets {
+			for _, v := range vals {
+				if _, ok := m.Presets[k][v.Text]; !ok {
+					return nil, m.errf(kl, "%s.%s: unknown preset %q", what, k, v.Text)
+				}
+			}
+		}
+		x.Values[k] = vals
+	}
+	return x, nil
+}
+
+func matchValues(axis string, raw any) ([]Value, error) {
+	list, isList := raw.([]any)
+	if axis == PatchesAxis {
+		anyOf := isList && len(list) > 0
+		for _, e := range list {
+			if _, ok := e.([]any); !ok {
+				anyOf = false
+			}
+		}
+		if !anyOf {
+			v, err := toValue(axis, raw)
+			if err != nil {
+				return nil, err
+			}
+			return []Value{v}, nil
+		}
+	} else if !isList {
+		list = []any{raw}
+	}
+	if len(list) == 0 {
+		return nil, fmt.Errorf("an empty list matches nothing")
+	}
+	var out []Value
+	for _, e := range list {
+		v, err := toValue(axis, e)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func (m *Matrix) parseInclude(e map[string]any, i int) (*Include, error) {
+	idx := strconv.Itoa(i)
+	line := m.lines.line("include", idx)
+	inc := &Include{Values: map[string]Value{}, Env: map[string]string{}, Line: line}
+	for _, k := range sortedKeys(e) {
+		kl := m.lines.line("include", idx, k)
+		switch k {
+		case "id":
+			s, ok := e[k].(string)
+			if !ok || s == "" || slug(s) != s {
+				return nil, m.errf(kl, "include[%d].id: want a non-empty id of [a-z0-9.-]", i)
+			}
+			inc.ID = s
+			continue
+		case "env":
+			t, ok := e[k].(map[string]any)
+			if !ok {
+				return nil, m.errf(kl, "include[%d].env: want a table", i)
+			}
+			for _, name := range sortedKeys(t) {
+				if !envKeyRe.MatchString(name) {
+					return nil, m.errf(kl, "include[%d].env: %q is not an environment variable name", i, name)
+				}
+				v, err := toValue("", t[name])
+				if err != nil {
+					return nil, m.errf(kl, "include[%d].env.%s: %v", i, name, err)
+				}
+				inc.Env[name] = v.Text
+			}
+			continue
+		case "args":
+			l, ok := e[k].([]any)
+			if !ok {
+				return nil, m.errf(kl, "include[%d].args: want a list of strings", i)
+			}
+			for _, a := range l {
+				s, ok := a.(string)
+				if !ok {
+					return nil, m.errf(kl, "include[%d].args: want a list of strings", i)
+				}
+				inc.Args = append(inc.Args, s)
+			}
+			continue
+		}
+		ai, ok := m.axis[k]
+		if !ok {
+			return nil, m.errf(kl, "include[%d]: unknown axis %q%s", i, k, m.axisHint())
+		}
+		v, err := toValue(k, e[k])
+		if err != nil {
+			return nil, m.errf(kl, "include[%d].%s: %v (an include names one value per axis)", i, k, err)
+		}
+		if m.Axes[ai].Presets {
+			if _, ok := m.Presets[k][v.Text]; !ok {
+				return nil, m.errf(kl, "include[%d].%s: unknown preset %q", i, k, v.Text)
+			}
+		}
+		if k == m.ArchAxis {
+			if _, _, err := parseSM(v.Text); err != nil {
+				return nil, m.errf(kl, "include[%d].%s: %v", i, k, err)
+			}
+		}
+		inc.Values[k] = v
+	}
+	if len(inc.Values) == 0 {
+		return nil, m.errf(line, "include[%d]: names no axis", i)
+	}
+	if len(inc.Env) == 0 && len(inc.Args) == 0 && len(inc.Values) < len(m.Axes) {
+		return nil, m.errf(line, "include[%d]: names only some axes and adds no env or args: it would do nothing", i)
+	}
+	return inc, nil
+}
+
+func (m *Matrix) loadLaunch(fl fileLaunch) error {
+	l := &m.Launch
+	if len(fl.Command) == 0 {
+		return m.errf(m.lines.line("launch"), "launch.command is missing: a matrix needs a command to start each cell")
+	}
+	l.Command = fl.Command
+	l.Env = map[string]string{}
+	for _, k := range sortedKeys(fl.Env) {
+		if !envKeyRe.MatchString(k) {
+			return m.errf(m.lines.line("launch", "env", k), "launch.env: %q is not an environment variable name", k)
+		}
+		l.Env[k] = fl.Env[k]
+	}
+	l.Workdir, l.Health, l.Bench = fl.Workdir, fl.Health, fl.Bench
+	if fl.Metric != "" {
+		if fl.Metrics == nil {
+			fl.Metrics = map[string]string{}
+		}
+		if _, dup := fl.Metrics["metric"]; dup {
+			return m.errf(m.lines.line("launch", "metric"), "launch.metric and launch.metrics.metric are both set")
+		}
+		fl.Metrics["metric"] = fl.Metric
+	}
+	for _, name := range sortedKeys(fl.Metrics) {
+		line := m.lines.line("launch", "metrics", name)
+		if name == "metric" && fl.Metric != "" {
+			line = m.lines.line("launch", "metric")
+		}
+		re, err := regexp.Compile(fl.Metrics[name])
+		if err != nil {
+			return m.errf(line, "launch metric %q: %v", name, err)
+		}
+		if re.NumSubexp() < 1 {
+			return m.errf(line, "launch metric %q: the regex needs a group around the number", name)
+		}
+		l.Metrics = append(l.Metrics, Metric{Name: name, Regex: fl.Metrics[name], Re: re})
+	}
+	var err error
+	if l.StartupTimeout, err = duration(fl.StartupTimeout, DefaultStartupTimeout); err != nil {
+		return m.errf(m.lines.line("launch", "startup_timeout"), "launch.startup_timeout: %v", err)
+	}
+	if l.BenchTimeout, err = duration(fl.BenchTimeout, DefaultBenchTimeout); err != nil {
+		return m.errf(m.lines.line("launch", "bench_timeout"), "launch.bench_timeout: %v", err)
+	}
+	if fl.TP < 0 || fl.TP > 1024 {
+		return m.errf(m.lines.line("launch", "tp"), "launch.tp: %d is not a GPU count", fl.TP)
+	}
+	l.TP = int(fl.TP)
+	switch b := fl.Baseline.(type) {
+	case nil:
+	case string:
+		l.BaselineID = b
+	case map[string]any:
+		x, err := m.parseMatch(b, "launch", "baseline")
+		if err != nil {
+			return err
+		}
+		l.Baseline = x
+	default:
+		return m.errf(m.lines.line("launch", "baseline"), "launch.baseline: want a cell id or a table of axis values")
+	}
+	// Every template field must name an axis (or the cell id).
+	check := func(where string, line int, s string) error {
+		if err := checkTemplate(s, m.axis); err != nil {
+			return m.errf(line, "%s: %v%s", where, err, m.axisHint())
+		}
+		return nil
+	}
+	for i, s := range l.Command {
+		if err := check(fmt.Sprintf("launch.command[%d]", i), m.lines.line("launch", "command"), s); err != nil {
+			return err
+		}
+	}
+	for i, s := range l.Bench {
+		if err := check(fmt.Sprintf("launch.bench[%d]", i), m.lines.line("launch", "bench"), s); err != nil {
+			return err
+		}
+	}
+	for _, k := range sortedKeys(l.Env) {
+		if err := check("launch.env."+k, m.lines.line("launch", "env", k), l.Env[k]); err != nil {
+			return err
+		}
+	}
+	if err := check("launch.workdir", m.lines.line("launch", "workdir"), l.Workdir); err != nil {
+		return err
+	}
+	return check("launch.health", m.lines.line("launch", "health"), l.Health)
+}
+
+func duration(s string, def time.Duration) (time.Duration, error) {
+	if s == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, err
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("%s is not a positive duration", s)
+	}
+	return d, nil
+}
+
+// checkConflicts refuses what would make one setting silently win over
+// another: two preset axes setting the same variable or flag, a preset flag
+// that launch.command already carries, a preset variable launch.env sets.
+func (m *Matrix) checkConflicts() error {
+	envOwner := map[string]string{}
+	flagOwner := map[string]string{}
+	for k := range m.Launch.Env {
+		envOwner[k] = "launch.env"
+	}
+	for _, s := range m.Launch.Command {
+		if flagKeyRe.MatchString(s) {
+			flagOwner[s] = "launch.command"
+		} else if f, _, ok := strings.Cut(s, "="); ok && flagKeyRe.MatchString(f) {
+			flagOwner[f] = "launch.command"
+		}
+	}
+	for _, a := range m.Axes {
+		if !a.Presets {
+			continue
+		}
+		envHere := map[string]bool{}
+		flagHere := map[string]bool{}
+		for _, name := range sortedKeys(m.Presets[a.Name]) {
+			p := m.Presets[a.Name][name]
+			for _, k := range sortedKeys(p.Env) {
+				if o, ok := envOwner[k]; ok && !envHere[k] {
+					return m.errf(m.lines.line("presets", a.Name, name, k), "presets.%s.%s sets %s, which %s also sets", a.Name, name, k, o)
+				}
+				envHere[k] = true
+			}
+			for _, f := range p.Args {
+				if !flagKeyRe.MatchString(f) {
+					continue
+				}
+				if o, ok := flagOwner[f]; ok && !flagHere[f] {
+					return m.errf(m.lines.line("presets", a.Name, name, f), "presets.%s.%s sets %s, which %s also sets", a.Name, name, f, o)
+				}
+				flagHere[f] = true
+			}
+		}
+		for k := range envHere {
+			envOwner[k] = "presets." + a.Name
+		}
+		for k := range flagHere {
+			flagOwner[k] = "presets." + a.Name
+		}
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// CheckPatches calls check for every patch name the matrix uses (axis values
+// and include entries) and returns the first error with its file and line.
+// The command passes the catalog's lookup; matrix does not load the catalog.
+func (m *Matrix) CheckPatches(check func(name string) error) error {
+	if ai, ok := m.axis[PatchesAxis]; ok {
+		for _, v := range m.Axes[ai].Values {
+			for _, p := range v.List {
+				if err := check(p); err != nil {
+					return m.errf(m.Axes[ai].Line, "axes.patches: %v", err)
+				}
+			}
+		}
+	}
+	for _, inc := range m.Include {
+		if v, ok := inc.Values[PatchesAxis]; ok {
+			for _, p := range v.List {
+				if err := check(p); err != nil {
+					return m.errf(inc.Line, "include: %v", err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// AxisNames returns the axis names in file order.
+func (m *Matrix) AxisNames() []string {
+	out := make([]string, len(m.Axes))
+	for i, a := range m.Axes {
+		out[i] = a.Name
+	}
+	return out
+}

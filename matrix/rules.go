@@ -1,0 +1,534 @@
+package matrix
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+)
+
+// RulesVersion is the rules file format this package reads.
+const RulesVersion = 1
+
+//go:embed rules/default.toml
+var defaultRules []byte
+
+// DefaultRulesName names the built-in rules file in messages.
+const DefaultRulesName = "builtin:matrix/rules/default.toml"
+
+// Rule prunes, warns about or fixes cells that match its condition.
+type Rule struct {
+	Name   string `json:"name"`
+	Action string `json:"action"` // prune, warn, require-flag
+	Flag   string `json:"flag,omitempty"`
+	Reason string `json:"reason"`
+	Source string `json:"source"`
+	Where  string `json:"where"` // file:line
+	// NeedsProbe is set when the condition reads probe facts: without
+	// --probe-file the rule cannot match and the expansion says so.
+	NeedsProbe bool `json:"needs_probe,omitempty"`
+
+	when cond
+}
+
+type cond struct {
+	axis         map[int][]string // axis index -> value keys
+	env          map[string][]string
+	flags        []string
+	noFlags      []string
+	flagValues   map[string][]string
+	patches      []string
+	cudaGraphs   *bool
+	smMajor      []int
+	probeVerdict map[string][]string
+	varies       []string
+
+	needFlags bool
+}
+
+type rulesFile struct {
+	Version int64      `toml:"version"`
+	Rule    []fileRule `toml:"rule"`
+}
+
+type fileRule struct {
+	Name   string         `toml:"name"`
+	Action string         `toml:"action"`
+	Flag   string         `toml:"flag"`
+	Reason string         `toml:"reason"`
+	Source string         `toml:"source"`
+	When   map[string]any `toml:"when"`
+}
+
+// conditionKeys are the keys a rule's [rule.when] table may use.
+var conditionKeys = []string{"axis", "cuda_graphs", "env", "flag_values", "flags", "no_flags", "patches", "probe_verdict", "sm_major", "varies"}
+
+// LoadRules reads a rules file; axis names in conditions are checked
+// against m.
+func LoadRules(file string, m *Matrix) ([]*Rule, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRules(file, data, m)
+}
+
+// DefaultRules returns the rules shipped with smpatch.
+func DefaultRules(m *Matrix) ([]*Rule, error) {
+	return ParseRules(DefaultRulesName, defaultRules, m)
+}
+
+// ParseRules parses rules file bytes.
+func ParseRules(file string, data []byte, m *Matrix) ([]*Rule, error) {
+	var rf rulesFile
+	md, err := toml.Decode(string(data), &rf)
+	if err != nil {
+		return nil, tomlError(file, err)
+	}
+	li := indexLines(string(data))
+	errf := func(line int, format string, args ...any) error {
+		if line > 0 {
+			return fmt.Errorf("%s:%d: %s", file, line, fmt.Sprintf(format, args...))
+		}
+		return fmt.Errorf("%s: %s", file, fmt.Sprintf(format, args...))
+	}
+	if k := firstUndecoded(md, [][]string{{"rule", "when"}}); k != nil {
+		return nil, errf(li.line(k...), "unknown key %q", k.String())
+	}
+	if rf.Version != RulesVersion {
+		return nil, errf(li.line("version"), "rules version %d is not supported (this smpatch reads version %d)", rf.Version, RulesVersion)
+	}
+	var out []*Rule
+	names := map[string]bool{}
+	for i, fr := range rf.Rule {
+		idx := strconv.Itoa(i)
+		line := li.line("rule", idx)
+		r := &Rule{Name: fr.Name, Action: fr.Action, Flag: fr.Flag, Reason: fr.Reason, Source: fr.Source,
+			Where: fmt.Sprintf("%s:%d", file, line)}
+		if r.Name == "" || slug(r.Name) != r.Name {
+			return nil, errf(line, "rule[%d]: name %q must be non-empty [a-z0-9.-]", i, r.Name)
+		}
+		if names[r.Name] {
+			return nil, errf(line, "rule %q is defined twice", r.Name)
+		}
+		names[r.Name] = true
+		switch r.Action {
+		case "prune", "warn":
+			if r.Flag != "" {
+				return nil, errf(li.line("rule", idx, "flag"), "rule %q: flag is only for action require-flag", r.Name)
+			}
+		case "require-flag":
+			if !flagKeyRe.MatchString(r.Flag) {
+				return nil, errf(li.line("rule", idx, "flag"), "rule %q: require-flag needs flag = \"--name\"", r.Name)
+			}
+		default:
+			return nil, errf(li.line("rule", idx, "action"), "rule %q: action %q is not prune, warn or require-flag", r.Name, r.Action)
+		}
+		if r.Reason == "" {
+			return nil, errf(line, "rule %q: reason is missing", r.Name)
+		}
+		if r.Source == "" {
+			return nil, errf(line, "rule %q: source is missing (a link to where the fact comes from)", r.Name)
+		}
+		c, err := parseCond(fr.When, m, func(key string) int { return li.line("rule", idx, "when", key) })
+		if err != nil {
+			l := li.line("rule", idx, "when")
+			var ce condErr
+			if asCondErr(err, &ce) {
+				l = ce.line
+				err = ce.err
+			}
+			return nil, errf(l, "rule %q: %v", r.Name, err)
+		}
+		r.when = c
+		r.NeedsProbe = len(c.probeVerdict) > 0
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+type condErr struct {
+	line int
+	err  error
+}
+
+func (c condErr) Error() string { return c.err.Error() }
+
+func asCondErr(err error, ce *condErr) bool {
+	c, ok := err.(condErr)
+	if ok {
+		*ce = c
+	}
+	return ok
+}
+
+func parseCond(w map[string]any, m *Matrix, line func(string) int) (cond, error) {
+	var c cond
+	if len(w) == 0 {
+		return c, fmt.Errorf("[rule.when] is missing or empty: a rule must say which cells it is about")
+	}
+	fail := func(key string, format string, args ...any) error {
+		return condErr{line(key), fmt.Errorf(format, args...)}
+	}
+	for _, k := range sortedKeys(w) {
+		x := w[k]
+		switch k {
+		case "axis":
+			t, ok := x.(map[string]any)
+			if !ok {
+				return c, fail(k, "when.axis: want a table of axis = value(s)")
+			}
+			c.axis = map[int][]string{}
+			for _, name := range sortedKeys(t) {
+				ai, ok := m.axis[name]
+				if !ok {
+					return c, fail(k, "when.axis: unknown axis %q%s", name, m.axisHint())
+				}
+				vals, err := matchValues(name, t[name])
+				if err != nil {
+					return c, fail(k, "when.axis.%s: %v", name, err)
+				}
+				for _, v := range vals {
+					c.axis[ai] = append(c.axis[ai], v.key())
+				}
+			}
+		case "env":
+			t, ok := x.(map[string]any)
+			if !ok {
+				return c, fail(k, "when.env: want a table of NAME = value(s)")
+			}
+			c.env = map[string][]string{}
+			for _, name := range sortedKeys(t) {
+				vs, err := stringsOf(t[name])
+				if err != nil {
+					return c, fail(k, "when.env.%s: %v", name, err)
+				}
+				c.env[name] = vs
+			}
+		case "flags", "no_flags", "varies", "patches":
+			vs, err := stringsOf(x)
+			if err != nil {
+				return c, fail(k, "when.%s: %v", k, err)
+			}
+			switch k {
+			case "flags":
+				c.flags = vs
+				c.needFlags = true
+			case "no_flags":
+				c.noFlags = vs
+				c.needFlags = true
+			case "varies":
+				c.varies = vs
+			case "patches":
+				c.patches = vs
+			}
+		case "flag_values":
+			t, ok := x.(map[string]any)
+			if !ok {
+				return c, fail(k, "when.flag_values: want a table of \"--flag\" = value(s)")
+			}
+			c.flagValues = map[string][]string{}
+			for _, f := range sortedKeys(t) {
+				vs, err := stringsOf(t[f])
+				if err != nil {
+					return c, fail(k, "when.flag_values.%s: %v", f, err)
+				}
+				c.flagValues[f] = vs
+			}
+			c.needFlags = true
+		case "cuda_graphs":
+			b, ok := x.(bool)
+			if !ok {
+				return c, fail(k, "when.cuda_graphs: want true or false")
+			}
+			c.cudaGraphs = &b
+			c.needFlags = true
+		case "sm_major":
+			l, isList := x.([]any)
+			if !isList {
+				l = []any{x}
+			}
+			for _, e := range l {
+				n, ok := e.(int64)
+				if !ok || n <= 0 || n > 99 {
+					return c, fail(k, "when.sm_major: want GPU major versions like 12 or [9, 10]")
+				}
+				c.smMajor = append(c.smMajor, int(n))
+			}
+		case "probe_verdict":
+			t, ok := x.(map[string]any)
+			if !ok {
+				return c, fail(k, "when.probe_verdict: want a table of module = verdict(s)")
+			}
+			c.probeVerdict = map[string][]string{}
+			for _, mod := range sortedKeys(t) {
+				vs, err := stringsOf(t[mod])
+				if err != nil {
+					return c, fail(k, "when.probe_verdict.%s: %v", mod, err)
+				}
+				for _, v := range vs {
+					switch v {
+					case "supported", "unsupported-gate", "unsupported-header", "unknown":
+					default:
+						return c, fail(k, "when.probe_verdict.%s: %q is not supported, unsupported-gate, unsupported-header or unknown", mod, v)
+					}
+				}
+				c.probeVerdict[mod] = vs
+			}
+		default:
+			return c, fail(k, "when: unknown condition %q (known: %s)", k, strings.Join(conditionKeys, ", "))
+		}
+	}
+	return c, nil
+}
+
+func stringsOf(x any) ([]string, error) {
+	l, isList := x.([]any)
+	if !isList {
+		l = []any{x}
+	}
+	if len(l) == 0 {
+		return nil, fmt.Errorf("an empty list matches nothing")
+	}
+	var out []string
+	for _, e := range l {
+		v, err := toValue("", e)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v.Text)
+	}
+	return out, nil
+}
+
+// ProbeFacts are the parts of a probe report (smpatch probe --json) that
+// rules read: the visible GPUs and the flashinfer module verdicts.
+type ProbeFacts struct {
+	File string
+	// SMs are the compute capabilities of the visible GPUs ("12.0").
+	SMs []string
+	// Verdicts maps a flashinfer module and a GPU major ("12") to its
+	// verdict: supported, unsupported-gate, unsupported-header or unknown.
+	Verdicts map[string]map[string]string
+}
+
+// ReadProbeFacts reads a probe report written by smpatch probe --json (or -o).
+func ReadProbeFacts(file string) (*ProbeFacts, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	return ParseProbeFacts(file, data)
+}
+
+// ParseProbeFacts decodes the JSON keys of DESIGN.md's probe report that
+// rules use. A verdict is a string or an object with a "verdict" (or
+// "status") field.
+func ParseProbeFacts(file string, data []byte) (*ProbeFacts, error) {
+	var r struct {
+		Host struct {
+			GPUs []struct {
+				SM string `json:"sm"`
+			} `json:"gpus"`
+		} `json:"host"`
+		Verdicts map[string]map[string]json.RawMessage `json:"verdicts"`
+	}
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("%s: not a probe report: %v", file, err)
+	}
+	f := &ProbeFacts{File: file, Verdicts: map[string]map[string]string{}}
+	for _, g := range r.Host.GPUs {
+		if g.SM != "" {
+			f.SMs = append(f.SMs, g.SM)
+		}
+	}
+	for mod, per := range r.Verdicts {
+		f.Verdicts[mod] = map[string]string{}
+		for major, raw := range per {
+			var s string
+			if json.Unmarshal(raw, &s) != nil {
+				var o struct {
+					Verdict string `json:"verdict"`
+					Status  string `json:"status"`
+				}
+				if err := json.Unmarshal(raw, &o); err != nil {
+					return nil, fmt.Errorf("%s: verdicts.%s.%s: %v", file, mod, major, err)
+				}
+				s = o.Verdict
+				if s == "" {
+					s = o.Status
+				}
+			}
+			if s == "" {
+				s = "unknown"
+			}
+			f.Verdicts[mod][strings.TrimSuffix(major, ".0")] = s
+		}
+	}
+	return f, nil
+}
+
+// majors returns the distinct GPU majors of the probed host.
+func (f *ProbeFacts) majors() []int {
+	var out []int
+	for _, s := range f.SMs {
+		if maj, _, err := parseSM(s); err == nil && !slices.Contains(out, maj) {
+			out = append(out, maj)
+		}
+	}
+	return out
+}
+
+// evalCell is what a rule condition looks at for one cell.
+type evalCell struct {
+	cell   *Cell
+	majors []int
+	flags  map[string]string // flag -> value ("" when bare)
+	cg     bool
+}
+
+func (e *evalCell) loadFlags() {
+	if e.flags != nil {
+		return
+	}
+	e.flags = flagMap(e.cell.Command)
+	_, off := e.flags["--disable-cuda-graph"]
+	e.cg = !off
+}
+
+// flagMap reads "--flag value" and "--flag=value" pairs from a command.
+func flagMap(cmd []string) map[string]string {
+	fl := make(map[string]string, len(cmd)/2+1)
+	for i, a := range cmd {
+		if !strings.HasPrefix(a, "--") {
+			continue
+		}
+		if k, v, ok := strings.Cut(a, "="); ok {
+			fl[k] = v
+			continue
+		}
+		v := ""
+		if i+1 < len(cmd) && !strings.HasPrefix(cmd[i+1], "--") {
+			v = cmd[i+1]
+		}
+		fl[a] = v
+	}
+	return fl
+}
+
+func (c *cond) match(e *evalCell, probe *ProbeFacts, varies map[string]bool) bool {
+	cell := e.cell
+	for ai, keys := range c.axis {
+		i := cell.axisIndex(ai)
+		if i < 0 || !slices.Contains(keys, cell.Values[i].key()) {
+			return false
+		}
+	}
+	for name, want := range c.env {
+		v, set := cell.Env[name]
+		if !envMatch(want, v, set) {
+			return false
+		}
+	}
+	for _, p := range c.patches {
+		if !slices.Contains(cell.Patches, p) {
+			return false
+		}
+	}
+	if len(c.smMajor) > 0 {
+		ok := false
+		for _, m := range e.majors {
+			if slices.Contains(c.smMajor, m) {
+				ok = true
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	if len(c.varies) > 0 {
+		ok := false
+		for _, v := range c.varies {
+			if varies[v] {
+				ok = true
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	if c.needFlags {
+		e.loadFlags()
+		for _, f := range c.flags {
+			if _, ok := e.flags[f]; !ok {
+				return false
+			}
+		}
+		for _, f := range c.noFlags {
+			if _, ok := e.flags[f]; ok {
+				return false
+			}
+		}
+		for f, want := range c.flagValues {
+			v, ok := e.flags[f]
+			if !ok || !envMatch(want, v, true) {
+				return false
+			}
+		}
+		if c.cudaGraphs != nil && *c.cudaGraphs != e.cg {
+			return false
+		}
+	}
+	if len(c.probeVerdict) > 0 {
+		if probe == nil || len(e.majors) == 0 {
+			return false
+		}
+		for mod, want := range c.probeVerdict {
+			ok := false
+			for _, maj := range e.majors {
+				v := probe.Verdicts[mod][strconv.Itoa(maj)]
+				if v == "" {
+					v = "unknown"
+				}
+				if slices.Contains(want, v) {
+					ok = true
+				}
+			}
+			if !ok {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// envMatch: "*" is any set value, "" is unset, a pattern with '*' is a
+// glob, anything else compares case-insensitively.
+func envMatch(want []string, v string, set bool) bool {
+	for _, w := range want {
+		switch {
+		case w == "*":
+			if set {
+				return true
+			}
+		case w == "":
+			if !set {
+				return true
+			}
+		case !set:
+		case strings.Contains(w, "*"):
+			if ok, _ := path.Match(strings.ToLower(w), strings.ToLower(v)); ok {
+				return true
+			}
+		case strings.EqualFold(w, v):
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,567 @@
+package source
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/plumbing/transport/client"
+	"github.com/go-git/go-git/v5/plumbing/transport/server"
+	"github.com/gofrs/flock"
+)
+
+// DefaultURL is the public repository of a known project, "" for others.
+func DefaultURL(p Project) string {
+	switch p {
+	case SGLang:
+		return "https://github.com/sgl-project/sglang"
+	case FlashInfer:
+		return "https://github.com/flashinfer-ai/flashinfer"
+	}
+	return ""
+}
+
+// ParseProject accepts the name of a known project.
+func ParseProject(s string) (Project, error) {
+	switch Project(s) {
+	case SGLang, FlashInfer:
+		return Project(s), nil
+	}
+	return "", fmt.Errorf("unknown project %q (want %s or %s)", s, SGLang, FlashInfer)
+}
+
+// DefaultCacheDir is where upstream repositories are cached:
+// $XDG_CACHE_HOME/smpatch/repos, else the user cache directory's smpatch/repos.
+func DefaultCacheDir() (string, error) {
+	if d := os.Getenv("XDG_CACHE_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "smpatch", "repos"), nil
+	}
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("no cache directory: %w (set XDG_CACHE_HOME)", err)
+	}
+	return filepath.Join(d, "smpatch", "repos"), nil
+}
+
+// RepoCache is the on-disk cache of upstream repositories: one bare
+// repository per URL, fetched incrementally (branches and tags), guarded by a
+// file lock so that concurrent smpatch processes do not fetch into the same
+// repository at once.
+type RepoCache struct {
+	Dir string
+	// Progress receives the remote's progress messages (nil: none).
+	Progress io.Writer
+	// Notice receives one-line notes for people, such as a corrupt cache being
+	// rebuilt (nil: none).
+	Notice io.Writer
+}
+
+// NewRepoCache returns a cache rooted at dir ("" for DefaultCacheDir).
+func NewRepoCache(dir string) (*RepoCache, error) {
+	if dir == "" {
+		d, err := DefaultCacheDir()
+		if err != nil {
+			return nil, err
+		}
+		dir = d
+	}
+	return &RepoCache{Dir: dir}, nil
+}
+
+var slugUnsafe = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// CacheSlug is the directory name of url's repository in the cache: the URL
+// made readable (scheme and credentials dropped) and a short hash of the
+// whole URL, so that two URLs never share a directory.
+func CacheSlug(url string) string {
+	sum := sha256.Sum256([]byte(url))
+	s := url
+	if i := strings.Index(s, "://"); i >= 0 {
+		s = s[i+3:]
+	}
+	if i := strings.LastIndex(s, "@"); i >= 0 && !strings.Contains(s[i:], "/") {
+		// user@host:path (scp-like): drop the user
+	} else if i >= 0 && strings.Index(s, "/") > i {
+		s = s[i+1:]
+	}
+	s = strings.TrimSuffix(strings.TrimSuffix(s, "/"), ".git")
+	s = strings.Trim(slugUnsafe.ReplaceAllString(s, "-"), "-.")
+	if len(s) > 80 {
+		s = s[len(s)-80:]
+	}
+	if s == "" {
+		s = "repo"
+	}
+	return s + "-" + hex.EncodeToString(sum[:])[:10]
+}
+
+// Upstream is one cached repository opened for reading.
+type Upstream struct {
+	URL  string
+	Path string // the bare repository on disk
+	Repo *git.Repository
+	// Fetched is true when this process fetched from the remote.
+	Fetched bool
+
+	cache *RepoCache
+}
+
+var refSpecs = []config.RefSpec{
+	"+refs/heads/*:refs/heads/*",
+	"+refs/tags/*:refs/tags/*",
+}
+
+// ErrUnknownRevision is wrapped by errors for a revision the repository does not have.
+var ErrUnknownRevision = errors.New("unknown revision")
+
+// Open returns the cached repository of url, cloning it when it is not
+// cached yet. It does not fetch an existing repository: Resolve does, when
+// the revision asked for is not already there.
+func (c *RepoCache) Open(ctx context.Context, url string) (*Upstream, error) {
+	if url == "" {
+		return nil, errors.New("empty repository URL")
+	}
+	setupTransports()
+	path := filepath.Join(c.Dir, CacheSlug(url))
+	u := &Upstream{URL: url, Path: path, cache: c}
+	err := u.locked(func() error {
+		repo, err := c.openOrInit(ctx, url, path)
+		if err != nil {
+			return err
+		}
+		u.Repo = repo
+		if empty, err := isEmpty(repo); err != nil {
+			return err
+		} else if empty {
+			if err := u.fetch(ctx); err != nil {
+				// Leave no half-made repository behind.
+				_ = os.RemoveAll(path)
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// openOrInit opens path, rebuilding it when it is corrupt.
+func (c *RepoCache) openOrInit(ctx context.Context, url, path string) (*git.Repository, error) {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return initBare(path, url)
+	}
+	repo, err := git.PlainOpen(path)
+	if err == nil {
+		err = verify(repo, url)
+	}
+	if err == nil {
+		return repo, nil
+	}
+	c.notice("cache %s is corrupt (%v); removed it, fetching %s again", path, err, url)
+	if rerr := os.RemoveAll(path); rerr != nil {
+		return nil, fmt.Errorf("cache %s is corrupt (%v) and could not be removed: %w; remove it by hand", path, err, rerr)
+	}
+	return initBare(path, url)
+}
+
+func (c *RepoCache) notice(format string, args ...any) {
+	if c.Notice != nil {
+		fmt.Fprintf(c.Notice, "smpatch: "+format+"\n", args...)
+	}
+}
+
+func initBare(path, url string) (*git.Repository, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("cache: %w", err)
+	}
+	repo, err := git.PlainInit(path, true)
+	if err != nil {
+		return nil, fmt.Errorf("cache %s: %w", path, err)
+	}
+	_, err = repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{url}, Fetch: refSpecs})
+	if err != nil {
+		return nil, fmt.Errorf("cache %s: %w", path, err)
+	}
+	return repo, nil
+}
+
+// verify checks that the repository is the one for url and that every
+// reference points to an object that can be read.
+func verify(repo *git.Repository, url string) error {
+	rem, err := repo.Remote("origin")
+	if err != nil {
+		return fmt.Errorf("no origin remote: %w", err)
+	}
+	if urls := rem.Config().URLs; len(urls) != 1 || urls[0] != url {
+		return fmt.Errorf("origin is %v, not %s", urls, url)
+	}
+	refs, err := repo.References()
+	if err != nil {
+		return err
+	}
+	defer refs.Close()
+	return refs.ForEach(func(r *plumbing.Reference) error {
+		if r.Type() != plumbing.HashReference {
+			return nil
+		}
+		if _, err := repo.Storer.EncodedObject(plumbing.AnyObject, r.Hash()); err != nil {
+			return fmt.Errorf("%s -> %s: %w", r.Name(), r.Hash(), err)
+		}
+		return nil
+	})
+}
+
+func isEmpty(repo *git.Repository) (bool, error) {
+	refs, err := repo.References()
+	if err != nil {
+		return false, err
+	}
+	defer refs.Close()
+	empty := true
+	err = refs.ForEach(func(r *plumbing.Reference) error {
+		if r.Type() == plumbing.HashReference {
+			empty = false
+			return io.EOF
+		}
+		return nil
+	})
+	if err == io.EOF {
+		err = nil
+	}
+	return empty, err
+}
+
+// locked runs f holding the repository's lock file.
+func (u *Upstream) locked(f func() error) error {
+	if err := os.MkdirAll(u.cache.Dir, 0o755); err != nil {
+		return fmt.Errorf("cache: %w", err)
+	}
+	l := flock.New(u.Path + ".lock")
+	if err := l.Lock(); err != nil {
+		return fmt.Errorf("cache lock %s: %w", u.Path+".lock", err)
+	}
+	defer l.Unlock()
+	return f()
+}
+
+// Fetch brings every branch and tag of the remote into the cache; only the
+// objects the cache lacks are transferred.
+func (u *Upstream) Fetch(ctx context.Context) error {
+	return u.locked(func() error { return u.fetch(ctx) })
+}
+
+func (u *Upstream) fetch(ctx context.Context) error {
+	err := u.Repo.FetchContext(ctx, &git.FetchOptions{
+		RemoteName: "origin",
+		RefSpecs:   refSpecs,
+		Tags:       git.AllTags,
+		Force:      true,
+		Progress:   u.cache.Progress,
+	})
+	switch {
+	case err == nil:
+		u.Fetched = true
+		return nil
+	case errors.Is(err, git.NoErrAlreadyUpToDate):
+		u.Fetched = true
+		return nil
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err
+	case errors.Is(err, transport.ErrRepositoryNotFound), errors.Is(err, transport.ErrEmptyRemoteRepository):
+		return fmt.Errorf("remote %s: %w", u.URL, err)
+	}
+	return fmt.Errorf("remote %s unreachable: %w", u.URL, err)
+}
+
+// Resolve turns rev (a tag, a branch, a full or short commit SHA, or a
+// revision expression such as v0.6.0~2) into a commit. A full SHA or a tag
+// already in the cache is used without contacting the remote; anything else
+// is fetched first, so a branch name means the remote's branch as it is now.
+func (u *Upstream) Resolve(ctx context.Context, rev string) (plumbing.Hash, error) {
+	if rev == "" {
+		return plumbing.ZeroHash, errors.New("empty revision")
+	}
+	if h, ok := resolveLocal(u.Repo, rev, true); ok {
+		return h, nil
+	}
+	if !u.Fetched {
+		if err := u.Fetch(ctx); err != nil {
+			return plumbing.ZeroHash, err
+		}
+	}
+	if h, ok := resolveLocal(u.Repo, rev, false); ok {
+		return h, nil
+	}
+	return plumbing.ZeroHash, unknownRevision(u.Repo, rev, u.URL)
+}
+
+// ResolveRevision resolves rev in repo without fetching.
+func ResolveRevision(repo *git.Repository, rev string) (plumbing.Hash, error) {
+	if h, ok := resolveLocal(repo, rev, false); ok {
+		return h, nil
+	}
+	return plumbing.ZeroHash, unknownRevision(repo, rev, "")
+}
+
+var fullSHA = regexp.MustCompile(`^[0-9a-f]{40}$`)
+
+// resolveLocal resolves rev from what the repository holds. With stableOnly,
+// only names that cannot move (a full SHA, a tag) resolve.
+func resolveLocal(repo *git.Repository, rev string, stableOnly bool) (plumbing.Hash, bool) {
+	if fullSHA.MatchString(rev) {
+		h := plumbing.NewHash(rev)
+		if c, err := repo.CommitObject(h); err == nil {
+			return c.Hash, true
+		}
+		return plumbing.ZeroHash, false
+	}
+	if ref, err := repo.Reference(plumbing.NewTagReferenceName(rev), true); err == nil {
+		if h, ok := peel(repo, ref.Hash()); ok {
+			return h, true
+		}
+	}
+	if stableOnly {
+		return plumbing.ZeroHash, false
+	}
+	for _, name := range []plumbing.ReferenceName{
+		plumbing.NewBranchReferenceName(rev),
+		plumbing.NewBranchReferenceName(strings.TrimPrefix(rev, "origin/")),
+		plumbing.NewRemoteReferenceName("origin", rev),
+		plumbing.ReferenceName(rev),
+	} {
+		if ref, err := repo.Reference(name, true); err == nil {
+			if h, ok := peel(repo, ref.Hash()); ok {
+				return h, true
+			}
+		}
+	}
+	if h, err := repo.ResolveRevision(plumbing.Revision(rev)); err == nil {
+		if c, err := repo.CommitObject(*h); err == nil {
+			return c.Hash, true
+		}
+	}
+	return plumbing.ZeroHash, false
+}
+
+// peel follows annotated tags to the commit.
+func peel(repo *git.Repository, h plumbing.Hash) (plumbing.Hash, bool) {
+	for i := 0; i < 10; i++ {
+		if c, err := repo.CommitObject(h); err == nil {
+			return c.Hash, true
+		}
+		t, err := repo.TagObject(h)
+		if err != nil {
+			return plumbing.ZeroHash, false
+		}
+		h = t.Target
+	}
+	return plumbing.ZeroHash, false
+}
+
+// unknownRevision builds the error for rev, naming close tags or branches.
+func unknownRevision(repo *git.Repository, rev, url string) error {
+	where := ""
+	if url != "" {
+		where = " in " + url
+	}
+	var names []string
+	if refs, err := repo.References(); err == nil {
+		_ = refs.ForEach(func(r *plumbing.Reference) error {
+			n := r.Name()
+			if n.IsTag() || n.IsBranch() {
+				s := n.Short()
+				if strings.HasPrefix(s, rev) || strings.HasPrefix(rev, s) && len(s) > 1 {
+					names = append(names, s)
+				}
+			}
+			return nil
+		})
+	}
+	sort.Strings(names)
+	if len(names) > 5 {
+		names = names[:5]
+	}
+	if len(names) > 0 {
+		return fmt.Errorf("%w %q%s (did you mean %s?)", ErrUnknownRevision, rev, where, strings.Join(names, ", "))
+	}
+	return fmt.Errorf("%w %q%s", ErrUnknownRevision, rev, where)
+}
+
+var transportsOnce sync.Once
+
+// setupTransports serves file:// URLs in process when no git binary is
+// installed (go-git's file transport runs git-upload-pack otherwise).
+func setupTransports() {
+	transportsOnce.Do(func() {
+		if _, err := exec.LookPath("git-upload-pack"); err == nil {
+			return
+		}
+		if _, err := exec.LookPath("git"); err == nil {
+			return
+		}
+		client.InstallProtocol("file", server.DefaultServer)
+	})
+}
+
+// Checkout writes the tree of commit into dir, which must be empty or
+// absent, as a git work tree: dir/.git is a self-contained repository holding
+// that one commit (shallow, like a clone of depth 1), HEAD detached at it,
+// the tag tag when tag is not "", and origin set to the upstream URL. On
+// failure nothing is left behind in dir.
+func (u *Upstream) Checkout(ctx context.Context, commit plumbing.Hash, dir, tag string) (err error) {
+	created, err := prepareEmptyDir(dir)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			cleanDir(dir, created)
+		}
+	}()
+	c, err := u.Repo.CommitObject(commit)
+	if err != nil {
+		return fmt.Errorf("commit %s: %w", commit, err)
+	}
+	hashes, err := snapshotObjects(ctx, c)
+	if err != nil {
+		return err
+	}
+	var tagRef *plumbing.Reference
+	if tag != "" {
+		if r, err := u.Repo.Reference(plumbing.NewTagReferenceName(tag), true); err == nil {
+			if h, ok := peel(u.Repo, r.Hash()); ok && h == commit {
+				tagRef = plumbing.NewHashReference(r.Name(), r.Hash())
+				if r.Hash() != commit {
+					hashes = append(hashes, r.Hash())
+				}
+			}
+		}
+	}
+	dst, err := git.PlainInit(dir, false)
+	if err != nil {
+		return fmt.Errorf("%s: %w", dir, err)
+	}
+	pw, ok := dst.Storer.(storer.PackfileWriter)
+	if !ok {
+		return errors.New("repository storage cannot write packfiles")
+	}
+	w, err := pw.PackfileWriter()
+	if err != nil {
+		return fmt.Errorf("%s: %w", dir, err)
+	}
+	if _, err := packfile.NewEncoder(w, u.Repo.Storer, false).Encode(hashes, 0); err != nil {
+		w.Close()
+		return fmt.Errorf("%s: write objects: %w", dir, err)
+	}
+	if err := w.Close(); err != nil {
+		return fmt.Errorf("%s: write objects: %w", dir, err)
+	}
+	if len(c.ParentHashes) > 0 {
+		if err := dst.Storer.SetShallow([]plumbing.Hash{commit}); err != nil {
+			return fmt.Errorf("%s: %w", dir, err)
+		}
+	}
+	if _, err := dst.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{u.URL}}); err != nil {
+		return fmt.Errorf("%s: %w", dir, err)
+	}
+	if tagRef != nil {
+		if err := dst.Storer.SetReference(tagRef); err != nil {
+			return fmt.Errorf("%s: %w", dir, err)
+		}
+	}
+	if err := dst.Storer.SetReference(plumbing.NewHashReference(plumbing.HEAD, commit)); err != nil {
+		return fmt.Errorf("%s: %w", dir, err)
+	}
+	wt, err := dst.Worktree()
+	if err != nil {
+		return fmt.Errorf("%s: %w", dir, err)
+	}
+	if err := wt.Checkout(&git.CheckoutOptions{Hash: commit, Force: true}); err != nil {
+		return fmt.Errorf("%s: checkout: %w", dir, err)
+	}
+	return nil
+}
+
+// snapshotObjects lists the commit, its tree, every subtree and every blob
+// (submodule commits are not ours to copy).
+func snapshotObjects(ctx context.Context, c *object.Commit) ([]plumbing.Hash, error) {
+	tree, err := c.Tree()
+	if err != nil {
+		return nil, fmt.Errorf("commit %s: tree: %w", c.Hash, err)
+	}
+	seen := map[plumbing.Hash]bool{c.Hash: true, tree.Hash: true}
+	hashes := []plumbing.Hash{c.Hash, tree.Hash}
+	w := object.NewTreeWalker(tree, true, nil)
+	defer w.Close()
+	for n := 0; ; n++ {
+		if n%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		_, e, err := w.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("commit %s: %w", c.Hash, err)
+		}
+		if e.Mode == filemode.Submodule || seen[e.Hash] {
+			continue
+		}
+		seen[e.Hash] = true
+		hashes = append(hashes, e.Hash)
+	}
+	return hashes, nil
+}
+
+// prepareEmptyDir makes sure dir is an empty directory, creating it (and
+// reporting so) when it does not exist.
+func prepareEmptyDir(dir string) (created bool, err error) {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return false, err
+		}
+		return true, nil
+	case err != nil:
+		return false, err
+	case len(entries) > 0:
+		return false, fmt.Errorf("%s: directory not empty (%d entries); choose an empty or new directory", dir, len(entries))
+	}
+	return false, nil
+}
+
+// cleanDir undoes a failed checkout: removes dir if we created it, else
+// empties it again.
+func cleanDir(dir string, created bool) {
+	if created {
+		_ = os.RemoveAll(dir)
+		return
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		_ = os.RemoveAll(filepath.Join(dir, e.Name()))
+	}
+}
