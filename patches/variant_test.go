@@ -141,6 +141,15 @@ func TestAnchorSearch(t *testing.T) {
 	if pl.Outcome() != OutcomeConflict || !strings.Contains(pl.Reason, "ambiguous") {
 		t.Errorf("ambiguous: %s %q", pl.Outcome(), pl.Reason)
 	}
+	// The file is still there but the code left it (shape C6 keeps a
+	// communicator.py): the whole diff resolves in the moved file.
+	delete(tree.files, "python/sglang/srt/layers/other/add_norm.py")
+	tree.files["python/sglang/srt/layers/communicator.py"] = "from .fused.residual.add_norm import apply_flashinfer_allreduce_fusion\n"
+	pl, _ = NewPlan(ctx, p, tree, PlanOptions{})
+	if pl.Outcome() != OutcomeApplies || pl.Files[0].Path != "python/sglang/srt/layers/fused/residual/add_norm.py" ||
+		!strings.Contains(pl.Files[0].Note, "python/sglang/srt/layers/communicator.py does not match") {
+		t.Errorf("moved, file kept: %s %q %q", pl.Outcome(), pl.Files[0].Path, pl.Files[0].Note)
+	}
 	// Nowhere: file not found.
 	tree = &mapTree{version: "0.6.1", files: map[string]string{"python/sglang/srt/layers/linear.py": "x = 1\n"}}
 	pl, _ = NewPlan(ctx, p, tree, PlanOptions{})
