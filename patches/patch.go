@@ -37,6 +37,8 @@ type Patch struct {
 	Verify []VerifyRule
 	// Uncovered names upstream shapes the patch knows it cannot handle.
 	Uncovered []string
+	// Digest is the sha256 of the patch's TOML and diff files.
+	Digest string
 }
 
 // Upstream says where a patch stands in its upstream project.
@@ -71,6 +73,10 @@ type Variant struct {
 	Constraints version.Constraints
 	Diffs       []string    // catalog-relative diff files
 	Files       []*FileDiff // parsed, in order
+	// Search lists repository-relative directories where a target file that
+	// is missing at its path is looked for by anchor (the first hunk), for
+	// code that moved to another file ("search = [...]" in a [[variant]]).
+	Search []string
 }
 
 // VerifyRule is a post-condition on a written file.

@@ -1,5 +1,18 @@
 package patches
 
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/smpatch/smpatch/source"
+)
+
 // HunkStatus is how one hunk resolved against a tree.
 type HunkStatus int
 
@@ -27,22 +40,38 @@ func (s HunkStatus) String() string {
 	return "unknown"
 }
 
+// MarshalText writes the status as its name in JSON.
+func (s HunkStatus) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText reads a status name.
+func (s *HunkStatus) UnmarshalText(b []byte) error {
+	for st := Exact; st <= Conflict; st++ {
+		if st.String() == string(b) {
+			*s = st
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown hunk status %q", b)
+}
+
 // Region is a span of lines in a file, 1-based and inclusive.
 type Region struct {
-	Start, End int
-	Text       string
+	Start int    `json:"start"`
+	End   int    `json:"end"`
+	Text  string `json:"text"`
 }
 
 // HunkResult is the resolution of one hunk.
 type HunkResult struct {
-	Index  int // index of the hunk in its FileDiff
-	Status HunkStatus
-	Line   int     // 1-based line in the old file where the hunk lands (or was found)
-	Offset int     // Line minus the line the hunk states
-	Score  float64 // similarity for Fuzzy, 0..1
-	Reason string  // for Conflict: why
+	Path   string     `json:"path"`             // the file's target path (after anchor resolution)
+	Index  int        `json:"index"`            // index of the hunk in its FileDiff
+	Status HunkStatus `json:"status"`           // exact, offset, fuzzy, already-applied, conflict
+	Line   int        `json:"line"`             // 1-based line in the old file where the hunk lands (or was found)
+	Offset int        `json:"offset"`           // Line minus the line the hunk states
+	Score  float64    `json:"score,omitempty"`  // similarity for Fuzzy, 0..1
+	Reason string     `json:"reason,omitempty"` // for Conflict: why; for Fuzzy and AlreadyApplied: detail
 	// Nearest is the closest candidate region for a conflict.
-	Nearest *Region
+	Nearest *Region `json:"nearest,omitempty"`
 }
 
 // FilePlan is what a Plan does to one file.
@@ -50,10 +79,13 @@ type FilePlan struct {
 	Path   string // repository-relative target path (after anchor resolution)
 	Diff   *FileDiff
 	Old    []byte // nil when the file is created
-	New    []byte // nil when the file is deleted
+	New    []byte // nil when the file is deleted, or when a hunk conflicts
 	Create bool
 	Delete bool
 	Hunks  []HunkResult
+	// Note says how the target was found when it is not the diff's path
+	// (found by anchor in a search directory).
+	Note string
 }
 
 // Outcome classifies a whole Plan.
@@ -66,3 +98,512 @@ const (
 	OutcomeConflict       Outcome = "conflict"        // some hunk conflicts
 	OutcomeNoVariant      Outcome = "no-variant"      // no variant fits the tree
 )
+
+// PlanOptions tune NewPlan.
+type PlanOptions struct {
+	// Strict counts fuzzy hunks as failures (a fuzzy variant does not
+	// resolve when variants are tried).
+	Strict bool
+	// Variant forces a variant by name (or by its range as written).
+	Variant string
+}
+
+// Attempt records one variant NewPlan planned.
+type Attempt struct {
+	Variant string  `json:"variant"`
+	Outcome Outcome `json:"outcome"`
+	Reason  string  `json:"reason,omitempty"`
+}
+
+// Plan is one patch resolved against one tree: the variant chosen and, per
+// file, the old and new bytes and every hunk's status. It is all or nothing:
+// Changes is only meaningful when OK.
+type Plan struct {
+	Patch         *Patch
+	Variant       *Variant // nil when no variant fits
+	VariantReason string   // why this variant
+	Version       string   // the tree's version (PEP 440), "" when unknown
+	VersionFrom   string   // where the version was read, or why it is unknown
+	Files         []*FilePlan
+	Attempts      []Attempt // variants planned, in order
+	Reason        string    // why the plan does not resolve (no variant, conflicts)
+
+	attemptFiles     [][]*FilePlan // per attempt
+	attemptConflicts []int         // per attempt
+}
+
+// VariantLabel is a variant's name, else its range.
+func VariantLabel(v *Variant) string {
+	if v == nil {
+		return ""
+	}
+	if v.Name != "" {
+		return v.Name
+	}
+	return v.Versions
+}
+
+// NewPlan resolves patch p against tree t. The variant is chosen by the
+// tree's version; when the version is unknown, matches several variants or
+// none, or the matching variant does not resolve, every variant is tried
+// (those matching the version first) and the first that resolves is taken.
+// opts.Variant forces one. The error is only for I/O: a conflict or a
+// missing variant is a Plan whose Outcome says so.
+func NewPlan(ctx context.Context, p *Patch, t source.Tree, opts PlanOptions) (*Plan, error) {
+	pl := &Plan{Patch: p}
+	v, from, err := t.Version(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%s: reading version: %w", t.Root(), err)
+	}
+	pl.VersionFrom = from
+	if v != nil {
+		pl.Version = source.VersionString(v)
+	}
+	if len(p.Variants) == 0 {
+		pl.Reason = fmt.Sprintf("patch %s has no variants", p.Name)
+		return pl, nil
+	}
+	if opts.Variant != "" {
+		var vr *Variant
+		var names []string
+		for _, c := range p.Variants {
+			names = append(names, VariantLabel(c))
+			if c.Name == opts.Variant || c.Versions == opts.Variant {
+				vr = c
+			}
+		}
+		if vr == nil {
+			pl.Reason = fmt.Sprintf("patch %s has no variant %q (variants: %s)", p.Name, opts.Variant, strings.Join(names, ", "))
+			return pl, nil
+		}
+		if err := pl.try(ctx, t, vr, opts); err != nil {
+			return nil, err
+		}
+		pl.choose(vr, len(pl.Attempts)-1)
+		pl.VariantReason = fmt.Sprintf("variant %s forced by --variant", VariantLabel(vr))
+		pl.setReason()
+		return pl, nil
+	}
+
+	var cands, rest []*Variant
+	for _, c := range p.Variants {
+		if v != nil && c.Constraints != nil && source.Satisfies(c.Constraints, v) {
+			cands = append(cands, c)
+		} else {
+			rest = append(rest, c)
+		}
+	}
+	verText := "unknown version"
+	if v != nil {
+		verText = fmt.Sprintf("version %s from %s", pl.Version, from)
+	} else if from != "" {
+		verText = fmt.Sprintf("unknown version (%s)", from)
+	}
+	order := append(append([]*Variant{}, cands...), rest...)
+	for i, c := range order {
+		if err := pl.try(ctx, t, c, opts); err != nil {
+			return nil, err
+		}
+		a := pl.Attempts[len(pl.Attempts)-1]
+		if !resolves(a.Outcome, opts.Strict) {
+			continue
+		}
+		pl.choose(c, len(pl.Attempts)-1)
+		switch {
+		case len(cands) == 1 && i == 0:
+			pl.VariantReason = fmt.Sprintf("%s matches %s", verText, c.Versions)
+		case i < len(cands):
+			pl.VariantReason = fmt.Sprintf("%s matches %d variants; %s is the first that resolves", verText, len(cands), VariantLabel(c))
+		case len(cands) > 0:
+			pl.VariantReason = fmt.Sprintf("%s matches %s, which does not resolve; %s (%s) resolves", verText, labels(cands), VariantLabel(c), c.Versions)
+		case v != nil:
+			pl.VariantReason = fmt.Sprintf("%s matches no variant's range; %s (%s) resolves", verText, VariantLabel(c), c.Versions)
+		default:
+			pl.VariantReason = fmt.Sprintf("%s; %s (%s) is the first variant that resolves", verText, VariantLabel(c), c.Versions)
+		}
+		if i > 0 {
+			pl.VariantReason += fmt.Sprintf(" (tried %s)", labels(order[:i]))
+		}
+		return pl, nil
+	}
+	// Nothing resolves: show the variant the version names, else the one
+	// with the fewest conflicts.
+	switch {
+	case len(cands) > 0:
+		pl.choose(cands[0], 0)
+		pl.VariantReason = fmt.Sprintf("%s matches %s", verText, cands[0].Versions)
+	case v != nil:
+		pl.Reason = fmt.Sprintf("%s matches no variant's range (%s), and no variant resolves", verText, ranges(p.Variants))
+		return pl, nil
+	default:
+		best := 0
+		for i := range pl.Attempts {
+			if pl.attemptConflicts[i] < pl.attemptConflicts[best] {
+				best = i
+			}
+		}
+		pl.choose(order[best], best)
+		pl.VariantReason = fmt.Sprintf("%s; no variant resolves, %s has the fewest conflicts", verText, VariantLabel(order[best]))
+	}
+	pl.setReason()
+	return pl, nil
+}
+
+func resolves(o Outcome, strict bool) bool {
+	return o == OutcomeApplies || o == OutcomeAlreadyApplied || (o == OutcomeFuzzy && !strict)
+}
+
+func labels(vs []*Variant) string {
+	s := make([]string, len(vs))
+	for i, v := range vs {
+		s[i] = VariantLabel(v)
+	}
+	return strings.Join(s, ", ")
+}
+
+func ranges(vs []*Variant) string {
+	s := make([]string, len(vs))
+	for i, v := range vs {
+		s[i] = v.Versions
+	}
+	return strings.Join(s, "; ")
+}
+
+// try plans variant c and records the attempt.
+func (pl *Plan) try(ctx context.Context, t source.Tree, c *Variant, opts PlanOptions) error {
+	files, err := planVariant(ctx, t, c)
+	if err != nil {
+		return err
+	}
+	probe := &Plan{Variant: c, Files: files}
+	o := probe.Outcome()
+	a := Attempt{Variant: VariantLabel(c), Outcome: o}
+	if o == OutcomeConflict {
+		a.Reason = firstConflict(files)
+	} else if o == OutcomeFuzzy && opts.Strict {
+		a.Reason = "fuzzy hunks (strict)"
+	}
+	pl.Attempts = append(pl.Attempts, a)
+	pl.attemptFiles = append(pl.attemptFiles, files)
+	pl.attemptConflicts = append(pl.attemptConflicts, len(probe.Conflicts()))
+	return nil
+}
+
+func (pl *Plan) choose(c *Variant, attempt int) {
+	pl.Variant = c
+	pl.Files = pl.attemptFiles[attempt]
+}
+
+func (pl *Plan) setReason() {
+	if pl.Outcome() == OutcomeConflict {
+		pl.Reason = firstConflict(pl.Files)
+		if n := len(pl.Conflicts()); n > 1 {
+			pl.Reason += fmt.Sprintf(" (and %d more)", n-1)
+		}
+	}
+}
+
+func firstConflict(files []*FilePlan) string {
+	for _, f := range files {
+		for _, h := range f.Hunks {
+			if h.Status == Conflict {
+				return fmt.Sprintf("%s: hunk %d: %s", f.Path, h.Index+1, h.Reason)
+			}
+		}
+	}
+	return ""
+}
+
+// planVariant matches every diff of a variant against t. Diffs of the same
+// file apply in order, each to the previous one's result.
+func planVariant(ctx context.Context, t source.Tree, c *Variant) ([]*FilePlan, error) {
+	if len(c.Files) == 0 && len(c.Diffs) > 0 {
+		return nil, fmt.Errorf("variant %s: diffs %s were not parsed", VariantLabel(c), strings.Join(c.Diffs, ", "))
+	}
+	type state struct {
+		data   []byte
+		exists bool
+	}
+	cur := map[string]state{}
+	read := func(rel string) (state, error) {
+		if s, ok := cur[rel]; ok {
+			return s, nil
+		}
+		data, err := t.ReadFile(rel)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return state{}, nil
+		case err != nil:
+			return state{}, err
+		}
+		if data == nil {
+			data = []byte{}
+		}
+		return state{data: data, exists: true}, nil
+	}
+	var out []*FilePlan
+	for _, fd := range c.Files {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		target := fd.Path()
+		st, err := read(target)
+		if err != nil {
+			return nil, err
+		}
+		note := ""
+		if !st.exists && !fd.IsCreate() && !fd.IsDelete() && len(c.Search) > 0 && len(fd.Hunks) > 0 {
+			found, data, why, err := findByAnchor(ctx, t, fd, c.Search, "")
+			if err != nil {
+				return nil, err
+			}
+			if found != "" {
+				target, st, note = found, state{data: data, exists: true}, fd.Path()+" not found; "+why
+				if s, ok := cur[found]; ok {
+					st = s
+				}
+			} else {
+				note = why
+			}
+		}
+		fp := matchFile(st.data, st.exists, fd)
+		fp.Path = target
+		fp.Note = note
+		if st.exists && note == "" && !fd.IsCreate() && !fd.IsDelete() && len(c.Search) > 0 && len(fd.Hunks) > 0 && hasConflict(fp) {
+			// The file is there but the code moved on: look for it by anchor
+			// and take the other file only when the whole diff resolves there.
+			found, data, why, err := findByAnchor(ctx, t, fd, c.Search, target)
+			if err != nil {
+				return nil, err
+			}
+			if found != "" {
+				if s, ok := cur[found]; ok {
+					data = s.data
+				}
+				alt := matchFile(data, true, fd)
+				if !hasConflict(alt) {
+					alt.Path = found
+					alt.Note = fmt.Sprintf("%s does not match (%s); %s", target, firstConflict([]*FilePlan{fp}), why)
+					fp, target = alt, found
+				}
+			}
+		}
+		if !st.exists && note != "" && !fd.IsCreate() && !fd.IsDelete() {
+			for i := range fp.Hunks {
+				fp.Hunks[i].Reason = "file not found; " + note
+			}
+		}
+		for i := range fp.Hunks {
+			fp.Hunks[i].Path = target
+		}
+		if fp.New != nil || fp.Delete {
+			cur[target] = state{data: fp.New, exists: !fp.Delete}
+		}
+		out = append(out, fp)
+	}
+	return out, nil
+}
+
+// cleanDir turns "a/b/", "./a//b" into "a/b", and "." or "/" into "".
+func cleanDir(dir string) string {
+	c := strings.TrimPrefix(path.Clean("/"+dir), "/")
+	return c
+}
+
+func hasConflict(fp *FilePlan) bool {
+	for _, h := range fp.Hunks {
+		if h.Status == Conflict {
+			return true
+		}
+	}
+	return false
+}
+
+// maxAnchorFiles bounds how many files an anchor search reads.
+const maxAnchorFiles = 5000
+
+// findByAnchor looks in the search directories for the file in which the
+// diff's first hunk resolves best. It returns the path and bytes of the
+// unique best file and a note, or "" and why nothing was found.
+func findByAnchor(ctx context.Context, t source.Tree, fd *FileDiff, dirs []string, exclude string) (string, []byte, string, error) {
+	ext := path.Ext(fd.Path())
+	type cand struct {
+		path   string
+		data   []byte
+		score  float64
+		status HunkStatus
+	}
+	var cands []cand
+	seen := map[string]bool{}
+	read := 0
+	for _, dir := range dirs {
+		dir = cleanDir(dir)
+		files, err := t.ListFiles(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return "", nil, "", fmt.Errorf("listing %s: %w", dir, err)
+		}
+		for _, f := range files {
+			if seen[f] || f == exclude || path.Ext(f) != ext {
+				continue
+			}
+			seen[f] = true
+			if read >= maxAnchorFiles {
+				break
+			}
+			if err := ctx.Err(); err != nil {
+				return "", nil, "", err
+			}
+			read++
+			data, err := t.ReadFile(f)
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					continue
+				}
+				return "", nil, "", err
+			}
+			res, _, _, _ := matchHunk(splitText(data), fd.Hunks[0], 0, 0)
+			if res.Status == Conflict {
+				continue
+			}
+			score := 1.0
+			if res.Status == Fuzzy {
+				score = res.Score
+			}
+			cands = append(cands, cand{path: f, data: data, score: score, status: res.Status})
+		}
+	}
+	if len(cands) == 0 {
+		return "", nil, fmt.Sprintf("not found by anchor in %s", strings.Join(dirs, ", ")), nil
+	}
+	sort.SliceStable(cands, func(i, j int) bool { return cands[i].score > cands[j].score })
+	if len(cands) > 1 && cands[1].score == cands[0].score {
+		var names []string
+		for _, c := range cands {
+			if c.score == cands[0].score {
+				names = append(names, c.path)
+			}
+		}
+		return "", nil, fmt.Sprintf("anchor is ambiguous: the first hunk matches %s", strings.Join(names, ", ")), nil
+	}
+	c := cands[0]
+	return c.path, c.data, fmt.Sprintf("found by anchor (hunk 1 %s) in %s", c.status, c.path), nil
+}
+
+// Outcome classifies the plan.
+func (p *Plan) Outcome() Outcome {
+	if p.Variant == nil {
+		return OutcomeNoVariant
+	}
+	total, already, fuzzy := 0, 0, 0
+	for _, f := range p.Files {
+		for _, h := range f.Hunks {
+			total++
+			switch h.Status {
+			case Conflict:
+				return OutcomeConflict
+			case AlreadyApplied:
+				already++
+			case Fuzzy:
+				fuzzy++
+			}
+		}
+	}
+	switch {
+	case total > 0 && already == total:
+		return OutcomeAlreadyApplied
+	case fuzzy > 0:
+		return OutcomeFuzzy
+	}
+	return OutcomeApplies
+}
+
+// OK reports whether every hunk resolved; with strict, fuzzy hunks fail.
+func (p *Plan) OK(strict bool) bool { return resolves(p.Outcome(), strict) }
+
+// Conflicts lists the conflicting hunks of every file.
+func (p *Plan) Conflicts() []HunkResult {
+	var out []HunkResult
+	for _, f := range p.Files {
+		for _, h := range f.Hunks {
+			if h.Status == Conflict {
+				out = append(out, h)
+			}
+		}
+	}
+	return out
+}
+
+// fileChange is one path's original and final bytes across the plan.
+type fileChange struct {
+	path           string
+	old, new       []byte
+	existed, keeps bool // keeps: exists after the plan
+}
+
+func (p *Plan) fileChanges() []fileChange {
+	var order []string
+	byPath := map[string]*fileChange{}
+	for _, f := range p.Files {
+		c, ok := byPath[f.Path]
+		if !ok {
+			c = &fileChange{path: f.Path, old: f.Old, existed: f.Old != nil && !f.Create}
+			if f.Create && f.Old != nil { // already present
+				c.existed = true
+			}
+			byPath[f.Path] = c
+			order = append(order, f.Path)
+		}
+		c.new = f.New
+		c.keeps = !f.Delete && (f.New != nil)
+	}
+	var out []fileChange
+	for _, path := range order {
+		c := byPath[path]
+		if c.existed == c.keeps && bytes.Equal(c.old, c.new) {
+			continue
+		}
+		out = append(out, *c)
+	}
+	return out
+}
+
+// Changes maps each path whose bytes change to its new bytes; a deleted
+// file maps to nil. It is nil unless the plan resolves (OK(false)).
+func (p *Plan) Changes() map[string][]byte {
+	if !p.OK(false) {
+		return nil
+	}
+	out := map[string][]byte{}
+	for _, c := range p.fileChanges() {
+		if c.keeps {
+			out[c.path] = c.new
+		} else {
+			out[c.path] = nil
+		}
+	}
+	return out
+}
+
+// UnifiedDiff is the git-style diff, with three lines of context, from the
+// tree's bytes to the bytes the plan writes. Empty when nothing changes or
+// the plan does not resolve.
+func (p *Plan) UnifiedDiff() []byte {
+	if !p.OK(false) {
+		return nil
+	}
+	var b bytes.Buffer
+	for _, c := range p.fileChanges() {
+		var old, nw []byte
+		if c.existed {
+			old = c.old
+		}
+		if c.keeps {
+			nw = c.new
+		}
+		b.Write(unifiedFileDiff(c.path, old, nw, c.existed, c.keeps))
+	}
+	return b.Bytes()
+}

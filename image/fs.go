@@ -1,0 +1,655 @@
+package image
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+)
+
+// FS is a read-only view of an image's merged filesystem, built by streaming
+// each layer's tar once, from the top layer down, honouring whiteouts
+// (".wh.NAME") and opaque directories (".wh..wh..opq"). Nothing is flattened
+// to disk and no layer is held in memory: FS keeps an index of entry
+// metadata (paths, types, modes, sizes, the layer each visible entry comes
+// from) and reads a file's bytes by re-opening its layer. Small files near a
+// file read (the same package in the same layer) are kept in a bounded cache,
+// so reading a project's sources costs one pass over its layer.
+//
+// Paths are slash-separated and relative to the image root ("usr/lib/...").
+// FS implements fs.FS, fs.ReadFileFS, fs.ReadDirFS and fs.StatFS.
+type FS struct {
+	layers  []v1.Layer
+	entries map[string]*entry   // visible entries by cleaned path
+	dirs    map[string][]string // directory -> sorted child names
+	keep    func(name string, typ byte) bool
+
+	mu         sync.Mutex
+	cache      map[string][]byte
+	cacheBytes int64
+	cacheMax   int64
+	reads      int // layer passes made to read files (for tests and stats)
+}
+
+type entry struct {
+	layer int
+	typ   byte
+	mode  fs.FileMode // permission bits only
+	size  int64
+	link  string // symlink target as written, or hardlink target (cleaned)
+}
+
+func (e *entry) isDir() bool { return e.typ == tar.TypeDir }
+
+// FSOptions tune how much of an image FS indexes and caches.
+type FSOptions struct {
+	// Keep decides which non-directory entries are indexed; directories,
+	// symlinks and whiteouts are always indexed. Nil means DefaultKeep.
+	Keep func(name string, typ byte) bool
+	// CacheBytes bounds the bytes of file contents kept after reads
+	// (default 64 MiB; files over 1 MiB are never kept beyond one read).
+	CacheBytes int64
+}
+
+// DefaultKeep indexes what smpatch reads in an image: everything under a
+// site-packages or dist-packages directory, and any path with a component
+// naming sglang or flashinfer (editable installs and source checkouts such
+// as /sgl-workspace/sglang), plus /etc/smpatch.
+func DefaultKeep(name string, typ byte) bool {
+	if strings.HasPrefix(name, "etc/smpatch/") {
+		return true
+	}
+	for _, c := range strings.Split(name, "/") {
+		if c == "site-packages" || c == "dist-packages" ||
+			strings.Contains(c, "sglang") || strings.Contains(c, "flashinfer") {
+			return true
+		}
+	}
+	return false
+}
+
+const (
+	defaultCacheBytes = 64 << 20
+	maxCachedFile     = 1 << 20
+)
+
+// NewFS indexes img's layers top-down. ctx cancels the indexing between
+// entries.
+func NewFS(ctx context.Context, img v1.Image, opts FSOptions) (*FS, error) {
+	layers, err := img.Layers()
+	if err != nil {
+		return nil, fmt.Errorf("reading image layers: %w", err)
+	}
+	f := &FS{
+		layers:   layers,
+		entries:  map[string]*entry{},
+		keep:     opts.Keep,
+		cache:    map[string][]byte{},
+		cacheMax: opts.CacheBytes,
+	}
+	if f.keep == nil {
+		f.keep = DefaultKeep
+	}
+	if f.cacheMax <= 0 {
+		f.cacheMax = defaultCacheBytes
+	}
+	whiteouts := map[string]bool{} // paths removed by an upper layer
+	opaques := map[string]bool{}   // directories made opaque by an upper layer
+	for i := len(layers) - 1; i >= 0; i-- {
+		lw, lo, err := f.indexLayer(ctx, i, whiteouts, opaques)
+		if err != nil {
+			return nil, err
+		}
+		for p := range lw {
+			whiteouts[p] = true
+		}
+		for p := range lo {
+			opaques[p] = true
+		}
+	}
+	for _, e := range f.entries {
+		if e.typ == tar.TypeLink {
+			if t, ok := f.entries[e.link]; ok && t.typ == tar.TypeReg {
+				e.size, e.mode = t.size, t.mode
+			}
+		}
+	}
+	f.buildDirs()
+	return f, nil
+}
+
+// cleanName turns a tar entry name into an FS path ("" for the root).
+func cleanName(name string) string {
+	name = path.Clean("/" + name)
+	return strings.TrimPrefix(name, "/")
+}
+
+func (f *FS) indexLayer(ctx context.Context, i int, whiteouts, opaques map[string]bool) (map[string]bool, map[string]bool, error) {
+	layerWh := map[string]bool{}
+	layerOpq := map[string]bool{}
+	err := f.walkLayer(i, func(h *tar.Header, _ io.Reader) (bool, error) {
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
+		name := cleanName(h.Name)
+		if name == "" {
+			return true, nil
+		}
+		dir, base := path.Split(name)
+		dir = strings.TrimSuffix(dir, "/")
+		if base == ".wh..wh..opq" {
+			layerOpq[dir] = true
+			return true, nil
+		}
+		if strings.HasPrefix(base, ".wh.") {
+			layerWh[path.Join(dir, strings.TrimPrefix(base, ".wh."))] = true
+			return true, nil
+		}
+		if f.hidden(name, i, whiteouts, opaques) {
+			return true, nil
+		}
+		if old, ok := f.entries[name]; ok && old.layer != i {
+			return true, nil // an upper layer has it
+		}
+		e := &entry{layer: i, typ: h.Typeflag, mode: fs.FileMode(h.Mode) & fs.ModePerm, size: h.Size}
+		switch h.Typeflag {
+		case tar.TypeDir, tar.TypeSymlink:
+		case tar.TypeReg, tar.TypeRegA:
+			e.typ = tar.TypeReg
+		case tar.TypeLink:
+			e.link = cleanName(h.Linkname)
+		default:
+			return true, nil // devices, fifos: nothing smpatch reads
+		}
+		if h.Typeflag == tar.TypeSymlink {
+			e.link = h.Linkname
+		}
+		if e.typ != tar.TypeDir && e.typ != tar.TypeSymlink && !f.keep(name, e.typ) {
+			return true, nil
+		}
+		f.entries[name] = e
+		return true, nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return layerWh, layerOpq, nil
+}
+
+// hidden reports whether a lower-layer entry is hidden by the layers above
+// layer i: a whiteout of it or of a parent, an opaque parent, or a parent
+// that an upper layer replaced with a non-directory.
+func (f *FS) hidden(name string, i int, whiteouts, opaques map[string]bool) bool {
+	if whiteouts[name] {
+		return true
+	}
+	for p := name; ; {
+		j := strings.LastIndexByte(p, '/')
+		if j < 0 {
+			p = ""
+		} else {
+			p = p[:j]
+		}
+		if p == "" {
+			return opaques[""]
+		}
+		if whiteouts[p] || opaques[p] {
+			return true
+		}
+		if e, ok := f.entries[p]; ok && e.layer > i && !e.isDir() {
+			return true
+		}
+	}
+}
+
+// walkLayer streams layer i's tar, calling fn for each entry until fn returns
+// false or the layer ends.
+func (f *FS) walkLayer(i int, fn func(h *tar.Header, r io.Reader) (bool, error)) error {
+	l := f.layers[i]
+	rc, err := l.Uncompressed()
+	if err != nil {
+		return fmt.Errorf("opening layer %s: %w", layerName(l), err)
+	}
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("reading layer %s: %w", layerName(l), err)
+		}
+		more, err := fn(h, tr)
+		if err != nil {
+			return err
+		}
+		if !more {
+			return nil
+		}
+	}
+}
+
+func layerName(l v1.Layer) string {
+	if d, err := l.Digest(); err == nil {
+		return d.String()
+	}
+	return "(unknown digest)"
+}
+
+func (f *FS) buildDirs() {
+	children := map[string]map[string]bool{}
+	add := func(name string) {
+		for name != "" {
+			dir, base := path.Split(name)
+			dir = strings.TrimSuffix(dir, "/")
+			if children[dir] == nil {
+				children[dir] = map[string]bool{}
+			}
+			if children[dir][base] {
+				return
+			}
+			children[dir][base] = true
+			if _, ok := f.entries[dir]; !ok && dir != "" {
+				f.entries[dir] = &entry{layer: -1, typ: tar.TypeDir, mode: 0o755}
+			}
+			name = dir
+		}
+	}
+	names := make([]string, 0, len(f.entries))
+	for n := range f.entries {
+		names = append(names, n)
+	}
+	for _, n := range names {
+		add(n)
+	}
+	f.dirs = make(map[string][]string, len(children))
+	for d, m := range children {
+		list := make([]string, 0, len(m))
+		for c := range m {
+			list = append(list, c)
+		}
+		sort.Strings(list)
+		f.dirs[d] = list
+	}
+	for n, e := range f.entries {
+		if e.isDir() && f.dirs[n] == nil {
+			f.dirs[n] = []string{}
+		}
+	}
+}
+
+// Exists reports whether name is a visible entry of the image (without
+// following a final symlink). Only indexed entries are known (FSOptions.Keep).
+func (f *FS) Exists(name string) bool {
+	_, ok := f.entries[cleanName(name)]
+	return ok
+}
+
+// IsDir reports whether name is a directory in the image, following symlinks.
+func (f *FS) IsDir(name string) bool {
+	n, e, err := f.resolve(cleanName(name), true)
+	_ = n
+	return err == nil && e.isDir()
+}
+
+// Glob lists the visible paths in dir (not following symlinks) whose base
+// name matches pattern (path.Match syntax), sorted.
+func (f *FS) Glob(dir, pattern string) []string {
+	dir = cleanName(dir)
+	var out []string
+	for _, c := range f.dirs[dir] {
+		if ok, _ := path.Match(pattern, c); ok {
+			out = append(out, path.Join(dir, c))
+		}
+	}
+	return out
+}
+
+// SitePackages lists the directories named site-packages or dist-packages
+// in the image, sorted.
+func (f *FS) SitePackages() []string {
+	var out []string
+	for n, e := range f.entries {
+		b := path.Base(n)
+		if (b == "site-packages" || b == "dist-packages") && e.isDir() {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// LayerPasses is how many times a layer was re-opened to read file bytes.
+func (f *FS) LayerPasses() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.reads
+}
+
+const maxSymlinks = 40
+
+// resolve follows symlinks in every component of name (and in the last one
+// when follow is set) and returns the final path and its entry.
+func (f *FS) resolve(name string, follow bool) (string, *entry, error) {
+	hops := 0
+	var walk func(name string, follow bool) (string, *entry, error)
+	walk = func(name string, follow bool) (string, *entry, error) {
+		if name == "" {
+			return "", &entry{layer: -1, typ: tar.TypeDir, mode: 0o755}, nil
+		}
+		parts := strings.Split(name, "/")
+		cur := ""
+		for k, p := range parts {
+			next := path.Join(cur, p)
+			e, ok := f.entries[next]
+			if !ok {
+				return "", nil, fs.ErrNotExist
+			}
+			last := k == len(parts)-1
+			if e.typ == tar.TypeSymlink && (!last || follow) {
+				hops++
+				if hops > maxSymlinks {
+					return "", nil, fmt.Errorf("too many symlinks at %s", next)
+				}
+				target := e.link
+				if !strings.HasPrefix(target, "/") {
+					target = path.Join(cur, target)
+				}
+				rest := strings.Join(parts[k+1:], "/")
+				return walk(cleanName(path.Join(target, rest)), follow)
+			}
+			if !last && !e.isDir() {
+				return "", nil, fs.ErrNotExist
+			}
+			cur = next
+			if last {
+				return cur, e, nil
+			}
+		}
+		return "", nil, fs.ErrNotExist
+	}
+	return walk(name, follow)
+}
+
+func (f *FS) lookup(op, name string) (string, *entry, error) {
+	if !fs.ValidPath(name) {
+		return "", nil, &fs.PathError{Op: op, Path: name, Err: fs.ErrInvalid}
+	}
+	if name == "." {
+		name = ""
+	}
+	n, e, err := f.resolve(name, true)
+	if err != nil {
+		return "", nil, &fs.PathError{Op: op, Path: name, Err: err}
+	}
+	return n, e, nil
+}
+
+// ReadFile reads a regular file's bytes from its layer (or the cache).
+func (f *FS) ReadFile(name string) ([]byte, error) {
+	n, e, err := f.lookup("read", name)
+	if err != nil {
+		return nil, err
+	}
+	if e.isDir() {
+		return nil, &fs.PathError{Op: "read", Path: name, Err: errors.New("is a directory")}
+	}
+	b, err := f.readEntry(n, e)
+	if err != nil {
+		return nil, &fs.PathError{Op: "read", Path: name, Err: err}
+	}
+	return b, nil
+}
+
+// ReadFiles reads several files, one pass per layer involved. Files that
+// do not exist are left out of the result.
+func (f *FS) ReadFiles(names []string) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	for _, name := range names {
+		b, err := f.ReadFile(name)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[name] = b
+	}
+	return out, nil
+}
+
+func (f *FS) readEntry(name string, e *entry) ([]byte, error) {
+	f.mu.Lock()
+	if b, ok := f.cache[name]; ok {
+		f.mu.Unlock()
+		return bytes.Clone(b), nil
+	}
+	f.mu.Unlock()
+	if e.typ == tar.TypeLink {
+		// A hard link names a file of its own layer (or below): read the
+		// target from the same layer first, else through the merged view.
+		if b, ok, err := f.scanFor(e.layer, e.link, name); err != nil || ok {
+			return b, err
+		}
+		te, ok := f.entries[e.link]
+		if !ok || te == e {
+			return nil, fs.ErrNotExist
+		}
+		return f.readEntry(e.link, te)
+	}
+	if e.typ != tar.TypeReg {
+		return nil, fmt.Errorf("not a regular file")
+	}
+	b, ok, err := f.scanFor(e.layer, name, name)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("entry vanished from layer %s", layerName(f.layers[e.layer]))
+	}
+	return b, nil
+}
+
+// scanFor streams layer i until it finds the regular file want, and returns
+// its bytes; on the way it caches small visible files of the same package
+// (so reading a project's sources costs one pass). key is the name the
+// caller asked for, cached with the bytes.
+func (f *FS) scanFor(i int, want, key string) ([]byte, bool, error) {
+	f.mu.Lock()
+	f.reads++
+	f.mu.Unlock()
+	group := packageGroup(want)
+	var found []byte
+	ok := false
+	err := f.walkLayer(i, func(h *tar.Header, r io.Reader) (bool, error) {
+		name := cleanName(h.Name)
+		if ok && (group == "" || !strings.HasPrefix(name, group)) {
+			return false, nil // found, and past its package: stop
+		}
+		if h.Typeflag != tar.TypeReg && h.Typeflag != tar.TypeRegA {
+			return true, nil
+		}
+		if name == want {
+			b, err := io.ReadAll(r)
+			if err != nil {
+				return false, fmt.Errorf("reading %s: %w", name, err)
+			}
+			found, ok = b, true
+			f.store(key, bytes.Clone(b))
+			return true, nil
+		}
+		if group == "" || h.Size > maxCachedFile || !strings.HasPrefix(name, group) {
+			return true, nil
+		}
+		if e, vis := f.entries[name]; !vis || e.layer != i || e.typ != tar.TypeReg {
+			return true, nil
+		}
+		f.mu.Lock()
+		_, have := f.cache[name]
+		room := f.cacheBytes+h.Size <= f.cacheMax
+		f.mu.Unlock()
+		if have || !room {
+			return true, nil
+		}
+		b, err := io.ReadAll(r)
+		if err != nil {
+			return false, fmt.Errorf("reading %s: %w", name, err)
+		}
+		f.store(name, b)
+		return true, nil
+	})
+	return found, ok, err
+}
+
+func (f *FS) store(name string, b []byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.cache[name]; ok || int64(len(b)) > maxCachedFile || f.cacheBytes+int64(len(b)) > f.cacheMax {
+		return
+	}
+	f.cache[name] = b
+	f.cacheBytes += int64(len(b))
+}
+
+// packageGroup is the prefix of the files read together with name: the
+// top-level package directory under site-packages (or the dist-info
+// directory), or the name's own directory elsewhere.
+func packageGroup(name string) string {
+	parts := strings.Split(name, "/")
+	for k, c := range parts {
+		if (c == "site-packages" || c == "dist-packages") && k+2 < len(parts) {
+			return strings.Join(parts[:k+2], "/") + "/"
+		}
+	}
+	if j := strings.LastIndexByte(name, '/'); j >= 0 {
+		return name[:j+1]
+	}
+	return ""
+}
+
+// Open implements fs.FS.
+func (f *FS) Open(name string) (fs.File, error) {
+	n, e, err := f.lookup("open", name)
+	if err != nil {
+		return nil, err
+	}
+	info := &fileInfo{name: path.Base(name), e: e}
+	if name == "." {
+		info.name = "."
+	}
+	if e.isDir() {
+		return &dirFile{fs: f, path: n, info: info}, nil
+	}
+	b, err := f.readEntry(n, e)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
+	}
+	info.size = int64(len(b))
+	return &file{Reader: bytes.NewReader(b), info: info}, nil
+}
+
+// Stat implements fs.StatFS.
+func (f *FS) Stat(name string) (fs.FileInfo, error) {
+	_, e, err := f.lookup("stat", name)
+	if err != nil {
+		return nil, err
+	}
+	base := path.Base(name)
+	return &fileInfo{name: base, e: e, size: e.size}, nil
+}
+
+// ReadDir implements fs.ReadDirFS.
+func (f *FS) ReadDir(name string) ([]fs.DirEntry, error) {
+	n, e, err := f.lookup("readdir", name)
+	if err != nil {
+		return nil, err
+	}
+	if !e.isDir() {
+		return nil, &fs.PathError{Op: "readdir", Path: name, Err: errors.New("not a directory")}
+	}
+	return f.readDir(n), nil
+}
+
+func (f *FS) readDir(dir string) []fs.DirEntry {
+	kids := f.dirs[dir]
+	out := make([]fs.DirEntry, 0, len(kids))
+	for _, c := range kids {
+		e := f.entries[path.Join(dir, c)]
+		out = append(out, fs.FileInfoToDirEntry(&fileInfo{name: c, e: e, size: e.size}))
+	}
+	return out
+}
+
+type fileInfo struct {
+	name string
+	e    *entry
+	size int64
+}
+
+func (i *fileInfo) Name() string { return i.name }
+func (i *fileInfo) Size() int64  { return i.size }
+func (i *fileInfo) Mode() fs.FileMode {
+	switch i.e.typ {
+	case tar.TypeDir:
+		return fs.ModeDir | i.e.mode
+	case tar.TypeSymlink:
+		return fs.ModeSymlink | i.e.mode
+	}
+	return i.e.mode
+}
+func (i *fileInfo) ModTime() time.Time { return time.Time{} }
+func (i *fileInfo) IsDir() bool        { return i.e.isDir() }
+func (i *fileInfo) Sys() any           { return nil }
+
+type file struct {
+	*bytes.Reader
+	info *fileInfo
+}
+
+func (f *file) Stat() (fs.FileInfo, error) { return f.info, nil }
+func (f *file) Close() error               { return nil }
+
+type dirFile struct {
+	fs   *FS
+	path string
+	info *fileInfo
+	list []fs.DirEntry
+	pos  int
+	read bool
+}
+
+func (d *dirFile) Stat() (fs.FileInfo, error) { return d.info, nil }
+func (d *dirFile) Close() error               { return nil }
+func (d *dirFile) Read([]byte) (int, error) {
+	return 0, &fs.PathError{Op: "read", Path: d.path, Err: errors.New("is a directory")}
+}
+
+func (d *dirFile) ReadDir(n int) ([]fs.DirEntry, error) {
+	if !d.read {
+		d.list, d.read = d.fs.readDir(d.path), true
+	}
+	rest := d.list[d.pos:]
+	if n <= 0 {
+		d.pos = len(d.list)
+		return rest, nil
+	}
+	if len(rest) == 0 {
+		return nil, io.EOF
+	}
+	if n > len(rest) {
+		n = len(rest)
+	}
+	d.pos += n
+	return rest[:n], nil
+}

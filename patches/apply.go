@@ -1,0 +1,460 @@
+package patches
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/smpatch/smpatch/internal/exit"
+	"github.com/smpatch/smpatch/source"
+)
+
+// ApplyOptions steer Apply.
+type ApplyOptions struct {
+	Strict bool // fuzzy hunks count as conflicts
+	DryRun bool // plan and check, write nothing
+	// Notes are recorded in the journal entry (gate warnings, say).
+	Notes []string
+	// ToolVersion and CatalogDigest are recorded in the journal.
+	ToolVersion   string
+	CatalogDigest string
+}
+
+// ApplyResult says what Apply did.
+type ApplyResult struct {
+	Tree string `json:"tree"`
+	Kind string `json:"kind"`
+	// Recovered lists entries left in flight by an earlier command that were
+	// rolled back or finished first.
+	Recovered []string        `json:"recovered,omitempty"`
+	Patches   []*PatchOutcome `json:"patches"`
+}
+
+// PatchOutcome is one patch's part of an ApplyResult.
+type PatchOutcome struct {
+	Name          string `json:"name"`
+	Variant       string `json:"variant,omitempty"`
+	VariantReason string `json:"variant_reason,omitempty"`
+	Version       string `json:"version,omitempty"`
+	VersionFrom   string `json:"version_from,omitempty"`
+	Outcome       string `json:"outcome"`
+	// Status is "applied", "already-applied" (journal or tree already has
+	// it), "would-apply" (dry run).
+	Status string         `json:"status"`
+	Reason string         `json:"reason,omitempty"`
+	Files  []*FileOutcome `json:"files,omitempty"`
+}
+
+// FileOutcome is one file of a PatchOutcome.
+type FileOutcome struct {
+	Path       string       `json:"path"`
+	Hunks      []HunkResult `json:"hunks"`
+	Original   string       `json:"original_sha256,omitempty"`
+	Patched    string       `json:"patched_sha256,omitempty"`
+	PycRemoved []string     `json:"pyc_removed,omitempty"`
+}
+
+// ConflictError is returned when a plan does not resolve; it carries the
+// plan so callers can show every conflicting hunk.
+type ConflictError struct {
+	Plan   *Plan
+	Reason string
+}
+
+func (e *ConflictError) Error() string { return e.Reason }
+
+// changedFile is one file a plan writes.
+type changedFile struct {
+	fp       *FilePlan
+	old, new []byte
+}
+
+func planChanges(p *Plan) []changedFile {
+	var out []changedFile
+	for _, fp := range p.Files {
+		old, nw := fp.Old, fp.New
+		if fp.Delete {
+			nw = nil
+		} else if nw == nil {
+			nw = []byte{}
+		}
+		if fp.Create {
+			old = nil
+		} else if old == nil {
+			old = []byte{}
+		}
+		if (old == nil) == (nw == nil) && bytes.Equal(old, nw) {
+			continue
+		}
+		out = append(out, changedFile{fp, old, nw})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].fp.Path < out[j].fp.Path })
+	return out
+}
+
+// planProblem says why a plan cannot be written, or "".
+func planProblem(p *Plan, strict bool) string {
+	switch p.Outcome() {
+	case OutcomeApplies, OutcomeAlreadyApplied:
+		return ""
+	case OutcomeFuzzy:
+		if strict {
+			return fmt.Sprintf("%s: fuzzy match refused by --strict", p.Patch.Name)
+		}
+		return ""
+	case OutcomeNoVariant:
+		r := p.Reason
+		if r == "" {
+			r = "no variant fits the tree"
+		}
+		return fmt.Sprintf("%s does not apply: %s", p.Patch.Name, r)
+	}
+	n := len(p.Conflicts())
+	r := p.Reason
+	if r == "" {
+		r = fmt.Sprintf("%d hunk(s) conflict", n)
+	}
+	return fmt.Sprintf("%s does not apply: %s", p.Patch.Name, r)
+}
+
+// Apply writes plans to t under the journal: for each patch a pending entry
+// with the original bytes, then each file atomically, then the entry marked
+// applied. A patch already applied (by the journal) is reported, not
+// written again. Any failure leaves every file of the call as it was: a
+// failed patch is rolled back, and so are the patches the call applied
+// before it. Errors carry exit codes (exit.Conflict when a plan does not
+// resolve).
+func Apply(ctx context.Context, t source.WritableTree, plans []*Plan, opts ApplyOptions) (*ApplyResult, error) {
+	res := &ApplyResult{Tree: t.Root(), Kind: string(t.Kind())}
+	// Refuse read-only targets before the journal directory is even created.
+	for _, p := range plans {
+		if prob := planProblem(p, opts.Strict); prob != "" {
+			return res, exit.With(exit.Conflict, &ConflictError{Plan: p, Reason: prob})
+		}
+		var rels []string
+		for _, c := range planChanges(p) {
+			rels = append(rels, c.fp.Path)
+		}
+		if err := checkWritable(t, rels); err != nil {
+			return res, err
+		}
+	}
+	if opts.DryRun {
+		for _, p := range plans {
+			res.Patches = append(res.Patches, outcomeOf(p, "would-apply"))
+		}
+		return res, nil
+	}
+	j, err := openJournal(ctx, t)
+	if err != nil {
+		return res, err
+	}
+	defer j.close()
+	if res.Recovered, err = j.recover(); err != nil {
+		return res, err
+	}
+	var done []*Entry
+	fail := func(err error) (*ApplyResult, error) {
+		if errors.Is(err, errCrash) {
+			return res, err
+		}
+		for i := len(done) - 1; i >= 0; i-- {
+			if rerr := j.rollback(done[i]); rerr != nil {
+				return res, fmt.Errorf("%w (and rolling back %s failed: %v)", err, done[i].Name, rerr)
+			}
+		}
+		return res, err
+	}
+	for _, p := range plans {
+		if e := j.state.Get(p.Patch.Name); e != nil && e.State == StateApplied {
+			po := outcomeOf(p, "already-applied")
+			po.Reason = fmt.Sprintf("already applied (variant %s, %s)", e.Variant, e.AppliedAt.Format(time.RFC3339))
+			po.Variant = e.Variant
+			po.Files = nil
+			res.Patches = append(res.Patches, po)
+			continue
+		}
+		// The plan was made before the lock was taken: make it again when
+		// the tree changed in between (another smpatch, an earlier patch of
+		// this call, a rolled-back entry).
+		stale, err := planStale(t, p)
+		if err != nil {
+			return fail(err)
+		}
+		if stale {
+			vname := ""
+			if p.Variant != nil {
+				vname = p.Variant.Name
+			}
+			np, err := NewPlan(ctx, p.Patch, t, PlanOptions{Strict: opts.Strict, Variant: vname})
+			if err != nil {
+				return fail(err)
+			}
+			if prob := planProblem(np, opts.Strict); prob != "" {
+				return fail(exit.With(exit.Conflict, &ConflictError{Plan: np, Reason: prob}))
+			}
+			p = np
+		}
+		if p.Outcome() == OutcomeAlreadyApplied {
+			po := outcomeOf(p, "already-applied")
+			po.Reason = "already applied: the tree already has every change"
+			res.Patches = append(res.Patches, po)
+			continue
+		}
+		e, po, err := j.applyOne(ctx, p, opts)
+		if err != nil {
+			return fail(err)
+		}
+		done = append(done, e)
+		res.Patches = append(res.Patches, po)
+	}
+	return res, nil
+}
+
+func outcomeOf(p *Plan, status string) *PatchOutcome {
+	po := &PatchOutcome{
+		Name:          p.Patch.Name,
+		VariantReason: p.VariantReason,
+		Version:       p.Version,
+		VersionFrom:   p.VersionFrom,
+		Outcome:       string(p.Outcome()),
+		Status:        status,
+	}
+	if p.Variant != nil {
+		po.Variant = p.Variant.Name
+	}
+	for _, fp := range p.Files {
+		po.Files = append(po.Files, &FileOutcome{Path: fp.Path, Hunks: fp.Hunks})
+	}
+	return po
+}
+
+// planStale reports whether a file of p no longer has the bytes p planned on.
+func planStale(t source.WritableTree, p *Plan) (bool, error) {
+	for _, fp := range p.Files {
+		cur, err := readCurrent(t, fp.Path)
+		if err != nil {
+			return false, err
+		}
+		if fp.Create {
+			if cur != nil {
+				return true, nil
+			}
+			continue
+		}
+		if cur == nil || !bytes.Equal(cur, fp.Old) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// applyOne writes one plan under the journal.
+func (j *journal) applyOne(ctx context.Context, p *Plan, opts ApplyOptions) (*Entry, *PatchOutcome, error) {
+	changes := planChanges(p)
+	var rels []string
+	for _, c := range changes {
+		rels = append(rels, c.fp.Path)
+	}
+	if err := checkWritable(j.t, rels); err != nil {
+		return nil, nil, err
+	}
+	e := &Entry{
+		Name:          p.Patch.Name,
+		Project:       string(p.Patch.Project),
+		State:         StatePending,
+		VariantReason: p.VariantReason,
+		Version:       p.Version,
+		VersionFrom:   p.VersionFrom,
+		Origin:        p.Patch.Origin,
+		PatchDigest:   p.Patch.Digest,
+		CatalogDigest: opts.CatalogDigest,
+		ToolVersion:   opts.ToolVersion,
+		AppliedAt:     time.Now().UTC().Truncate(time.Second),
+		Notes:         opts.Notes,
+	}
+	if p.Variant != nil {
+		e.Variant = p.Variant.Name
+	}
+	// 1. Originals (durable) and the bytes we will write, then the pending entry.
+	j.dropBlobs(e.Name)
+	for _, c := range changes {
+		if c.old != nil {
+			if err := j.writeBlob("orig", e.Name, c.fp.Path, c.old, true); err != nil {
+				return nil, nil, fmt.Errorf("journal: %w", err)
+			}
+		}
+		if c.new != nil {
+			if err := j.writeBlob("patched", e.Name, c.fp.Path, c.new, false); err != nil {
+				return nil, nil, fmt.Errorf("journal: %w", err)
+			}
+		}
+		e.Files = append(e.Files, &FileRecord{Path: c.fp.Path, Original: sha256Hex(c.old), Patched: sha256Hex(c.new)})
+	}
+	if err := hook("before-pending"); err != nil {
+		return nil, nil, err
+	}
+	j.state.Patches = append(j.state.Patches, e)
+	if err := j.save(); err != nil {
+		j.state.remove(e.Name)
+		j.dropBlobs(e.Name)
+		return nil, nil, fmt.Errorf("journal: %w", err)
+	}
+	// 2. Each file, atomically.
+	po := outcomeOf(p, "applied")
+	byPath := map[string]*FileOutcome{}
+	for _, f := range po.Files {
+		byPath[f.Path] = f
+	}
+	for i, c := range changes {
+		if err := hook(fmt.Sprintf("write:%d", i)); err != nil {
+			if errors.Is(err, errCrash) {
+				return nil, nil, err
+			}
+			return nil, nil, j.undo(e, err)
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, nil, j.undo(e, err)
+		}
+		if err := j.t.WriteFiles(map[string][]byte{c.fp.Path: c.new}); err != nil {
+			return nil, nil, j.undo(e, fmt.Errorf("writing %s: %w", c.fp.Path, err))
+		}
+	}
+	if err := hook("after-writes"); err != nil {
+		if errors.Is(err, errCrash) {
+			return nil, nil, err
+		}
+		return nil, nil, j.undo(e, err)
+	}
+	// 3. Read back: every file has the bytes we meant, every rule holds.
+	if err := verifyWritten(j.t, p, changes); err != nil {
+		return nil, nil, j.undo(e, err)
+	}
+	// 4. Mark applied.
+	e.State = StateApplied
+	if err := j.save(); err != nil {
+		e.State = StatePending
+		return nil, nil, j.undo(e, fmt.Errorf("journal: %w", err))
+	}
+	for _, c := range changes {
+		f := byPath[c.fp.Path]
+		if f == nil {
+			f = &FileOutcome{Path: c.fp.Path}
+			po.Files = append(po.Files, f)
+		}
+		f.Original, f.Patched = sha256Hex(c.old), sha256Hex(c.new)
+		f.PycRemoved = removePyc(j.t, c.fp.Path)
+	}
+	return e, po, nil
+}
+
+// verifyWritten re-reads every written file and checks the patch's rules.
+func verifyWritten(t source.WritableTree, p *Plan, changes []changedFile) error {
+	for _, c := range changes {
+		cur, err := readCurrent(t, c.fp.Path)
+		if err != nil {
+			return fmt.Errorf("reading back %s: %w", c.fp.Path, err)
+		}
+		if sha256Hex(cur) != sha256Hex(c.new) {
+			return fmt.Errorf("reading back %s: sha256 %s, expected %s", c.fp.Path, shortHash(sha256Hex(cur)), shortHash(sha256Hex(c.new)))
+		}
+	}
+	return checkRules(t, p)
+}
+
+// checkRules checks the verify rules of p's patch on the tree. A rule on a
+// file that neither exists nor was part of the plan (a target that moved)
+// is skipped.
+func checkRules(t source.Tree, p *Plan) error {
+	touched := map[string]bool{}
+	for _, fp := range p.Files {
+		touched[fp.Path] = true
+	}
+	for _, r := range p.Patch.Verify {
+		b, err := readCurrent(t, r.File)
+		if err != nil {
+			return fmt.Errorf("verify %s: %w", r.File, err)
+		}
+		if b == nil {
+			if touched[r.File] {
+				return fmt.Errorf("verify %s: file is missing after writing", r.File)
+			}
+			continue
+		}
+		if r.Contains != "" && !bytes.Contains(b, []byte(r.Contains)) {
+			return fmt.Errorf("verify %s: does not contain %q after writing", r.File, r.Contains)
+		}
+		if r.NotContains != "" && bytes.Contains(b, []byte(r.NotContains)) {
+			return fmt.Errorf("verify %s: still contains %q after writing", r.File, r.NotContains)
+		}
+	}
+	return nil
+}
+
+func shortHash(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	if h == "" {
+		return "(absent)"
+	}
+	return h
+}
+
+// undo rolls a pending entry back after err and returns err.
+func (j *journal) undo(e *Entry, err error) error {
+	if rerr := j.rollback(e); rerr != nil {
+		return fmt.Errorf("%w; rolling back failed: %v (the journal keeps the entry; the next smpatch command retries)", err, rerr)
+	}
+	return err
+}
+
+// rollback restores e's originals and removes the entry.
+func (j *journal) rollback(e *Entry) error {
+	e.State = StatePending
+	if err := j.save(); err != nil {
+		return err
+	}
+	if err := j.restore(e, false); err != nil {
+		return err
+	}
+	j.state.remove(e.Name)
+	if err := j.save(); err != nil {
+		return err
+	}
+	j.dropBlobs(e.Name)
+	return nil
+}
+
+// ConflictReport renders the conflicting hunks of a plan for people: each
+// with its file, header, reason and the nearest region found.
+func ConflictReport(p *Plan) string {
+	var b strings.Builder
+	for _, fp := range p.Files {
+		for _, h := range fp.Hunks {
+			if h.Status != Conflict {
+				continue
+			}
+			hdr := ""
+			if fp.Diff != nil && h.Index < len(fp.Diff.Hunks) {
+				hk := fp.Diff.Hunks[h.Index]
+				hdr = fmt.Sprintf(" @@ -%d,%d +%d,%d @@%s", hk.OldStart, hk.OldLines, hk.NewStart, hk.NewLines, hk.Section)
+			}
+			fmt.Fprintf(&b, "conflict: %s hunk #%d%s\n", fp.Path, h.Index+1, hdr)
+			if h.Reason != "" {
+				fmt.Fprintf(&b, "  %s\n", h.Reason)
+			}
+			if h.Nearest != nil {
+				fmt.Fprintf(&b, "  nearest region: lines %d-%d\n", h.Nearest.Start, h.Nearest.End)
+				for _, l := range strings.Split(strings.TrimRight(h.Nearest.Text, "\n"), "\n") {
+					fmt.Fprintf(&b, "    | %s\n", l)
+				}
+			}
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,676 @@
+package patches
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+	"github.com/hashicorp/go-version"
+
+	"github.com/smpatch/smpatch/source"
+)
+
+// BuiltinOrigin is Patch.Origin for patches of the embedded catalog.
+const BuiltinOrigin = "builtin"
+
+// builtinDisplay is how errors name the embedded catalog's files.
+const builtinDisplay = "patches/catalog"
+
+// Catalog is the set of known patches: the built-in ones and those of user
+// catalog directories.
+type Catalog struct {
+	byName map[string]*Patch
+	all    []*Patch
+	digest string
+}
+
+// LoadCatalog loads the built-in catalog, then each directory of dirs in
+// order. A user patch that has a built-in's name must say `overrides = true`;
+// two user patches of one name are an error.
+func LoadCatalog(dirs []string) (*Catalog, error) {
+	return loadCatalog(builtinCatalog(), dirs)
+}
+
+func loadCatalog(builtin fs.FS, dirs []string) (*Catalog, error) {
+	c := &Catalog{byName: map[string]*Patch{}}
+	ps, err := LoadCatalogFS(builtin, builtinDisplay, BuiltinOrigin)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range ps {
+		c.byName[p.Name] = p
+	}
+	for _, d := range dirs {
+		st, err := os.Stat(d)
+		if err != nil {
+			return nil, fmt.Errorf("catalog %s: %w", d, err)
+		}
+		if !st.IsDir() {
+			return nil, fmt.Errorf("catalog %s: not a directory", d)
+		}
+		ps, err := LoadCatalogFS(os.DirFS(d), strings.TrimSuffix(d, "/"), d)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range ps {
+			if old, ok := c.byName[p.Name]; ok {
+				if old.Origin != BuiltinOrigin {
+					return nil, fmt.Errorf("%s: patch %q is also defined in %s", p.File, p.Name, old.File)
+				}
+				if !p.Overrides {
+					return nil, fmt.Errorf("%s: patch %q has the name of a built-in patch; add `overrides = true` to replace it", p.File, p.Name)
+				}
+			}
+			c.byName[p.Name] = p
+		}
+	}
+	for _, p := range c.byName {
+		c.all = append(c.all, p)
+	}
+	sort.Slice(c.all, func(i, j int) bool { return c.all[i].Name < c.all[j].Name })
+	h := sha256.New()
+	for _, p := range c.all {
+		fmt.Fprintf(h, "%s\x00%s\x00", p.Name, p.Digest)
+	}
+	c.digest = hex.EncodeToString(h.Sum(nil))
+	return c, nil
+}
+
+// All returns every patch, sorted by name.
+func (c *Catalog) All() []*Patch { return append([]*Patch(nil), c.all...) }
+
+// Digest is a sha256 over every patch's files; the journal records it.
+func (c *Catalog) Digest() string { return c.digest }
+
+// ForProject returns the patches of project p, sorted by name.
+func (c *Catalog) ForProject(p source.Project) []*Patch {
+	var out []*Patch
+	for _, x := range c.all {
+		if x.Project == p {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// Get returns the patch called name, or an error that suggests the nearest
+// known name.
+func (c *Catalog) Get(name string) (*Patch, error) {
+	if p, ok := c.byName[name]; ok {
+		return p, nil
+	}
+	msg := fmt.Sprintf("unknown patch %q", name)
+	if s := c.suggest(name); s != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", s)
+	} else if len(c.all) == 0 {
+		msg += " (the catalog is empty)"
+	} else {
+		msg += " (see smpatch list)"
+	}
+	return nil, errors.New(msg)
+}
+
+func (c *Catalog) suggest(name string) string {
+	best, bestD := "", -1
+	for _, p := range c.all {
+		d := editDistance(strings.ToLower(name), strings.ToLower(p.Name))
+		if bestD < 0 || d < bestD {
+			best, bestD = p.Name, d
+		}
+	}
+	limit := max(2, len(name)/3)
+	if bestD < 0 || bestD > limit {
+		return ""
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// The TOML shapes of a catalog file.
+type patchFile struct {
+	Name      string        `toml:"name"`
+	Project   string        `toml:"project"`
+	Summary   string        `toml:"summary"`
+	Links     []string      `toml:"links"`
+	Overrides bool          `toml:"overrides"`
+	Uncovered []string      `toml:"uncovered"`
+	Requires  requiresFile  `toml:"requires"`
+	Upstream  upstreamFile  `toml:"upstream"`
+	Variant   []variantFile `toml:"variant"`
+	Verify    []verifyFile  `toml:"verify"`
+}
+
+type requiresFile struct {
+	GPUSMMajor       []int             `toml:"gpu_sm_major"`
+	FlashInferModule string            `toml:"flashinfer_module"`
+	CUDAMin          string            `toml:"cuda_min"`
+	P2PAll           bool              `toml:"p2p_all"`
+	Packages         map[string]string `toml:"packages"`
+}
+
+type upstreamFile struct {
+	Status     string `toml:"status"`
+	PR         string `toml:"pr"`
+	MergedIn   string `toml:"merged_in"`
+	Marker     string `toml:"marker"`
+	MarkerFile string `toml:"marker_file"`
+}
+
+type variantFile struct {
+	Name     string   `toml:"name"`
+	Versions string   `toml:"versions"`
+	Diffs    []string `toml:"diffs"`
+	Search   []string `toml:"search"`
+}
+
+type verifyFile struct {
+	File        string `toml:"file"`
+	Contains    string `toml:"contains"`
+	NotContains string `toml:"not_contains"`
+}
+
+// LoadCatalogFS loads every NAME.toml at the top of fsys. display is how
+// errors name the directory; origin goes into Patch.Origin.
+func LoadCatalogFS(fsys fs.FS, display, origin string) ([]*Patch, error) {
+	names, err := fs.Glob(fsys, "*.toml")
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", display, err)
+	}
+	sort.Strings(names)
+	var out []*Patch
+	for _, n := range names {
+		p, err := loadPatch(fsys, display, origin, n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+var (
+	patchNameRE  = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
+	moduleNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	upstreamStat = map[string]bool{"": true, "proposed": true, "merged": true, "rejected": true, "local": true}
+)
+
+// loader carries one file's context for error messages.
+type loader struct {
+	fsys    fs.FS
+	display string // directory as errors name it
+	file    string // display path of the TOML file
+	data    []byte
+}
+
+func (l *loader) errf(line int, format string, args ...any) error {
+	if line > 0 {
+		return fmt.Errorf("%s:%d: %s", l.file, line, fmt.Sprintf(format, args...))
+	}
+	return fmt.Errorf("%s: %s", l.file, fmt.Sprintf(format, args...))
+}
+
+// line finds the line of key in table (index idx of an array table, -1
+// otherwise), or the table's header line when key is "", or 0.
+func (l *loader) line(table string, idx int, key string) int {
+	return keyLine(l.data, table, idx, key)
+}
+
+func loadPatch(fsys fs.FS, display, origin, name string) (*Patch, error) {
+	l := &loader{fsys: fsys, display: display, file: display + "/" + name}
+	data, err := fs.ReadFile(fsys, name)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", l.file, err)
+	}
+	l.data = data
+	var pf patchFile
+	md, err := toml.Decode(string(data), &pf)
+	if err != nil {
+		var pe toml.ParseError
+		var ppe *toml.ParseError
+		switch {
+		case errors.As(err, &pe):
+			return nil, l.errf(pe.Position.Line, "%s", pe.Message)
+		case errors.As(err, &ppe):
+			return nil, l.errf(ppe.Position.Line, "%s", ppe.Message)
+		}
+		return nil, l.errf(0, "%s", oneLineErr(err))
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		type found struct {
+			key  string
+			line int
+		}
+		var fs []found
+		for _, k := range und {
+			fs = append(fs, found{k.String(), undecodedLine(data, k)})
+		}
+		sort.SliceStable(fs, func(i, j int) bool { return fs[i].line < fs[j].line })
+		return nil, l.errf(fs[0].line, "unknown key %q", fs[0].key)
+	}
+	stem := strings.TrimSuffix(name, ".toml")
+	p := &Patch{
+		Name:      pf.Name,
+		Project:   source.Project(pf.Project),
+		Summary:   pf.Summary,
+		Links:     pf.Links,
+		Origin:    origin,
+		File:      l.file,
+		Overrides: pf.Overrides,
+		Uncovered: pf.Uncovered,
+	}
+	if pf.Name == "" {
+		return nil, l.errf(1, "missing key \"name\"")
+	}
+	if pf.Name != stem {
+		return nil, l.errf(l.line("", -1, "name"), "name %q does not match the file name %q", pf.Name, stem+".toml")
+	}
+	if !patchNameRE.MatchString(pf.Name) {
+		return nil, l.errf(l.line("", -1, "name"), "name %q: use lower-case letters, digits, '.', '_' and '-'", pf.Name)
+	}
+	if pf.Project == "" {
+		return nil, l.errf(1, "missing key \"project\" (sglang or flashinfer)")
+	}
+	if !source.KnownProject(p.Project) {
+		return nil, l.errf(l.line("", -1, "project"), "unknown project %q (sglang or flashinfer)", pf.Project)
+	}
+	for _, u := range pf.Uncovered {
+		if strings.TrimSpace(u) == "" {
+			return nil, l.errf(l.line("", -1, "uncovered"), "empty entry in uncovered")
+		}
+	}
+	if err := l.requirements(p, pf.Requires); err != nil {
+		return nil, err
+	}
+	if err := l.upstream(p, pf.Upstream); err != nil {
+		return nil, err
+	}
+	if err := l.verify(p, pf.Verify); err != nil {
+		return nil, err
+	}
+	digest := sha256.New()
+	fmt.Fprintf(digest, "%s\x00%d\x00", name, len(data))
+	digest.Write(data)
+	if err := l.variants(p, pf.Variant, digest); err != nil {
+		return nil, err
+	}
+	p.Digest = hex.EncodeToString(digest.Sum(nil))
+	return p, nil
+}
+
+func (l *loader) requirements(p *Patch, r requiresFile) error {
+	for _, m := range r.GPUSMMajor {
+		if m < 1 || m > 99 {
+			return l.errf(l.line("requires", -1, "gpu_sm_major"), "gpu_sm_major: %d is not a GPU architecture major", m)
+		}
+	}
+	if r.FlashInferModule != "" && !moduleNameRE.MatchString(r.FlashInferModule) {
+		return l.errf(l.line("requires", -1, "flashinfer_module"), "flashinfer_module %q is not a module name", r.FlashInferModule)
+	}
+	if r.CUDAMin != "" {
+		if _, err := version.NewVersion(r.CUDAMin); err != nil {
+			return l.errf(l.line("requires", -1, "cuda_min"), "cuda_min %q: %v", r.CUDAMin, err)
+		}
+	}
+	for dist, c := range r.Packages {
+		if _, err := source.ParseConstraints(c); err != nil {
+			return l.errf(keyLine(l.data, "requires.packages", -1, dist), "requires.packages.%s: %v", dist, err)
+		}
+	}
+	p.Requires = Requirements{
+		GPUSMMajor:       r.GPUSMMajor,
+		FlashInferModule: r.FlashInferModule,
+		CUDAMin:          r.CUDAMin,
+		P2PAll:           r.P2PAll,
+		Packages:         r.Packages,
+	}
+	return nil
+}
+
+func (l *loader) upstream(p *Patch, u upstreamFile) error {
+	if !upstreamStat[u.Status] {
+		return l.errf(l.line("upstream", -1, "status"), "upstream status %q: one of proposed, merged, rejected, local", u.Status)
+	}
+	if u.MergedIn != "" {
+		if _, err := source.ParseVersion(u.MergedIn); err != nil {
+			return l.errf(l.line("upstream", -1, "merged_in"), "merged_in %q: %v", u.MergedIn, err)
+		}
+	}
+	if u.MarkerFile != "" {
+		if err := inProject(p.Project, u.MarkerFile); err != nil {
+			return l.errf(l.line("upstream", -1, "marker_file"), "marker_file: %v", err)
+		}
+		if u.Marker == "" {
+			return l.errf(l.line("upstream", -1, "marker_file"), "marker_file without marker")
+		}
+	}
+	p.Upstream = Upstream{Status: u.Status, PR: u.PR, MergedIn: u.MergedIn, Marker: u.Marker, MarkerFile: u.MarkerFile}
+	return nil
+}
+
+func (l *loader) verify(p *Patch, vs []verifyFile) error {
+	for i, v := range vs {
+		if v.File == "" {
+			return l.errf(l.line("verify", i, ""), "[[verify]] #%d: missing key \"file\"", i+1)
+		}
+		if err := inProject(p.Project, v.File); err != nil {
+			return l.errf(l.line("verify", i, "file"), "[[verify]] file: %v", err)
+		}
+		if v.Contains == "" && v.NotContains == "" {
+			return l.errf(l.line("verify", i, ""), "[[verify]] #%d: needs contains or not_contains", i+1)
+		}
+		p.Verify = append(p.Verify, VerifyRule{File: v.File, Contains: v.Contains, NotContains: v.NotContains})
+	}
+	return nil
+}
+
+func (l *loader) variants(p *Patch, vs []variantFile, digest interface{ Write([]byte) (int, error) }) error {
+	if len(vs) == 0 {
+		return l.errf(1, "no [[variant]]: a patch needs at least one")
+	}
+	names := map[string]int{}
+	for i, vf := range vs {
+		v := &Variant{Name: vf.Name, Versions: strings.TrimSpace(vf.Versions), Diffs: vf.Diffs}
+		if v.Name == "" {
+			v.Name = v.Versions
+			if v.Name == "" {
+				v.Name = "any"
+			}
+		}
+		if j, ok := names[v.Name]; ok {
+			return l.errf(l.line("variant", i, "name"), "variant name %q is used twice (variants #%d and #%d)", v.Name, j+1, i+1)
+		}
+		names[v.Name] = i
+		if v.Versions != "" {
+			cs, err := source.ParseConstraints(v.Versions)
+			if err != nil {
+				return l.errf(l.line("variant", i, "versions"), "variant %q: versions %q: %v", v.Name, v.Versions, err)
+			}
+			v.Constraints = cs
+		}
+		for _, s := range vf.Search {
+			c, err := source.CleanRel(strings.TrimSuffix(s, "/"))
+			if err == nil {
+				err = inProject(p.Project, c+"/")
+			}
+			if err != nil {
+				return l.errf(l.line("variant", i, "search"), "variant %q: search: %v", v.Name, err)
+			}
+			v.Search = append(v.Search, c)
+		}
+		if len(vf.Diffs) == 0 {
+			return l.errf(l.line("variant", i, ""), "variant %q: no diffs", v.Name)
+		}
+		for _, d := range vf.Diffs {
+			c, err := source.CleanRel(d)
+			if err != nil {
+				return l.errf(l.line("variant", i, "diffs"), "variant %q: diff %v", v.Name, err)
+			}
+			data, err := fs.ReadFile(l.fsys, c)
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					return l.errf(l.line("variant", i, "diffs"), "variant %q: diff %s: file not found", v.Name, l.display+"/"+c)
+				}
+				return l.errf(l.line("variant", i, "diffs"), "variant %q: diff %s: %v", v.Name, l.display+"/"+c, err)
+			}
+			fmt.Fprintf(digest, "%s\x00%d\x00", c, len(data))
+			digest.Write(data)
+			src := l.display + "/" + c
+			fds, err := ParseDiff(src, data)
+			if err != nil {
+				return err
+			}
+			if len(fds) == 0 {
+				return fmt.Errorf("%s: no file changes in diff", src)
+			}
+			for _, fd := range fds {
+				for _, fp := range []string{fd.OldPath, fd.NewPath} {
+					if fp == "" {
+						continue
+					}
+					if err := inProject(p.Project, fp); err != nil {
+						return fmt.Errorf("%s:%d: %v", fd.Source, fd.Line, err)
+					}
+				}
+			}
+			v.Files = append(v.Files, fds...)
+		}
+		p.Variants = append(p.Variants, v)
+	}
+	for i := range p.Variants {
+		for j := i + 1; j < len(p.Variants); j++ {
+			a, b := p.Variants[i], p.Variants[j]
+			if v, ok := overlap(a, b); ok {
+				return l.errf(l.line("variant", j, "versions"), "variant %q (%s) overlaps variant %q (%s): both admit %s",
+					b.Name, orAny(b.Versions), a.Name, orAny(a.Versions), v)
+			}
+		}
+	}
+	return nil
+}
+
+func orAny(s string) string {
+	if s == "" {
+		return "any version"
+	}
+	return s
+}
+
+// inProject checks that a repository-relative path is clean and inside the
+// project's tree.
+func inProject(p source.Project, rel string) error {
+	dir := strings.HasSuffix(rel, "/")
+	c, err := source.CleanRel(strings.TrimSuffix(rel, "/"))
+	if err != nil {
+		return err
+	}
+	if dir {
+		c += "/"
+	}
+	for _, r := range source.ProjectRoots(p) {
+		if strings.HasPrefix(c, r) || c == r {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s is outside %s's tree (%s)", rel, p, strings.Join(source.ProjectRoots(p), ", "))
+}
+
+var versionInConstraint = regexp.MustCompile(`[0-9][0-9A-Za-z.+!_-]*`)
+
+// overlap reports a version both variants admit, probing every version the
+// constraints name and the versions just below and above each.
+func overlap(a, b *Variant) (string, bool) {
+	if len(a.Constraints) == 0 || len(b.Constraints) == 0 {
+		if a.Versions == "" && b.Versions == "" {
+			return "every version", true
+		}
+		// An unconstrained variant overlaps every other.
+		return "every version the other admits", true
+	}
+	for _, probe := range probes(a.Versions + "," + b.Versions) {
+		if source.Satisfies(a.Constraints, probe) && source.Satisfies(b.Constraints, probe) {
+			return probe.Original(), true
+		}
+	}
+	return "", false
+}
+
+// probes returns the versions named in a constraint text, each with
+// neighbours just below and above it, plus a very small and a very large one.
+func probes(text string) []*version.Version {
+	var out []*version.Version
+	add := func(s string) {
+		if v, err := source.ParseVersion(s); err == nil {
+			out = append(out, v)
+		}
+	}
+	add("0.0.0")
+	add("99999.0.0")
+	for _, m := range versionInConstraint.FindAllString(text, -1) {
+		m = strings.TrimRight(m, ".")
+		v, err := source.ParseVersion(m)
+		if err != nil {
+			continue
+		}
+		out = append(out, v)
+		segs := v.Segments()
+		add(joinSegs(segs) + ".99999")
+		add(joinSegs(segs) + ".1")
+		add(joinSegs(segs) + ".post1")
+		add(joinSegs(segs) + "rc1")
+		add(joinSegs(segs) + ".dev0")
+		for k := len(segs) - 1; k >= 0; k-- {
+			if segs[k] > 0 {
+				below := append(append([]int(nil), segs[:k]...), segs[k]-1)
+				add(joinSegs(below) + ".99999")
+				break
+			}
+		}
+		bumped := append(append([]int(nil), segs[:len(segs)-1]...), segs[len(segs)-1]+1)
+		add(joinSegs(bumped))
+	}
+	return out
+}
+
+func joinSegs(segs []int) string {
+	parts := make([]string, len(segs))
+	for i, s := range segs {
+		parts[i] = fmt.Sprint(s)
+	}
+	return strings.Join(parts, ".")
+}
+
+func oneLineErr(err error) string {
+	s := strings.TrimSpace(err.Error())
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
+
+// undecodedLine finds the line of an undecoded key (toml.MetaData keeps
+// positions to itself).
+func undecodedLine(data []byte, k toml.Key) int {
+	if len(k) == 0 {
+		return 0
+	}
+	table := strings.Join(k[:len(k)-1], ".")
+	if n := keyLine(data, table, -2, k[len(k)-1]); n > 0 {
+		return n
+	}
+	// A whole unknown table: its header.
+	if n := keyLine(data, k.String(), -2, ""); n > 0 {
+		return n
+	}
+	return 0
+}
+
+var (
+	tableHeaderRE = regexp.MustCompile(`^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?`)
+	keyRE         = regexp.MustCompile(`^\s*("(?:[^"\\]|\\.)*"|'[^']*'|[A-Za-z0-9_.\- ]+?)\s*=`)
+)
+
+// keyLine finds the 1-based line of key inside table ("" for the root). idx
+// selects the idx-th [[table]] (0-based); -1 means a plain table; -2 any
+// occurrence. An empty key finds the table header. A key written as a
+// dotted key in a parent table (requires.cuda_min = ...) is found too.
+// It returns 0 when the key is not found.
+func keyLine(data []byte, table string, idx int, key string) int {
+	cur := ""
+	count := map[string]int{}
+	curIdx := -1
+	inMulti := ""
+	for i, ln := range strings.Split(string(data), "\n") {
+		n := i + 1
+		if inMulti != "" {
+			if strings.Count(ln, inMulti)%2 == 1 {
+				inMulti = ""
+			}
+			continue
+		}
+		trim := strings.TrimSpace(ln)
+		if strings.HasPrefix(trim, "#") || trim == "" {
+			continue
+		}
+		if m := tableHeaderRE.FindStringSubmatch(ln); m != nil && strings.HasPrefix(trim, "[") {
+			name := normKey(m[2])
+			cur = name
+			curIdx = -1
+			if m[1] == "[[" {
+				curIdx = count[name]
+				count[name]++
+			}
+			if key == "" && name == table && (idx == -2 || idx == curIdx || (idx == -1 && curIdx == -1)) {
+				return n
+			}
+			continue
+		}
+		for _, q := range []string{`"""`, `'''`} {
+			if strings.Count(ln, q)%2 == 1 {
+				inMulti = q
+			}
+		}
+		m := keyRE.FindStringSubmatch(ln)
+		if m == nil || key == "" {
+			continue
+		}
+		full := normKey(m[1])
+		if cur != "" {
+			full = cur + "." + full
+		}
+		want := key
+		if table != "" {
+			want = table + "." + key
+		}
+		if full != want {
+			continue
+		}
+		if idx == -2 || (idx == -1 && curIdx == -1) || (idx >= 0 && cur == table && curIdx == idx) {
+			return n
+		}
+	}
+	return 0
+}
+
+// normKey turns a written key (`"a" . b`) into its dotted form (a.b).
+func normKey(s string) string {
+	parts := strings.Split(s, ".")
+	for i, p := range parts {
+		p = strings.TrimSpace(p)
+		p = strings.Trim(p, `"'`)
+		parts[i] = p
+	}
+	return strings.Join(parts, ".")
+}
+
+// CatalogPath is the display path of a patch's diff file, for messages.
+func CatalogPath(p *Patch, diff string) string {
+	return path.Join(path.Dir(p.File), diff)
+}

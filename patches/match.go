@@ -1,0 +1,612 @@
+package patches
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/sergi/go-diff/diffmatchpatch"
+)
+
+// FuzzyMinScore is the lowest similarity (0..1) at which a fuzzy match is
+// accepted: twice the hunk lines found, over the hunk's old side plus the
+// region it lands on.
+const FuzzyMinScore = 0.6
+
+// fuzzyPatternLines caps the lines handed to the bit-parallel matcher (it
+// works on machine words).
+const fuzzyPatternLines = 32
+
+// text is a file split into lines.
+type text struct {
+	lines   []string // raw lines without "\n" (a '\r' before it is kept)
+	keys    []string // lines without a trailing '\r', for comparison
+	finalNL bool     // the last line ends with "\n" (true for an empty file)
+	crlf    bool     // most line endings are "\r\n"
+}
+
+func splitText(data []byte) *text {
+	t := &text{finalNL: true}
+	crlf, lf := 0, 0
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			t.lines = append(t.lines, string(data))
+			t.finalNL = false
+			break
+		}
+		line := data[:i]
+		if len(line) > 0 && line[len(line)-1] == '\r' {
+			crlf++
+		} else {
+			lf++
+		}
+		t.lines = append(t.lines, string(line))
+		data = data[i+1:]
+	}
+	t.crlf = crlf > lf
+	t.keys = make([]string, len(t.lines))
+	for i, l := range t.lines {
+		t.keys[i] = strings.TrimSuffix(l, "\r")
+	}
+	return t
+}
+
+// hunkSides returns the comparison keys of a hunk's old and new sides.
+func hunkSides(h *Hunk) (oldK, newK []string) {
+	for i, op := range h.Ops {
+		k := strings.TrimSuffix(h.Lines[i], "\r")
+		if op != '+' {
+			oldK = append(oldK, k)
+		}
+		if op != '-' {
+			newK = append(newK, k)
+		}
+	}
+	return oldK, newK
+}
+
+func matchAt(keys []string, pos int, side []string) bool {
+	if pos < 0 || pos+len(side) > len(keys) {
+		return false
+	}
+	for i, s := range side {
+		if keys[pos+i] != s {
+			return false
+		}
+	}
+	return true
+}
+
+// outLine is one line of a replacement: raw text without "\n", and whether it
+// comes from the diff (then it takes the file's line ending).
+type outLine struct {
+	s      string
+	added  bool
+	oldIdx int // index in the old file, -1 for added lines
+}
+
+// edit replaces old lines [start, end) with repl.
+type edit struct {
+	start, end int
+	repl       []outLine
+	hunk       *Hunk
+}
+
+// MatchFile resolves every hunk of fd against a file's bytes. old is nil
+// when the file does not exist (only a diff that creates the file, or
+// deletes it, makes sense then). The result's New bytes are set only when no
+// hunk conflicts. The error is only for a nil diff.
+func MatchFile(old []byte, fd *FileDiff, opts PlanOptions) (*FilePlan, error) {
+	if fd == nil {
+		return nil, errors.New("match: nil diff")
+	}
+	return matchFile(old, old != nil, fd), nil
+}
+
+func matchFile(old []byte, exists bool, fd *FileDiff) *FilePlan {
+	fp := &FilePlan{Path: fd.Path(), Diff: fd, Old: old, Create: fd.IsCreate(), Delete: fd.IsDelete()}
+	switch {
+	case fd.IsCreate():
+		matchCreate(fp, exists)
+		return fp
+	case fd.IsDelete():
+		matchDelete(fp, exists)
+		return fp
+	case !exists:
+		for i := range fd.Hunks {
+			fp.Hunks = append(fp.Hunks, HunkResult{Index: i, Status: Conflict, Reason: "file not found"})
+		}
+		if len(fd.Hunks) == 0 {
+			fp.Hunks = append(fp.Hunks, HunkResult{Index: 0, Status: Conflict, Reason: "file not found"})
+		}
+		return fp
+	}
+	t := splitText(old)
+	var edits []edit
+	offset, minPos := 0, 0
+	for i, h := range fd.Hunks {
+		res, e, nextOffset, nextMin := matchHunk(t, h, offset, minPos)
+		res.Index = i
+		fp.Hunks = append(fp.Hunks, res)
+		if res.Status == Conflict {
+			continue
+		}
+		offset, minPos = nextOffset, nextMin
+		if e != nil {
+			edits = append(edits, *e)
+		}
+	}
+	for _, r := range fp.Hunks {
+		if r.Status == Conflict {
+			return fp
+		}
+	}
+	fp.New = assemble(t, edits)
+	return fp
+}
+
+// newContent is the text a creating diff writes.
+func newContent(fd *FileDiff) []byte {
+	var b bytes.Buffer
+	noNL := false
+	for _, h := range fd.Hunks {
+		for i, op := range h.Ops {
+			if op != '-' {
+				b.WriteString(h.Lines[i])
+				b.WriteByte('\n')
+			}
+		}
+		noNL = h.NoNewlineNew
+	}
+	out := b.Bytes()
+	if noNL && len(out) > 0 {
+		out = out[:len(out)-1]
+	}
+	if out == nil {
+		out = []byte{}
+	}
+	return out
+}
+
+func sameText(a, b []byte) bool {
+	return bytes.Equal(bytes.ReplaceAll(a, []byte("\r\n"), []byte("\n")), bytes.ReplaceAll(b, []byte("\r\n"), []byte("\n")))
+}
+
+func matchCreate(fp *FilePlan, exists bool) {
+	content := newContent(fp.Diff)
+	res := HunkResult{Index: 0, Line: 0}
+	switch {
+	case !exists:
+		res.Status = Exact
+		fp.New = content
+	case sameText(fp.Old, content):
+		res.Status = AlreadyApplied
+		res.Reason = "file already exists with the new content"
+		fp.New = fp.Old
+		fp.Create = false
+	default:
+		res.Status = Conflict
+		res.Reason = "file to be created already exists"
+		res.Nearest = regionOf(splitText(fp.Old), 0, min(len(splitText(fp.Old).lines), 10))
+	}
+	fp.Hunks = append(fp.Hunks, res)
+}
+
+func matchDelete(fp *FilePlan, exists bool) {
+	res := HunkResult{Index: 0, Line: 1}
+	if !exists {
+		res.Status = AlreadyApplied
+		res.Reason = "file already deleted"
+		fp.Delete = false
+		fp.Hunks = append(fp.Hunks, res)
+		return
+	}
+	t := splitText(fp.Old)
+	var oldK []string
+	for _, h := range fp.Diff.Hunks {
+		o, _ := hunkSides(h)
+		oldK = append(oldK, o...)
+	}
+	if len(oldK) == len(t.keys) && matchAt(t.keys, 0, oldK) {
+		res.Status = Exact
+		fp.New = nil
+	} else {
+		res.Status = Conflict
+		res.Reason = "file to be deleted differs from the diff's old side"
+		res.Nearest = regionOf(t, 0, min(len(t.lines), max(len(oldK), 1)))
+	}
+	fp.Hunks = append(fp.Hunks, res)
+}
+
+// regionOf describes old lines [start, end) (0-based) as a 1-based Region.
+func regionOf(t *text, start, end int) *Region {
+	start = max(0, min(start, len(t.lines)))
+	end = max(start, min(end, len(t.lines)))
+	return &Region{Start: start + 1, End: end, Text: strings.Join(t.keys[start:end], "\n")}
+}
+
+// matchHunk resolves one hunk. offset is the cumulative offset of earlier
+// hunks; minPos the first old line a hunk may touch. It returns the result,
+// the edit (nil when nothing changes) and the offset and minPos for the next hunk.
+func matchHunk(t *text, h *Hunk, offset, minPos int) (HunkResult, *edit, int, int) {
+	oldK, newK := hunkSides(h)
+	n, m := len(oldK), len(newK)
+	pos0 := h.OldStart - 1 // 0-based index of the first old line
+	if h.OldLines == 0 {
+		pos0 = h.OldStart // insertion after line OldStart
+	}
+	exp := pos0 + offset
+	maxStart := len(t.keys) - n
+	if exp < minPos {
+		exp = minPos
+	}
+	if exp > len(t.keys) {
+		exp = len(t.keys)
+	}
+	lineOf := func(p int) int {
+		if h.OldLines == 0 {
+			return p
+		}
+		return p + 1
+	}
+	applied := func(p int) (HunkResult, *edit, int, int) {
+		st := Exact
+		if p != pos0 {
+			st = Offset
+		}
+		repl := make([]outLine, 0, m)
+		oi := 0
+		for i, op := range h.Ops {
+			switch op {
+			case ' ':
+				repl = append(repl, outLine{s: t.lines[p+oi], oldIdx: p + oi})
+				oi++
+			case '-':
+				oi++
+			case '+':
+				repl = append(repl, outLine{s: strings.TrimSuffix(h.Lines[i], "\r"), added: true, oldIdx: -1})
+			}
+		}
+		return HunkResult{Status: st, Line: lineOf(p), Offset: p - pos0},
+			&edit{start: p, end: p + n, repl: repl, hunk: h}, p - pos0, p + n
+	}
+	already := func(q int) (HunkResult, *edit, int, int) {
+		return HunkResult{Status: AlreadyApplied, Line: lineOf(q), Offset: q - pos0},
+			nil, q + m - pos0 - n, q + m
+	}
+	// A side can only prove presence when it has lines; prefer the longer
+	// side when both are present at the same place.
+	oldAt := func(p int) bool { return p >= minPos && p <= maxStart && matchAt(t.keys, p, oldK) }
+	newAt := func(q int) bool { return m > 0 && q >= minPos && matchAt(t.keys, q, newK) }
+	preferNew := m > n
+	try := func(p int) (int, bool) { // 0 none, 1 old, 2 new
+		o, nw := oldAt(p), newAt(p)
+		switch {
+		case o && nw && preferNew:
+			return 2, true
+		case o:
+			return 1, true
+		case nw:
+			return 2, true
+		}
+		return 0, false
+	}
+	limit := max(exp-minPos, len(t.keys)-exp) + 1
+	for d := 0; d <= limit; d++ {
+		for _, p := range []int{exp - d, exp + d} {
+			if d == 0 && p != exp {
+				continue
+			}
+			if k, ok := try(p); ok {
+				if k == 1 {
+					return applied(p)
+				}
+				return already(p)
+			}
+			if d == 0 {
+				break
+			}
+		}
+	}
+	if n == 0 {
+		return HunkResult{Status: Conflict, Line: lineOf(exp), Reason: fmt.Sprintf("insertion point line %d is not in the file", h.OldStart)}, nil, offset, minPos
+	}
+	return matchFuzzy(t, h, oldK, pos0, exp, minPos, offset)
+}
+
+// matchFuzzy locates a candidate with diff-match-patch's bitap matcher over
+// lines, aligns the hunk's old side to it, and accepts it only when every
+// removed line is present byte for byte, in runs as in the hunk, and the
+// similarity reaches FuzzyMinScore.
+func matchFuzzy(t *text, h *Hunk, oldK []string, pos0, exp, minPos, offset int) (HunkResult, *edit, int, int) {
+	n := len(oldK)
+	conflict := func(reason string, near *Region) (HunkResult, *edit, int, int) {
+		return HunkResult{Status: Conflict, Line: h.OldStart, Reason: reason, Nearest: near}, nil, offset, minPos
+	}
+	cand := locate(t.keys[minPos:], oldK, exp-minPos)
+	if cand < 0 {
+		s, e, best := bestWindow(t, oldK, exp, minPos)
+		if best == 0 {
+			return conflict(fmt.Sprintf("no similar region found (expected near line %d)", exp+1), regionOf(t, exp, exp+n))
+		}
+		return conflict(fmt.Sprintf("no region similar enough; the best shares %d of %d lines", best, n), regionOf(t, s, e))
+	}
+	p := minPos + cand
+	slack := max(3, n/2)
+	ws, we := max(minPos, p-slack), min(len(t.keys), p+n+slack)
+	align := lcsAlign(oldK, t.keys[ws:we])
+	first, last, matched := -1, -1, 0
+	for i, a := range align {
+		if a >= 0 {
+			align[i] = a + ws
+			if first < 0 {
+				first = align[i]
+			}
+			last = align[i]
+			matched++
+		}
+	}
+	if matched == 0 {
+		return conflict("no similar region found", regionOf(t, p, p+n))
+	}
+	near := regionOf(t, first, last+1)
+	score := 2 * float64(matched) / float64(n+last+1-first)
+	// Every removed line must be there, removed lines contiguous as in the
+	// hunk, and a pure insertion must sit between the context lines that
+	// surround it in the hunk, with nothing between them.
+	oldIdx := make([]int, len(h.Ops)) // op index -> old-side index, -1 for '+'
+	oi := 0
+	for i, op := range h.Ops {
+		oldIdx[i] = -1
+		if op != '+' {
+			oldIdx[i] = oi
+			oi++
+		}
+	}
+	for i := 0; i < len(h.Ops); {
+		if h.Ops[i] == ' ' {
+			i++
+			continue
+		}
+		j := i
+		for j < len(h.Ops) && h.Ops[j] != ' ' {
+			j++
+		}
+		// A block that removes lines is anchored by them; a pure insertion
+		// only by the context lines on both sides of it.
+		lo, hi := i, j
+		if !bytes.ContainsRune(h.Ops[i:j], '-') {
+			if lo > 0 {
+				lo--
+			}
+			if hi < len(h.Ops) {
+				hi++
+			}
+		}
+		prev := -1
+		for k := lo; k < hi; k++ {
+			o := oldIdx[k]
+			if o < 0 {
+				continue
+			}
+			a := align[o]
+			if a < 0 {
+				if h.Ops[k] == '-' {
+					return conflict(fmt.Sprintf("removed line %q not found near line %d", clip(h.Lines[k]), p+1), near)
+				}
+				return conflict(fmt.Sprintf("context line %q next to the change not found near line %d", clip(h.Lines[k]), p+1), near)
+			}
+			if prev >= 0 && a != prev+1 {
+				return conflict(fmt.Sprintf("lines around the change are not contiguous near line %d", a+1), near)
+			}
+			prev = a
+		}
+		i = j
+	}
+	if score < FuzzyMinScore {
+		return conflict(fmt.Sprintf("best candidate at line %d is only %.2f similar (need %.2f)", first+1, score, FuzzyMinScore), near)
+	}
+	// Merge: file lines between aligned ones are kept; added lines go just
+	// before the next aligned line (or at the end).
+	var repl []outLine
+	var pending []outLine
+	fi := first
+	oi = 0
+	for i, op := range h.Ops {
+		if op == '+' {
+			pending = append(pending, outLine{s: strings.TrimSuffix(h.Lines[i], "\r"), added: true, oldIdx: -1})
+			continue
+		}
+		a := align[oi]
+		oi++
+		if a < 0 {
+			continue
+		}
+		for ; fi < a; fi++ {
+			repl = append(repl, outLine{s: t.lines[fi], oldIdx: fi})
+		}
+		repl = append(repl, pending...)
+		pending = nil
+		if op == ' ' {
+			repl = append(repl, outLine{s: t.lines[a], oldIdx: a})
+		}
+		fi = a + 1
+	}
+	repl = append(repl, pending...)
+	differ := n - matched
+	res := HunkResult{
+		Status: Fuzzy, Line: first + 1, Offset: first - pos0, Score: score,
+		Reason: fmt.Sprintf("%d of %d context lines differ", differ, n),
+	}
+	return res, &edit{start: first, end: last + 1, repl: repl, hunk: h}, first - pos0, last + 1
+}
+
+func clip(s string) string {
+	s = strings.TrimSuffix(s, "\r")
+	if len(s) > 60 {
+		return s[:57] + "..."
+	}
+	return s
+}
+
+// locate runs diff-match-patch's bitap matcher with each distinct line of
+// the pattern mapped to one byte; lines outside the pattern map to 0. It
+// returns the index of the best match near loc, or -1.
+func locate(keys, pattern []string, loc int) int {
+	if len(pattern) > fuzzyPatternLines {
+		pattern = pattern[:fuzzyPatternLines]
+	}
+	code := map[string]byte{}
+	pat := make([]byte, len(pattern))
+	for i, k := range pattern {
+		c, ok := code[k]
+		if !ok {
+			c = byte(len(code) + 1)
+			code[k] = c
+		}
+		pat[i] = c
+	}
+	txt := make([]byte, len(keys))
+	for i, k := range keys {
+		txt[i] = code[k]
+	}
+	dmp := diffmatchpatch.New()
+	dmp.MatchThreshold = 0.5
+	dmp.MatchDistance = 1000
+	loc = max(0, min(loc, len(txt)))
+	return dmp.MatchMain(string(txt), string(pat), loc)
+}
+
+// bestWindow finds the window of len(oldK) lines sharing the most lines with
+// the hunk's old side, nearest to exp on ties. It returns the window and the
+// count shared.
+func bestWindow(t *text, oldK []string, exp, minPos int) (int, int, int) {
+	n := len(oldK)
+	want := map[string]int{}
+	for _, k := range oldK {
+		want[k]++
+	}
+	have := map[string]int{}
+	add := func(k string, c *int) {
+		if have[k] < want[k] {
+			*c++
+		}
+		have[k]++
+	}
+	remove := func(k string, c *int) {
+		have[k]--
+		if have[k] < want[k] {
+			*c--
+		}
+	}
+	bestS, best, bestD := exp, 0, -1
+	c := 0
+	end := minPos // window is [s, end)
+	for s := minPos; s < max(len(t.keys)-n+1, minPos+1); s++ {
+		for ; end < min(s+n, len(t.keys)); end++ {
+			add(t.keys[end], &c)
+		}
+		d := s - exp
+		if d < 0 {
+			d = -d
+		}
+		if c > best || (c == best && c > 0 && d < bestD) {
+			bestS, best, bestD = s, c, d
+		}
+		if s < end {
+			remove(t.keys[s], &c)
+		}
+	}
+	return bestS, bestS + n, best
+}
+
+// lcsAlign aligns a to b by longest common subsequence: out[i] is the index
+// in b of a[i], or -1.
+func lcsAlign(a, b []string) []int {
+	na, nb := len(a), len(b)
+	dp := make([][]int32, na+1)
+	for i := range dp {
+		dp[i] = make([]int32, nb+1)
+	}
+	for i := na - 1; i >= 0; i-- {
+		for j := nb - 1; j >= 0; j-- {
+			if a[i] == b[j] {
+				dp[i][j] = dp[i+1][j+1] + 1
+			} else {
+				dp[i][j] = max(dp[i+1][j], dp[i][j+1])
+			}
+		}
+	}
+	out := make([]int, na)
+	i, j := 0, 0
+	for i < na && j < nb {
+		switch {
+		case a[i] == b[j] && dp[i][j] == dp[i+1][j+1]+1:
+			out[i] = j
+			i++
+			j++
+		case dp[i+1][j] >= dp[i][j+1]:
+			out[i] = -1
+			i++
+		default:
+			j++
+		}
+	}
+	for ; i < na; i++ {
+		out[i] = -1
+	}
+	return out
+}
+
+// assemble applies non-overlapping, ordered edits to t and produces bytes:
+// kept lines keep their own endings, added lines take the file's, and the
+// final newline is kept as the file had it unless a hunk at the end of the
+// file says otherwise.
+func assemble(t *text, edits []edit) []byte {
+	var out []outLine
+	pos := 0
+	finalNL := t.finalNL
+	for _, e := range edits {
+		for ; pos < e.start; pos++ {
+			out = append(out, outLine{s: t.lines[pos], oldIdx: pos})
+		}
+		out = append(out, e.repl...)
+		pos = e.end
+		if e.end == len(t.lines) && (e.hunk.NoNewlineOld || e.hunk.NoNewlineNew) {
+			finalNL = !e.hunk.NoNewlineNew
+		}
+	}
+	for ; pos < len(t.lines); pos++ {
+		out = append(out, outLine{s: t.lines[pos], oldIdx: pos})
+	}
+	cr := ""
+	if t.crlf {
+		cr = "\r"
+	}
+	var b bytes.Buffer
+	for i, l := range out {
+		b.WriteString(l.s)
+		last := i == len(out)-1
+		if l.added || (l.oldIdx == len(t.lines)-1 && !t.finalNL && (!last || finalNL)) {
+			// Lines from the diff, and an old last line that gains a
+			// successor, take the file's line ending.
+			if !strings.HasSuffix(l.s, "\r") {
+				b.WriteString(cr)
+			}
+		}
+		if !last || finalNL {
+			b.WriteByte('\n')
+		}
+	}
+	if b.Len() == 0 {
+		return []byte{}
+	}
+	res := b.Bytes()
+	if !finalNL && len(res) > 0 && res[len(res)-1] == '\r' && len(out) > 0 && out[len(out)-1].added {
+		// An added last line without a newline gets no dangling '\r'.
+		res = res[:len(res)-1]
+	}
+	return res
+}

@@ -1,0 +1,314 @@
+package patches
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"strings"
+
+	"github.com/smpatch/smpatch/internal/exit"
+	"github.com/smpatch/smpatch/source"
+)
+
+// RevertOptions steer Revert.
+type RevertOptions struct {
+	// Force reverse-applies only the patch's own hunks to files changed
+	// since apply, keeping the other edits.
+	Force bool
+}
+
+// RevertResult says what Revert did, or why it refused.
+type RevertResult struct {
+	Tree       string           `json:"tree"`
+	Kind       string           `json:"kind"`
+	Recovered  []string         `json:"recovered,omitempty"`
+	Patches    []*RevertOutcome `json:"patches"`
+	NotApplied []string         `json:"not_applied,omitempty"`
+}
+
+// RevertOutcome is one patch of a RevertResult.
+type RevertOutcome struct {
+	Name string `json:"name"`
+	// Status is "reverted" or "refused".
+	Status string        `json:"status"`
+	Files  []*RevertFile `json:"files"`
+}
+
+// RevertFile is one file of a RevertOutcome.
+type RevertFile struct {
+	Path string `json:"path"`
+	// State: "restored" (original bytes back), "already-original",
+	// "forced" (our hunks reverse-applied, other edits kept), "changed"
+	// (refused: changed since apply).
+	State string `json:"state"`
+	// Diff shows, for a changed file, what changed since apply
+	// (patched → current).
+	Diff       string   `json:"diff,omitempty"`
+	PycRemoved []string `json:"pyc_removed,omitempty"`
+}
+
+// DriftError is a refused revert: a patched file changed since it was
+// applied. Result holds the difference of every such file.
+type DriftError struct {
+	Result *RevertResult
+	Msg    string
+}
+
+func (e *DriftError) Error() string { return e.Msg }
+
+type revertStep struct {
+	e       *Entry
+	out     *RevertOutcome
+	targets map[string][]byte // path -> bytes to write (nil value: delete)
+	write   []string          // paths to write, in order
+	forced  map[string]bool
+}
+
+// Revert restores the original bytes of the named applied patches (every
+// applied patch, newest first, when names is empty). A file changed since
+// apply makes it refuse with exit.RevertRefused and nothing written, unless
+// opts.Force. A name that is in neither the journal nor the catalog is an
+// error with a did-you-mean; a known patch that is not applied is listed in
+// NotApplied.
+func Revert(ctx context.Context, t source.WritableTree, cat *Catalog, names []string, opts RevertOptions) (*RevertResult, error) {
+	res := &RevertResult{Tree: t.Root(), Kind: string(t.Kind())}
+	if _, err := readStateFile(t); err != nil {
+		if errors.Is(err, errNoState) {
+			for _, n := range names {
+				if cat != nil {
+					if _, err := cat.Get(n); err != nil {
+						return res, err
+					}
+				}
+				res.NotApplied = append(res.NotApplied, n)
+			}
+			return res, nil
+		}
+		return res, err
+	}
+	j, err := openJournal(ctx, t)
+	if err != nil {
+		return res, err
+	}
+	defer j.close()
+	if res.Recovered, err = j.recover(); err != nil {
+		return res, err
+	}
+	// Select, newest first.
+	want := map[string]bool{}
+	for _, n := range names {
+		if e := j.state.Get(n); e != nil {
+			want[n] = true
+			continue
+		}
+		if cat != nil {
+			if _, err := cat.Get(n); err != nil {
+				return res, err
+			}
+		}
+		res.NotApplied = append(res.NotApplied, n)
+	}
+	var sel []*Entry
+	for i := len(j.state.Patches) - 1; i >= 0; i-- {
+		e := j.state.Patches[i]
+		if len(names) == 0 || want[e.Name] {
+			sel = append(sel, e)
+		}
+	}
+	// Work out every file's bytes first, on an overlay, so a refusal
+	// writes nothing.
+	overlay := map[string][]byte{}
+	have := map[string]bool{}
+	cur := func(p string) ([]byte, error) {
+		if have[p] {
+			return overlay[p], nil
+		}
+		b, err := readCurrent(t, p)
+		if err != nil {
+			return nil, err
+		}
+		overlay[p], have[p] = b, true
+		return b, nil
+	}
+	var steps []*revertStep
+	refused := 0
+	for _, e := range sel {
+		st := &revertStep{e: e, out: &RevertOutcome{Name: e.Name, Status: "reverted"}, targets: map[string][]byte{}, forced: map[string]bool{}}
+		for _, f := range e.Files {
+			c, err := cur(f.Path)
+			if err != nil {
+				return res, err
+			}
+			rf := &RevertFile{Path: f.Path}
+			st.out.Files = append(st.out.Files, rf)
+			h := sha256Hex(c)
+			switch {
+			case h == f.Patched:
+				orig, err := j.wanted(e, f, false)
+				if err != nil {
+					return res, err
+				}
+				rf.State = "restored"
+				st.targets[f.Path] = orig
+				st.write = append(st.write, f.Path)
+				overlay[f.Path] = orig
+			case h == f.Original:
+				rf.State = "already-original"
+			default:
+				patched, perr := j.readBlob("patched", e.Name, f.Path)
+				if perr != nil && f.Patched != "" {
+					patched = nil
+				}
+				rf.Diff = string(udFile(f.Path, patched, c))
+				if !opts.Force {
+					rf.State = "changed"
+					st.out.Status = "refused"
+					refused++
+					continue
+				}
+				orig, err := j.wanted(e, f, false)
+				if err != nil {
+					return res, err
+				}
+				nb, err := reverseApply(f.Path, orig, patched, c)
+				if err != nil {
+					return res, exit.With(exit.RevertRefused, fmt.Errorf("revert --force %s: %w", e.Name, err))
+				}
+				rf.State = "forced"
+				st.targets[f.Path] = nb
+				st.forced[f.Path] = true
+				st.write = append(st.write, f.Path)
+				overlay[f.Path] = nb
+			}
+		}
+		steps = append(steps, st)
+		res.Patches = append(res.Patches, st.out)
+	}
+	if refused > 0 {
+		var changed []string
+		for _, st := range steps {
+			for _, f := range st.out.Files {
+				if f.State == "changed" {
+					changed = append(changed, f.Path)
+				}
+			}
+		}
+		msg := fmt.Sprintf("revert refused: %s changed since the patch was applied (--force reverse-applies only the patch's hunks and keeps the other edits)", strings.Join(changed, ", "))
+		return res, exit.With(exit.RevertRefused, &DriftError{Result: res, Msg: msg})
+	}
+	var paths []string
+	for _, st := range steps {
+		paths = append(paths, st.write...)
+	}
+	if err := checkWritable(t, paths); err != nil {
+		return res, err
+	}
+	for _, st := range steps {
+		if err := j.revertOne(ctx, st); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// revertOne writes one entry's targets under the journal: the entry is
+// marked reverting (with forced targets saved first), each file written,
+// then the entry removed.
+func (j *journal) revertOne(ctx context.Context, st *revertStep) error {
+	e := st.e
+	for p := range st.forced {
+		if b := st.targets[p]; b != nil {
+			if err := j.writeBlob("target", e.Name, p, b, true); err != nil {
+				return fmt.Errorf("journal: %w", err)
+			}
+		} else if err := j.writeBlob("target", e.Name, p+".deleted", []byte{}, true); err != nil {
+			return fmt.Errorf("journal: %w", err)
+		}
+	}
+	e.State = StateReverting
+	if err := j.save(); err != nil {
+		e.State = StateApplied
+		return fmt.Errorf("journal: %w", err)
+	}
+	for i, p := range st.write {
+		if err := hook(fmt.Sprintf("revert-write:%d", i)); err != nil {
+			return err // the entry stays "reverting": the next command finishes it
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := j.t.WriteFiles(map[string][]byte{p: st.targets[p]}); err != nil {
+			return fmt.Errorf("writing %s: %w (the journal keeps the revert in flight; the next smpatch command finishes it)", p, err)
+		}
+	}
+	for _, p := range st.write {
+		b, err := readCurrent(j.t, p)
+		if err != nil {
+			return err
+		}
+		if sha256Hex(b) != sha256Hex(st.targets[p]) {
+			return fmt.Errorf("reading back %s: not the bytes written", p)
+		}
+	}
+	for _, f := range st.out.Files {
+		for _, p := range st.write {
+			if p == f.Path {
+				f.PycRemoved = removePyc(j.t, p)
+			}
+		}
+	}
+	j.state.remove(e.Name)
+	if err := j.save(); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	j.dropBlobs(e.Name)
+	return nil
+}
+
+// reverseApply takes the change the patch made to one file (orig → patched)
+// back out of cur, keeping every other edit in cur.
+func reverseApply(rel string, orig, patched, cur []byte) ([]byte, error) {
+	if patched == nil {
+		return nil, fmt.Errorf("%s: the journal has no copy of the patched file", rel)
+	}
+	if orig == nil {
+		return nil, fmt.Errorf("%s: the patch created this file and it changed since; remove it by hand", rel)
+	}
+	if cur == nil {
+		return nil, fmt.Errorf("%s: the file is gone", rel)
+	}
+	fd := &FileDiff{OldPath: rel, NewPath: rel, Hunks: udHunks(patched, orig, 3), Source: path.Join(source.StateDirName, "patched", rel)}
+	fp, err := MatchFile(cur, fd, PlanOptions{})
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range fp.Hunks {
+		if h.Status == Conflict {
+			r := h.Reason
+			if r == "" {
+				r = "the patch's lines were edited"
+			}
+			return nil, fmt.Errorf("%s: hunk #%d conflicts with the edits made since apply: %s", rel, h.Index+1, r)
+		}
+	}
+	if fp.New == nil {
+		return []byte{}, nil
+	}
+	return fp.New, nil
+}
+
+var errNoState = errors.New("no journal")
+
+// readStateFile reads state.json without locking; errNoState when absent.
+func readStateFile(t source.WritableTree) (*State, error) {
+	j := &journal{t: t, dir: t.StateDir()}
+	if _, err := os.Stat(j.statePath()); err != nil {
+		return nil, errNoState
+	}
+	if err := j.load(); err != nil {
+		return nil, err
+	}
+	return j.state, nil
+}

@@ -1,0 +1,98 @@
+package patches
+
+import (
+	"context"
+	"time"
+
+	"github.com/smpatch/smpatch/source"
+)
+
+// StatusResult is what status shows for one tree.
+type StatusResult struct {
+	Tree        string `json:"tree"`
+	Kind        string `json:"kind"`
+	Project     string `json:"project"`
+	Version     string `json:"version,omitempty"`
+	VersionFrom string `json:"version_from"`
+	// Recovered lists entries left in flight that were rolled back or
+	// finished before reading.
+	Recovered []string       `json:"recovered,omitempty"`
+	Patches   []*PatchStatus `json:"patches"`
+}
+
+// PatchStatus is one applied patch.
+type PatchStatus struct {
+	Name          string    `json:"name"`
+	Variant       string    `json:"variant"`
+	VariantReason string    `json:"variant_reason,omitempty"`
+	AppliedAt     time.Time `json:"applied_at"`
+	ToolVersion   string    `json:"tool_version"`
+	Origin        string    `json:"origin"`
+	PatchDigest   string    `json:"patch_digest"`
+	CatalogDigest string    `json:"catalog_digest,omitempty"`
+	// CatalogChanged is set when the catalog's patch of this name differs
+	// from the one applied (or is gone).
+	CatalogChanged bool          `json:"catalog_changed"`
+	Notes          []string      `json:"notes,omitempty"`
+	Files          []*FileStatus `json:"files"`
+	// Clean is true when every file still has the patched bytes.
+	Clean bool `json:"clean"`
+}
+
+// FileStatus is one file of an applied patch: "patched" (as written),
+// "changed" (edited since apply), "original" (reverted by hand), "missing".
+type FileStatus struct {
+	Path  string `json:"path"`
+	State string `json:"state"`
+}
+
+// Status reads the journal of t (finishing anything left in flight) and
+// compares every journaled file with the bytes written. cat may be nil.
+func Status(ctx context.Context, t source.WritableTree, cat *Catalog) (*StatusResult, error) {
+	st, err := ReadState(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	res := &StatusResult{Tree: t.Root(), Kind: string(t.Kind()), Project: string(t.Project()), Recovered: st.Recovered, Patches: []*PatchStatus{}}
+	v, from, err := t.Version(ctx)
+	if err == nil {
+		if v != nil {
+			res.Version = v.Original()
+		}
+		res.VersionFrom = from
+	}
+	for _, e := range st.Patches {
+		ps := &PatchStatus{
+			Name: e.Name, Variant: e.Variant, VariantReason: e.VariantReason, AppliedAt: e.AppliedAt,
+			ToolVersion: e.ToolVersion, Origin: e.Origin, PatchDigest: e.PatchDigest,
+			CatalogDigest: e.CatalogDigest, Notes: e.Notes, Clean: true,
+		}
+		if cat != nil {
+			p, err := cat.Get(e.Name)
+			ps.CatalogChanged = err != nil || p.Digest != e.PatchDigest
+		}
+		for _, f := range e.Files {
+			b, err := readCurrent(t, f.Path)
+			if err != nil {
+				return nil, err
+			}
+			fs := &FileStatus{Path: f.Path}
+			switch h := sha256Hex(b); {
+			case h == f.Patched:
+				fs.State = "patched"
+			case b == nil:
+				fs.State = "missing"
+			case h == f.Original:
+				fs.State = "original"
+			default:
+				fs.State = "changed"
+			}
+			if fs.State != "patched" {
+				ps.Clean = false
+			}
+			ps.Files = append(ps.Files, fs)
+		}
+		res.Patches = append(res.Patches, ps)
+	}
+	return res, nil
+}

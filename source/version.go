@@ -1,0 +1,182 @@
+package source
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"regexp"
+	"strings"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/hashicorp/go-version"
+)
+
+// versionFiles are the files that may hold a version literal, per project.
+var versionFiles = map[Project][]string{
+	SGLang:     {"python/sglang/version.py"},
+	FlashInfer: {"flashinfer/version.py", "flashinfer/_build_meta.py"},
+}
+
+var versionLiteral = regexp.MustCompile(`^\s*__version__\s*(?::\s*str\s*)?=\s*["']([^"']+)["']`)
+
+// VersionLiteral finds `__version__ = "..."` in a Python file and returns the
+// string and its 1-based line.
+func VersionLiteral(data []byte) (string, int, bool) {
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	n := 0
+	for sc.Scan() {
+		n++
+		if m := versionLiteral.FindSubmatch(sc.Bytes()); m != nil {
+			return string(m[1]), n, true
+		}
+	}
+	return "", 0, false
+}
+
+// detectVersion reads the version of t: version.py literal, dist-info
+// METADATA, nearest git tag. An unknown version is (nil, reason, nil).
+func detectVersion(ctx context.Context, t *dirTree) (*version.Version, string, error) {
+	var reasons []string
+	for _, f := range versionFiles[t.project] {
+		data, err := t.ReadFile(f)
+		if err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				reasons = append(reasons, fmt.Sprintf("%s: %v", f, err))
+			}
+			continue
+		}
+		s, line, ok := VersionLiteral(data)
+		if !ok {
+			reasons = append(reasons, f+" has no version literal")
+			continue
+		}
+		v, err := ParseVersion(s)
+		if err != nil {
+			reasons = append(reasons, fmt.Sprintf("%s:%d: %v", f, line, err))
+			continue
+		}
+		return v, fmt.Sprintf("%s:%d", f, line), nil
+	}
+	if t.kind == KindSitePackages {
+		d, err := FindDist([]string{t.root}, DistName(t.project))
+		if err == nil && d != nil && d.Version != "" {
+			v, err := ParseVersion(d.Version)
+			if err == nil {
+				return v, "dist-info METADATA (" + d.DistInfo + ")", nil
+			}
+			reasons = append(reasons, fmt.Sprintf("dist-info version %q: %v", d.Version, err))
+		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			reasons = append(reasons, fmt.Sprintf("dist-info: %v", err))
+		} else {
+			reasons = append(reasons, "no dist-info for "+DistName(t.project))
+		}
+	}
+	if t.kind == KindCheckout {
+		if err := ctx.Err(); err != nil {
+			return nil, "", err
+		}
+		v, from, err := NearestTag(ctx, t.root)
+		if err == nil {
+			return v, from, nil
+		}
+		reasons = append(reasons, err.Error())
+	}
+	if len(reasons) == 0 {
+		reasons = append(reasons, "no version source found")
+	}
+	return nil, "unknown: " + strings.Join(reasons, "; "), nil
+}
+
+// maxTagWalk bounds the history walk of NearestTag.
+const maxTagWalk = 200000
+
+// NearestTag opens the git repository holding dir and walks from HEAD to the
+// nearest commit that carries a tag parseable as a PEP 440 version.
+func NearestTag(ctx context.Context, dir string) (*version.Version, string, error) {
+	repo, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
+	if err != nil {
+		return nil, "", fmt.Errorf("no git repository: %v", err)
+	}
+	head, err := repo.Head()
+	if err != nil {
+		return nil, "", fmt.Errorf("git HEAD: %v", err)
+	}
+	type tagged struct {
+		name string
+		v    *version.Version
+	}
+	tags := map[plumbing.Hash][]tagged{}
+	iter, err := repo.Tags()
+	if err != nil {
+		return nil, "", fmt.Errorf("git tags: %v", err)
+	}
+	_ = iter.ForEach(func(ref *plumbing.Reference) error {
+		name := ref.Name().Short()
+		v, err := ParseVersion(strings.TrimPrefix(name, "v"))
+		if err != nil {
+			return nil
+		}
+		h := ref.Hash()
+		if tag, err := repo.TagObject(h); err == nil {
+			c, err := tag.Commit()
+			if err != nil {
+				return nil
+			}
+			h = c.Hash
+		}
+		tags[h] = append(tags[h], tagged{name, v})
+		return nil
+	})
+	if len(tags) == 0 {
+		return nil, "", errors.New("git repository has no version tags")
+	}
+	// Breadth-first from HEAD, so the tag with the fewest commits between it
+	// and HEAD wins.
+	seen := map[plumbing.Hash]bool{head.Hash(): true}
+	type item struct {
+		h    plumbing.Hash
+		dist int
+	}
+	queue := []item{{head.Hash(), 0}}
+	for n := 0; len(queue) > 0 && n < maxTagWalk; n++ {
+		if n%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, "", err
+			}
+		}
+		it := queue[0]
+		queue = queue[1:]
+		if ts := tags[it.h]; len(ts) > 0 {
+			best := ts[0]
+			for _, t := range ts[1:] {
+				if t.v.GreaterThan(best.v) {
+					best = t
+				}
+			}
+			from := "git tag " + best.name
+			if it.dist > 0 {
+				from += fmt.Sprintf(" (+%d commits)", it.dist)
+			}
+			return best.v, from, nil
+		}
+		c, err := repo.CommitObject(it.h)
+		if err != nil {
+			if errors.Is(err, plumbing.ErrObjectNotFound) {
+				continue // shallow clone boundary
+			}
+			return nil, "", fmt.Errorf("git commit %s: %v", it.h, err)
+		}
+		for _, ph := range c.ParentHashes {
+			if !seen[ph] {
+				seen[ph] = true
+				queue = append(queue, item{ph, it.dist + 1})
+			}
+		}
+	}
+	return nil, "", errors.New("no tagged commit reachable from HEAD")
+}
