@@ -479,8 +479,10 @@ patches = [[], ["sm120-fusion"]]
 [launch]
 command = ["serve", "--disable-custom-all-reduce"]
 `
-	probe, err := ParseProbeFacts("p.json", []byte(`{"host":{"gpus":[{"index":0,"sm":"12.0"}]},
-	 "verdicts":{"trtllm_comm":{"12":{"verdict":"unsupported-header","reasons":["x"]}}}}`))
+	pf := filepath.Join(t.TempDir(), "p.json")
+	os.WriteFile(pf, []byte(`{"host":{"gpus":[{"index":0,"name":"RTX PRO 6000","sm":"12.0"}]},"packages":{},
+	 "verdicts":{"trtllm_comm":{"9":{"verdict":"supported","reasons":[]},"12":{"verdict":"unsupported-header","reasons":["x"]}}},"findings":[]}`), 0o644)
+	probe, err := ReadProbeFacts(pf)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -80,6 +80,7 @@ func Parse(file string, data []byte) (*Matrix, error) {
 		Presets:  map[string]map[string]*Preset{},
 		IDPrefix: map[string]string{},
 		lines:    indexLines(string(data)),
+		src:      strings.Split(string(data), "\n"),
 		axis:     map[string]int{},
 	}
 	if k := caseMismatch(md, reflect.TypeOf(fm)); k != nil {
@@ -738,7 +739,7 @@ func (m *Matrix) loadLaunch(fl fileLaunch) error {
 	// Every template field must name an axis (or the cell id).
 	check := func(where string, line int, s string) error {
 		if err := checkTemplate(s, m.axis); err != nil {
-			return m.errf(line, "%s: %v%s", where, err, m.axisHint())
+			return m.errf(m.lineOf(line, s), "%s: %v%s", where, err, m.axisHint())
 		}
 		return nil
 	}
@@ -761,6 +762,20 @@ func (m *Matrix) loadLaunch(fl fileLaunch) error {
 		return err
 	}
 	return check("launch.health", m.lines.line("launch", "health"), l.Health)
+}
+
+// lineOf finds the line at or after start (a key's line) that holds text,
+// for the elements of a list written over several lines.
+func (m *Matrix) lineOf(start int, text string) int {
+	if start <= 0 || text == "" {
+		return start
+	}
+	for i := start - 1; i < len(m.src) && i < start+500; i++ {
+		if strings.Contains(m.src[i], text) {
+			return i + 1
+		}
+	}
+	return start
 }
 
 func duration(s string, def time.Duration) (time.Duration, error) {

@@ -38,6 +38,7 @@ type Matrix struct {
 
 	rules []*Rule // loaded from RuleFiles
 	lines lineIndex
+	src   []string // the file's lines
 	axis  map[string]int
 }
 
