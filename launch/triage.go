@@ -260,13 +260,8 @@ func (s *Signatures) NewScanner() *Scanner { return &Scanner{sigs: s} }
 // Line feeds the next line (without its newline). It returns the match when
 // this line is the log's first fatal one, else nil.
 func (sc *Scanner) Line(text string) *Match {
-	sc.n++
 	clean := cleanLine(text)
-	if len(sc.tail) == tailLines {
-		copy(sc.tail, sc.tail[1:])
-		sc.tail = sc.tail[:tailLines-1]
-	}
-	sc.tail = append(sc.tail, truncate(clean, maxLineText))
+	sc.Skip(clean)
 	m := sc.sigs.MatchLine(sc.n, clean)
 	if m == nil {
 		return nil
@@ -282,6 +277,17 @@ func (sc *Scanner) Line(text string) *Match {
 		sc.notes = append(sc.notes, *m)
 	}
 	return nil
+}
+
+// Skip counts a line (and keeps it for the tail) without matching it: the
+// runner's own notes in a log.
+func (sc *Scanner) Skip(text string) {
+	sc.n++
+	if len(sc.tail) == tailLines {
+		copy(sc.tail, sc.tail[1:])
+		sc.tail = sc.tail[:tailLines-1]
+	}
+	sc.tail = append(sc.tail, truncate(cleanLine(text), maxLineText))
 }
 
 // Verdict is the conclusion so far.

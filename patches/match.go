@@ -353,27 +353,57 @@ func matchFuzzy(t *text, h *Hunk, oldK []string, pos0, exp, minPos, offset int) 
 	}
 	near := regionOf(t, first, last+1)
 	score := 2 * float64(matched) / float64(n+last+1-first)
-	// Every removed line must be there, and removed runs must be contiguous.
+	// Every removed line must be there, removed lines contiguous as in the
+	// hunk, and a pure insertion must sit between the context lines that
+	// surround it in the hunk, with nothing between them.
+	oldIdx := make([]int, len(h.Ops)) // op index -> old-side index, -1 for '+'
 	oi := 0
-	prevRemoved := -1
 	for i, op := range h.Ops {
-		if op == '+' {
-			prevRemoved = -1
+		oldIdx[i] = -1
+		if op != '+' {
+			oldIdx[i] = oi
+			oi++
+		}
+	}
+	for i := 0; i < len(h.Ops); {
+		if h.Ops[i] == ' ' {
+			i++
 			continue
 		}
-		if op == '-' {
-			a := align[oi]
-			if a < 0 {
-				return conflict(fmt.Sprintf("removed line %q not found near line %d", clip(h.Lines[i]), p+1), near)
-			}
-			if prevRemoved >= 0 && a != prevRemoved+1 {
-				return conflict(fmt.Sprintf("removed lines are not contiguous near line %d", a+1), near)
-			}
-			prevRemoved = a
-		} else {
-			prevRemoved = -1
+		j := i
+		for j < len(h.Ops) && h.Ops[j] != ' ' {
+			j++
 		}
-		oi++
+		// A block that removes lines is anchored by them; a pure insertion
+		// only by the context lines on both sides of it.
+		lo, hi := i, j
+		if !bytes.ContainsRune(h.Ops[i:j], '-') {
+			if lo > 0 {
+				lo--
+			}
+			if hi < len(h.Ops) {
+				hi++
+			}
+		}
+		prev := -1
+		for k := lo; k < hi; k++ {
+			o := oldIdx[k]
+			if o < 0 {
+				continue
+			}
+			a := align[o]
+			if a < 0 {
+				if h.Ops[k] == '-' {
+					return conflict(fmt.Sprintf("removed line %q not found near line %d", clip(h.Lines[k]), p+1), near)
+				}
+				return conflict(fmt.Sprintf("context line %q next to the change not found near line %d", clip(h.Lines[k]), p+1), near)
+			}
+			if prev >= 0 && a != prev+1 {
+				return conflict(fmt.Sprintf("lines around the change are not contiguous near line %d", a+1), near)
+			}
+			prev = a
+		}
+		i = j
 	}
 	if score < FuzzyMinScore {
 		return conflict(fmt.Sprintf("best candidate at line %d is only %.2f similar (need %.2f)", first+1, score, FuzzyMinScore), near)
@@ -450,23 +480,33 @@ func locate(keys, pattern []string, loc int) int {
 }
 
 // bestWindow finds the window of len(oldK) lines sharing the most lines with
-// the hunk's old side, nearest to exp on ties.
+// the hunk's old side, nearest to exp on ties. It returns the window and the
+// count shared.
 func bestWindow(t *text, oldK []string, exp, minPos int) (int, int, int) {
 	n := len(oldK)
 	want := map[string]int{}
 	for _, k := range oldK {
 		want[k]++
 	}
+	have := map[string]int{}
+	add := func(k string, c *int) {
+		if have[k] < want[k] {
+			*c++
+		}
+		have[k]++
+	}
+	remove := func(k string, c *int) {
+		have[k]--
+		if have[k] < want[k] {
+			*c--
+		}
+	}
 	bestS, best, bestD := exp, 0, -1
-	for s := minPos; s+n <= len(t.keys) || (s == minPos && s <= len(t.keys)); s++ {
-		have := map[string]int{}
-		c := 0
-		for i := s; i < min(s+n, len(t.keys)); i++ {
-			k := t.keys[i]
-			if have[k] < want[k] {
-				have[k]++
-				c++
-			}
+	c := 0
+	end := minPos // window is [s, end)
+	for s := minPos; s < max(len(t.keys)-n+1, minPos+1); s++ {
+		for ; end < min(s+n, len(t.keys)); end++ {
+			add(t.keys[end], &c)
 		}
 		d := s - exp
 		if d < 0 {
@@ -475,8 +515,8 @@ func bestWindow(t *text, oldK []string, exp, minPos int) (int, int, int) {
 		if c > best || (c == best && c > 0 && d < bestD) {
 			bestS, best, bestD = s, c, d
 		}
-		if s+n >= len(t.keys) {
-			break
+		if s < end {
+			remove(t.keys[s], &c)
 		}
 	}
 	return bestS, bestS + n, best

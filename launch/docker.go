@@ -1,0 +1,155 @@
+package launch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"regexp"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Docker runs each cell's image through the docker CLI, with every GPU, the
+// host's IPC namespace and network, and the cell's environment.
+type Docker struct {
+	// CLI is the docker executable; "docker" on PATH when empty.
+	CLI string
+	// ShmSize is --shm-size ("32g" when empty): NCCL needs shared memory.
+	ShmSize string
+	// GPUs is --gpus ("all" when empty).
+	GPUs string
+	// Prefix starts every container name; names end with the cell id.
+	Prefix string
+}
+
+// ErrNoDocker says the docker CLI is not installed.
+var ErrNoDocker = errors.New("docker runner: the docker CLI was not found on PATH (install docker, or use --runner local)")
+
+// Name implements Runner.
+func (Docker) Name() string { return "docker" }
+
+func (d Docker) cli() (string, error) {
+	name := d.CLI
+	if name == "" {
+		name = "docker"
+	}
+	p, err := exec.LookPath(name)
+	if err != nil {
+		return "", ErrNoDocker
+	}
+	return p, nil
+}
+
+// Check reports ErrNoDocker when the CLI is missing, before any cell starts.
+func (d Docker) Check() error {
+	_, err := d.cli()
+	return err
+}
+
+var unsafeName = regexp.MustCompile(`[^a-zA-Z0-9_.-]+`)
+
+// ContainerName is the container a cell runs in.
+func (d Docker) ContainerName(c *Cell) string {
+	p := d.Prefix
+	if p == "" {
+		p = "smpatch"
+	}
+	return unsafeName.ReplaceAllString(p+"-"+c.ID, "_")
+}
+
+// RunArgs is the docker command line (without the executable) that starts
+// a cell.
+func (d Docker) RunArgs(c *Cell) ([]string, error) {
+	if c.Image == "" {
+		return nil, fmt.Errorf("cell %s: no image to run (build the cells' images first: smpatch matrix build, then pass --refs)", c.ID)
+	}
+	shm := d.ShmSize
+	if shm == "" {
+		shm = "32g"
+	}
+	gpus := d.GPUs
+	if gpus == "" {
+		gpus = "all"
+	}
+	args := []string{"run", "--rm", "--name", d.ContainerName(c),
+		"--gpus", gpus, "--ipc=host", "--network=host", "--shm-size", shm}
+	keys := make([]string, 0, len(c.Env))
+	for k := range c.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		args = append(args, "-e", k+"="+c.Env[k])
+	}
+	if c.Workdir != "" {
+		args = append(args, "-w", c.Workdir)
+	}
+	args = append(args, c.Image)
+	return append(args, c.Command...), nil
+}
+
+// Start implements Runner: "docker run" in the foreground, its output to log.
+func (d Docker) Start(ctx context.Context, c *Cell, log io.Writer) (Server, error) {
+	cli, err := d.cli()
+	if err != nil {
+		return nil, err
+	}
+	args, err := d.RunArgs(c)
+	if err != nil {
+		return nil, err
+	}
+	name := d.ContainerName(c)
+	// A container left by an interrupted earlier run would take the name.
+	_ = exec.CommandContext(ctx, cli, "rm", "-f", name).Run()
+	g, err := startGroup(append([]string{cli}, args...), nil, "", log)
+	if err != nil {
+		return nil, fmt.Errorf("cell %s: docker run: %w", c.ID, err)
+	}
+	return &dockerServer{group: g, cli: cli, name: name}, nil
+}
+
+type dockerServer struct {
+	*group
+	cli, name string
+	once      sync.Once
+	err       error
+}
+
+// Exec runs argv inside the cell's container ("docker exec"); the container
+// already has the cell's environment.
+func (s *dockerServer) Exec(ctx context.Context, argv []string, out io.Writer) error {
+	return runGroup(ctx, append([]string{s.cli, "exec", s.name}, argv...), nil, "", out)
+}
+
+// Stop asks docker to stop the container (SIGTERM, SIGKILL after grace),
+// removes it, then ends the local "docker run" client.
+func (s *dockerServer) Stop(grace time.Duration) error {
+	s.once.Do(func() {
+		secs := int(grace.Round(time.Second) / time.Second)
+		if secs < 1 {
+			secs = 1
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), grace+30*time.Second)
+		defer cancel()
+		stopErr := exec.CommandContext(ctx, s.cli, "stop", "-t", strconv.Itoa(secs), s.name).Run()
+		_ = exec.CommandContext(ctx, s.cli, "rm", "-f", s.name).Run()
+		s.err = s.group.Stop(grace)
+		if s.err == nil && stopErr != nil && !s.exitedNow() {
+			s.err = fmt.Errorf("docker stop %s: %w", s.name, stopErr)
+		}
+	})
+	return s.err
+}
+
+func (s *dockerServer) exitedNow() bool {
+	select {
+	case <-s.exited:
+		return true
+	default:
+		return false
+	}
+}

@@ -1,0 +1,548 @@
+package launch
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/renameio/v2"
+)
+
+// Status is how a cell ended.
+type Status string
+
+const (
+	StatusOK      Status = "ok"
+	StatusFailed  Status = "failed"
+	StatusPruned  Status = "pruned"  // a matrix rule removed it
+	StatusSkipped Status = "skipped" // not selected (--only)
+)
+
+// Result is one cell's row in the results.
+type Result struct {
+	ID      string      `json:"id"`
+	Values  []AxisValue `json:"values"`
+	Patches []string    `json:"patches"`
+	Status  Status      `json:"status"`
+	// Reason says why a cell failed, was pruned or skipped.
+	Reason string `json:"reason,omitempty"`
+	Runner string `json:"runner,omitempty"`
+	// Started is when the cell started (RFC 3339); empty for cells not run.
+	Started string `json:"started,omitempty"`
+	// Seconds is the cell's wall time, start to stopped.
+	Seconds float64 `json:"seconds"`
+	// HealthySeconds is the time from start to the first healthy answer.
+	HealthySeconds *float64           `json:"healthy_seconds,omitempty"`
+	Metrics        map[string]float64 `json:"metrics,omitempty"`
+	// DeltaPct is each metric's change against the baseline cell, in percent.
+	DeltaPct map[string]float64 `json:"delta_pct,omitempty"`
+	// Triage is the log's first fatal line, for a failed cell.
+	Triage *Match `json:"triage,omitempty"`
+	// Tail is the last lines of the log of a failed cell no signature named.
+	Tail     []string `json:"tail,omitempty"`
+	Log      string   `json:"log,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
+	// Resumed is set when the row was carried over from an earlier run.
+	Resumed bool `json:"resumed,omitempty"`
+}
+
+// Finished reports whether the cell ran to an end (ok or failed).
+func (r *Result) Finished() bool { return r.Status == StatusOK || r.Status == StatusFailed }
+
+// Summary is a whole run.
+type Summary struct {
+	Name     string    `json:"name"`
+	Runner   string    `json:"runner"`
+	Baseline string    `json:"baseline,omitempty"`
+	Metrics  []string  `json:"metrics"`
+	Results  []*Result `json:"results"`
+	OK       int       `json:"ok"`
+	Failed   int       `json:"failed"`
+	Pruned   int       `json:"pruned"`
+	Skipped  int       `json:"skipped"`
+	// Interrupted is set when the run was stopped before every cell ran.
+	Interrupted bool `json:"interrupted,omitempty"`
+}
+
+func (s *Summary) count() {
+	s.OK, s.Failed, s.Pruned, s.Skipped = 0, 0, 0, 0
+	for _, r := range s.Results {
+		switch r.Status {
+		case StatusOK:
+			s.OK++
+		case StatusFailed:
+			s.Failed++
+		case StatusPruned:
+			s.Pruned++
+		case StatusSkipped:
+			s.Skipped++
+		}
+	}
+}
+
+// computeDeltas fills DeltaPct against the baseline cell, when it ran ok.
+func (s *Summary) computeDeltas() {
+	var base *Result
+	for _, r := range s.Results {
+		r.DeltaPct = nil
+		if r.ID == s.Baseline && r.Status == StatusOK {
+			base = r
+		}
+	}
+	if base == nil {
+		return
+	}
+	for _, r := range s.Results {
+		if r == base || r.Status != StatusOK {
+			continue
+		}
+		for name, v := range r.Metrics {
+			b, ok := base.Metrics[name]
+			if !ok || b == 0 {
+				continue
+			}
+			if r.DeltaPct == nil {
+				r.DeltaPct = map[string]float64{}
+			}
+			r.DeltaPct[name] = math.Round((v-b)/b*1000) / 10
+		}
+	}
+}
+
+// File names in the results directory.
+const (
+	ResultsJSONL = "results.jsonl"
+	ResultsJSON  = "results.json"
+	ResultsCSV   = "results.csv"
+	ResultsMD    = "results.md"
+	ResultsJUnit = "junit.xml"
+	LogsDir      = "logs"
+)
+
+// readJSONL reads the results an earlier run appended; the last line for a
+// cell wins. A torn last line (a run killed mid-write) is ignored.
+func readJSONL(path string) (map[string]*Result, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[string]*Result{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*Result{}
+	lines := bytes.Split(data, []byte("\n"))
+	for i, l := range lines {
+		if len(bytes.TrimSpace(l)) == 0 {
+			continue
+		}
+		var r Result
+		if err := json.Unmarshal(l, &r); err != nil {
+			if i == len(lines)-1 {
+				break // torn last line
+			}
+			return nil, fmt.Errorf("%s:%d: %w", path, i+1, err)
+		}
+		if r.ID == "" {
+			return nil, fmt.Errorf("%s:%d: result without an id", path, i+1)
+		}
+		out[r.ID] = &r
+	}
+	return out, nil
+}
+
+// appendJSONL appends one result as a line and syncs it.
+func appendJSONL(path string, r *Result) error {
+	line, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(append(line, '\n')); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// WriteFiles writes results.json, results.csv, results.md and junit.xml into
+// dir, each atomically, and appends the markdown to stepSummary when set.
+func (s *Summary) WriteFiles(dir, stepSummary string) error {
+	var js bytes.Buffer
+	enc := json.NewEncoder(&js)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(s); err != nil {
+		return err
+	}
+	var c, md, ju bytes.Buffer
+	if err := s.WriteCSV(&c); err != nil {
+		return err
+	}
+	s.WriteMarkdown(&md)
+	if err := s.WriteJUnit(&ju); err != nil {
+		return err
+	}
+	for name, data := range map[string][]byte{ResultsJSON: js.Bytes(), ResultsCSV: c.Bytes(), ResultsMD: md.Bytes(), ResultsJUnit: ju.Bytes()} {
+		if err := renameio.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			return err
+		}
+	}
+	if stepSummary != "" {
+		f, err := os.OpenFile(stepSummary, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		if err != nil {
+			return fmt.Errorf("step summary: %w", err)
+		}
+		_, werr := f.Write(md.Bytes())
+		if err := f.Close(); werr == nil {
+			werr = err
+		}
+		if werr != nil {
+			return fmt.Errorf("step summary: %w", werr)
+		}
+	}
+	return nil
+}
+
+func formatValues(vs []AxisValue) string {
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		val := v.Value
+		if val == "" {
+			val = "[]"
+		}
+		parts[i] = v.Axis + "=" + val
+	}
+	return strings.Join(parts, " ")
+}
+
+func formatFloat(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+func formatDelta(d float64) string {
+	if d >= 0 {
+		return "+" + strconv.FormatFloat(d, 'f', 1, 64) + "%"
+	}
+	return strconv.FormatFloat(d, 'f', 1, 64) + "%"
+}
+
+func healthy(r *Result) string {
+	if r.HealthySeconds == nil {
+		return ""
+	}
+	return strconv.FormatFloat(*r.HealthySeconds, 'f', 1, 64) + "s"
+}
+
+// note is the triage label, or the reason, for the tables.
+func note(r *Result) (label, line string) {
+	if r.Triage != nil {
+		return r.Triage.Label, fmt.Sprintf("%d: %s", r.Triage.Line, r.Triage.Text)
+	}
+	if r.Status == StatusFailed && len(r.Tail) > 0 {
+		return "unknown", r.Tail[len(r.Tail)-1]
+	}
+	return "", ""
+}
+
+// WriteCSV writes one row per cell: fixed columns, then one column per axis,
+// per metric and per metric delta.
+func (s *Summary) WriteCSV(w io.Writer) error {
+	axes := s.axes()
+	cw := csv.NewWriter(w)
+	head := []string{"id", "status", "reason", "healthy_seconds", "seconds", "triage", "triage_line", "log"}
+	for _, a := range axes {
+		head = append(head, "axis:"+a)
+	}
+	for _, m := range s.Metrics {
+		head = append(head, m, m+"_delta_pct")
+	}
+	if err := cw.Write(head); err != nil {
+		return err
+	}
+	for _, r := range s.Results {
+		label, line := note(r)
+		hs := ""
+		if r.HealthySeconds != nil {
+			hs = formatFloat(*r.HealthySeconds)
+		}
+		row := []string{r.ID, string(r.Status), r.Reason, hs, formatFloat(r.Seconds), label, line, r.Log}
+		vals := map[string]string{}
+		for _, v := range r.Values {
+			vals[v.Axis] = v.Value
+		}
+		for _, a := range axes {
+			row = append(row, vals[a])
+		}
+		for _, m := range s.Metrics {
+			v, d := "", ""
+			if x, ok := r.Metrics[m]; ok {
+				v = formatFloat(x)
+			}
+			if x, ok := r.DeltaPct[m]; ok {
+				d = formatFloat(x)
+			}
+			row = append(row, v, d)
+		}
+		if err := cw.Write(row); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+func (s *Summary) axes() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, r := range s.Results {
+		for _, v := range r.Values {
+			if !seen[v.Axis] {
+				seen[v.Axis] = true
+				out = append(out, v.Axis)
+			}
+		}
+	}
+	return out
+}
+
+func mdEscape(s string) string {
+	s = strings.ReplaceAll(s, "|", `\|`)
+	s = strings.ReplaceAll(s, "\n", " ")
+	s = strings.ReplaceAll(s, "`", "'")
+	return s
+}
+
+// WriteMarkdown writes the results table.
+func (s *Summary) WriteMarkdown(w io.Writer) {
+	title := s.Name
+	if title == "" {
+		title = "matrix"
+	}
+	fmt.Fprintf(w, "### %s: %d ok, %d failed, %d pruned, %d skipped\n\n", mdEscape(title), s.OK, s.Failed, s.Pruned, s.Skipped)
+	head := []string{"cell", "values", "status", "healthy"}
+	for _, m := range s.Metrics {
+		head = append(head, m)
+		if s.Baseline != "" {
+			head = append(head, "Δ "+m)
+		}
+	}
+	head = append(head, "triage", "log")
+	fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(head, " | "), strings.Repeat(" --- |", len(head)))
+	for _, r := range s.Results {
+		id := mdEscape(r.ID)
+		if r.ID == s.Baseline {
+			id += " (baseline)"
+		}
+		status := string(r.Status)
+		row := []string{id, mdEscape(formatValues(r.Values)), status, healthy(r)}
+		for _, m := range s.Metrics {
+			v := ""
+			if x, ok := r.Metrics[m]; ok {
+				v = formatFloat(x)
+			}
+			row = append(row, v)
+			if s.Baseline != "" {
+				d := ""
+				if x, ok := r.DeltaPct[m]; ok {
+					d = formatDelta(x)
+				}
+				row = append(row, d)
+			}
+		}
+		label, line := note(r)
+		tri := ""
+		switch {
+		case label != "":
+			tri = "**" + mdEscape(label) + "** `" + mdEscape(truncate(line, 160)) + "`"
+		case r.Reason != "":
+			tri = mdEscape(r.Reason)
+		}
+		if label != "" && r.Reason != "" {
+			tri = mdEscape(r.Reason) + ": " + tri
+		}
+		log := ""
+		if r.Log != "" {
+			log = "`" + mdEscape(r.Log) + "`"
+		}
+		row = append(row, tri, log)
+		fmt.Fprintf(w, "| %s |\n", strings.Join(row, " | "))
+	}
+	fmt.Fprintln(w)
+}
+
+// WriteText writes the results table for a terminal.
+func (s *Summary) WriteText(w io.Writer) {
+	head := []string{"CELL", "STATUS", "HEALTHY"}
+	for _, m := range s.Metrics {
+		head = append(head, strings.ToUpper(m))
+		if s.Baseline != "" {
+			head = append(head, "Δ")
+		}
+	}
+	head = append(head, "TRIAGE")
+	rows := [][]string{head}
+	for _, r := range s.Results {
+		id := r.ID
+		if r.ID == s.Baseline {
+			id += "*"
+		}
+		row := []string{id, string(r.Status), healthy(r)}
+		for _, m := range s.Metrics {
+			v := ""
+			if x, ok := r.Metrics[m]; ok {
+				v = formatFloat(x)
+			}
+			row = append(row, v)
+			if s.Baseline != "" {
+				d := ""
+				if x, ok := r.DeltaPct[m]; ok {
+					d = formatDelta(x)
+				}
+				row = append(row, d)
+			}
+		}
+		label, line := note(r)
+		switch {
+		case label != "":
+			row = append(row, label+" (line "+line+")")
+		default:
+			row = append(row, r.Reason)
+		}
+		rows = append(rows, row)
+	}
+	widths := make([]int, len(head))
+	for _, row := range rows {
+		for i, c := range row[:len(row)-1] {
+			widths[i] = max(widths[i], len([]rune(c)))
+		}
+	}
+	bw := bufio.NewWriter(w)
+	for _, row := range rows {
+		for i, c := range row {
+			if i == len(row)-1 {
+				bw.WriteString(truncate(c, 120))
+				break
+			}
+			bw.WriteString(c + strings.Repeat(" ", widths[i]-len([]rune(c))+2))
+		}
+		bw.WriteString("\n")
+	}
+	if s.Baseline != "" {
+		fmt.Fprintf(bw, "* baseline; Δ is the change against it\n")
+	}
+	fmt.Fprintf(bw, "%d ok, %d failed, %d pruned, %d skipped\n", s.OK, s.Failed, s.Pruned, s.Skipped)
+	bw.Flush()
+}
+
+type junitSuites struct {
+	XMLName xml.Name     `xml:"testsuites"`
+	Suites  []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name     string      `xml:"name,attr"`
+	Tests    int         `xml:"tests,attr"`
+	Failures int         `xml:"failures,attr"`
+	Skipped  int         `xml:"skipped,attr"`
+	Time     string      `xml:"time,attr"`
+	Cases    []junitCase `xml:"testcase"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	Classname string        `xml:"classname,attr"`
+	Time      string        `xml:"time,attr"`
+	Failure   *junitFailure `xml:"failure,omitempty"`
+	Skipped   *junitSkipped `xml:"skipped,omitempty"`
+	SystemOut string        `xml:"system-out,omitempty"`
+}
+
+type junitFailure struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr"`
+	Body    string `xml:",chardata"`
+}
+
+type junitSkipped struct {
+	Message string `xml:"message,attr"`
+}
+
+// WriteJUnit writes one testcase per cell: failed cells fail, pruned and
+// skipped ones are skipped.
+func (s *Summary) WriteJUnit(w io.Writer) error {
+	name := s.Name
+	if name == "" {
+		name = "matrix"
+	}
+	suite := junitSuite{Name: name, Tests: len(s.Results), Failures: s.Failed, Skipped: s.Pruned + s.Skipped}
+	var total float64
+	for _, r := range s.Results {
+		total += r.Seconds
+		c := junitCase{Name: r.ID, Classname: "smpatch.matrix." + name, Time: strconv.FormatFloat(r.Seconds, 'f', 3, 64)}
+		switch r.Status {
+		case StatusFailed:
+			label, line := note(r)
+			body := r.Reason
+			if label != "" {
+				body += "\n" + label + " at line " + line
+			}
+			if r.Triage != nil {
+				body += "\nmeans: " + r.Triage.Meaning + "\ntry: " + r.Triage.Try
+			}
+			if len(r.Tail) > 0 {
+				body += "\nlast lines:\n" + strings.Join(r.Tail, "\n")
+			}
+			msg := r.Reason
+			if label != "" {
+				msg = label + ": " + r.Reason
+			}
+			c.Failure = &junitFailure{Message: msg, Type: label, Body: body}
+		case StatusPruned, StatusSkipped:
+			c.Skipped = &junitSkipped{Message: string(r.Status) + ": " + r.Reason}
+		}
+		if len(r.Metrics) > 0 {
+			keys := make([]string, 0, len(r.Metrics))
+			for k := range r.Metrics {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			var b strings.Builder
+			for _, k := range keys {
+				fmt.Fprintf(&b, "%s=%s\n", k, formatFloat(r.Metrics[k]))
+			}
+			c.SystemOut = b.String()
+		}
+		suite.Cases = append(suite.Cases, c)
+	}
+	suite.Time = strconv.FormatFloat(total, 'f', 3, 64)
+	io.WriteString(w, xml.Header)
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(junitSuites{Suites: []junitSuite{suite}}); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}
+
+// secondsSince rounds the time since t to milliseconds.
+func secondsSince(t time.Time) float64 {
+	return math.Round(time.Since(t).Seconds()*1000) / 1000
+}

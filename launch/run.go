@@ -1,0 +1,530 @@
+package launch
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Run runs the cells and writes the results into o.Out. Cells run in order,
+// o.Concurrency at a time; cells that share a patch set run together, between
+// one Apply and one Revert of that set, so the tree is patched as each cell
+// expects and ends as it began. A cancelled ctx stops the cells running now,
+// reverts, writes what finished and returns ctx's error; a cell that was
+// interrupted is not recorded, so --resume runs it again.
+//
+// The error is for the run itself (bad options, I/O, a revert that failed);
+// failed cells are counted in the Summary.
+func Run(ctx context.Context, cells []*Cell, o Options) (*Summary, error) {
+	o.defaults()
+	if err := checkCells(cells, o); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Join(o.Out, LogsDir), 0o755); err != nil {
+		return nil, err
+	}
+	jsonl := filepath.Join(o.Out, ResultsJSONL)
+	prev := map[string]*Result{}
+	if o.Resume {
+		var err error
+		if prev, err = readJSONL(jsonl); err != nil {
+			return nil, err
+		}
+	} else if err := os.WriteFile(jsonl, nil, 0o644); err != nil {
+		return nil, err
+	}
+
+	s := &Summary{Name: o.Name, Runner: o.Runner.Name(), Baseline: o.Baseline}
+	for _, m := range o.Metrics {
+		s.Metrics = append(s.Metrics, m.Name)
+	}
+	only := map[string]bool{}
+	for _, id := range o.Only {
+		only[id] = true
+	}
+	var todo []*Cell
+	index := map[string]int{}
+	for i, c := range cells {
+		r := &Result{ID: c.ID, Values: c.Values, Patches: nonNil(c.Patches), Warnings: c.Warnings}
+		switch p := prev[c.ID]; {
+		case c.Pruned != "":
+			r.Status, r.Reason = StatusPruned, c.Pruned
+		case len(only) > 0 && !only[c.ID]:
+			r.Status, r.Reason = StatusSkipped, "not selected by --only"
+		case p != nil && p.Finished():
+			r = p
+			r.Resumed = true
+		default:
+			todo = append(todo, c)
+		}
+		s.Results = append(s.Results, r)
+		index[c.ID] = i
+	}
+
+	var mu sync.Mutex // guards s.Results entries and the jsonl file
+	record := func(c *Cell, r *Result) error {
+		mu.Lock()
+		defer mu.Unlock()
+		s.Results[index[c.ID]] = r
+		return appendJSONL(jsonl, r)
+	}
+
+	var runErr error
+	for _, grp := range groupByPatches(todo) {
+		if ctx.Err() != nil {
+			break
+		}
+		if err := runGroupOfCells(ctx, grp, o, record); err != nil {
+			runErr = err
+			break
+		}
+	}
+	if ctx.Err() != nil {
+		s.Interrupted = true
+		for _, r := range s.Results {
+			if r.Status == "" {
+				r.Status, r.Reason = StatusSkipped, "interrupted"
+			}
+		}
+	}
+	for _, r := range s.Results {
+		if r.Status == "" { // not reached after an error
+			r.Status, r.Reason = StatusSkipped, "not run"
+		}
+	}
+	s.count()
+	s.computeDeltas()
+	if err := s.WriteFiles(o.Out, o.StepSummary); err != nil && runErr == nil {
+		runErr = err
+	}
+	if runErr == nil && ctx.Err() != nil {
+		runErr = ctx.Err()
+	}
+	return s, runErr
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// checkCells refuses what cannot run, before anything starts.
+func checkCells(cells []*Cell, o Options) error {
+	if o.Out == "" {
+		return errors.New("no results directory")
+	}
+	ids := map[string]bool{}
+	for _, c := range cells {
+		if ids[c.ID] {
+			return fmt.Errorf("cell id %q appears twice", c.ID)
+		}
+		ids[c.ID] = true
+		if c.ID == "" || strings.ContainsAny(c.ID, `/\`) || c.ID == "." || c.ID == ".." {
+			return fmt.Errorf("cell id %q cannot name a log file", c.ID)
+		}
+	}
+	for _, id := range o.Only {
+		if !ids[id] {
+			return fmt.Errorf("--only %s: no such cell%s", id, didYouMean(id, cells))
+		}
+	}
+	if o.Baseline != "" && !ids[o.Baseline] {
+		return fmt.Errorf("baseline %s: no such cell", o.Baseline)
+	}
+	if _, local := o.Runner.(Local); local && o.Patcher == nil {
+		for _, c := range cells {
+			if c.Pruned == "" && len(c.Patches) > 0 && (len(o.Only) == 0 || contains(o.Only, c.ID)) {
+				return fmt.Errorf("cell %s has patches (%s) but there is no tree to apply them to", c.ID, strings.Join(c.Patches, ", "))
+			}
+		}
+	}
+	if d, ok := o.Runner.(Docker); ok {
+		if err := d.Check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// didYouMean suggests the cell ids that contain id or that id contains.
+func didYouMean(id string, cells []*Cell) string {
+	var close []string
+	for _, c := range cells {
+		if strings.Contains(c.ID, id) || strings.Contains(id, c.ID) {
+			close = append(close, c.ID)
+		}
+	}
+	if len(close) == 0 || len(close) > 5 {
+		return ""
+	}
+	return " (did you mean " + strings.Join(close, ", ") + "?)"
+}
+
+// groupByPatches keeps the cells' order within a patch set and orders the
+// sets by their first cell.
+func groupByPatches(cells []*Cell) [][]*Cell {
+	var groups [][]*Cell
+	at := map[string]int{}
+	for _, c := range cells {
+		k := strings.Join(c.Patches, "\x00")
+		i, ok := at[k]
+		if !ok {
+			i = len(groups)
+			at[k] = i
+			groups = append(groups, nil)
+		}
+		groups[i] = append(groups[i], c)
+	}
+	return groups
+}
+
+// runGroupOfCells applies the group's patches (local runner), runs its
+// cells and reverts. Only a failed revert is an error: the tree did not
+// end as it began.
+func runGroupOfCells(ctx context.Context, cells []*Cell, o Options, record func(*Cell, *Result) error) error {
+	names := cells[0].Patches
+	_, local := o.Runner.(Local)
+	patch := local && len(names) > 0
+	if patch {
+		o.Progress("apply %s", strings.Join(names, ", "))
+		if err := o.Patcher.Apply(ctx, cells[0].ID, names); err != nil {
+			// Apply is all or nothing, but revert anyway: it is a no-op for
+			// patches that are not applied.
+			rerr := revert(o, names)
+			if ctx.Err() != nil {
+				return rerr
+			}
+			for _, c := range cells {
+				r := newResult(c, o)
+				r.Status = StatusFailed
+				r.Reason = "patch: " + oneLineErr(err)
+				r.Triage = &Match{Label: "patch-not-applied", Fatal: true, Meaning: "the cell's patches do not apply to this tree", Try: "smpatch apply --dry-run " + strings.Join(names, " ")}
+				o.Progress("%s: failed: %s", c.ID, r.Reason)
+				if err := record(c, r); err != nil {
+					return errors.Join(err, rerr)
+				}
+			}
+			return rerr
+		}
+	}
+	var recErr error
+	var errMu sync.Mutex
+	sem := make(chan struct{}, o.Concurrency)
+	var wg sync.WaitGroup
+	for _, c := range cells {
+		if ctx.Err() != nil {
+			break
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			r := runCell(ctx, c, o)
+			if r == nil { // interrupted: not recorded
+				return
+			}
+			if err := record(c, r); err != nil {
+				errMu.Lock()
+				recErr = errors.Join(recErr, err)
+				errMu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if patch {
+		if err := revert(o, names); err != nil {
+			return errors.Join(recErr, err)
+		}
+	}
+	return recErr
+}
+
+// revert runs even when the run's context is cancelled: the tree must end as
+// it began.
+func revert(o Options, names []string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	o.Progress("revert %s", strings.Join(names, ", "))
+	if err := o.Patcher.Revert(ctx, names); err != nil {
+		return fmt.Errorf("revert %s: %w", strings.Join(names, ", "), err)
+	}
+	return nil
+}
+
+func oneLineErr(err error) string {
+	s := strings.TrimSpace(err.Error())
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
+
+func newResult(c *Cell, o Options) *Result {
+	return &Result{ID: c.ID, Values: c.Values, Patches: nonNil(c.Patches), Runner: o.Runner.Name(),
+		Warnings: c.Warnings, Log: filepath.Join(o.Out, LogsDir, c.ID+".log")}
+}
+
+// runCell runs one cell to its end. It returns nil when ctx was cancelled
+// before the cell finished.
+func runCell(ctx context.Context, c *Cell, o Options) *Result {
+	r := newResult(c, o)
+	start := time.Now()
+	r.Started = start.UTC().Format(time.RFC3339)
+	o.Progress("%s: start", c.ID)
+
+	f, err := os.Create(r.Log)
+	if err != nil {
+		r.Status, r.Reason = StatusFailed, oneLineErr(err)
+		return r
+	}
+	defer f.Close()
+	sink := newLogSink(f, o.Signatures)
+	sink.Note(fmt.Sprintf("cell %s (runner %s): %s", c.ID, o.Runner.Name(), strings.Join(c.Command, " ")))
+
+	failed := func(reason string) {
+		r.Status, r.Reason = StatusFailed, reason
+	}
+	srv, err := o.Runner.Start(ctx, c, sink)
+	if err != nil {
+		failed("start: " + oneLineErr(err))
+		sink.Note(r.Reason)
+	} else {
+		interrupted := serveCell(ctx, c, o, srv, sink, r, start, failed)
+		if err := srv.Stop(o.StopGrace); err != nil {
+			sink.Note("stop: " + oneLineErr(err))
+			if r.Status == StatusOK {
+				failed("stop: " + oneLineErr(err))
+			}
+		}
+		if interrupted {
+			sink.Note("interrupted")
+			o.Progress("%s: interrupted", c.ID)
+			return nil
+		}
+	}
+	r.Seconds = secondsSince(start)
+	v := sink.Verdict(r.Log)
+	if r.Status == StatusFailed {
+		if v.Known {
+			r.Triage = v.Cause
+		} else {
+			r.Tail = lastN(v.Tail, 8)
+		}
+	}
+	if r.Status == StatusOK {
+		o.Progress("%s: ok%s", c.ID, metricsText(r.Metrics))
+	} else {
+		label := "unknown"
+		if r.Triage != nil {
+			label = r.Triage.Label
+		}
+		o.Progress("%s: failed: %s [%s]", c.ID, r.Reason, label)
+	}
+	return r
+}
+
+func lastN(s []string, n int) []string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+func metricsText(m map[string]float64) string {
+	var b strings.Builder
+	for k, v := range m {
+		b.WriteString(" " + k + "=" + formatFloat(v))
+	}
+	return b.String()
+}
+
+// serveCell waits for the server, benchmarks it and fills r. It reports
+// whether ctx was cancelled.
+func serveCell(ctx context.Context, c *Cell, o Options, srv Server, sink *logSink, r *Result, start time.Time, failed func(string)) (interrupted bool) {
+	if c.Health == "" {
+		return runJob(ctx, c, o, srv, sink, r, failed)
+	}
+	switch err := waitHealthy(ctx, c.Health, o, srv, sink); {
+	case ctx.Err() != nil:
+		return true
+	case err != nil:
+		failed(err.Error())
+		sink.Note(r.Reason)
+		return false
+	}
+	hs := secondsSince(start)
+	r.HealthySeconds = &hs
+	sink.Note(fmt.Sprintf("healthy after %.1fs", hs))
+	if len(c.Bench) == 0 {
+		r.Status = StatusOK
+		return false
+	}
+	sink.Note("bench: " + strings.Join(c.Bench, " "))
+	var out bytes.Buffer
+	bctx, cancel := context.WithTimeout(ctx, o.BenchTimeout)
+	err := srv.Exec(bctx, c.Bench, &teeWriter{sink, &out})
+	timedOut := bctx.Err() == context.DeadlineExceeded
+	cancel()
+	switch {
+	case ctx.Err() != nil:
+		return true
+	case timedOut:
+		failed(fmt.Sprintf("bench did not finish within %s", o.BenchTimeout))
+	case err != nil:
+		failed("bench: " + oneLineErr(err))
+	}
+	if r.Status == StatusFailed {
+		sink.Note(r.Reason)
+		return false
+	}
+	metrics, err := captureMetrics(o.Metrics, out.Bytes())
+	if err != nil {
+		failed(err.Error())
+		sink.Note(r.Reason)
+		return false
+	}
+	r.Metrics, r.Status = metrics, StatusOK
+	return false
+}
+
+// runJob waits for a command that is its own benchmark (no health URL).
+func runJob(ctx context.Context, c *Cell, o Options, srv Server, sink *logSink, r *Result, failed func(string)) (interrupted bool) {
+	timer := time.NewTimer(o.StartupTimeout + o.BenchTimeout)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return true
+	case <-timer.C:
+		failed(fmt.Sprintf("did not finish within %s", o.StartupTimeout+o.BenchTimeout))
+	case <-sink.Fatal():
+		failed("fatal line in the log")
+	case <-srv.Exited():
+		if err := srv.ExitErr(); err != nil {
+			failed("exited: " + oneLineErr(err))
+		}
+	}
+	if r.Status == StatusFailed {
+		sink.Note(r.Reason)
+		return false
+	}
+	// Stop ends workers left behind and waits for the output still in flight.
+	if err := srv.Stop(o.StopGrace); err != nil {
+		failed("stop: " + oneLineErr(err))
+		return false
+	}
+	data, err := os.ReadFile(r.Log)
+	if err != nil {
+		failed(oneLineErr(err))
+		return false
+	}
+	metrics, err := captureMetrics(o.Metrics, data)
+	if err != nil {
+		failed(err.Error())
+		sink.Note(r.Reason)
+		return false
+	}
+	r.Metrics, r.Status = metrics, StatusOK
+	return false
+}
+
+type teeWriter struct {
+	a, b interface{ Write([]byte) (int, error) }
+}
+
+func (t *teeWriter) Write(p []byte) (int, error) {
+	t.b.Write(p)
+	return t.a.Write(p)
+}
+
+// waitHealthy polls url until it answers 200. The server exiting, a fatal
+// line in its log, the timeout or ctx end the wait at once.
+func waitHealthy(ctx context.Context, url string, o Options, srv Server, sink *logSink) error {
+	client := &http.Client{Timeout: max(o.HealthInterval, 2*time.Second)}
+	deadline := time.NewTimer(o.StartupTimeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(o.HealthInterval)
+	defer tick.Stop()
+	for {
+		if probe(ctx, client, url) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-srv.Exited():
+			if err := srv.ExitErr(); err != nil {
+				return fmt.Errorf("server exited before it was healthy: %s", oneLineErr(err))
+			}
+			return errors.New("server exited with status 0 before it was healthy")
+		case <-sink.Fatal():
+			return errors.New("fatal line in the log before the server was healthy")
+		case <-deadline.C:
+			return fmt.Errorf("not healthy after %s (%s)", o.StartupTimeout, url)
+		case <-tick.C:
+		}
+	}
+}
+
+func probe(ctx context.Context, client *http.Client, url string) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return false
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// captureMetrics reads every metric from out: the last match of its regex,
+// first group (or the whole match without a group), as a number.
+func captureMetrics(metrics []Metric, out []byte) (map[string]float64, error) {
+	if len(metrics) == 0 {
+		return nil, nil
+	}
+	got := map[string]float64{}
+	var missing []string
+	for _, m := range metrics {
+		all := m.Re.FindAllSubmatch(out, -1)
+		if len(all) == 0 {
+			missing = append(missing, m.Name)
+			continue
+		}
+		last := all[len(all)-1]
+		text := last[0]
+		if len(last) > 1 {
+			text = last[1]
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(string(text)), 64)
+		if err != nil {
+			return nil, fmt.Errorf("metric %s: %q is not a number", m.Name, text)
+		}
+		got[m.Name] = v
+	}
+	if len(missing) > 0 {
+		return got, fmt.Errorf("metric %s not found in the bench output", strings.Join(missing, ", "))
+	}
+	return got, nil
+}

@@ -1,0 +1,432 @@
+package launch
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// fakeServer is the path of testdata/fakeserver, built once for the tests.
+var fakeServer string
+
+func TestMain(m *testing.M) {
+	os.Exit(func() int {
+		dir, err := os.MkdirTemp("", "fakeserver")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		fakeServer = filepath.Join(dir, "fakeserver")
+		cmd := exec.Command("go", "build", "-o", fakeServer, "../testdata/fakeserver")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "building the fake server: %v\n%s", err, out)
+			return 1
+		}
+		return m.Run()
+	}())
+}
+
+// freePort returns a loopback port nothing listens on right now.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+var throughput = Metric{Name: "throughput", Re: regexp.MustCompile(`Output token throughput \(tok/s\):\s+([0-9.]+)`)}
+
+// fakeCell is a cell that runs the fake server in mode; it records the
+// server's and its worker's pids in dir.
+func fakeCell(t *testing.T, id, mode, dir string, extra ...string) *Cell {
+	port := freePort(t)
+	url := fmt.Sprintf("http://127.0.0.1:%d", port)
+	cmd := []string{fakeServer, "-mode", mode, "-port", strconv.Itoa(port), "-delay", "20ms",
+		"-pidfile", filepath.Join(dir, id+".pid"), "-child-pidfile", filepath.Join(dir, id+".child.pid"),
+		"--tp", "8"}
+	return &Cell{
+		ID:      id,
+		Values:  []AxisValue{{Axis: "mode", Value: mode}},
+		Command: append(cmd, extra...),
+		Health:  url + "/health",
+		Bench:   []string{fakeServer, "bench", "-url", url},
+	}
+}
+
+func testOptions(t *testing.T) Options {
+	return Options{
+		Out:            t.TempDir(),
+		Name:           "test",
+		Metrics:        []Metric{throughput},
+		StartupTimeout: 3 * time.Second,
+		BenchTimeout:   5 * time.Second,
+		StopGrace:      300 * time.Millisecond,
+		HealthInterval: 20 * time.Millisecond,
+	}
+}
+
+// gone reports whether no live process has pid (an orphaned zombie that is
+// not reaped yet counts as gone).
+func gone(pid int) bool {
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return true
+	}
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	s := string(data)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	return len(f) > 0 && f[0] == "Z"
+}
+
+// assertNoOrphans checks that every pid file in dir names a process that is gone.
+func assertNoOrphans(t *testing.T, dir string) {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, "*.pid"))
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil || len(data) == 0 {
+			continue
+		}
+		pid, _ := strconv.Atoi(string(data))
+		if pid > 0 && !gone(pid) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Errorf("%s: process %d left running", filepath.Base(f), pid)
+		}
+	}
+}
+
+func TestRunModes(t *testing.T) {
+	tests := []struct {
+		mode    string
+		status  Status
+		reason  string // prefix
+		label   string // triage label; "" for none
+		tail    string // a line the tail must hold, for unknown failures
+		healthy bool
+		tps     float64
+	}{
+		{mode: "ok", status: StatusOK, healthy: true, tps: 89.5},
+		{mode: "slow", status: StatusOK, healthy: true, tps: 89.5},
+		{mode: "ignore-term", status: StatusOK, healthy: true, tps: 89.5},
+		// The crash prints its fatal line and exits: either may end the wait first.
+		{mode: "crash-arch", status: StatusFailed, label: "flashinfer-no-arch"},
+		{mode: "oom", status: StatusFailed, reason: "fatal line in the log", label: "cuda-oom"},
+		{mode: "hang", status: StatusFailed, reason: "not healthy after 1s", tail: "Loading safetensors checkpoint shards"},
+		{mode: "exit0", status: StatusFailed, reason: "server exited with status 0 before it was healthy", tail: "nothing to serve; exiting"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.mode, func(t *testing.T) {
+			t.Parallel()
+			pids := t.TempDir()
+			o := testOptions(t)
+			if tt.mode == "hang" {
+				o.StartupTimeout = time.Second
+			}
+			c := fakeCell(t, "cell-"+tt.mode, tt.mode, pids, "-tps", "89.5")
+			s, err := Run(context.Background(), []*Cell{c}, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			assertNoOrphans(t, pids)
+			r := s.Results[0]
+			logText, _ := os.ReadFile(r.Log)
+			if r.Status != tt.status || !strings.HasPrefix(r.Reason, tt.reason) {
+				t.Fatalf("status %s %q, want %s %q\nlog:\n%s", r.Status, r.Reason, tt.status, tt.reason, logText)
+			}
+			if (r.HealthySeconds != nil) != tt.healthy {
+				t.Errorf("healthy_seconds %v, want set=%v", r.HealthySeconds, tt.healthy)
+			}
+			if tt.tps != 0 && r.Metrics["throughput"] != tt.tps {
+				t.Errorf("metrics %v, want throughput %v", r.Metrics, tt.tps)
+			}
+			switch {
+			case tt.label != "":
+				if r.Triage == nil || r.Triage.Label != tt.label || r.Triage.Line < 1 {
+					t.Fatalf("triage %+v, want %s", r.Triage, tt.label)
+				}
+				lines := strings.Split(string(logText), "\n")
+				if got := lines[r.Triage.Line-1]; !strings.Contains(got, r.Triage.Text) {
+					t.Errorf("triage line %d is %q in the log, result says %q", r.Triage.Line, got, r.Triage.Text)
+				}
+			case tt.tail != "":
+				if r.Triage != nil {
+					t.Errorf("triage %+v, want unknown", r.Triage)
+				}
+				if !strings.Contains(strings.Join(r.Tail, "\n"), tt.tail) {
+					t.Errorf("tail %q lacks %q", r.Tail, tt.tail)
+				}
+			}
+			if r.Log != filepath.Join(o.Out, "logs", c.ID+".log") {
+				t.Errorf("log path %s", r.Log)
+			}
+			wantFailed := 0
+			if tt.status == StatusFailed {
+				wantFailed = 1
+			}
+			if s.Failed != wantFailed {
+				t.Errorf("summary counts %d failed", s.Failed)
+			}
+		})
+	}
+}
+
+func TestRunBenchWithoutMetric(t *testing.T) {
+	pids := t.TempDir()
+	o := testOptions(t)
+	o.Metrics = append(o.Metrics, Metric{Name: "ttft", Re: regexp.MustCompile(`TTFT \(ms\): ([0-9.]+)`)})
+	s, err := Run(context.Background(), []*Cell{fakeCell(t, "c", "ok", pids)}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertNoOrphans(t, pids)
+	r := s.Results[0]
+	if r.Status != StatusFailed || r.Reason != "metric ttft not found in the bench output" {
+		t.Fatalf("got %s %q", r.Status, r.Reason)
+	}
+}
+
+func TestRunBenchFails(t *testing.T) {
+	pids := t.TempDir()
+	o := testOptions(t)
+	c := fakeCell(t, "c", "ok", pids)
+	c.Bench = []string{fakeServer, "bench", "-url", "http://127.0.0.1:1"}
+	s, err := Run(context.Background(), []*Cell{c}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertNoOrphans(t, pids)
+	if r := s.Results[0]; r.Status != StatusFailed || r.Reason != "bench: exit status 1" {
+		t.Fatalf("got %s %q", r.Status, r.Reason)
+	}
+}
+
+func TestRunJob(t *testing.T) {
+	o := testOptions(t)
+	ok := &Cell{ID: "job", Command: []string{"sh", "-c", `echo "Output token throughput (tok/s): 12.5"; echo "Output token throughput (tok/s): 13.25"`}}
+	bad := &Cell{ID: "bad", Command: []string{"sh", "-c", `echo "RuntimeError: SM 12.x requires CUDA >= 12.9"; exit 3`}}
+	s, err := Run(context.Background(), []*Cell{ok, bad}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := s.Results[0]; r.Status != StatusOK || r.Metrics["throughput"] != 13.25 {
+		t.Errorf("job: %s %q %v, want ok with the last throughput line", r.Status, r.Reason, r.Metrics)
+	}
+	if r := s.Results[1]; r.Status != StatusFailed || r.Triage == nil || r.Triage.Label != "cuda-too-old-for-sm12x" {
+		t.Errorf("bad job: %s %q %+v", r.Status, r.Reason, r.Triage)
+	}
+}
+
+func TestRunStartFails(t *testing.T) {
+	o := testOptions(t)
+	c := &Cell{ID: "nope", Command: []string{filepath.Join(t.TempDir(), "no-such-server")}, Health: "http://127.0.0.1:1/health"}
+	s, err := Run(context.Background(), []*Cell{c}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := s.Results[0]; r.Status != StatusFailed || !strings.HasPrefix(r.Reason, "start: cell nope: fork/exec") {
+		t.Fatalf("got %s %q", r.Status, r.Reason)
+	}
+}
+
+// The story's loop on the fake server: a baseline, a faster cell, a crashing
+// one, a pruned one and one left out by --only; then --resume.
+func TestRunResultsAndResume(t *testing.T) {
+	pids := t.TempDir()
+	o := testOptions(t)
+	summaryFile := filepath.Join(t.TempDir(), "step-summary.md")
+	o.StepSummary = summaryFile
+	o.Baseline = "base"
+	base := fakeCell(t, "base", "ok", pids, "-tps", "82")
+	fast := fakeCell(t, "cgbs128", "ok", pids, "-tps", "89.5")
+	crash := fakeCell(t, "fusion", "crash-arch", pids)
+	pruned := &Cell{ID: "tree", Values: []AxisValue{{Axis: "nccl_algo", Value: "Tree"}}, Pruned: "NCCL_ALGO=Tree breaks CUDA graph capture"}
+	extra := fakeCell(t, "extra", "ok", pids)
+	o.Only = []string{"base", "cgbs128", "fusion", "tree"}
+	cells := []*Cell{base, fast, crash, pruned, extra}
+
+	s, err := Run(context.Background(), cells, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertNoOrphans(t, pids)
+	want := []Status{StatusOK, StatusOK, StatusFailed, StatusPruned, StatusSkipped}
+	for i, r := range s.Results {
+		if r.Status != want[i] {
+			t.Errorf("%s: %s %q, want %s", r.ID, r.Status, r.Reason, want[i])
+		}
+	}
+	if d := s.Results[1].DeltaPct["throughput"]; d != 9.1 {
+		t.Errorf("delta %v, want +9.1%%", d)
+	}
+	if s.OK != 2 || s.Failed != 1 || s.Pruned != 1 || s.Skipped != 1 {
+		t.Errorf("counts %+v", s)
+	}
+
+	for _, f := range []string{ResultsJSONL, ResultsJSON, ResultsCSV, ResultsMD, ResultsJUnit} {
+		if _, err := os.Stat(filepath.Join(o.Out, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	md, _ := os.ReadFile(filepath.Join(o.Out, ResultsMD))
+	for _, w := range []string{
+		"| base (baseline) | mode=ok | ok |",
+		"| 89.5 | +9.1% |",
+		"**flashinfer-no-arch** `",
+		": RuntimeError: No supported CUDA architectures found for major versions [9, 10].`",
+		"| tree | nccl_algo=Tree | pruned |",
+		"NCCL_ALGO=Tree breaks CUDA graph capture",
+	} {
+		if !bytes.Contains(md, []byte(w)) {
+			t.Errorf("results.md lacks %q:\n%s", w, md)
+		}
+	}
+	if step, _ := os.ReadFile(summaryFile); !bytes.Equal(step, md) {
+		t.Errorf("step summary differs from results.md:\n%s", step)
+	}
+	var ju junitSuites
+	data, _ := os.ReadFile(filepath.Join(o.Out, ResultsJUnit))
+	if err := xml.Unmarshal(data, &ju); err != nil {
+		t.Fatal(err)
+	}
+	if got := ju.Suites[0]; got.Tests != 5 || got.Failures != 1 || got.Skipped != 2 || got.Cases[2].Failure == nil || got.Cases[2].Failure.Type != "flashinfer-no-arch" {
+		t.Errorf("junit: %+v", got)
+	}
+	csvData, _ := os.ReadFile(filepath.Join(o.Out, ResultsCSV))
+	if !bytes.HasPrefix(csvData, []byte("id,status,reason,healthy_seconds,seconds,triage,triage_line,log,axis:mode,axis:nccl_algo,throughput,throughput_delta_pct\n")) {
+		t.Errorf("csv header:\n%s", csvData)
+	}
+	var js Summary
+	data, _ = os.ReadFile(filepath.Join(o.Out, ResultsJSON))
+	if err := json.Unmarshal(data, &js); err != nil || len(js.Results) != 5 || js.Results[2].Triage.Line < 1 {
+		t.Errorf("results.json: %v %+v", err, js)
+	}
+
+	// --resume with every cell selected: only the one not run before runs.
+	os.Remove(summaryFile)
+	o.Only = nil
+	o.Resume = true
+	o.StepSummary = ""
+	s, err = Run(context.Background(), cells, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertNoOrphans(t, pids)
+	for i, r := range s.Results {
+		resumed := i < 3
+		if r.Resumed != resumed {
+			t.Errorf("%s: resumed=%v, want %v", r.ID, r.Resumed, resumed)
+		}
+	}
+	if r := s.Results[4]; r.Status != StatusOK {
+		t.Errorf("extra: %s %q", r.Status, r.Reason)
+	}
+	if d := s.Results[4].DeltaPct["throughput"]; d != 0 {
+		t.Errorf("extra delta %v, want 0 (same throughput as the baseline)", d)
+	}
+	lines := bytes.Count(mustRead(t, filepath.Join(o.Out, ResultsJSONL)), []byte("\n"))
+	if lines != 4 {
+		t.Errorf("results.jsonl has %d lines, want 4 (3 from the first run, 1 appended)", lines)
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+func TestRunRefusesBadInput(t *testing.T) {
+	o := testOptions(t)
+	c := &Cell{ID: "a", Command: []string{"true"}}
+	tests := []struct {
+		name  string
+		cells []*Cell
+		mod   func(*Options)
+		want  string
+	}{
+		{"only unknown", []*Cell{c}, func(o *Options) { o.Only = []string{"ab"} }, "--only ab: no such cell (did you mean a?)"},
+		{"baseline unknown", []*Cell{c}, func(o *Options) { o.Baseline = "zz" }, "baseline zz: no such cell"},
+		{"duplicate", []*Cell{c, c}, nil, `cell id "a" appears twice`},
+		{"bad id", []*Cell{{ID: "../x"}}, nil, `cell id "../x" cannot name a log file`},
+		{"patches without tree", []*Cell{{ID: "p", Patches: []string{"sm120-fusion"}}}, nil, "cell p has patches (sm120-fusion) but there is no tree to apply them to"},
+		{"no docker", []*Cell{c}, func(o *Options) { o.Runner = Docker{CLI: "no-such-docker-cli"} }, ErrNoDocker.Error()},
+	}
+	for _, tt := range tests {
+		oo := o
+		if tt.mod != nil {
+			tt.mod(&oo)
+		}
+		_, err := Run(context.Background(), tt.cells, oo)
+		if err == nil || err.Error() != tt.want {
+			t.Errorf("%s: got %v, want %q", tt.name, err, tt.want)
+		}
+	}
+	if ents, _ := os.ReadDir(o.Out); len(ents) != 0 {
+		t.Errorf("refused runs wrote %d entries into the results directory", len(ents))
+	}
+}
+
+func TestDockerRunArgs(t *testing.T) {
+	c := &Cell{ID: "sm120-fusion.fewchan.cgbs128", Image: "reg.example/sglang@sha256:abc", Workdir: "/sgl-workspace",
+		Env:     map[string]string{"NCCL_MAX_NCHANNELS": "2", "NCCL_MIN_NCHANNELS": "1"},
+		Command: []string{"python3", "-m", "sglang.launch_server", "--tp", "8"}}
+	got, err := Docker{ShmSize: "64g"}.RunArgs(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "run --rm --name smpatch-sm120-fusion.fewchan.cgbs128 --gpus all --ipc=host --network=host --shm-size 64g " +
+		"-e NCCL_MAX_NCHANNELS=2 -e NCCL_MIN_NCHANNELS=1 -w /sgl-workspace reg.example/sglang@sha256:abc python3 -m sglang.launch_server --tp 8"
+	if strings.Join(got, " ") != want {
+		t.Errorf("got  %s\nwant %s", strings.Join(got, " "), want)
+	}
+	if _, err := (Docker{}).RunArgs(&Cell{ID: "x"}); err == nil || !strings.Contains(err.Error(), "no image") {
+		t.Errorf("no image: %v", err)
+	}
+	if n := (Docker{}).ContainerName(&Cell{ID: "a b/c"}); n != "smpatch-a_b_c" {
+		t.Errorf("container name %q", n)
+	}
+}
+
+func TestCaptureMetrics(t *testing.T) {
+	ms := []Metric{throughput, {Name: "latency", Re: regexp.MustCompile(`latency: ([0-9.]+) s`)}, {Name: "whole", Re: regexp.MustCompile(`[0-9]+ tokens`)}}
+	tests := []struct {
+		out string
+		err string
+	}{
+		{"latency: 2.86 s\nOutput token throughput (tok/s): 89.5\n7 tokens", "metric whole: \"7 tokens\" is not a number"},
+		{"Output token throughput (tok/s): 1\nOutput token throughput (tok/s): 2\nlatency: 3 s\n", "metric whole not found in the bench output"},
+	}
+	for _, tt := range tests {
+		_, err := captureMetrics(ms, []byte(tt.out))
+		if err == nil || err.Error() != tt.err {
+			t.Errorf("%q: err %v, want %q", tt.out, err, tt.err)
+		}
+	}
+	got, err := captureMetrics(ms[:2], []byte("Output token throughput (tok/s): 1\nOutput token throughput (tok/s): 2\nlatency: 3 s\n"))
+	if err != nil || got["throughput"] != 2 || got["latency"] != 3 {
+		t.Errorf("last match should win: %v %v", got, err)
+	}
+}

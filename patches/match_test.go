@@ -1,0 +1,249 @@
+package patches
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestMatchFuzzy(t *testing.T) {
+	// Upstream shape C4 drifted: a context line above the gate changed, the
+	// removed line is intact.
+	diff := `--- a/c.py
++++ b/c.py
+@@ -3,7 +3,7 @@ def apply_flashinfer_allreduce_fusion(batch_size: int):
+     # comment one
+     # comment two
+     return (
+-        (_is_sm90_supported or _is_sm100_supported)
++        (_is_sm90_supported or _is_sm100_supported or _is_sm120_supported)
+         and _is_flashinfer_available
+         and batch_size > 0
+         and batch_size <= FUSE_MAX_BS
+`
+	old := "import x\n\n    # comment one\n    # comment two (edited upstream)\n    return (\n        (_is_sm90_supported or _is_sm100_supported)\n        and _is_flashinfer_available\n        and batch_size > 0\n        and batch_size <= FUSE_MAX_BS\n)\n"
+	fp, err := MatchFile([]byte(old), mustDiff(t, diff)[0], PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := fp.Hunks[0]
+	if h.Status != Fuzzy || h.Score < FuzzyMinScore || h.Score >= 1 || h.Line != 3 {
+		t.Fatalf("got %+v", h)
+	}
+	want := strings.Replace(old, "_is_sm100_supported)\n", "_is_sm100_supported or _is_sm120_supported)\n", 1)
+	if string(fp.New) != want {
+		t.Errorf("new:\n%s", fp.New)
+	}
+
+	// The removed line itself changed: conflict, not a guess.
+	old2 := strings.Replace(old, "(_is_sm90_supported or _is_sm100_supported)", "(_is_sm90_supported or _is_sm100_supported or _is_blackwell)", 1)
+	fp, _ = MatchFile([]byte(old2), mustDiff(t, diff)[0], PlanOptions{})
+	if h := fp.Hunks[0]; h.Status != Conflict || !strings.Contains(h.Reason, "removed line") || h.Nearest == nil || h.Nearest.Start != 3 {
+		t.Errorf("got %+v", h)
+	}
+}
+
+func TestMatchFuzzyGuards(t *testing.T) {
+	// Outer context may differ, and extra lines far from the change stay.
+	diff := "--- a/f\n+++ b/f\n@@ -1,7 +1,8 @@\n A\n B\n C\n+X\n D\n E\n F\n G\n"
+	fd := mustDiff(t, diff)[0]
+	fp, _ := MatchFile([]byte("A2\nB\nQ\nC\nD\nE\nF\nG\n"), fd, PlanOptions{})
+	if fp.Hunks[0].Status != Fuzzy || string(fp.New) != "A2\nB\nQ\nC\nX\nD\nE\nF\nG\n" {
+		t.Errorf("outer context: %+v %q", fp.Hunks[0], fp.New)
+	}
+	// A context line right next to the change differs: conflict.
+	fp, _ = MatchFile([]byte("A\nB\nC2\nD\nE\nF\nG\n"), fd, PlanOptions{})
+	if h := fp.Hunks[0]; h.Status != Conflict || !strings.Contains(h.Reason, "next to the change") {
+		t.Errorf("adjacent context: %+v", h)
+	}
+	// A line squeezed in where the change goes: conflict, not a guess.
+	fp, _ = MatchFile([]byte("A\nB\nC\nQ\nD\nE\nF\nG\n"), fd, PlanOptions{})
+	if h := fp.Hunks[0]; h.Status != Conflict || !strings.Contains(h.Reason, "contiguous") {
+		t.Errorf("squeezed: %+v", h)
+	}
+	// Too little in common: conflict with the best region.
+	fp, _ = MatchFile([]byte("A\nz1\nC\nD\nz2\nz3\nz4\n"), fd, PlanOptions{})
+	if h := fp.Hunks[0]; h.Status != Conflict || h.Nearest == nil {
+		t.Errorf("dissimilar: %+v", h)
+	}
+}
+
+func TestMatchLineEndings(t *testing.T) {
+	diff := "--- a/f\n+++ b/f\n@@ -1,3 +1,4 @@\n a\n-b\n+B\n+B2\n c\n"
+	tests := []struct{ name, old, want string }{
+		{"lf", "a\nb\nc\n", "a\nB\nB2\nc\n"},
+		{"crlf", "a\r\nb\r\nc\r\n", "a\r\nB\r\nB2\r\nc\r\n"},
+		{"no final newline", "a\nb\nc", "a\nB\nB2\nc"},
+		{"crlf no final newline", "a\r\nb\r\nc", "a\r\nB\r\nB2\r\nc"},
+		{"non-utf8", "a\nb\nc\n\xff\xfe\x00\n", "a\nB\nB2\nc\n\xff\xfe\x00\n"},
+	}
+	for _, tt := range tests {
+		fp, _ := MatchFile([]byte(tt.old), mustDiff(t, diff)[0], PlanOptions{})
+		if fp.Hunks[0].Status != Exact || string(fp.New) != tt.want {
+			t.Errorf("%s: %s %q, want %q", tt.name, fp.Hunks[0].Status, fp.New, tt.want)
+		}
+	}
+	// A CRLF diff applies to an LF file with LF endings, and vice versa.
+	crlfDiff := strings.ReplaceAll(diff, "\n", "\r\n")
+	fp, _ := MatchFile([]byte("a\nb\nc\n"), mustDiff(t, crlfDiff)[0], PlanOptions{})
+	if string(fp.New) != "a\nB\nB2\nc\n" {
+		t.Errorf("crlf diff on lf file: %q", fp.New)
+	}
+	// Appending after a last line without newline keeps it missing.
+	app := "--- a/f\n+++ b/f\n@@ -2,1 +2,2 @@\n c\n+d\n"
+	fp, _ = MatchFile([]byte("b\nc"), mustDiff(t, app)[0], PlanOptions{})
+	if string(fp.New) != "b\nc\nd" {
+		t.Errorf("append: %q", fp.New)
+	}
+	fp, _ = MatchFile([]byte("b\r\nc"), mustDiff(t, app)[0], PlanOptions{})
+	if string(fp.New) != "b\r\nc\r\nd" {
+		t.Errorf("append crlf: %q", fp.New)
+	}
+	// A diff that says the new side has no final newline removes it; one
+	// that says the old side had none adds it.
+	drop := "--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n b\n-c\n+c\n\\ No newline at end of file\n"
+	fp, _ = MatchFile([]byte("b\nc\n"), mustDiff(t, drop)[0], PlanOptions{})
+	if string(fp.New) != "b\nc" {
+		t.Errorf("drop newline: %q", fp.New)
+	}
+	add := "--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n b\n-c\n\\ No newline at end of file\n+c\n"
+	fp, _ = MatchFile([]byte("b\nc"), mustDiff(t, add)[0], PlanOptions{})
+	if string(fp.New) != "b\nc\n" {
+		t.Errorf("add newline: %q", fp.New)
+	}
+}
+
+func TestMatchCreateDelete(t *testing.T) {
+	create := mustDiff(t, "--- /dev/null\n+++ b/n.py\n@@ -0,0 +1,2 @@\n+x = 1\n+y = 2\n")[0]
+	fp, _ := MatchFile(nil, create, PlanOptions{})
+	if fp.Hunks[0].Status != Exact || string(fp.New) != "x = 1\ny = 2\n" || !fp.Create {
+		t.Errorf("create: %+v %q", fp.Hunks, fp.New)
+	}
+	fp, _ = MatchFile([]byte("x = 1\ny = 2\n"), create, PlanOptions{})
+	if fp.Hunks[0].Status != AlreadyApplied {
+		t.Errorf("create again: %+v", fp.Hunks)
+	}
+	fp, _ = MatchFile([]byte("other\n"), create, PlanOptions{})
+	if fp.Hunks[0].Status != Conflict || fp.New != nil {
+		t.Errorf("create over other: %+v", fp.Hunks)
+	}
+	del := mustDiff(t, "--- a/o.py\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-a\n-b\n")[0]
+	fp, _ = MatchFile([]byte("a\nb\n"), del, PlanOptions{})
+	if fp.Hunks[0].Status != Exact || !fp.Delete || fp.New != nil {
+		t.Errorf("delete: %+v", fp)
+	}
+	fp, _ = MatchFile(nil, del, PlanOptions{})
+	if fp.Hunks[0].Status != AlreadyApplied {
+		t.Errorf("delete missing: %+v", fp.Hunks)
+	}
+	fp, _ = MatchFile([]byte("a\nb\nc\n"), del, PlanOptions{})
+	if fp.Hunks[0].Status != Conflict {
+		t.Errorf("delete changed: %+v", fp.Hunks)
+	}
+}
+
+func TestMatchReverse(t *testing.T) {
+	fd := mustDiff(t, twoHunks)[0]
+	base := numbered(20)
+	fp, _ := MatchFile([]byte(base), fd, PlanOptions{})
+	// Reverse-applying restores the original, and a user's unrelated edit survives.
+	edited := strings.Replace(string(fp.New), "l10\n", "user edit\n", 1)
+	rp, _ := MatchFile([]byte(edited), fd.Reverse(), PlanOptions{})
+	if string(rp.New) != strings.Replace(base, "l10\n", "user edit\n", 1) {
+		t.Errorf("reverse: %q", rp.New)
+	}
+	// Reverse on the unpatched file: every hunk is already reverted.
+	rp, _ = MatchFile([]byte(base), fd.Reverse(), PlanOptions{})
+	for _, h := range rp.Hunks {
+		if h.Status != AlreadyApplied {
+			t.Errorf("reverse on original: %+v", h)
+		}
+	}
+}
+
+func TestMatchAmbiguousPrefersLongerSide(t *testing.T) {
+	// A hunk that duplicates a line: on a file that already has it twice,
+	// the longer (new) side is the better evidence.
+	diff := "--- a/f\n+++ b/f\n@@ -1,2 +1,3 @@\n x\n+x\n y\n"
+	fp, _ := MatchFile([]byte("x\nx\ny\n"), mustDiff(t, diff)[0], PlanOptions{})
+	if fp.Hunks[0].Status != AlreadyApplied {
+		t.Errorf("got %+v", fp.Hunks[0])
+	}
+}
+
+func TestUnifiedDiff(t *testing.T) {
+	tests := []struct{ name, old, new, want string }{
+		{"change", "a\nb\nc\nd\ne\nf\ng\nh\n", "a\nb\nc\nD\ne\nf\ng\nh\n",
+			"@@ -1,7 +1,7 @@\n a\n b\n c\n-d\n+D\n e\n f\n g\n"},
+		{"two hunks", numbered(20), strings.Replace(strings.Replace(numbered(20), "l2\n", "L2\n", 1), "l18\n", "", 1),
+			"@@ -1,5 +1,5 @@\n l1\n-l2\n+L2\n l3\n l4\n l5\n@@ -15,6 +15,5 @@\n l15\n l16\n l17\n-l18\n l19\n l20\n"},
+		{"no newline", "a\nb", "a\nc", "@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+c\n\\ No newline at end of file\n"},
+		{"crlf", "a\r\nb\r\n", "a\r\nc\r\n", "@@ -1,2 +1,2 @@\n a\r\n-b\r\n+c\r\n"},
+	}
+	for _, tt := range tests {
+		got := string(unifiedFileDiff("f", []byte(tt.old), []byte(tt.new), true, true))
+		want := "diff --git a/f b/f\n--- a/f\n+++ b/f\n" + tt.want
+		if got != want {
+			t.Errorf("%s:\n%s\nwant:\n%s", tt.name, got, want)
+		}
+		// The diff applies back to produce the new bytes.
+		fds, err := ParseDiff(tt.name, []byte(got))
+		if err != nil {
+			t.Errorf("%s: %v", tt.name, err)
+			continue
+		}
+		fp, _ := MatchFile([]byte(tt.old), fds[0], PlanOptions{})
+		if string(fp.New) != tt.new {
+			t.Errorf("%s: reapplied %q, want %q", tt.name, fp.New, tt.new)
+		}
+	}
+	got := string(unifiedFileDiff("n", nil, []byte("x\n"), false, true))
+	if got != "diff --git a/n b/n\nnew file mode 100644\n--- /dev/null\n+++ b/n\n@@ -0,0 +1 @@\n+x\n" {
+		t.Errorf("create:\n%s", got)
+	}
+	got = string(unifiedFileDiff("n", []byte("x\n"), nil, true, false))
+	if got != "diff --git a/n b/n\ndeleted file mode 100644\n--- a/n\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n" {
+		t.Errorf("delete:\n%s", got)
+	}
+}
+
+// FuzzMatchFile checks that a diff made by the Plan's own differ applies
+// back exactly, and that matching arbitrary bytes never panics.
+func FuzzMatchFile(f *testing.F) {
+	f.Add([]byte(numbered(20)), []byte(strings.Replace(numbered(20), "l7\n", "seven\n", 1)))
+	f.Add([]byte("a\nb\nc"), []byte("a\nB\nc\nd"))
+	f.Add([]byte(""), []byte("x\n"))
+	f.Add([]byte("x\nx\nx\n"), []byte("x\nx\nx\nx\n"))
+	f.Add([]byte("caf\xe9\n\xff\n"), []byte("caf\xe9\n"))
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		if bytes.IndexByte(a, '\r') >= 0 || bytes.IndexByte(b, '\r') >= 0 {
+			// Line endings follow the target file, not the diff: not an identity.
+			_, _ = MatchFile(a, &FileDiff{OldPath: "f", NewPath: "f", Hunks: nil}, PlanOptions{})
+			return
+		}
+		d := unifiedFileDiff("f", a, b, true, true)
+		fds, err := ParseDiff("gen", d)
+		if bytes.Equal(a, b) {
+			return
+		}
+		if err != nil {
+			t.Fatalf("generated diff does not parse: %v\n%s", err, d)
+		}
+		fp, err := MatchFile(a, fds[0], PlanOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range fp.Hunks {
+			if h.Status != Exact {
+				t.Fatalf("hunk %d: %s (%s)\n%s", h.Index, h.Status, h.Reason, d)
+			}
+		}
+		if !bytes.Equal(fp.New, b) {
+			t.Fatalf("applied %q, want %q\n%s", fp.New, b, d)
+		}
+		// The same diff on its own result is already applied, or at least
+		// never crashes when it is not (repetitive text can hide it).
+		_, _ = MatchFile(fp.New, fds[0], PlanOptions{})
+		_, _ = MatchFile(b, fds[0].Reverse(), PlanOptions{})
+	})
+}
