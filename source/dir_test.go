@@ -245,7 +245,7 @@ func TestVersionFromGitTag(t *testing.T) {
 	}
 }
 
-func TestVersionLiteral(t *testing.T) {
+func TestDirVersionLiteral(t *testing.T) {
 	for _, tt := range []struct {
 		in   string
 		want string
