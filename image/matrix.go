@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 
 	"github.com/google/renameio/v2"
 
@@ -146,6 +147,9 @@ func WriteRefs(path string, outs []CellOutcome) (map[string]string, error) {
 	}
 	data, err := json.MarshalIndent(refs, "", "  ")
 	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, err
 	}
 	if err := renameio.WriteFile(path, append(data, '\n'), 0o644); err != nil {
