@@ -216,3 +216,5 @@ func MergeEnv(base []string, env map[string]string) []string {
 	}
 	return out
 }
+
+func envSet(k string) bool { return os.Getenv(k) != "" }

@@ -325,4 +325,4 @@ func (t *Tree) Version(ctx context.Context) (*version.Version, string, error) {
 }
 
 // parseVersion reads a PEP 440 version.
-var parseVersion = func(s string) (*version.Version, error) { return version.NewVersion(s) }
+var parseVersion = source.ParseVersion

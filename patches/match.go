@@ -353,9 +353,9 @@ func matchFuzzy(t *text, h *Hunk, oldK []string, pos0, exp, minPos, offset int) 
 	}
 	near := regionOf(t, first, last+1)
 	score := 2 * float64(matched) / float64(n+last+1-first)
-	// Every removed line must be there, and each change block must sit, with
-	// the context lines right next to it, contiguously in the file: only
-	// context further away may differ.
+	// Every removed line must be there, removed lines contiguous as in the
+	// hunk, and a pure insertion must sit between the context lines that
+	// surround it in the hunk, with nothing between them.
 	oldIdx := make([]int, len(h.Ops)) // op index -> old-side index, -1 for '+'
 	oi := 0
 	for i, op := range h.Ops {
@@ -374,12 +374,16 @@ func matchFuzzy(t *text, h *Hunk, oldK []string, pos0, exp, minPos, offset int) 
 		for j < len(h.Ops) && h.Ops[j] != ' ' {
 			j++
 		}
-		lo, hi := i, j // ops [lo, hi) plus neighbours
-		if lo > 0 {
-			lo--
-		}
-		if hi < len(h.Ops) {
-			hi++
+		// A block that removes lines is anchored by them; a pure insertion
+		// only by the context lines on both sides of it.
+		lo, hi := i, j
+		if !bytes.ContainsRune(h.Ops[i:j], '-') {
+			if lo > 0 {
+				lo--
+			}
+			if hi < len(h.Ops) {
+				hi++
+			}
 		}
 		prev := -1
 		for k := lo; k < hi; k++ {

@@ -1,6 +1,7 @@
 package patches
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 )
@@ -203,5 +204,57 @@ func TestUnifiedDiff(t *testing.T) {
 	got = string(unifiedFileDiff("n", []byte("x\n"), nil, true, false))
 	if got != "diff --git a/n b/n\ndeleted file mode 100644\n--- a/n\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n" {
 		t.Errorf("delete:\n%s", got)
+	}
+}
+
+// FuzzMatchFile checks that a diff made by the Plan's own differ applies
+// back exactly, and that matching arbitrary bytes never panics.
+func FuzzMatchFile(f *testing.F) {
+	f.Add([]byte(numbered(20)), []byte(strings.Replace(numbered(20), "l7\n", "seven\n", 1)))
+	f.Add([]byte("a\nb\nc"), []byte("a\nB\nc\nd"))
+	f.Add([]byte(""), []byte("x\n"))
+	f.Add([]byte("x\nx\nx\n"), []byte("x\nx\nx\nx\n"))
+	f.Add([]byte("caf\xe9\n\xff\n"), []byte("caf\xe9\n"))
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		if bytes.IndexByte(a, '\r') >= 0 || bytes.IndexByte(b, '\r') >= 0 {
+			// Line endings follow the target file, not the diff: not an identity.
+			_, _ = MatchFile(a, &FileDiff{OldPath: "f", NewPath: "f", Hunks: nil}, PlanOptions{})
+			return
+		}
+		d := unifiedFileDiff("f", a, b, true, true)
+		fds, err := ParseDiff("gen", d)
+		if bytes.Equal(a, b) {
+			return
+		}
+		if err != nil {
+			t.Fatalf("generated diff does not parse: %v\n%s", err, d)
+		}
+		fp, err := MatchFile(a, fds[0], PlanOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range fp.Hunks {
+			if h.Status != Exact {
+				t.Fatalf("hunk %d: %s (%s)\n%s", h.Index, h.Status, h.Reason, d)
+			}
+		}
+		if !bytes.Equal(fp.New, b) {
+			t.Fatalf("applied %q, want %q\n%s", fp.New, b, d)
+		}
+		// The same diff on its own result is already applied, or at least
+		// never crashes when it is not (repetitive text can hide it).
+		_, _ = MatchFile(fp.New, fds[0], PlanOptions{})
+		_, _ = MatchFile(b, fds[0].Reverse(), PlanOptions{})
+	})
+}
+
+func TestMatchFuzzyBytes(t *testing.T) {
+	// Fuzzy on a CRLF file with Latin-1 bytes: the added line gets CRLF,
+	// the drifted context line keeps its bytes.
+	diff := "--- a/f\n+++ b/f\n@@ -1,7 +1,7 @@\n caf\xe9\n b\n c\n-d\n+D \xff\n e\n f\n g\n"
+	old := "caf\xe9 au lait\r\nb\r\nc\r\nd\r\ne\r\nf\r\ng\r\n"
+	fp, _ := MatchFile([]byte(old), mustDiff(t, diff)[0], PlanOptions{})
+	if fp.Hunks[0].Status != Fuzzy || string(fp.New) != "caf\xe9 au lait\r\nb\r\nc\r\nD \xff\r\ne\r\nf\r\ng\r\n" {
+		t.Errorf("%+v %q", fp.Hunks[0], fp.New)
 	}
 }

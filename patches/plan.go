@@ -43,23 +43,35 @@ func (s HunkStatus) String() string {
 // MarshalText writes the status as its name in JSON.
 func (s HunkStatus) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
+// UnmarshalText reads a status name.
+func (s *HunkStatus) UnmarshalText(b []byte) error {
+	for st := Exact; st <= Conflict; st++ {
+		if st.String() == string(b) {
+			*s = st
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown hunk status %q", b)
+}
+
 // Region is a span of lines in a file, 1-based and inclusive.
 type Region struct {
-	Start, End int
-	Text       string
+	Start int    `json:"start"`
+	End   int    `json:"end"`
+	Text  string `json:"text"`
 }
 
 // HunkResult is the resolution of one hunk.
 type HunkResult struct {
-	Path   string // the file's target path (after anchor resolution)
-	Index  int    // index of the hunk in its FileDiff
-	Status HunkStatus
-	Line   int     // 1-based line in the old file where the hunk lands (or was found)
-	Offset int     // Line minus the line the hunk states
-	Score  float64 // similarity for Fuzzy, 0..1
-	Reason string  // for Conflict: why; for Fuzzy and AlreadyApplied: detail
+	Path   string     `json:"path"`             // the file's target path (after anchor resolution)
+	Index  int        `json:"index"`            // index of the hunk in its FileDiff
+	Status HunkStatus `json:"status"`           // exact, offset, fuzzy, already-applied, conflict
+	Line   int        `json:"line"`             // 1-based line in the old file where the hunk lands (or was found)
+	Offset int        `json:"offset"`           // Line minus the line the hunk states
+	Score  float64    `json:"score,omitempty"`  // similarity for Fuzzy, 0..1
+	Reason string     `json:"reason,omitempty"` // for Conflict: why; for Fuzzy and AlreadyApplied: detail
 	// Nearest is the closest candidate region for a conflict.
-	Nearest *Region
+	Nearest *Region `json:"nearest,omitempty"`
 }
 
 // FilePlan is what a Plan does to one file.
@@ -341,12 +353,12 @@ func planVariant(ctx context.Context, t source.Tree, c *Variant) ([]*FilePlan, e
 		}
 		note := ""
 		if !st.exists && !fd.IsCreate() && !fd.IsDelete() && len(c.Search) > 0 && len(fd.Hunks) > 0 {
-			found, data, why, err := findByAnchor(ctx, t, fd, c.Search)
+			found, data, why, err := findByAnchor(ctx, t, fd, c.Search, "")
 			if err != nil {
 				return nil, err
 			}
 			if found != "" {
-				target, st, note = found, state{data: data, exists: true}, why
+				target, st, note = found, state{data: data, exists: true}, fd.Path()+" not found; "+why
 				if s, ok := cur[found]; ok {
 					st = s
 				}
@@ -357,6 +369,25 @@ func planVariant(ctx context.Context, t source.Tree, c *Variant) ([]*FilePlan, e
 		fp := matchFile(st.data, st.exists, fd)
 		fp.Path = target
 		fp.Note = note
+		if st.exists && note == "" && !fd.IsCreate() && !fd.IsDelete() && len(c.Search) > 0 && len(fd.Hunks) > 0 && hasConflict(fp) {
+			// The file is there but the code moved on: look for it by anchor
+			// and take the other file only when the whole diff resolves there.
+			found, data, why, err := findByAnchor(ctx, t, fd, c.Search, target)
+			if err != nil {
+				return nil, err
+			}
+			if found != "" {
+				if s, ok := cur[found]; ok {
+					data = s.data
+				}
+				alt := matchFile(data, true, fd)
+				if !hasConflict(alt) {
+					alt.Path = found
+					alt.Note = fmt.Sprintf("%s does not match (%s); %s", target, firstConflict([]*FilePlan{fp}), why)
+					fp, target = alt, found
+				}
+			}
+		}
 		if !st.exists && note != "" && !fd.IsCreate() && !fd.IsDelete() {
 			for i := range fp.Hunks {
 				fp.Hunks[i].Reason = "file not found; " + note
@@ -373,13 +404,28 @@ func planVariant(ctx context.Context, t source.Tree, c *Variant) ([]*FilePlan, e
 	return out, nil
 }
 
+// cleanDir turns "a/b/", "./a//b" into "a/b", and "." or "/" into "".
+func cleanDir(dir string) string {
+	c := strings.TrimPrefix(path.Clean("/"+dir), "/")
+	return c
+}
+
+func hasConflict(fp *FilePlan) bool {
+	for _, h := range fp.Hunks {
+		if h.Status == Conflict {
+			return true
+		}
+	}
+	return false
+}
+
 // maxAnchorFiles bounds how many files an anchor search reads.
 const maxAnchorFiles = 5000
 
 // findByAnchor looks in the search directories for the file in which the
 // diff's first hunk resolves best. It returns the path and bytes of the
 // unique best file and a note, or "" and why nothing was found.
-func findByAnchor(ctx context.Context, t source.Tree, fd *FileDiff, dirs []string) (string, []byte, string, error) {
+func findByAnchor(ctx context.Context, t source.Tree, fd *FileDiff, dirs []string, exclude string) (string, []byte, string, error) {
 	ext := path.Ext(fd.Path())
 	type cand struct {
 		path   string
@@ -391,6 +437,7 @@ func findByAnchor(ctx context.Context, t source.Tree, fd *FileDiff, dirs []strin
 	seen := map[string]bool{}
 	read := 0
 	for _, dir := range dirs {
+		dir = cleanDir(dir)
 		files, err := t.ListFiles(dir)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
@@ -399,7 +446,7 @@ func findByAnchor(ctx context.Context, t source.Tree, fd *FileDiff, dirs []strin
 			return "", nil, "", fmt.Errorf("listing %s: %w", dir, err)
 		}
 		for _, f := range files {
-			if seen[f] || path.Ext(f) != ext {
+			if seen[f] || f == exclude || path.Ext(f) != ext {
 				continue
 			}
 			seen[f] = true
@@ -442,7 +489,7 @@ func findByAnchor(ctx context.Context, t source.Tree, fd *FileDiff, dirs []strin
 		return "", nil, fmt.Sprintf("anchor is ambiguous: the first hunk matches %s", strings.Join(names, ", ")), nil
 	}
 	c := cands[0]
-	return c.path, c.data, fmt.Sprintf("%s not found; found by anchor (hunk 1 %s) in %s", fd.Path(), c.status, c.path), nil
+	return c.path, c.data, fmt.Sprintf("found by anchor (hunk 1 %s) in %s", c.status, c.path), nil
 }
 
 // Outcome classifies the plan.

@@ -36,7 +36,7 @@ func upstreamRepo(t *testing.T) (*gitbuild.Builder, map[string]plumbing.Hash) {
 		hs[name] = h
 	}
 	step("first", "initial import", map[string][]byte{
-		"python/sglang/version.py":                  []byte("__version__ = \"0.5.6.post2\"\n"),
+		"python/sglang/version.py":                 []byte("__version__ = \"0.5.6.post2\"\n"),
 		"python/sglang/srt/layers/communicator.py": []byte("import torch\n\n_is_sm90_supported = True\n"),
 		"README.md": []byte("# sglang\n"),
 	})

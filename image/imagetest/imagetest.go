@@ -16,11 +16,15 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
+	"strings"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/smpatch/smpatch/internal/synth"
 )
 
 // SitePackages is where the synthetic sglang is installed.
@@ -73,6 +77,48 @@ func SGLangFiles(version string) map[string]string {
 	}
 }
 
+var versionRe = regexp.MustCompile(`__version__\s*=\s*["']([^"']+)["']`)
+
+// ShapeFiles is an internal/synth shape of sglang as installed in
+// site-packages: python/sglang/... becomes sglang/..., with a dist-info of
+// the shape's version and stale bytecode beside every module.
+func ShapeFiles(shape string) (map[string]string, error) {
+	tree := synth.SGLangTree(shape, false)
+	if tree == nil {
+		return nil, fmt.Errorf("unknown shape %q (shapes: %s)", shape, strings.Join(synth.Shapes(), ", "))
+	}
+	files := map[string]string{}
+	ver := "0.0.0"
+	for rel, b := range tree {
+		pkg, ok := strings.CutPrefix(rel, "python/")
+		if !ok || !strings.HasPrefix(pkg, "sglang/") {
+			continue
+		}
+		files[pkg] = string(b)
+		if pkg == "sglang/version.py" {
+			if m := versionRe.FindSubmatch(b); m != nil {
+				ver = string(m[1])
+			}
+		}
+		if dir, base, ok := cutLast(pkg); ok && strings.HasSuffix(base, ".py") {
+			files[dir+"/__pycache__/"+strings.TrimSuffix(base, ".py")+".cpython-312.pyc"] = "\x00stale bytecode"
+		}
+	}
+	if _, ok := files["sglang/__init__.py"]; !ok {
+		files["sglang/__init__.py"] = ""
+	}
+	files["sglang-"+ver+".dist-info/METADATA"] = "Metadata-Version: 2.1\nName: sglang\nVersion: " + ver + "\n\n"
+	return files, nil
+}
+
+func cutLast(p string) (string, string, bool) {
+	i := strings.LastIndexByte(p, '/')
+	if i < 0 {
+		return "", p, false
+	}
+	return p[:i], p[i+1:], true
+}
+
 // Options shape a synthetic base.
 type Options struct {
 	// RandomLayers random layers of RandomBytes bytes each come first
@@ -86,6 +132,9 @@ type Options struct {
 	NoProject bool
 	// Files replaces the synthetic sglang files (relative to SitePackages).
 	Files map[string]string
+	// Shape installs one of internal/synth's upstream shapes of sglang
+	// ("c5-s5", ...) instead, with a dist-info of its version.
+	Shape string
 	// Docker writes Docker schema 2 media types instead of OCI ones.
 	Docker bool
 }
@@ -133,6 +182,12 @@ func Write(dir string, o Options) (v1.Hash, error) {
 		}
 	}
 	files := o.Files
+	if o.Shape != "" && !o.NoProject {
+		var err error
+		if files, err = ShapeFiles(o.Shape); err != nil {
+			return v1.Hash{}, err
+		}
+	}
 	if files == nil && !o.NoProject {
 		v := o.Version
 		if v == "" {

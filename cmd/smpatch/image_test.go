@@ -1,0 +1,122 @@
+package main
+
+import (
+	"errors"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/smpatch/smpatch/image/imagetest"
+)
+
+// TestImageScripts runs the image stories in testdata/image. Their setup
+// writes synthetic base images (OCI layouts and a docker-save tarball) into
+// $WORK/bases and starts registries on httptest: $REGISTRY (open),
+// $AUTHREG (demands credentials nobody has) and $CLOSED (a closed port).
+func TestImageScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:                 "testdata/image",
+		RequireExplicitExec: true,
+		Setup:               imageScriptSetup,
+		Cmds:                map[string]func(ts *testscript.TestScript, neg bool, args []string){"exitcode": cmdExitCode},
+	})
+}
+
+func imageScriptSetup(e *testscript.Env) error {
+	e.Setenv("SMPATCH_CATALOG", "")
+	e.Setenv("SMPATCH_REPO", "")
+	e.Setenv("XDG_CACHE_HOME", e.WorkDir+"/.cache")
+	e.Setenv("DOCKER_CONFIG", e.WorkDir+"/.docker")
+	e.Setenv("SOURCE_DATE_EPOCH", "")
+	bases := filepath.Join(e.WorkDir, "bases")
+	for dir, o := range map[string]imagetest.Options{
+		"c5":      {Shape: "c5-s5"},
+		"c2":      {Shape: "c2"},
+		"applied": {Shape: "c5-s5-applied"},
+		"empty":   {NoProject: true},
+	} {
+		o.RandomLayers, o.RandomBytes = 2, 16<<10
+		if _, err := imagetest.Write(filepath.Join(bases, dir), o); err != nil {
+			return err
+		}
+	}
+	p, err := layout.FromPath(filepath.Join(bases, "c5"))
+	if err != nil {
+		return err
+	}
+	ii, err := p.ImageIndex()
+	if err != nil {
+		return err
+	}
+	im, err := ii.IndexManifest()
+	if err != nil {
+		return err
+	}
+	img, err := ii.Image(im.Manifests[0].Digest)
+	if err != nil {
+		return err
+	}
+	tag, _ := name.NewTag("lmsysorg/sglang:v0.5.17")
+	if err := tarball.WriteToFile(filepath.Join(bases, "c5.tar"), tag, img); err != nil {
+		return err
+	}
+
+	quiet := registry.Logger(log.New(io.Discard, "", 0))
+	open := httptest.NewServer(registry.New(quiet))
+	e.Defer(open.Close)
+	e.Setenv("REGISTRY", strings.TrimPrefix(open.URL, "http://"))
+	reg := registry.New(quiet)
+	auth := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, _, ok := r.BasicAuth(); !ok {
+			w.Header().Set("WWW-Authenticate", `Basic realm="smpatch-test"`)
+			http.Error(w, `{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`, http.StatusUnauthorized)
+			return
+		}
+		reg.ServeHTTP(w, r)
+	}))
+	e.Defer(auth.Close)
+	e.Setenv("AUTHREG", strings.TrimPrefix(auth.URL, "http://"))
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	e.Setenv("CLOSED", l.Addr().String())
+	return l.Close()
+}
+
+// cmdExitCode runs a program like exec and checks its exit code:
+// exitcode N PROG ARGS...
+func cmdExitCode(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: exitcode N PROG [ARGS...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("exitcode: %v", err)
+	}
+	err = ts.Exec(args[1], args[2:]...)
+	got := 0
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		got = ee.ExitCode()
+	case err != nil:
+		ts.Fatalf("exitcode: %v", err)
+	}
+	if got != want {
+		ts.Fatalf("exit code %d, want %d", got, want)
+	}
+}

@@ -1,0 +1,291 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/hashicorp/go-version"
+)
+
+// RevisionTree is one commit of an upstream repository, read straight from
+// the object store: no work tree, no git binary.
+type RevisionTree struct {
+	repo    *git.Repository
+	commit  *object.Commit
+	tree    *object.Tree
+	project Project
+	url     string
+}
+
+var _ Tree = (*RevisionTree)(nil)
+
+// NewRevisionTree returns the tree of commit in repo. url names the
+// repository for people (Root is "URL@SHA").
+func NewRevisionTree(repo *git.Repository, commit plumbing.Hash, p Project, url string) (Tree, error) {
+	return OpenRevision(repo, commit, p, url)
+}
+
+// OpenRevision is NewRevisionTree returning the concrete type.
+func OpenRevision(repo *git.Repository, commit plumbing.Hash, p Project, url string) (*RevisionTree, error) {
+	c, err := repo.CommitObject(commit)
+	if err != nil {
+		return nil, fmt.Errorf("commit %s: %w", commit, err)
+	}
+	t, err := c.Tree()
+	if err != nil {
+		return nil, fmt.Errorf("commit %s: tree: %w", commit, err)
+	}
+	return &RevisionTree{repo: repo, commit: c, tree: t, project: p, url: url}, nil
+}
+
+func (t *RevisionTree) Root() string {
+	if t.url == "" {
+		return t.commit.Hash.String()
+	}
+	return t.url + "@" + t.commit.Hash.String()
+}
+
+func (t *RevisionTree) Kind() Kind       { return KindRevision }
+func (t *RevisionTree) Project() Project { return t.project }
+
+// Commit is the commit the tree is read from.
+func (t *RevisionTree) Commit() *object.Commit { return t.commit }
+
+// ReadFile reads a repository-relative path from the commit.
+func (t *RevisionTree) ReadFile(rel string) ([]byte, error) {
+	return readBlob(t.repo, t.tree, rel)
+}
+
+// readBlob reads rel from tree through the repository's object store.
+func readBlob(repo *git.Repository, tree *object.Tree, rel string) ([]byte, error) {
+	clean := path.Clean(rel)
+	if rel == "" || clean != rel || strings.HasPrefix(clean, "../") || clean == ".." || path.IsAbs(clean) {
+		return nil, &fs.PathError{Op: "read", Path: rel, Err: fs.ErrInvalid}
+	}
+	e, err := tree.FindEntry(rel)
+	if err != nil {
+		if errors.Is(err, object.ErrEntryNotFound) || errors.Is(err, object.ErrDirectoryNotFound) {
+			return nil, &fs.PathError{Op: "read", Path: rel, Err: fs.ErrNotExist}
+		}
+		return nil, fmt.Errorf("%s: %w", rel, err)
+	}
+	if !e.Mode.IsFile() {
+		return nil, &fs.PathError{Op: "read", Path: rel, Err: fs.ErrNotExist}
+	}
+	return readBlobHash(repo, e.Hash, rel)
+}
+
+func readBlobHash(repo *git.Repository, h plumbing.Hash, rel string) ([]byte, error) {
+	b, err := repo.BlobObject(h)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", rel, err)
+	}
+	r, err := b.Reader()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", rel, err)
+	}
+	defer r.Close()
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", rel, err)
+	}
+	return data, nil
+}
+
+// ListFiles lists regular files under dir, sorted.
+func (t *RevisionTree) ListFiles(dir string) ([]string, error) {
+	dir = strings.Trim(dir, "/")
+	tree := t.tree
+	if dir != "" && dir != "." {
+		sub, err := t.tree.Tree(dir)
+		if err != nil {
+			if errors.Is(err, object.ErrDirectoryNotFound) || errors.Is(err, object.ErrEntryNotFound) {
+				return nil, &fs.PathError{Op: "list", Path: dir, Err: fs.ErrNotExist}
+			}
+			return nil, fmt.Errorf("%s: %w", dir, err)
+		}
+		tree = sub
+	} else {
+		dir = ""
+	}
+	var out []string
+	w := object.NewTreeWalker(tree, true, nil)
+	defer w.Close()
+	for {
+		name, e, err := w.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", dir, err)
+		}
+		if e.Mode != filemode.Regular && e.Mode != filemode.Executable && e.Mode != filemode.Deprecated {
+			continue
+		}
+		if dir != "" {
+			name = dir + "/" + name
+		}
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// VersionFiles are the files a project's version literal is read from, in order.
+func VersionFiles(p Project) []string {
+	switch p {
+	case SGLang:
+		return []string{"python/sglang/version.py"}
+	case FlashInfer:
+		return []string{"version.txt", "flashinfer/version.txt", "flashinfer/version.py"}
+	}
+	return nil
+}
+
+var pyVersionLiteral = regexp.MustCompile(`(?m)^__version__\s*(?::\s*str\s*)?=\s*["']([^"']+)["']`)
+
+// RevisionVersionLiteral reads a version from the contents of one of VersionFiles:
+// a bare version (version.txt) or a __version__ = "..." literal. It returns
+// the line it was found on; placeholders such as "0.0.0+unknown" are skipped.
+func RevisionVersionLiteral(name string, data []byte) (string, int, bool) {
+	if strings.HasSuffix(name, ".txt") {
+		s := strings.TrimSpace(string(data))
+		if s == "" || strings.ContainsAny(s, " \t\n") {
+			return "", 0, false
+		}
+		return s, 1, true
+	}
+	for _, m := range pyVersionLiteral.FindAllSubmatchIndex(data, -1) {
+		s := string(data[m[2]:m[3]])
+		if strings.HasPrefix(s, "0.0.0") {
+			continue // a fallback for builds without metadata
+		}
+		line := 1 + strings.Count(string(data[:m[0]]), "\n")
+		return s, line, true
+	}
+	return "", 0, false
+}
+
+// Version reads the version literal of the revision, else the nearest tag
+// reachable from the commit that parses as a PEP 440 version.
+func (t *RevisionTree) Version(ctx context.Context) (*version.Version, string, error) {
+	for _, f := range VersionFiles(t.project) {
+		data, err := t.ReadFile(f)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			return nil, "", err
+		}
+		s, line, ok := RevisionVersionLiteral(f, data)
+		if !ok {
+			continue
+		}
+		v, err := ParseVersion(s)
+		if err != nil {
+			continue
+		}
+		return v, fmt.Sprintf("%s:%d", f, line), nil
+	}
+	tag, v, err := NearestVersionTag(ctx, t.repo, t.commit.Hash)
+	if err != nil {
+		return nil, "", err
+	}
+	if v == nil {
+		return nil, "no version literal and no version tag reachable from " + t.commit.Hash.String()[:12], nil
+	}
+	return v, "tag " + tag, nil
+}
+
+// tagIndexes caches, per repository, commit → version tags.
+var tagIndexes sync.Map // *git.Repository → *tagIndex
+
+type tagIndex struct {
+	once sync.Once
+	tags map[plumbing.Hash][]string
+	err  error
+}
+
+func versionTags(repo *git.Repository) (map[plumbing.Hash][]string, error) {
+	v, _ := tagIndexes.LoadOrStore(repo, &tagIndex{})
+	ti := v.(*tagIndex)
+	ti.once.Do(func() {
+		ti.tags = map[plumbing.Hash][]string{}
+		refs, err := repo.Tags()
+		if err != nil {
+			ti.err = err
+			return
+		}
+		ti.err = refs.ForEach(func(r *plumbing.Reference) error {
+			name := r.Name().Short()
+			if _, err := ParseVersion(name); err != nil {
+				return nil
+			}
+			if h, ok := peel(repo, r.Hash()); ok {
+				ti.tags[h] = append(ti.tags[h], name)
+			}
+			return nil
+		})
+	})
+	return ti.tags, ti.err
+}
+
+// NearestVersionTag finds the version tag reachable from commit with the fewest
+// steps back in history (on a tie, the highest version). It returns ("", nil,
+// nil) when no version tag is reachable.
+func NearestVersionTag(ctx context.Context, repo *git.Repository, commit plumbing.Hash) (string, *version.Version, error) {
+	tags, err := versionTags(repo)
+	if err != nil {
+		return "", nil, fmt.Errorf("tags: %w", err)
+	}
+	if len(tags) == 0 {
+		return "", nil, nil
+	}
+	seen := map[plumbing.Hash]bool{commit: true}
+	level := []plumbing.Hash{commit}
+	for len(level) > 0 {
+		if err := ctx.Err(); err != nil {
+			return "", nil, err
+		}
+		var best string
+		var bestV *version.Version
+		for _, h := range level {
+			for _, name := range tags[h] {
+				v, _ := ParseVersion(name)
+				if bestV == nil || ComparePEP440(v, bestV) > 0 {
+					best, bestV = name, v
+				}
+			}
+		}
+		if bestV != nil {
+			return best, bestV, nil
+		}
+		var next []plumbing.Hash
+		for _, h := range level {
+			c, err := repo.CommitObject(h)
+			if err != nil {
+				return "", nil, fmt.Errorf("commit %s: %w", h, err)
+			}
+			for _, p := range c.ParentHashes {
+				if !seen[p] {
+					seen[p] = true
+					next = append(next, p)
+				}
+			}
+		}
+		level = next
+	}
+	return "", nil, nil
+}

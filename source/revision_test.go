@@ -1,0 +1,132 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/smpatch/smpatch/internal/gitbuild"
+)
+
+func TestRevisionTree(t *testing.T) {
+	ctx := context.Background()
+	b, hs := upstreamRepo(t)
+	tr, err := NewRevisionTree(b.Repo, hs["second"], SGLang, b.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.Kind() != KindRevision || tr.Project() != SGLang || tr.Root() != b.URL()+"@"+hs["second"].String() {
+		t.Fatalf("kind %s project %s root %s", tr.Kind(), tr.Project(), tr.Root())
+	}
+	data, err := tr.ReadFile("python/sglang/srt/layers/communicator.py")
+	if err != nil || string(data) != "import torch\n\n_is_sm90_supported = True\n" {
+		t.Fatalf("ReadFile = %q, %v", data, err)
+	}
+	for _, bad := range []string{"nope.py", "python/sglang/nope/x.py", "python/sglang", "../x", "/README.md", "python//sglang/version.py"} {
+		if _, err := tr.ReadFile(bad); err == nil {
+			t.Errorf("ReadFile(%q) succeeded", bad)
+		}
+	}
+	if _, err := tr.ReadFile("missing.py"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing file: %v, want fs.ErrNotExist", err)
+	}
+	all, err := tr.ListFiles("")
+	want := []string{"README.md", "python/sglang/srt/layers/communicator.py", "python/sglang/version.py"}
+	if err != nil || !reflect.DeepEqual(all, want) {
+		t.Fatalf("ListFiles = %v, %v", all, err)
+	}
+	sub, err := tr.ListFiles("python/sglang/srt")
+	if err != nil || !reflect.DeepEqual(sub, want[1:2]) {
+		t.Fatalf("ListFiles(srt) = %v, %v", sub, err)
+	}
+	if _, err := tr.ListFiles("docs"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("ListFiles(docs): %v", err)
+	}
+
+	for _, tc := range []struct{ commit, version, from string }{
+		{"first", "0.5.6.post2", "python/sglang/version.py:1"},
+		{"second", "0.5.6.post2", "python/sglang/version.py:1"},
+		{"third", "0.5.7rc1", "tag v0.5.7rc1"},
+		{"fourth", "0.5.7rc1", "tag v0.5.7rc1"},
+	} {
+		tr, err := NewRevisionTree(b.Repo, hs[tc.commit], SGLang, b.URL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, from, err := tr.Version(ctx)
+		if err != nil || v == nil {
+			t.Fatalf("%s: Version = %v %q %v", tc.commit, v, from, err)
+		}
+		want, _ := ParseVersion(tc.version)
+		if !v.Equal(want) || from != tc.from {
+			t.Errorf("%s: Version = %s from %q, want %s from %q", tc.commit, v, from, tc.version, tc.from)
+		}
+	}
+}
+
+func TestRevisionVersionFlashInferAndUnknown(t *testing.T) {
+	ctx := context.Background()
+	b, err := gitbuild.New(filepath.Join(t.TempDir(), "fi.git"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// flashinfer keeps its version in version.txt at the top; version.py
+	// carries only a fallback for builds without metadata.
+	noVersion, err := b.Commit("init", map[string][]byte{
+		"flashinfer/version.py": []byte("try:\n    from ._build_meta import __version__\nexcept ModuleNotFoundError:\n    __version__ = \"0.0.0+unknown\"\n"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	withTxt, err := b.Commit("release", map[string][]byte{"version.txt": []byte("0.6.18rc7\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, _ := NewRevisionTree(b.Repo, noVersion, FlashInfer, "")
+	v, from, err := tr.Version(ctx)
+	if err != nil || v != nil || from == "" {
+		t.Fatalf("no version: %v %q %v", v, from, err)
+	}
+	tr, _ = NewRevisionTree(b.Repo, withTxt, FlashInfer, "")
+	v, from, err = tr.Version(ctx)
+	if err != nil || v == nil || from != "version.txt:1" {
+		t.Fatalf("version.txt: %v %q %v", v, from, err)
+	}
+}
+
+func TestVersionLiteral(t *testing.T) {
+	for _, tc := range []struct {
+		name, data, want string
+		line             int
+	}{
+		{"version.txt", "0.6.0\n", "0.6.0", 1},
+		{"version.txt", "", "", 0},
+		{"version.txt", "not a version\n", "", 0},
+		{"version.py", "# c\n__version__ = \"0.5.6.post2\"\n", "0.5.6.post2", 2},
+		{"version.py", "__version__: str = '0.5.3rc2'\n", "0.5.3rc2", 1},
+		{"version.py", "__version__ = \"0.0.0+unknown\"\n", "", 0},
+		{"version.py", "version = \"1.0\"\n", "", 0},
+	} {
+		got, line, ok := RevisionVersionLiteral(tc.name, []byte(tc.data))
+		if got != tc.want || line != tc.line || ok != (tc.want != "") {
+			t.Errorf("RevisionVersionLiteral(%s, %q) = %q %d %v, want %q %d", tc.name, tc.data, got, line, ok, tc.want, tc.line)
+		}
+	}
+}
+
+func FuzzVersionLiteral(f *testing.F) {
+	for _, s := range []string{"0.6.0\n", "__version__ = \"0.5.6.post2\"\n", "__version__: str = '1'\n", "x\n__version__ = \"0.0.0+unknown\"\n__version__ = \"1.2\"\n"} {
+		f.Add("version.py", s)
+		f.Add("version.txt", s)
+	}
+	f.Fuzz(func(t *testing.T, name, data string) {
+		s, line, ok := RevisionVersionLiteral(name, []byte(data))
+		if ok != (s != "") || (ok && (line < 1 || line > 1+strings.Count(data, "\n"))) {
+			t.Fatalf("RevisionVersionLiteral(%q, %q) = %q %d %v", name, data, s, line, ok)
+		}
+	})
+}
