@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
