@@ -195,10 +195,16 @@ func printExplain(w io.Writer, x *matrix.Expansion) {
 	for _, g := range m.Zip {
 		zips = append(zips, "["+strings.Join(g, ", ")+"]")
 	}
+	if len(zips) == 0 {
+		zips = []string{"(no zip groups)"}
+	}
 	fmt.Fprintf(w, "  zip      %6d  %s\n", st.Zip, strings.Join(zips, " "))
 	var ex []string
 	for _, e := range x.Excluded {
 		ex = append(ex, fmt.Sprintf("-%d %s", e.Removed, e.Where))
+	}
+	if len(ex) == 0 {
+		ex = []string{"(no exclude entries)"}
 	}
 	fmt.Fprintf(w, "  exclude  %6d  %s\n", st.Exclude, strings.Join(ex, ", "))
 	fmt.Fprintf(w, "  include  %6d  (%d added, %d extended)\n", st.Include, st.Added, st.Extended)
