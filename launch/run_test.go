@@ -130,7 +130,7 @@ func TestRunModes(t *testing.T) {
 		{mode: "ignore-term", status: StatusOK, healthy: true, tps: 89.5},
 		// The crash prints its fatal line and exits: either may end the wait first.
 		{mode: "crash-arch", status: StatusFailed, label: "flashinfer-no-arch"},
-		{mode: "oom", status: StatusFailed, reason: "fatal line in the log", label: "cuda-oom"},
+		{mode: "oom", status: StatusFailed, reason: "fatal log line before the server was healthy", label: "cuda-oom"},
 		{mode: "hang", status: StatusFailed, reason: "not healthy after 1s", tail: "Loading safetensors checkpoint shards"},
 		{mode: "exit0", status: StatusFailed, reason: "server exited with status 0 before it was healthy", tail: "nothing to serve; exiting"},
 	}
@@ -292,7 +292,7 @@ func TestRunResultsAndResume(t *testing.T) {
 		"| base (baseline) | mode=ok | ok |",
 		"| 89.5 | +9.1% |",
 		"**flashinfer-no-arch** `",
-		": RuntimeError: No supported CUDA architectures found for major versions [9, 10].`",
+		"line 8: RuntimeError: No supported CUDA architectures found for major versions [9, 10].`",
 		"| tree | nccl_algo=Tree | pruned |",
 		"NCCL_ALGO=Tree breaks CUDA graph capture",
 	} {
