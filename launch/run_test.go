@@ -430,3 +430,57 @@ func TestCaptureMetrics(t *testing.T) {
 		t.Errorf("last match should win: %v %v", got, err)
 	}
 }
+
+// The docker runner against the fake docker CLI (testdata/fakeserver run
+// under the name "docker"): the container gets the cell's environment and the
+// GPU, IPC and shared-memory flags, the bench runs through docker exec, and
+// docker stop ends a container that ignores SIGTERM.
+func TestRunDocker(t *testing.T) {
+	bin := t.TempDir()
+	docker := filepath.Join(bin, "docker")
+	if err := os.Link(fakeServer, docker); err != nil {
+		data, rerr := os.ReadFile(fakeServer)
+		if rerr != nil {
+			t.Fatal(rerr)
+		}
+		if err := os.WriteFile(docker, data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	state := t.TempDir()
+	t.Setenv("FAKEDOCKER_STATE", state)
+	pids := t.TempDir()
+	o := testOptions(t)
+	o.Runner = Docker{CLI: docker, ShmSize: "1g", Prefix: "test"}
+	o.Baseline = "ok"
+	mk := func(id, mode string, extra ...string) *Cell {
+		c := fakeCell(t, id, mode, pids, extra...)
+		c.Image = "reg.example/sglang@sha256:0123"
+		c.Env = map[string]string{"NCCL_MAX_NCHANNELS": "2"}
+		return c
+	}
+	ok := mk("ok", "story", "--cuda-graph-max-bs", "128")
+	crash := mk("crash", "crash-arch")
+	stubborn := mk("stubborn", "ignore-term")
+	s, err := Run(context.Background(), []*Cell{ok, crash, stubborn}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertNoOrphans(t, pids)
+	if r := s.Results[0]; r.Status != StatusOK || r.Metrics["throughput"] != 93.6 || r.Runner != "docker" {
+		t.Errorf("ok: %s %q %v (the fewer-channels env should give 93.6)", r.Status, r.Reason, r.Metrics)
+	}
+	if r := s.Results[1]; r.Status != StatusFailed || r.Triage == nil || r.Triage.Label != "flashinfer-no-arch" {
+		t.Errorf("crash: %s %q %+v", r.Status, r.Reason, r.Triage)
+	}
+	if r := s.Results[2]; r.Status != StatusOK {
+		t.Errorf("stubborn: %s %q", r.Status, r.Reason)
+	}
+	run, err := os.ReadFile(filepath.Join(state, "test-ok.run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "run --rm --name test-ok --gpus all --ipc=host --network=host --shm-size 1g -e NCCL_MAX_NCHANNELS=2 reg.example/sglang@sha256:0123 " + fakeServer; !strings.HasPrefix(string(run), want) {
+		t.Errorf("docker %s\nwant prefix %s", run, want)
+	}
+}
