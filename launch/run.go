@@ -15,9 +15,9 @@ import (
 )
 
 // Run runs the cells and writes the results into o.Out. Cells run in order,
-// o.Concurrency at a time; cells that share a patch set run together, between
-// one Apply and one Revert of that set, so the tree is patched as each cell
-// expects and ends as it began. A cancelled ctx stops the cells running now,
+// o.Concurrency at a time; consecutive cells that share a patch set run
+// between one Apply and one Revert of that set, so the tree is patched as
+// each cell expects and ends as it began. A cancelled ctx stops the cells running now,
 // reverts, writes what finished and returns ctx's error; a cell that was
 // interrupted is not recorded, so --resume runs it again.
 //
@@ -179,20 +179,19 @@ func didYouMean(id string, cells []*Cell) string {
 	return " (did you mean " + strings.Join(close, ", ") + "?)"
 }
 
-// groupByPatches keeps the cells' order within a patch set and orders the
-// sets by their first cell.
+// groupByPatches splits the cells, in order, into runs of consecutive cells
+// with the same patch set: each run is applied once and reverted once, and
+// the cells still run in the matrix's order.
 func groupByPatches(cells []*Cell) [][]*Cell {
 	var groups [][]*Cell
-	at := map[string]int{}
-	for _, c := range cells {
+	prev := ""
+	for i, c := range cells {
 		k := strings.Join(c.Patches, "\x00")
-		i, ok := at[k]
-		if !ok {
-			i = len(groups)
-			at[k] = i
+		if i == 0 || k != prev {
 			groups = append(groups, nil)
 		}
-		groups[i] = append(groups[i], c)
+		groups[len(groups)-1] = append(groups[len(groups)-1], c)
+		prev = k
 	}
 	return groups
 }
@@ -311,15 +310,20 @@ func runCell(ctx context.Context, c *Cell, o Options) *Result {
 	} else {
 		interrupted := serveCell(ctx, c, o, srv, sink, r, start, failed)
 		if err := srv.Stop(o.StopGrace); err != nil {
-			sink.Note("stop: " + oneLineErr(err))
 			if r.Status == StatusOK {
 				failed("stop: " + oneLineErr(err))
+			} else {
+				sink.Note("stop: " + oneLineErr(err))
 			}
 		}
 		if interrupted {
 			sink.Note("interrupted")
 			o.Progress("%s: interrupted", c.ID)
 			return nil
+		}
+		// After Stop: the server's last output is in the log by now.
+		if r.Status == StatusFailed {
+			sink.Note(r.Reason)
 		}
 	}
 	r.Seconds = secondsSince(start)
@@ -369,7 +373,6 @@ func serveCell(ctx context.Context, c *Cell, o Options, srv Server, sink *logSin
 		return true
 	case err != nil:
 		failed(err.Error())
-		sink.Note(r.Reason)
 		return false
 	}
 	hs := secondsSince(start)
@@ -394,13 +397,11 @@ func serveCell(ctx context.Context, c *Cell, o Options, srv Server, sink *logSin
 		failed("bench: " + oneLineErr(err))
 	}
 	if r.Status == StatusFailed {
-		sink.Note(r.Reason)
 		return false
 	}
 	metrics, err := captureMetrics(o.Metrics, out.Bytes())
 	if err != nil {
 		failed(err.Error())
-		sink.Note(r.Reason)
 		return false
 	}
 	r.Metrics, r.Status = metrics, StatusOK
@@ -417,14 +418,13 @@ func runJob(ctx context.Context, c *Cell, o Options, srv Server, sink *logSink, 
 	case <-timer.C:
 		failed(fmt.Sprintf("did not finish within %s", o.StartupTimeout+o.BenchTimeout))
 	case <-sink.Fatal():
-		failed("fatal line in the log")
+		failed("fatal log line")
 	case <-srv.Exited():
 		if err := srv.ExitErr(); err != nil {
 			failed("exited: " + oneLineErr(err))
 		}
 	}
 	if r.Status == StatusFailed {
-		sink.Note(r.Reason)
 		return false
 	}
 	// Stop ends workers left behind and waits for the output still in flight.
@@ -440,7 +440,6 @@ func runJob(ctx context.Context, c *Cell, o Options, srv Server, sink *logSink, 
 	metrics, err := captureMetrics(o.Metrics, data)
 	if err != nil {
 		failed(err.Error())
-		sink.Note(r.Reason)
 		return false
 	}
 	r.Metrics, r.Status = metrics, StatusOK
@@ -462,26 +461,33 @@ func waitHealthy(ctx context.Context, url string, o Options, srv Server, sink *l
 	client := &http.Client{Timeout: max(o.HealthInterval, 2*time.Second)}
 	deadline := time.NewTimer(o.StartupTimeout)
 	defer deadline.Stop()
-	tick := time.NewTicker(o.HealthInterval)
-	defer tick.Stop()
+	// Probe often at first (a small server is up at once), then every
+	// HealthInterval.
+	interval := min(50*time.Millisecond, o.HealthInterval)
 	for {
 		if probe(ctx, client, url) {
 			return nil
 		}
+		wait := time.NewTimer(interval)
 		select {
 		case <-ctx.Done():
+			wait.Stop()
 			return ctx.Err()
 		case <-srv.Exited():
+			wait.Stop()
 			if err := srv.ExitErr(); err != nil {
 				return fmt.Errorf("server exited before it was healthy: %s", oneLineErr(err))
 			}
 			return errors.New("server exited with status 0 before it was healthy")
 		case <-sink.Fatal():
-			return errors.New("fatal line in the log before the server was healthy")
+			wait.Stop()
+			return errors.New("fatal log line before the server was healthy")
 		case <-deadline.C:
+			wait.Stop()
 			return fmt.Errorf("not healthy after %s (%s)", o.StartupTimeout, url)
-		case <-tick.C:
+		case <-wait.C:
 		}
+		interval = min(interval*2, o.HealthInterval)
 	}
 }
 

@@ -445,3 +445,36 @@ func checkPython(t *testing.T, changes map[string][]byte) {
 		t.Errorf("patched files are not valid Python: %v\n%s", err, out)
 	}
 }
+
+// The S5 hunk touches only the tail of the auto-enable pass, which reads the
+// same in both upstream forms of its condition: is_sm90_supported() calls
+// (as at sglang bc0c93b5e495) and get_platform() properties (later).
+func TestBuiltinS5ConditionForms(t *testing.T) {
+	p := builtinPatch(t)
+	const overrides = "python/sglang/srt/arg_groups/overrides.py"
+	files := readShape(t, "c5-s5")
+	s5b := string(files[overrides])
+	s5a := strings.NewReplacer(
+		"from sglang.srt.runtime_context import get_platform\n",
+		"from sglang.srt.utils.common import is_sm90_supported, is_sm100_supported\n",
+		"(get_platform().is_sm90 or get_platform().is_sm100)",
+		"(is_sm90_supported() or is_sm100_supported())",
+		"(view.nnodes == 1 or get_platform().is_sm100)",
+		"(view.nnodes == 1 or is_sm100_supported())",
+	).Replace(s5b)
+	if s5a == s5b || strings.Contains(s5a, "get_platform") {
+		t.Fatal("the S5 fixture no longer has the get_platform() form this test rewrites")
+	}
+	files[overrides] = []byte(s5a)
+	_, tree := checkout(t, files)
+	pl := plan(t, p, tree, patches.PlanOptions{Strict: true})
+	if pl.Outcome() != patches.OutcomeApplies || variantName(pl) != "c5-s5" {
+		t.Fatalf("S5 with is_sm90_supported(): %s with %q (%s)", pl.Outcome(), variantName(pl), pl.Reason)
+	}
+	changes := pl.Changes()
+	if !bytes.Contains(changes[overrides], []byte(`return {"flashinfer_allreduce_fusion_backend": "trtllm"}`)) {
+		t.Errorf("%s: no trtllm branch after patching", overrides)
+	}
+	checkDefinitions(t, changes)
+	checkPython(t, changes)
+}

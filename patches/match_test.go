@@ -247,3 +247,14 @@ func FuzzMatchFile(f *testing.F) {
 		_, _ = MatchFile(b, fds[0].Reverse(), PlanOptions{})
 	})
 }
+
+func TestMatchFuzzyBytes(t *testing.T) {
+	// Fuzzy on a CRLF file with Latin-1 bytes: the added line gets CRLF,
+	// the drifted context line keeps its bytes.
+	diff := "--- a/f\n+++ b/f\n@@ -1,7 +1,7 @@\n caf\xe9\n b\n c\n-d\n+D \xff\n e\n f\n g\n"
+	old := "caf\xe9 au lait\r\nb\r\nc\r\nd\r\ne\r\nf\r\ng\r\n"
+	fp, _ := MatchFile([]byte(old), mustDiff(t, diff)[0], PlanOptions{})
+	if fp.Hunks[0].Status != Fuzzy || string(fp.New) != "caf\xe9 au lait\r\nb\r\nc\r\nD \xff\r\ne\r\nf\r\ng\r\n" {
+		t.Errorf("%+v %q", fp.Hunks[0], fp.New)
+	}
+}

@@ -43,6 +43,17 @@ func (s HunkStatus) String() string {
 // MarshalText writes the status as its name in JSON.
 func (s HunkStatus) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
+// UnmarshalText reads a status name.
+func (s *HunkStatus) UnmarshalText(b []byte) error {
+	for st := Exact; st <= Conflict; st++ {
+		if st.String() == string(b) {
+			*s = st
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown hunk status %q", b)
+}
+
 // Region is a span of lines in a file, 1-based and inclusive.
 type Region struct {
 	Start int    `json:"start"`
@@ -393,6 +404,12 @@ func planVariant(ctx context.Context, t source.Tree, c *Variant) ([]*FilePlan, e
 	return out, nil
 }
 
+// cleanDir turns "a/b/", "./a//b" into "a/b", and "." or "/" into "".
+func cleanDir(dir string) string {
+	c := strings.TrimPrefix(path.Clean("/"+dir), "/")
+	return c
+}
+
 func hasConflict(fp *FilePlan) bool {
 	for _, h := range fp.Hunks {
 		if h.Status == Conflict {
@@ -420,6 +437,7 @@ func findByAnchor(ctx context.Context, t source.Tree, fd *FileDiff, dirs []strin
 	seen := map[string]bool{}
 	read := 0
 	for _, dir := range dirs {
+		dir = cleanDir(dir)
 		files, err := t.ListFiles(dir)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue

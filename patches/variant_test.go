@@ -108,7 +108,7 @@ func TestAnchorSearch(t *testing.T) {
 		"@@ -10,3 +10,3 @@\n def apply_flashinfer_allreduce_fusion(batch_size):\n-    return _is_sm100_supported\n+    return _is_sm100_supported or _is_sm120_supported\n \n"
 	moved := "import torch\n\n" + numbered(8) + "def apply_flashinfer_allreduce_fusion(batch_size):\n    return _is_sm100_supported\n\n"
 	v := variant(t, "c6", ">= 0.6.0", diff)
-	v.Search = []string{"python/sglang/srt/layers"}
+	v.Search = []string{"python/sglang/srt/layers/"}
 	p := &Patch{Name: "sm120-fusion", Variants: []*Variant{v}}
 	ctx := context.Background()
 
@@ -184,5 +184,13 @@ func TestPlanUnifiedDiffAndCreate(t *testing.T) {
 	pl, _ = NewPlan(context.Background(), p, applied, PlanOptions{})
 	if pl.Outcome() != OutcomeAlreadyApplied || len(pl.Changes()) != 0 || len(pl.UnifiedDiff()) != 0 {
 		t.Errorf("applied: %s %q", pl.Outcome(), pl.Changes())
+	}
+}
+
+func TestCleanDir(t *testing.T) {
+	for in, want := range map[string]string{"python/sglang/srt/layers/": "python/sglang/srt/layers", "a": "a", "": "", ".": "", "./a//b/": "a/b", "/": ""} {
+		if got := cleanDir(in); got != want {
+			t.Errorf("cleanDir(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

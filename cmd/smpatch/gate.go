@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"io"
+	"strings"
 
+	"github.com/smpatch/smpatch/internal/exit"
 	"github.com/smpatch/smpatch/patches"
+	"github.com/smpatch/smpatch/probe"
 )
 
 // archGateOptions are apply's --check-arch flags.
@@ -22,5 +25,78 @@ type archGateOptions struct {
 // record in the journal when --force overrode a failure, or an error with
 // exit.Refused when a requirement is not met.
 func checkArch(ctx context.Context, w io.Writer, opts archGateOptions, ps []*patches.Patch) (notes []string, err error) {
-	return nil, errors.New("--check-arch: the probe is not built into this binary yet")
+	if opts.SM != "" {
+		if _, err := parseSMFlag(opts.SM); err != nil {
+			return nil, exit.With(exit.Usage, err)
+		}
+	}
+	var r *probe.Report
+	from := "live probe"
+	if opts.ProbeFile != "" {
+		r, err = probe.ReadReport(opts.ProbeFile)
+		if err != nil {
+			return nil, fmt.Errorf("--probe-file: %w", err)
+		}
+		from = opts.ProbeFile
+	} else {
+		popts := probe.Options{Python: opts.Python, SitePackages: opts.SitePackages}
+		if opts.SM != "" {
+			m, _ := parseSMFlag(opts.SM)
+			popts.Majors = []int{m}
+		}
+		r, err = probe.Run(ctx, popts)
+		if err != nil {
+			return nil, fmt.Errorf("--check-arch: %w", err)
+		}
+	}
+	var failed []string
+	for _, p := range ps {
+		req := toProbeRequirements(p.Requires)
+		if p.Requires.Empty() {
+			fmt.Fprintf(w, "check-arch: %s: no requirements\n", p.Name)
+			continue
+		}
+		for _, f := range probe.CheckRequirements(r, req, opts.SM) {
+			word := "ok"
+			if !f.OK {
+				word = "FAIL"
+				failed = append(failed, fmt.Sprintf("%s: %s: %s", p.Name, f.Requirement, f.Evidence))
+			}
+			fmt.Fprintf(w, "check-arch: %s: %s %s: %s\n", p.Name, word, f.Requirement, f.Evidence)
+		}
+	}
+	if len(failed) == 0 {
+		return nil, nil
+	}
+	if opts.Force {
+		fmt.Fprintf(w, "check-arch: warning: --force: applying although %d requirement(s) are not met (%s)\n", len(failed), from)
+		for _, f := range failed {
+			notes = append(notes, "--force over failed --check-arch requirement: "+f)
+		}
+		return notes, nil
+	}
+	names := make([]string, 0, len(ps))
+	for _, p := range ps {
+		names = append(names, p.Name)
+	}
+	return nil, exit.With(exit.Refused, fmt.Errorf("--check-arch: %d requirement(s) of %s not met (%s); nothing written", len(failed), strings.Join(names, ", "), from))
+}
+
+func toProbeRequirements(r patches.Requirements) probe.Requirements {
+	return probe.Requirements{
+		GPUSMMajor:       r.GPUSMMajor,
+		FlashInferModule: r.FlashInferModule,
+		CUDAMin:          r.CUDAMin,
+		P2PAll:           r.P2PAll,
+		Packages:         r.Packages,
+	}
+}
+
+// parseSMFlag reads --sm MAJOR.MINOR.
+func parseSMFlag(s string) (int, error) {
+	var major, minor int
+	if n, err := fmt.Sscanf(s, "%d.%d", &major, &minor); n != 2 || err != nil || fmt.Sprintf("%d.%d", major, minor) != s || major < 0 || minor < 0 {
+		return 0, fmt.Errorf("--sm %q: want MAJOR.MINOR, like 12.0", s)
+	}
+	return major, nil
 }

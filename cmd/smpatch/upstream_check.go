@@ -1,0 +1,239 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/spf13/cobra"
+
+	"github.com/smpatch/smpatch/internal/exit"
+	"github.com/smpatch/smpatch/patches"
+	"github.com/smpatch/smpatch/source"
+	"github.com/smpatch/smpatch/upstream"
+)
+
+func init() {
+	registerCommand(newCheckCmd)
+}
+
+type checkOptions struct {
+	Upstreams []string
+	Repo      string
+	Range     string
+	Format    string
+	Strict    bool
+	JSON      bool
+}
+
+func newCheckCmd(g *globalOptions) *cobra.Command {
+	o := &checkOptions{}
+	c := &cobra.Command{
+		Use:   "check [--upstream PROJECT[=URL]@REF]... [--repo DIR] [--range A..B]",
+		Short: "Check that every patch still applies upstream (read-only, for CI)",
+		Long: `Plan every catalog patch of a project on an upstream revision read straight
+from the object store (no work tree) and report one status per patch:
+applies, fuzzy, already-upstream (time to retire the patch), conflict or
+no-variant. Exit 4 when a patch conflicts or has no variant (or is fuzzy,
+with --strict).
+
+With --range A..B, walk the commits from A to B (first parents) that change
+a patch's target files and report where its status changed.
+Without --upstream, the checkout --repo DIR ($SMPATCH_REPO, else the current
+directory) is checked, or with --range its git history.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error { return runCheck(c, g, o) },
+	}
+	f := c.Flags()
+	f.StringArrayVar(&o.Upstreams, "upstream", nil, "upstream revision PROJECT[=URL]@REF to check (repeatable), e.g. sglang@main")
+	f.StringVar(&o.Repo, "repo", "", "check this checkout (or, with --range, its history) instead of an upstream")
+	f.StringVar(&o.Range, "range", "", "walk the commits A..B (B defaults to the --upstream REF, or HEAD)")
+	f.StringVar(&o.Format, "format", "text", "report format: "+strings.Join(upstream.Formats, ", "))
+	f.BoolVar(&o.Strict, "strict", false, "count fuzzy matches as failures")
+	f.BoolVar(&o.JSON, "json", false, "same as --format json")
+	return c
+}
+
+func runCheck(c *cobra.Command, g *globalOptions, o *checkOptions) error {
+	if o.JSON {
+		o.Format = "json"
+	}
+	if !slices.Contains(upstream.Formats, o.Format) {
+		return exit.With(exit.Usage, fmt.Errorf("check: unknown --format %q (want %s)", o.Format, strings.Join(upstream.Formats, ", ")))
+	}
+	var targets []upstream.Target
+	for _, s := range o.Upstreams {
+		t, err := upstream.ParseTarget(s)
+		if err != nil {
+			return exit.With(exit.Usage, fmt.Errorf("check: --upstream %w", err))
+		}
+		targets = append(targets, t)
+	}
+	if len(targets) > 0 && o.Repo != "" {
+		return exit.With(exit.Usage, errors.New("check: give --upstream or --repo, not both"))
+	}
+	var rng [2]string
+	if o.Range != "" {
+		a, b, ok := strings.Cut(o.Range, "..")
+		if !ok || a == "" || strings.HasPrefix(b, ".") {
+			return exit.With(exit.Usage, fmt.Errorf("check: --range %q: want A..B (B may be omitted)", o.Range))
+		}
+		rng = [2]string{a, b}
+	}
+	cat, err := patches.LoadCatalog(g.CatalogDirs())
+	if err != nil {
+		return err
+	}
+	ctx := c.Context()
+	opts := upstream.Options{Strict: o.Strict}
+	rp := &upstream.Report{Strict: o.Strict}
+	var firstErr error
+	fail := func(p source.Project, ps []*patches.Patch, where string, err error) {
+		if firstErr == nil {
+			firstErr = err
+		}
+		for _, pt := range ps {
+			rp.Results = append(rp.Results, upstream.Result{Project: p, Patch: pt.Name, Status: upstream.Error, Revision: where, Detail: err.Error(), Source: pt.File, SourceLine: 1})
+		}
+	}
+
+	if len(targets) == 0 {
+		dir := o.Repo
+		if dir == "" {
+			dir = os.Getenv("SMPATCH_REPO")
+		}
+		if dir == "" {
+			dir = "."
+		}
+		if err := checkRepo(c, cat, dir, rng, opts, rp, fail); err != nil {
+			return err
+		}
+	}
+	var rc *source.RepoCache
+	for _, t := range targets {
+		ps := cat.ForProject(t.Project)
+		if len(ps) == 0 {
+			fmt.Fprintf(c.ErrOrStderr(), "smpatch: check: the catalog has no %s patches; nothing to check on %s\n", t.Project, t)
+			continue
+		}
+		if rc == nil {
+			if rc, err = openCache(c); err != nil {
+				return fmt.Errorf("check: %w", err)
+			}
+		}
+		u, err := rc.Open(ctx, t.URL)
+		if err != nil {
+			fail(t.Project, ps, t.URL+"@"+t.Ref, err)
+			continue
+		}
+		if o.Range == "" {
+			h, err := u.Resolve(ctx, t.Ref)
+			if err != nil {
+				fail(t.Project, ps, t.URL+"@"+t.Ref, err)
+				continue
+			}
+			tr, err := source.NewRevisionTree(u.Repo, h, t.Project, t.URL)
+			if err != nil {
+				fail(t.Project, ps, t.URL+"@"+t.Ref, err)
+				continue
+			}
+			for _, r := range upstream.CheckTree(ctx, tr, ps, opts) {
+				r.Ref, r.Commit = t.Ref, h.String()
+				rp.Results = append(rp.Results, r)
+			}
+			continue
+		}
+		to := rng[1]
+		if to == "" {
+			to = t.Ref
+		}
+		var hs [2]plumbing.Hash
+		var rerr error
+		for i, rev := range []string{rng[0], to} {
+			if hs[i], rerr = u.Resolve(ctx, rev); rerr != nil {
+				break
+			}
+		}
+		if rerr != nil {
+			fail(t.Project, ps, t.URL, rerr)
+			continue
+		}
+		rs, err := upstream.Range(ctx, u.Repo, t.URL, t.Project, hs[0], hs[1], [2]string{rng[0], to}, ps, opts)
+		if err != nil {
+			fail(t.Project, ps, t.URL, err)
+			continue
+		}
+		for _, r := range rs {
+			r.Ref = to
+			rp.Results = append(rp.Results, r)
+		}
+	}
+	return finishCheck(c, o, rp, firstErr)
+}
+
+// checkRepo checks a local checkout, or with a range its git history.
+func checkRepo(c *cobra.Command, cat *patches.Catalog, dir string, rng [2]string, opts upstream.Options, rp *upstream.Report,
+	fail func(source.Project, []*patches.Patch, string, error)) error {
+	ctx := c.Context()
+	tree, err := source.OpenCheckout(dir)
+	if err != nil {
+		return fmt.Errorf("check: %w", err)
+	}
+	ps := cat.ForProject(tree.Project())
+	if len(ps) == 0 {
+		fmt.Fprintf(c.ErrOrStderr(), "smpatch: check: the catalog has no %s patches\n", tree.Project())
+		return nil
+	}
+	if rng[0] == "" {
+		rp.Results = append(rp.Results, upstream.CheckTree(ctx, tree, ps, opts)...)
+		return nil
+	}
+	repo, err := git.PlainOpenWithOptions(tree.Root(), &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
+	if err != nil {
+		return fmt.Errorf("check: --range needs a git repository: %s: %w", dir, err)
+	}
+	to := rng[1]
+	if to == "" {
+		to = "HEAD"
+	}
+	var hs [2]plumbing.Hash
+	for i, rev := range []string{rng[0], to} {
+		if hs[i], err = source.ResolveRevision(repo, rev); err != nil {
+			return fmt.Errorf("check: %s: %w", dir, err)
+		}
+	}
+	rs, err := upstream.Range(ctx, repo, tree.Root(), tree.Project(), hs[0], hs[1], [2]string{rng[0], to}, ps, opts)
+	if err != nil {
+		fail(tree.Project(), ps, tree.Root(), err)
+		return nil
+	}
+	rp.Results = append(rp.Results, rs...)
+	return nil
+}
+
+// finishCheck prints the report and turns it into the exit code.
+func finishCheck(c *cobra.Command, o *checkOptions, rp *upstream.Report, firstErr error) error {
+	if err := rp.Write(c.OutOrStdout(), o.Format); err != nil {
+		return err
+	}
+	if o.Format == "github" {
+		if p := os.Getenv("GITHUB_STEP_SUMMARY"); p != "" {
+			if f, err := os.OpenFile(p, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+				_ = rp.WriteStepSummary(f)
+				_ = f.Close()
+			}
+		}
+	}
+	if firstErr != nil {
+		n := rp.Counts()[upstream.Error]
+		return fmt.Errorf("check: %d patch(es) could not be checked: %w", n, firstErr)
+	}
+	if rp.Failed() > 0 {
+		return exit.Silent(exit.Conflict)
+	}
+	return nil
+}

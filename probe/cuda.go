@@ -1,0 +1,216 @@
+package probe
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// probeCUDA finds the CUDA toolkit: $CUDA_HOME, $CUDA_PATH, the toolkit of
+// nvcc on PATH, then searchDir/cuda and searchDir/cuda-* (newest first).
+func probeCUDA(ctx context.Context, r *Report, searchDir string, timeout time.Duration) *CUDAToolkit {
+	var cands []string
+	for _, env := range []string{"CUDA_HOME", "CUDA_PATH"} {
+		if v := os.Getenv(env); v != "" {
+			cands = append(cands, v)
+		}
+	}
+	if p, err := exec.LookPath("nvcc"); err == nil {
+		if rp, err := filepath.EvalSymlinks(p); err == nil {
+			p = rp
+		}
+		cands = append(cands, filepath.Dir(filepath.Dir(p)))
+	}
+	if searchDir != "" {
+		cands = append(cands, filepath.Join(searchDir, "cuda"))
+		matches, _ := filepath.Glob(filepath.Join(searchDir, "cuda-*"))
+		sort.Slice(matches, func(i, j int) bool { return versionLess(filepath.Base(matches[j]), filepath.Base(matches[i])) })
+		cands = append(cands, matches...)
+	}
+	var root string
+	for _, c := range cands {
+		if fi, err := os.Stat(c); err == nil && fi.IsDir() {
+			root = c
+			break
+		}
+	}
+	if root == "" {
+		r.unknown("host.cuda_toolkit", "no CUDA toolkit: CUDA_HOME, CUDA_PATH unset, no nvcc on PATH, nothing at "+filepath.Join(searchDir, "cuda*"))
+		return nil
+	}
+	tk := &CUDAToolkit{Root: root}
+	nvcc := filepath.Join(root, "bin", "nvcc")
+	if _, err := os.Stat(nvcc); err != nil {
+		if p, err := exec.LookPath("nvcc"); err == nil {
+			nvcc = p
+		} else {
+			nvcc = ""
+		}
+	}
+	tk.NVCC = nvcc
+	// The arch list runs beside the version lookup.
+	var archOut []byte
+	var archErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if nvcc != "" {
+			archOut, archErr = runTool(ctx, timeout, nvcc, "--list-gpu-arch")
+		}
+	}()
+	// Version: version.json, else nvcc --version, else CUDA_VERSION in cuda.h.
+	var why []string
+	if v, err := readVersionJSON(filepath.Join(root, "version.json")); err == nil {
+		tk.Version, tk.VersionFrom = v, filepath.Join(root, "version.json")
+	} else {
+		why = append(why, err.Error())
+	}
+	if tk.Version == "" && nvcc != "" {
+		out, err := runTool(ctx, timeout, nvcc, "--version")
+		if err == nil {
+			if v := ParseNVCCVersion(out); v != "" {
+				tk.Version, tk.VersionFrom = v, "nvcc --version"
+			} else {
+				why = append(why, "nvcc --version: no release line")
+			}
+		} else {
+			why = append(why, err.Error())
+		}
+	}
+	if tk.Version == "" {
+		h := filepath.Join(root, "include", "cuda.h")
+		if v, line, err := readCUDAHVersion(h); err == nil {
+			tk.Version, tk.VersionFrom = v, fmt.Sprintf("%s:%d", h, line)
+		} else {
+			why = append(why, err.Error())
+		}
+	}
+	if tk.Version == "" {
+		r.unknown("host.cuda_toolkit.version", strings.Join(why, "; "))
+	}
+	<-done
+	switch {
+	case nvcc == "":
+		r.unknown("host.cuda_toolkit.arches", "no nvcc under "+root+" or on PATH")
+	case archErr != nil:
+		r.unknown("host.cuda_toolkit.arches", archErr.Error())
+	default:
+		tk.Arches = ParseArchList(archOut)
+	}
+	return tk
+}
+
+func readVersionJSON(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("%s: not readable", path)
+	}
+	var v struct {
+		CUDA struct {
+			Version string `json:"version"`
+		} `json:"cuda"`
+	}
+	if err := json.Unmarshal(data, &v); err != nil || v.CUDA.Version == "" {
+		return "", fmt.Errorf("%s: no cuda.version", path)
+	}
+	return v.CUDA.Version, nil
+}
+
+var (
+	nvccReleaseRe = regexp.MustCompile(`release (\d+\.\d+), V(\d+\.\d+\.\d+)`)
+	nvccShortRe   = regexp.MustCompile(`release (\d+\.\d+)`)
+	cudaHRe       = regexp.MustCompile(`^#define\s+CUDA_VERSION\s+(\d+)`)
+	archRe        = regexp.MustCompile(`^(compute|sm|lto)_\d+[a-z]?$`)
+)
+
+// ParseNVCCVersion reads "Cuda compilation tools, release 13.0, V13.0.88"
+// from `nvcc --version` as "13.0.88".
+func ParseNVCCVersion(out []byte) string {
+	if m := nvccReleaseRe.FindSubmatch(out); m != nil {
+		return string(m[2])
+	}
+	if m := nvccShortRe.FindSubmatch(out); m != nil {
+		return string(m[1])
+	}
+	return ""
+}
+
+func readCUDAHVersion(path string) (string, int, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", 0, fmt.Errorf("%s: not readable", path)
+	}
+	for i, line := range strings.Split(string(data), "\n") {
+		if m := cudaHRe.FindStringSubmatch(strings.TrimSpace(line)); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			return fmt.Sprintf("%d.%d", n/1000, (n%1000)/10), i + 1, nil
+		}
+	}
+	return "", 0, fmt.Errorf("%s: no CUDA_VERSION", path)
+}
+
+// ParseArchList reads `nvcc --list-gpu-arch` (one compute_XY per line).
+func ParseArchList(out []byte) []string {
+	var arches []string
+	for _, f := range strings.Fields(string(out)) {
+		if archRe.MatchString(f) {
+			arches = append(arches, f)
+		}
+	}
+	return arches
+}
+
+// versionLess orders "cuda-12.9" < "cuda-13.0" by their numbers.
+func versionLess(a, b string) bool {
+	na, nb := versionNums(a), versionNums(b)
+	for i := 0; i < len(na) && i < len(nb); i++ {
+		if na[i] != nb[i] {
+			return na[i] < nb[i]
+		}
+	}
+	if len(na) != len(nb) {
+		return len(na) < len(nb)
+	}
+	return a < b
+}
+
+var numRe = regexp.MustCompile(`\d+`)
+
+func versionNums(s string) []int {
+	var out []int
+	for _, m := range numRe.FindAllString(s, -1) {
+		n, _ := strconv.Atoi(m)
+		out = append(out, n)
+	}
+	return out
+}
+
+// CompareVersions compares dotted numeric versions ("12.9" < "13.0.88"):
+// -1, 0 or 1. Missing parts count as zero.
+func CompareVersions(a, b string) int {
+	na, nb := versionNums(a), versionNums(b)
+	for i := 0; i < len(na) || i < len(nb); i++ {
+		var x, y int
+		if i < len(na) {
+			x = na[i]
+		}
+		if i < len(nb) {
+			y = nb[i]
+		}
+		if x != y {
+			if x < y {
+				return -1
+			}
+			return 1
+		}
+	}
+	return 0
+}

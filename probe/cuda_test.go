@@ -1,0 +1,85 @@
+package probe
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+)
+
+func TestParseNVCCVersion(t *testing.T) {
+	for in, want := range map[string]string{
+		"nvcc: NVIDIA (R) Cuda compiler driver\nCuda compilation tools, release 13.0, V13.0.88\nBuild cuda_13.0.r13.0/compiler.36424714_0\n": "13.0.88",
+		"Cuda compilation tools, release 12.9\n": "12.9",
+		"garbage":                                "",
+	} {
+		if got := ParseNVCCVersion([]byte(in)); got != want {
+			t.Errorf("ParseNVCCVersion(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestParseArchList(t *testing.T) {
+	got := ParseArchList([]byte("compute_75\ncompute_80\ncompute_120\ncompute_121\nwarning: x\n"))
+	if !reflect.DeepEqual(got, []string{"compute_75", "compute_80", "compute_120", "compute_121"}) {
+		t.Fatal(got)
+	}
+}
+
+func TestCompareVersions(t *testing.T) {
+	tests := []struct {
+		a, b string
+		want int
+	}{{"13.0.88", "12.9", 1}, {"12.9", "12.9.0", 0}, {"12.8.1", "12.9", -1}, {"12.10", "12.9", 1}}
+	for _, tt := range tests {
+		if got := CompareVersions(tt.a, tt.b); got != tt.want {
+			t.Errorf("CompareVersions(%s, %s) = %d", tt.a, tt.b, got)
+		}
+	}
+}
+
+func TestProbeCUDA(t *testing.T) {
+	t.Setenv("CUDA_PATH", "")
+	// version.json wins; the arch list comes from nvcc.
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "bin"), 0o755)
+	os.WriteFile(filepath.Join(root, "version.json"), []byte(`{"cuda": {"name": "CUDA SDK", "version": "12.9.1"}}`), 0o644)
+	fakeTool(t, filepath.Join(root, "bin"), "nvcc", `case "$1" in --version) echo "Cuda compilation tools, release 12.9, V12.9.86";; --list-gpu-arch) printf 'compute_90\ncompute_120\n';; esac`)
+	t.Setenv("CUDA_HOME", root)
+	t.Setenv("PATH", t.TempDir())
+	r := newReport()
+	tk := probeCUDA(context.Background(), r, t.TempDir(), 0)
+	if tk == nil || tk.Version != "12.9.1" || tk.VersionFrom != filepath.Join(root, "version.json") || !reflect.DeepEqual(tk.Arches, []string{"compute_90", "compute_120"}) {
+		t.Fatalf("got %+v unknown %v", tk, r.Unknown)
+	}
+	// No version.json: nvcc --version.
+	os.Remove(filepath.Join(root, "version.json"))
+	tk = probeCUDA(context.Background(), newReport(), "", 0)
+	if tk.Version != "12.9.86" || tk.VersionFrom != "nvcc --version" {
+		t.Fatalf("nvcc --version: %+v", tk)
+	}
+	// No nvcc either: CUDA_VERSION in cuda.h.
+	os.Remove(filepath.Join(root, "bin", "nvcc"))
+	os.MkdirAll(filepath.Join(root, "include"), 0o755)
+	os.WriteFile(filepath.Join(root, "include", "cuda.h"), []byte("#ifndef __cuda_cuda_h__\n#define CUDA_VERSION 13000\n"), 0o644)
+	r = newReport()
+	tk = probeCUDA(context.Background(), r, "", 0)
+	if tk.Version != "13.0" || tk.VersionFrom != filepath.Join(root, "include", "cuda.h")+":2" || r.Unknown["host.cuda_toolkit.arches"] == "" {
+		t.Fatalf("cuda.h: %+v %v", tk, r.Unknown)
+	}
+	// Nothing at all.
+	t.Setenv("CUDA_HOME", "")
+	r = newReport()
+	if tk := probeCUDA(context.Background(), r, t.TempDir(), 0); tk != nil || r.Unknown["host.cuda_toolkit"] == "" {
+		t.Fatalf("no toolkit: %+v %v", tk, r.Unknown)
+	}
+	// /usr/local/cuda-* newest first.
+	search := t.TempDir()
+	for _, d := range []string{"cuda-12.9", "cuda-13.0", "cuda-12.10"} {
+		os.MkdirAll(filepath.Join(search, d, "include"), 0o755)
+	}
+	if tk := probeCUDA(context.Background(), newReport(), search, 0); tk == nil || tk.Root != filepath.Join(search, "cuda-13.0") {
+		t.Fatalf("search: %+v", tk)
+	}
+}

@@ -1,0 +1,652 @@
+package probe
+
+import (
+	"fmt"
+	"io/fs"
+	"path"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// fiTree is one flashinfer installation or checkout on an fs.FS. pkg is the
+// package directory (".../flashinfer"), base the directory that paths in the
+// report are relative to (site-packages, or the checkout root).
+type fiTree struct {
+	fsys    fs.FS
+	pkg     string
+	base    string
+	layout  string // "wheel" or "source"
+	include string // comm headers directory
+	csrc    string
+}
+
+// findFlashInfer looks for the flashinfer package under each directory:
+// DIR/flashinfer/jit marks it. A checkout root works as well as
+// site-packages (its include/ sits beside the package).
+func findFlashInfer(fsys fs.FS, dirs []string) (*fiTree, bool) {
+	for _, d := range dirs {
+		d = fsPath(d)
+		pkg := path.Join(d, "flashinfer")
+		if !isDir(fsys, path.Join(pkg, "jit")) {
+			continue
+		}
+		t := &fiTree{fsys: fsys, pkg: pkg, base: d}
+		switch {
+		case isDir(fsys, path.Join(pkg, "data", "include")):
+			t.layout = "wheel"
+			t.include = path.Join(pkg, "data", "include", "flashinfer", "comm")
+			t.csrc = path.Join(pkg, "data", "csrc")
+		case isDir(fsys, path.Join(d, "include", "flashinfer")):
+			t.layout = "source"
+			t.include = path.Join(d, "include", "flashinfer", "comm")
+			t.csrc = path.Join(d, "csrc")
+		default:
+			t.layout = "wheel"
+			t.include = path.Join(pkg, "data", "include", "flashinfer", "comm")
+			t.csrc = path.Join(pkg, "data", "csrc")
+		}
+		return t, true
+	}
+	return nil, false
+}
+
+func fsPath(p string) string {
+	p = strings.TrimPrefix(path.Clean("/"+strings.ReplaceAll(p, "\\", "/")), "/")
+	if p == "" {
+		return "."
+	}
+	return p
+}
+
+func isDir(fsys fs.FS, p string) bool {
+	fi, err := fs.Stat(fsys, p)
+	return err == nil && fi.IsDir()
+}
+
+func (t *fiTree) rel(p string) string {
+	if t.base == "." {
+		return p
+	}
+	return strings.TrimPrefix(p, t.base+"/")
+}
+
+// analyzeFlashInfer reads the tree's JIT generators, comm headers and
+// compilation context. Nothing is imported or run.
+func analyzeFlashInfer(t *fiTree, r *Report) *FlashInfer {
+	fi := &FlashInfer{
+		Root:             "/" + strings.TrimPrefix(t.pkg, "./"),
+		Layout:           t.layout,
+		Modules:          map[string]*Module{},
+		HeaderExclusions: []HeaderExclusion{},
+	}
+	fi.Version, fi.VersionFrom = t.version()
+	if fi.Version == "" {
+		r.unknown("flashinfer.version", "no flashinfer/_build_meta.py __version__, no version.txt beside the package")
+	}
+	// Generators: flashinfer/jit/**/*.py, and flashinfer/comm/*.py (older trees
+	// kept gen_trtllm_comm_module in flashinfer/comm/trtllm_ar.py).
+	var files []string
+	_ = fs.WalkDir(t.fsys, path.Join(t.pkg, "jit"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".py") {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if ents, err := fs.ReadDir(t.fsys, path.Join(t.pkg, "comm")); err == nil {
+		for _, e := range ents {
+			if !e.IsDir() && strings.HasSuffix(e.Name(), ".py") {
+				files = append(files, path.Join(t.pkg, "comm", e.Name()))
+			}
+		}
+	}
+	sort.Strings(files)
+	for _, f := range files {
+		data, err := fs.ReadFile(t.fsys, f)
+		if err != nil {
+			r.unknown("flashinfer."+t.rel(f), err.Error())
+			continue
+		}
+		for name, m := range ParseGenerators(t.rel(f), data) {
+			if old, ok := fi.Modules[name]; ok && old.Source < m.Source {
+				continue
+			}
+			fi.Modules[name] = m
+		}
+	}
+	// Headers each module's sources include.
+	for _, m := range fi.Modules {
+		m.Headers = t.moduleHeaders(m.Sources)
+	}
+	// Comm header exclusions.
+	if ents, err := fs.ReadDir(t.fsys, t.include); err == nil {
+		for _, e := range ents {
+			if e.IsDir() {
+				continue
+			}
+			p := path.Join(t.include, e.Name())
+			data, err := fs.ReadFile(t.fsys, p)
+			if err != nil {
+				continue
+			}
+			fi.HeaderExclusions = append(fi.HeaderExclusions, ParseHeaderExclusions(t.rel(p), data)...)
+		}
+	} else {
+		r.unknown("flashinfer.header_exclusions", "no comm headers at "+"/"+t.include)
+	}
+	// SM 12.x CUDA minimum.
+	cc := path.Join(t.pkg, "compilation_context.py")
+	if data, err := fs.ReadFile(t.fsys, cc); err == nil {
+		if v, line := ParseSM12CUDAMin(data); v != "" {
+			fi.SM12CUDAMin, fi.SM12CUDAMinFrom = v, fmt.Sprintf("%s:%d", t.rel(cc), line)
+		}
+	}
+	return fi
+}
+
+// version reads _build_meta.py (wheel) or version.txt (checkout).
+func (t *fiTree) version() (string, string) {
+	p := path.Join(t.pkg, "_build_meta.py")
+	if data, err := fs.ReadFile(t.fsys, p); err == nil {
+		if m := buildMetaRe.FindSubmatch(data); m != nil {
+			return string(m[1]), t.rel(p)
+		}
+	}
+	p = path.Join(path.Dir(t.pkg), "version.txt")
+	if data, err := fs.ReadFile(t.fsys, p); err == nil {
+		if v := strings.TrimSpace(string(data)); v != "" && !strings.ContainsAny(v, "\n ") {
+			return v, t.rel(p)
+		}
+	}
+	return "", ""
+}
+
+var buildMetaRe = regexp.MustCompile(`(?m)^__version__\s*=\s*["']([^"']+)["']`)
+
+// moduleHeaders maps a module's .cu sources to the comm headers they use:
+// the header of the same name, and the flashinfer/comm includes of the
+// source when it is present.
+func (t *fiTree) moduleHeaders(sources []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(h string) {
+		if !seen[h] {
+			seen[h] = true
+			out = append(out, h)
+		}
+	}
+	for _, s := range sources {
+		base := strings.TrimSuffix(path.Base(s), ".cu")
+		if _, err := fs.Stat(t.fsys, path.Join(t.include, base+".cuh")); err == nil {
+			add(base + ".cuh")
+		}
+		if data, err := fs.ReadFile(t.fsys, path.Join(t.csrc, path.Base(s))); err == nil {
+			for _, m := range commIncludeRe.FindAllSubmatch(data, -1) {
+				add(string(m[1]))
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+var commIncludeRe = regexp.MustCompile(`#include\s*[<"]flashinfer/comm/([^">]+)[">]`)
+
+var (
+	defRe           = regexp.MustCompile(`^def\s+([A-Za-z_][A-Za-z0-9_]*)\s*\(`)
+	constListRe     = regexp.MustCompile(`(?m)^([A-Za-z_][A-Za-z0-9_]*)\s*(?::[^=]+)?=\s*(\[[^\]]*\])`)
+	callNameRe      = regexp.MustCompile(`\b([A-Za-z_][A-Za-z0-9_]*)\s*\(`)
+	smFlagsRe       = regexp.MustCompile(`\bsm(\d+)([af]?)_nvcc_flags\b`)
+	gencodeRe       = regexp.MustCompile(`code=sm_(\d+)([af]?)`)
+	cuSourceRe      = regexp.MustCompile(`["']([A-Za-z0-9_./-]+\.cu)["']`)
+	nvccFlagsCallRe = regexp.MustCompile(`get_nvcc_flags_list\s*\(`)
+	genJitSpecRe    = regexp.MustCompile(`\bgen_jit_spec\s*\(`)
+)
+
+type pyFunc struct {
+	name  string
+	line  int // 1-based line of "def"
+	lines []string
+}
+
+// splitFuncs cuts a Python file into its top-level functions.
+func splitFuncs(src string) []pyFunc {
+	lines := strings.Split(src, "\n")
+	var funcs []pyFunc
+	cur := -1
+	for i, l := range lines {
+		if m := defRe.FindStringSubmatch(l); m != nil {
+			funcs = append(funcs, pyFunc{name: m[1], line: i + 1})
+			cur = len(funcs) - 1
+			funcs[cur].lines = append(funcs[cur].lines, l)
+			continue
+		}
+		if cur >= 0 && l != "" && l[0] != ' ' && l[0] != '\t' && l[0] != '#' && l[0] != ')' && l[0] != ']' && l[0] != '"' && l[0] != '\'' {
+			cur = -1
+		}
+		if cur >= 0 {
+			funcs[cur].lines = append(funcs[cur].lines, l)
+		}
+	}
+	return funcs
+}
+
+// stripComment drops a trailing # comment (outside string literals).
+func stripComment(l string) string {
+	inS := byte(0)
+	for i := 0; i < len(l); i++ {
+		c := l[i]
+		switch {
+		case inS != 0:
+			if c == '\\' {
+				i++
+			} else if c == inS {
+				inS = 0
+			}
+		case c == '"' || c == '\'':
+			inS = c
+		case c == '#':
+			return l[:i]
+		}
+	}
+	return l
+}
+
+// callArgs returns the text between the parenthesis that opens at body[pos]
+// and its match, or false when it does not close.
+func callArgs(body string, open int) (string, bool) {
+	depth := 0
+	inS := byte(0)
+	for i := open; i < len(body); i++ {
+		c := body[i]
+		if inS != 0 {
+			if c == '\\' {
+				i++
+			} else if c == inS {
+				inS = 0
+			}
+			continue
+		}
+		switch c {
+		case '"', '\'':
+			inS = c
+		case '(', '[', '{':
+			depth++
+		case ')', ']', '}':
+			depth--
+			if depth == 0 {
+				return body[open+1 : i], true
+			}
+		}
+	}
+	return "", false
+}
+
+type gateCall struct {
+	majors []int
+	kind   string // "list", "all", "unresolved"
+	line   int    // line in the file
+	text   string
+}
+
+// ParseGenerators finds the JIT module generators of one Python file and the
+// gate each passes. file is the path reported in "file:line".
+func ParseGenerators(file string, data []byte) map[string]*Module {
+	src := string(data)
+	consts := map[string][]int{}
+	for _, m := range constListRe.FindAllStringSubmatch(src, -1) {
+		if ints, ok := parseIntList(m[2]); ok {
+			consts[m[1]] = ints
+		}
+	}
+	funcs := splitFuncs(src)
+	type info struct {
+		gates        []gateCall
+		names        []string
+		sources      []string
+		calls        []string
+		explicit     []string
+		explicitLine int
+		conditional  bool
+		specLine     int
+		note         string
+	}
+	infos := map[string]*info{}
+	for _, f := range funcs {
+		in := &info{}
+		infos[f.name] = in
+		var b strings.Builder
+		lineAt := []int{} // offset → line
+		for i, l := range f.lines {
+			l = stripComment(l)
+			for range len(l) + 1 {
+				lineAt = append(lineAt, f.line+i)
+			}
+			b.WriteString(l)
+			b.WriteByte('\n')
+		}
+		body := b.String()
+		line := func(off int) int {
+			if off < len(lineAt) {
+				return lineAt[off]
+			}
+			return f.line
+		}
+		for _, loc := range nvccFlagsCallRe.FindAllStringIndex(body, -1) {
+			open := loc[1] - 1
+			args, ok := callArgs(body, open)
+			g := gateCall{line: line(loc[0])}
+			if !ok {
+				g.kind = "unresolved"
+				in.gates = append(in.gates, g)
+				continue
+			}
+			i := strings.Index(args, "supported_major_versions")
+			if i < 0 {
+				// A positional first argument is the list too.
+				first := strings.TrimSpace(strings.Split(args, ",")[0])
+				if strings.HasPrefix(first, "[") {
+					if ints, ok := parseIntList(listAt(args, strings.Index(args, "["))); ok {
+						g.kind, g.majors = "list", ints
+						in.gates = append(in.gates, g)
+						continue
+					}
+				}
+				g.kind = "all"
+				in.gates = append(in.gates, g)
+				continue
+			}
+			g.line = line(open + 1 + i)
+			rest := strings.TrimSpace(args[i+len("supported_major_versions"):])
+			rest = strings.TrimSpace(strings.TrimPrefix(rest, "="))
+			switch {
+			case strings.HasPrefix(rest, "["):
+				lst := listAt(rest, 0)
+				g.text = "supported_major_versions=" + compactSpace(lst)
+				if ints, ok := parseIntList(lst); ok {
+					g.kind, g.majors = "list", ints
+				} else {
+					g.kind = "unresolved"
+				}
+			case strings.HasPrefix(rest, "None"):
+				g.kind = "all"
+				g.text = "supported_major_versions=None"
+			default:
+				name := identAt(rest)
+				g.text = "supported_major_versions=" + name
+				if ints, ok := consts[name]; ok {
+					g.kind, g.majors = "list", ints
+				} else {
+					g.kind = "unresolved"
+				}
+			}
+			in.gates = append(in.gates, g)
+		}
+		for _, loc := range genJitSpecRe.FindAllStringIndex(body, -1) {
+			if in.specLine == 0 {
+				in.specLine = line(loc[0])
+			}
+			args, ok := callArgs(body, loc[1]-1)
+			if !ok {
+				continue
+			}
+			first := strings.TrimSpace(splitTopLevel(args)[0])
+			if len(first) >= 2 && (first[0] == '"' || first[0] == '\'') && first[len(first)-1] == first[0] && !strings.ContainsAny(first[1:len(first)-1], "{}\"'") {
+				in.names = append(in.names, first[1:len(first)-1])
+			}
+			for _, m := range cuSourceRe.FindAllStringSubmatch(args, -1) {
+				in.sources = append(in.sources, m[1])
+			}
+			// Fixed targets in the spec's flags.
+			if j := strings.Index(args, "extra_cuda_cflags"); j >= 0 {
+				expr := args[j:]
+				for _, m := range smFlagsRe.FindAllStringSubmatch(expr, -1) {
+					in.explicit = append(in.explicit, "sm_"+m[1]+m[2])
+				}
+				for _, m := range gencodeRe.FindAllStringSubmatch(expr, -1) {
+					in.explicit = append(in.explicit, "sm_"+m[1]+m[2])
+				}
+				if len(in.explicit) > 0 {
+					in.explicitLine = line(loc[1] + j)
+					stmt := strings.SplitN(expr, "\n", 2)[0]
+					in.conditional = strings.Contains(stmt, " if ")
+					in.note = "extra_cuda_cflags=" + strings.TrimSuffix(strings.TrimSpace(strings.TrimPrefix(stmt, "extra_cuda_cflags=")), ",")
+				}
+			}
+		}
+		for _, m := range callNameRe.FindAllStringSubmatch(body, -1) {
+			in.calls = append(in.calls, m[1])
+		}
+		if strings.Contains(body, "_get_cuda_arch_flags") {
+			in.note = joinNote(in.note, "reads torch _get_cuda_arch_flags()")
+		}
+		if strings.Contains(body, "get_device_capability") {
+			in.note = joinNote(in.note, "reads torch.cuda.get_device_capability()")
+		}
+	}
+	out := map[string]*Module{}
+	for _, f := range funcs {
+		if !strings.HasPrefix(f.name, "gen_") {
+			continue
+		}
+		in := infos[f.name]
+		gates := append([]gateCall(nil), in.gates...)
+		// One level of same-file helpers (a _arch_flags() that holds the gate).
+		for _, c := range in.calls {
+			if h, ok := infos[c]; ok && c != f.name && !strings.HasPrefix(c, "gen_") {
+				gates = append(gates, h.gates...)
+			}
+		}
+		if len(gates) == 0 && in.specLine == 0 {
+			continue // not a generator
+		}
+		m := &Module{Generator: f.name, Sources: dedup(in.sources)}
+		switch {
+		case len(gates) == 0 && len(in.explicit) > 0:
+			m.Gate = "explicit"
+			m.Explicit = dedup(in.explicit)
+			m.Source = fmt.Sprintf("%s:%d", file, in.explicitLine)
+			m.Note = "no supported_major_versions gate; " + in.note
+			if in.conditional {
+				m.Note += " (conditional)"
+			}
+			m.Conditional = in.conditional
+		case len(gates) == 0:
+			m.Gate = "none"
+			m.Source = fmt.Sprintf("%s:%d", file, f.line)
+			m.Note = "no supported_major_versions gate: builds for every target arch"
+			if in.note != "" {
+				m.Note += "; uses " + strings.TrimSpace(in.note)
+			}
+		default:
+			g := gates[0]
+			m.Source = fmt.Sprintf("%s:%d", file, g.line)
+			m.Gate = map[string]string{"list": "supported_major_versions", "all": "all", "unresolved": "unresolved"}[g.kind]
+			m.SMMajors = g.majors
+			if g.kind == "unresolved" {
+				m.Note = "gate argument not read: " + g.text
+			}
+			if g.kind == "all" {
+				m.Note = "get_nvcc_flags_list without a major list: every target arch"
+			}
+			if len(gates) > 1 {
+				for _, g := range gates {
+					m.Gates = append(m.Gates, GateSite{SMMajors: g.majors, Source: fmt.Sprintf("%s:%d", file, g.line)})
+				}
+			}
+		}
+		names := dedup(in.names)
+		if len(names) == 0 {
+			names = []string{strings.TrimSuffix(strings.TrimPrefix(f.name, "gen_"), "_module")}
+		}
+		for _, n := range names {
+			mm := *m
+			out[n] = &mm
+		}
+	}
+	return out
+}
+
+func listAt(s string, i int) string {
+	if i < 0 || i >= len(s) {
+		return ""
+	}
+	depth := 0
+	for j := i; j < len(s); j++ {
+		switch s[j] {
+		case '[':
+			depth++
+		case ']':
+			depth--
+			if depth == 0 {
+				return s[i : j+1]
+			}
+		}
+	}
+	return s[i:]
+}
+
+func identAt(s string) string {
+	for i, c := range s {
+		if !(c == '_' || c == '.' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return s[:i]
+		}
+	}
+	return s
+}
+
+func compactSpace(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	s = strings.ReplaceAll(s, "[ ", "[")
+	s = strings.ReplaceAll(s, ", ]", "]")
+	s = strings.ReplaceAll(s, ",]", "]")
+	return strings.ReplaceAll(s, " ]", "]")
+}
+
+// parseIntList reads "[9, 10, 12]" (spaces, newlines and a trailing comma allowed).
+func parseIntList(s string) ([]int, bool) {
+	s = strings.TrimSpace(s)
+	if !strings.HasPrefix(s, "[") || !strings.HasSuffix(s, "]") {
+		return nil, false
+	}
+	var out []int
+	for _, p := range strings.Split(s[1:len(s)-1], ",") {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		n, err := strconv.Atoi(p)
+		if err != nil {
+			return nil, false
+		}
+		out = append(out, n)
+	}
+	return out, true
+}
+
+// splitTopLevel splits call arguments at top-level commas.
+func splitTopLevel(s string) []string {
+	var out []string
+	depth, start := 0, 0
+	inS := byte(0)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if inS != 0 {
+			if c == '\\' {
+				i++
+			} else if c == inS {
+				inS = 0
+			}
+			continue
+		}
+		switch c {
+		case '"', '\'':
+			inS = c
+		case '(', '[', '{':
+			depth++
+		case ')', ']', '}':
+			depth--
+		case ',':
+			if depth == 0 {
+				out = append(out, s[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(out, s[start:])
+}
+
+func dedup(ss []string) []string {
+	if len(ss) == 0 {
+		return nil
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range ss {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+var (
+	ppCondRe  = regexp.MustCompile(`^\s*#\s*(if|elif)\b(.*)$`)
+	archLtRe  = regexp.MustCompile(`__CUDA_ARCH__\s*(<=?)\s*(\d+)`)
+	archGeRe  = regexp.MustCompile(`__CUDA_ARCH__\s*(>=?)\s*(\d+)`)
+	sm12MinRe = regexp.MustCompile(`SM 12\.x requires CUDA >= (\d+(?:\.\d+)*)`)
+)
+
+// ParseHeaderExclusions finds preprocessor conditions that compile code out
+// above an architecture: `__CUDA_ARCH__ < N` inside a window with a lower
+// bound, or any upper bound at or above sm_100 (a fallback branch for old
+// GPUs, `__CUDA_ARCH__ < 800`, is not an exclusion).
+func ParseHeaderExclusions(file string, data []byte) []HeaderExclusion {
+	var out []HeaderExclusion
+	for i, l := range strings.Split(string(data), "\n") {
+		m := ppCondRe.FindStringSubmatch(l)
+		if m == nil {
+			continue
+		}
+		cond := m[2]
+		lt := archLtRe.FindStringSubmatch(cond)
+		if lt == nil {
+			continue
+		}
+		n, err := strconv.Atoi(lt[2])
+		if err != nil {
+			continue
+		}
+		if lt[1] == "<=" {
+			n++
+		}
+		if n < 1000 && !archGeRe.MatchString(cond) {
+			continue
+		}
+		from := n / 100
+		if n%100 != 0 {
+			from++
+		}
+		out = append(out, HeaderExclusion{File: file, Line: i + 1, Text: strings.TrimSpace(l), FromMajor: from})
+	}
+	return out
+}
+
+// ParseSM12CUDAMin finds `SM 12.x requires CUDA >= X` in compilation_context.py.
+func ParseSM12CUDAMin(data []byte) (string, int) {
+	for i, l := range strings.Split(string(data), "\n") {
+		if m := sm12MinRe.FindStringSubmatch(l); m != nil {
+			return m[1], i + 1
+		}
+	}
+	return "", 0
+}
+
+func joinNote(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + ", " + b
+}

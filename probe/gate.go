@@ -1,0 +1,302 @@
+package probe
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/hashicorp/go-version"
+)
+
+// Requirements is what a patch needs from a machine. It mirrors
+// patches.Requirements as plain data (probe does not import patches).
+type Requirements struct {
+	GPUSMMajor       []int             // a visible GPU of one of these majors (or --sm)
+	FlashInferModule string            // its JIT gate must admit the GPU, no header exclusion
+	CUDAMin          string            // minimum CUDA toolkit version
+	P2PAll           bool              // P2P reads between every pair of visible GPUs
+	Packages         map[string]string // dist name -> version constraint
+}
+
+// CheckRequirements checks req against the report, one Finding per
+// requirement, each with its evidence. sm ("12.0"), when set, stands for the
+// GPU the patch is meant for instead of the visible ones.
+func CheckRequirements(r *Report, req Requirements, sm string) []Finding {
+	var out []Finding
+	majors, majorsFrom := targetMajors(r, req, sm)
+	if len(req.GPUSMMajor) > 0 {
+		out = append(out, checkGPU(r, req.GPUSMMajor, sm))
+	}
+	if req.FlashInferModule != "" {
+		if len(majors) == 0 {
+			out = append(out, Finding{
+				Requirement: "flashinfer module " + req.FlashInferModule + " builds for the GPU",
+				Evidence:    "no GPU to check it for: " + majorsFrom,
+			})
+		}
+		for _, m := range majors {
+			f := Finding{Requirement: fmt.Sprintf("flashinfer module %s builds for SM %d.x", req.FlashInferModule, m)}
+			if r.FlashInfer == nil {
+				f.Evidence = "flashinfer not found"
+				if why, ok := r.Unknown["flashinfer"]; ok {
+					f.Evidence = why
+				} else if len(r.Python.sitePackages()) > 0 {
+					f.Evidence += " in " + strings.Join(r.Python.sitePackages(), ", ")
+				}
+			} else {
+				v := ModuleVerdict(r.FlashInfer, req.FlashInferModule, m)
+				f.OK = v.Verdict == Supported
+				f.Evidence = fmt.Sprintf("%s (flashinfer %s at %s): %s", v.Verdict, orUnknown(r.FlashInfer.Version), r.FlashInfer.Root, strings.Join(v.Reasons, "; "))
+			}
+			out = append(out, f)
+		}
+	}
+	if req.CUDAMin != "" {
+		out = append(out, checkCUDA(r, req.CUDAMin))
+	}
+	if req.P2PAll {
+		out = append(out, checkP2P(r))
+	}
+	names := make([]string, 0, len(req.Packages))
+	for n := range req.Packages {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		out = append(out, checkPackage(r, n, req.Packages[n]))
+	}
+	return out
+}
+
+func (p *Python) sitePackages() []string {
+	if p == nil {
+		return nil
+	}
+	return p.SitePackages
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "version unknown"
+	}
+	return s
+}
+
+// targetMajors are the SM majors a patch is checked for: --sm, else the
+// visible GPUs (those of a required major when the patch names majors).
+func targetMajors(r *Report, req Requirements, sm string) ([]int, string) {
+	if sm != "" {
+		m, _, ok := parseSM(sm)
+		if !ok {
+			return nil, fmt.Sprintf("--sm %q is not MAJOR.MINOR", sm)
+		}
+		return []int{m}, "--sm " + sm
+	}
+	set := map[int]bool{}
+	if r.Host != nil {
+		for _, g := range r.Host.GPUs {
+			if m := g.Major(); m >= 0 && (len(req.GPUSMMajor) == 0 || containsInt(req.GPUSMMajor, m)) {
+				set[m] = true
+			}
+		}
+	}
+	var ms []int
+	for m := range set {
+		ms = append(ms, m)
+	}
+	sort.Ints(ms)
+	if len(ms) == 0 {
+		return nil, gpuUnknownWhy(r)
+	}
+	return ms, "visible GPUs"
+}
+
+func gpuUnknownWhy(r *Report) string {
+	if why, ok := r.Unknown["host.gpus.sm"]; ok {
+		return why
+	}
+	if why, ok := r.Unknown["host.gpus"]; ok {
+		return why
+	}
+	if r.Host == nil {
+		return "the report has no host section (a static report): give --sm"
+	}
+	if len(r.Host.GPUs) == 0 {
+		return "no GPU listed"
+	}
+	var ds []string
+	for _, g := range r.Host.GPUs {
+		ds = append(ds, gpuLine(g))
+	}
+	return "visible GPUs: " + strings.Join(ds, "; ")
+}
+
+func gpuLine(g GPU) string {
+	sm := g.SM
+	if sm == "" {
+		sm = "?"
+	}
+	return fmt.Sprintf("GPU %d %s sm %s", g.Index, g.Name, sm)
+}
+
+func checkGPU(r *Report, want []int, sm string) Finding {
+	f := Finding{Requirement: "a GPU of SM major " + strings.Trim(strings.Join(strings.Fields(fmt.Sprint(want)), " or "), "[]")}
+	if sm != "" {
+		m, _, ok := parseSM(sm)
+		if !ok {
+			f.Evidence = fmt.Sprintf("--sm %q is not MAJOR.MINOR", sm)
+			return f
+		}
+		f.OK = containsInt(want, m)
+		f.Evidence = "--sm " + sm
+		if r.Host != nil && len(r.Host.GPUs) > 0 {
+			f.Evidence += " (this report's GPUs: " + gpuSummary(r.Host.GPUs) + ")"
+		}
+		return f
+	}
+	if r.Host == nil || len(r.Host.GPUs) == 0 {
+		f.Evidence = gpuUnknownWhy(r)
+		return f
+	}
+	for _, g := range r.Host.GPUs {
+		if m := g.Major(); m >= 0 && containsInt(want, m) {
+			f.OK = true
+			f.Evidence = fmt.Sprintf("%s (%s)", gpuLine(g), r.Host.GPUSource)
+			return f
+		}
+	}
+	f.Evidence = gpuSummary(r.Host.GPUs) + " (" + r.Host.GPUSource + ")"
+	if why, ok := r.Unknown["host.gpus.sm"]; ok {
+		f.Evidence += "; " + why
+	}
+	return f
+}
+
+// gpuSummary is "8× NVIDIA RTX PRO 6000 … sm 12.0" or a list.
+func gpuSummary(gs []GPU) string {
+	same := true
+	for _, g := range gs[1:] {
+		if g.Name != gs[0].Name || g.SM != gs[0].SM {
+			same = false
+		}
+	}
+	if same && len(gs) > 1 {
+		return fmt.Sprintf("%d× %s sm %s", len(gs), gs[0].Name, orQ(gs[0].SM))
+	}
+	var parts []string
+	for _, g := range gs {
+		parts = append(parts, gpuLine(g))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func orQ(s string) string {
+	if s == "" {
+		return "?"
+	}
+	return s
+}
+
+func checkCUDA(r *Report, min string) Finding {
+	f := Finding{Requirement: "CUDA toolkit >= " + min}
+	var tk *CUDAToolkit
+	if r.Host != nil {
+		tk = r.Host.CUDAToolkit
+	}
+	if tk == nil || tk.Version == "" {
+		why := "no CUDA toolkit in the report"
+		if w, ok := r.Unknown["host.cuda_toolkit"]; ok {
+			why = w
+		} else if w, ok := r.Unknown["host.cuda_toolkit.version"]; ok {
+			why = w
+		}
+		f.Evidence = why
+		return f
+	}
+	f.OK = CompareVersions(tk.Version, min) >= 0
+	f.Evidence = fmt.Sprintf("CUDA %s at %s (%s)", tk.Version, tk.Root, tk.VersionFrom)
+	return f
+}
+
+func checkP2P(r *Report) Finding {
+	f := Finding{Requirement: "P2P reads between every pair of GPUs"}
+	if r.Host == nil || len(r.Host.GPUs) == 0 {
+		f.Evidence = gpuUnknownWhy(r)
+		return f
+	}
+	if len(r.Host.GPUs) == 1 {
+		f.OK = true
+		f.Evidence = "one GPU: no pairs"
+		return f
+	}
+	if r.Host.P2P == nil {
+		f.Evidence = "no P2P matrix"
+		if why, ok := r.Unknown["host.p2p"]; ok {
+			f.Evidence = why
+		}
+		return f
+	}
+	var bad []string
+	pairs := 0
+	for i, row := range r.Host.P2P {
+		for j, s := range row {
+			if i == j {
+				continue
+			}
+			pairs++
+			if s != "OK" {
+				bad = append(bad, fmt.Sprintf("GPU%d→GPU%d %s", i, j, s))
+			}
+		}
+	}
+	if len(bad) == 0 {
+		f.OK = true
+		f.Evidence = fmt.Sprintf("nvidia-smi topo -p2p r: all %d ordered pairs OK", pairs)
+		return f
+	}
+	shown := bad
+	if len(shown) > 4 {
+		shown = shown[:4]
+	}
+	f.Evidence = fmt.Sprintf("nvidia-smi topo -p2p r: %d of %d pairs not OK: %s%s", len(bad), pairs, strings.Join(shown, ", "), more(len(bad)-len(shown)))
+	return f
+}
+
+func checkPackage(r *Report, name, constraint string) Finding {
+	f := Finding{Requirement: name + " " + constraint}
+	p := r.Packages[name]
+	if p == nil {
+		f.Evidence = name + " not installed in " + strings.Join(r.Python.sitePackages(), ", ")
+		return f
+	}
+	cs, err := version.NewConstraint(constraint)
+	if err != nil {
+		f.Evidence = fmt.Sprintf("constraint %q: %v", constraint, err)
+		return f
+	}
+	v, err := version.NewVersion(pep440Core(p.Version))
+	if err != nil {
+		f.Evidence = fmt.Sprintf("%s %s at %s: version not read: %v", name, p.Version, p.Location, err)
+		return f
+	}
+	f.OK = cs.Check(v)
+	f.Evidence = fmt.Sprintf("%s %s at %s", name, p.Version, p.Location)
+	return f
+}
+
+// pep440Core keeps the release numbers of a PEP 440 version ("0.6.17.post1+cu130" → "0.6.17").
+func pep440Core(s string) string {
+	s = baseVersion(strings.TrimPrefix(strings.TrimSpace(s), "v"))
+	var parts []string
+	for _, p := range strings.Split(s, ".") {
+		if _, err := strconv.Atoi(p); err != nil {
+			break
+		}
+		parts = append(parts, p)
+	}
+	if len(parts) == 0 {
+		return s
+	}
+	return strings.Join(parts, ".")
+}

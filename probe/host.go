@@ -1,0 +1,259 @@
+package probe
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// GPUQueryArgs are the nvidia-smi arguments the probe uses (DOMAIN.md).
+var GPUQueryArgs = []string{"--query-gpu=index,name,uuid,compute_cap,driver_version,memory.total", "--format=csv,noheader"}
+
+// probeGPUs fills h from nvidia-smi, falling back to /proc/driver/nvidia/gpus
+// for presence only. The reasons for anything it could not read go to r.
+func probeGPUs(ctx context.Context, r *Report, h *Host, procRoot string, timeout time.Duration) {
+	out, err := runTool(ctx, timeout, "nvidia-smi", GPUQueryArgs...)
+	if err == nil {
+		gpus, driver, perr := ParseGPUQuery(out)
+		if perr == nil {
+			h.GPUs, h.Driver, h.GPUSource = gpus, driver, "nvidia-smi"
+		} else {
+			err = fmt.Errorf("nvidia-smi %s: %w", strings.Join(GPUQueryArgs, " "), perr)
+		}
+	}
+	if err != nil {
+		r.unknown("host.gpus", err.Error())
+		gpus, perr := readProcGPUs(procRoot)
+		if perr == nil && len(gpus) > 0 {
+			h.GPUs, h.GPUSource = gpus, filepath.Join(procRoot, "driver/nvidia/gpus")
+			r.unknown("host.gpus.sm", err.Error()+"; "+h.GPUSource+" lists the GPUs but not their compute capability")
+		}
+		if v, verr := readProcDriverVersion(procRoot); verr == nil {
+			h.Driver = v
+		}
+		return
+	}
+	if len(h.GPUs) >= 2 {
+		out, err := runTool(ctx, timeout, "nvidia-smi", "topo", "-p2p", "r")
+		if err != nil {
+			r.unknown("host.p2p", err.Error())
+			return
+		}
+		m, err := ParseP2PMatrix(out, len(h.GPUs))
+		if err != nil {
+			r.unknown("host.p2p", "nvidia-smi topo -p2p r: "+err.Error())
+			return
+		}
+		h.P2P = m
+	}
+}
+
+var (
+	ansiRe = regexp.MustCompile("\x1b\\[[0-9;]*[A-Za-z]")
+	smRe   = regexp.MustCompile(`^\d+\.\d+$`)
+	memRe  = regexp.MustCompile(`^(\d+)\s*MiB$`)
+)
+
+// ParseGPUQuery parses `nvidia-smi --query-gpu=index,name,uuid,compute_cap,
+// driver_version,memory.total --format=csv,noheader`. A line it cannot read is
+// an error naming the line.
+func ParseGPUQuery(out []byte) (gpus []GPU, driver string, err error) {
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) == 1 && strings.TrimSpace(lines[0]) == "" {
+		return nil, "", fmt.Errorf("no GPUs listed")
+	}
+	for i, line := range lines {
+		line = strings.TrimSpace(line)
+		f := strings.Split(line, ",")
+		for j := range f {
+			f[j] = strings.TrimSpace(f[j])
+		}
+		if len(f) < 6 {
+			return nil, "", fmt.Errorf("line %d: want 6 fields, got %q", i+1, clip(line, 80))
+		}
+		// A name may hold commas: the other fields are fixed at both ends.
+		n := len(f)
+		g := GPU{Name: strings.Join(f[1:n-4], ", "), UUID: f[n-4]}
+		idx, err := strconv.Atoi(f[0])
+		if err != nil {
+			return nil, "", fmt.Errorf("line %d: index %q is not a number", i+1, clip(f[0], 40))
+		}
+		g.Index = idx
+		if smRe.MatchString(f[n-3]) {
+			g.SM = f[n-3]
+		} else if !isNA(f[n-3]) {
+			return nil, "", fmt.Errorf("line %d: compute capability %q is not MAJOR.MINOR", i+1, clip(f[n-3], 40))
+		}
+		if m := memRe.FindStringSubmatch(f[n-1]); m != nil {
+			g.MemoryMiB, _ = strconv.Atoi(m[1])
+		} else if !isNA(f[n-1]) {
+			return nil, "", fmt.Errorf("line %d: memory %q is not N MiB", i+1, clip(f[n-1], 40))
+		}
+		if g.Name == "" {
+			return nil, "", fmt.Errorf("line %d: empty GPU name", i+1)
+		}
+		if d := f[n-2]; !isNA(d) {
+			if driver != "" && driver != d {
+				return nil, "", fmt.Errorf("line %d: driver %s differs from %s", i+1, d, driver)
+			}
+			driver = d
+		}
+		gpus = append(gpus, g)
+	}
+	return gpus, driver, nil
+}
+
+func isNA(s string) bool { return s == "[N/A]" || s == "N/A" || s == "[Not Supported]" }
+
+// ParseP2PMatrix parses `nvidia-smi topo -p2p r` into an n×n matrix of
+// statuses ("X", "OK", "NS", "CNS", …) indexed by GPU index.
+func ParseP2PMatrix(out []byte, n int) ([][]string, error) {
+	var cols []int
+	m := make([][]string, n)
+	rows := 0
+	// nvidia-smi underlines the header with terminal escapes even into a pipe.
+	out = ansiRe.ReplaceAll(out, nil)
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			if cols != nil && rows > 0 {
+				break
+			}
+			continue
+		}
+		if strings.HasPrefix(f[0], "Legend") {
+			break
+		}
+		if cols == nil {
+			if !strings.HasPrefix(f[0], "GPU") {
+				continue
+			}
+			for _, c := range f {
+				i, err := gpuIndex(c)
+				if err != nil {
+					return nil, fmt.Errorf("header: %w", err)
+				}
+				cols = append(cols, i)
+			}
+			continue
+		}
+		ri, err := gpuIndex(f[0])
+		if err != nil {
+			return nil, fmt.Errorf("row %q: %w", clip(line, 60), err)
+		}
+		if len(f)-1 != len(cols) {
+			return nil, fmt.Errorf("row GPU%d: %d entries for %d columns", ri, len(f)-1, len(cols))
+		}
+		if ri < 0 || ri >= n {
+			return nil, fmt.Errorf("row GPU%d: no such GPU (%d listed)", ri, n)
+		}
+		m[ri] = make([]string, n)
+		for j, c := range cols {
+			if c < 0 || c >= n {
+				return nil, fmt.Errorf("column GPU%d: no such GPU (%d listed)", c, n)
+			}
+			m[ri][c] = f[j+1]
+		}
+		rows++
+	}
+	if cols == nil {
+		return nil, fmt.Errorf("no GPU header line")
+	}
+	for i := range m {
+		if m[i] == nil {
+			return nil, fmt.Errorf("no row for GPU%d", i)
+		}
+	}
+	return m, nil
+}
+
+func gpuIndex(s string) (int, error) {
+	if !strings.HasPrefix(s, "GPU") {
+		return 0, fmt.Errorf("%q is not GPUn", clip(s, 20))
+	}
+	i, err := strconv.Atoi(s[3:])
+	if err != nil || i < 0 {
+		return 0, fmt.Errorf("%q is not GPUn", clip(s, 20))
+	}
+	return i, nil
+}
+
+// readProcGPUs lists GPUs from /proc/driver/nvidia/gpus/*/information (name
+// and UUID; no compute capability there).
+func readProcGPUs(procRoot string) ([]GPU, error) {
+	dir := filepath.Join(procRoot, "driver", "nvidia", "gpus")
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var busIDs []string
+	for _, e := range ents {
+		busIDs = append(busIDs, e.Name())
+	}
+	sort.Strings(busIDs)
+	var gpus []GPU
+	for i, b := range busIDs {
+		data, err := os.ReadFile(filepath.Join(dir, b, "information"))
+		if err != nil {
+			continue
+		}
+		g := GPU{Index: i}
+		for _, line := range strings.Split(string(data), "\n") {
+			k, v, ok := strings.Cut(line, ":")
+			if !ok {
+				continue
+			}
+			switch strings.TrimSpace(k) {
+			case "Model":
+				g.Name = strings.TrimSpace(v)
+			case "GPU UUID":
+				g.UUID = strings.TrimSpace(v)
+			}
+		}
+		if g.Name == "" {
+			g.Name = "unknown GPU at " + b
+		}
+		gpus = append(gpus, g)
+	}
+	return gpus, nil
+}
+
+var procVersionRe = regexp.MustCompile(`Kernel Module\s+(\d+\.\d+(?:\.\d+)?)`)
+
+func readProcDriverVersion(procRoot string) (string, error) {
+	data, err := os.ReadFile(filepath.Join(procRoot, "driver", "nvidia", "version"))
+	if err != nil {
+		return "", err
+	}
+	if m := procVersionRe.FindSubmatch(data); m != nil {
+		return string(m[1]), nil
+	}
+	return "", fmt.Errorf("no version")
+}
+
+// parseSM splits "12.0" into 12, 0.
+func parseSM(s string) (major, minor int, ok bool) {
+	a, b, found := strings.Cut(strings.TrimSpace(s), ".")
+	if !found {
+		return 0, 0, false
+	}
+	ma, err1 := strconv.Atoi(a)
+	mi, err2 := strconv.Atoi(b)
+	if err1 != nil || err2 != nil || ma < 0 || mi < 0 {
+		return 0, 0, false
+	}
+	return ma, mi, true
+}
+
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
+}

@@ -1,0 +1,360 @@
+package probe
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/smpatch/smpatch/source"
+)
+
+// Options says what Run probes.
+type Options struct {
+	// Python is the interpreter whose sys.path gives site-packages ("" is
+	// python3 on PATH). Unused when SitePackages is set.
+	Python string
+	// SitePackages replaces asking the interpreter: directories to read
+	// distributions (and flashinfer) from. A flashinfer checkout root works too.
+	SitePackages []string
+	// Timeout bounds each external command (DefaultTimeout when zero).
+	Timeout time.Duration
+	// Majors adds SM majors to compute verdicts for (an --sm override).
+	Majors []int
+	// ProcRoot and CUDASearchDir are "/proc" and "/usr/local" unless set (tests).
+	ProcRoot      string
+	CUDASearchDir string
+	// NoBinaries skips the fatbin scan of package binaries.
+	NoBinaries bool
+}
+
+// Dists are the distributions the probe reports, by PEP 503 name.
+var Dists = []string{"torch", "flashinfer-python", "flashinfer-jit-cache", "flashinfer-cubin", "sglang", "sgl-kernel", "nvidia-nccl-cu12", "nvidia-nccl-cu13"}
+
+// Run probes this machine: GPUs and driver, CUDA toolkit, the Python
+// environment and everything Static reads there.
+func Run(ctx context.Context, opts Options) (*Report, error) {
+	procRoot := opts.ProcRoot
+	if procRoot == "" {
+		procRoot = "/proc"
+	}
+	search := opts.CUDASearchDir
+	if search == "" {
+		search = "/usr/local"
+	}
+	r := newReport()
+	h := &Host{GPUs: []GPU{}}
+	r.Host = h
+	py := &Python{SitePackages: []string{}}
+	r.Python = py
+
+	// The GPU query, the toolkit and the interpreter are independent
+	// processes: ask them at once, each filling its own report.
+	gr, cr := newReport(), newReport()
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); probeGPUs(ctx, gr, h, procRoot, opts.Timeout) }()
+	go func() { defer wg.Done(); h.CUDAToolkit = probeCUDA(ctx, cr, search, opts.Timeout) }()
+	dirs, err := pythonDirs(ctx, r, py, opts)
+	wg.Wait()
+	for _, sub := range []*Report{gr, cr} {
+		for k, v := range sub.Unknown {
+			r.unknown(k, v)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	py.SitePackages = append(py.SitePackages, dirs...)
+	for _, d := range dirs {
+		if m := pyVersionRe.FindStringSubmatch(d); m != nil {
+			py.Version = m[1]
+			break
+		}
+	}
+	staticInto(ctx, r, os.DirFS("/"), dirs, opts)
+	// FLASHINFER_CUDA_ARCH_LIST in this environment replaces flashinfer's
+	// device detection, so it changes the verdicts.
+	if env := os.Getenv("FLASHINFER_CUDA_ARCH_LIST"); env != "" && r.FlashInfer != nil {
+		r.FlashInfer.ArchList = env
+		computeVerdicts(r, reportMajors(r, opts.Majors))
+	}
+	return r, nil
+}
+
+// pythonDirs are the --site-packages dirs, or the interpreter's.
+func pythonDirs(ctx context.Context, r *Report, py *Python, opts Options) ([]string, error) {
+	var dirs []string
+	if len(opts.SitePackages) > 0 {
+		for _, d := range opts.SitePackages {
+			abs, err := filepath.Abs(d)
+			if err != nil {
+				return nil, err
+			}
+			fi, err := os.Stat(abs)
+			if err != nil {
+				return nil, fmt.Errorf("--site-packages %s: %w", d, err)
+			}
+			if !fi.IsDir() {
+				return nil, fmt.Errorf("--site-packages %s: not a directory", d)
+			}
+			dirs = append(dirs, abs)
+		}
+	} else {
+		python := opts.Python
+		if python == "" {
+			python = "python3"
+		}
+		py.Executable = python
+		timeout := opts.Timeout
+		if timeout <= 0 {
+			timeout = DefaultTimeout
+		}
+		pctx, cancel := context.WithTimeout(ctx, timeout)
+		paths, err := source.PythonSysPath(pctx, python)
+		cancel()
+		if err != nil {
+			r.unknown("python", err.Error())
+		} else {
+			dirs = source.SitePackagesDirs(paths)
+			if len(dirs) == 0 {
+				r.unknown("python.site_packages", "no site-packages or dist-packages directory on sys.path of "+python)
+			}
+		}
+	}
+	return dirs, nil
+}
+
+var pyVersionRe = regexp.MustCompile(`python(\d+\.\d+)`)
+
+// Static reads what needs no running machine from a filesystem: the
+// distributions in sitePackages (slash paths on fsys, leading "/" allowed),
+// flashinfer's gates and headers, and the SM targets of package binaries.
+// The image builder runs it on an image filesystem.
+func Static(ctx context.Context, fsys fs.FS, sitePackages []string) (*Report, error) {
+	r := newReport()
+	r.Python = &Python{SitePackages: append([]string{}, sitePackages...)}
+	staticInto(ctx, r, fsys, sitePackages, Options{})
+	return r, nil
+}
+
+func staticInto(ctx context.Context, r *Report, fsys fs.FS, dirs []string, opts Options) {
+	fsDirs := make([]string, len(dirs))
+	for i, d := range dirs {
+		fsDirs[i] = fsPath(d)
+	}
+	dists := map[string]*source.Dist{}
+	for _, name := range Dists {
+		d, err := source.FindDistFS(fsys, fsDirs, name)
+		if err != nil {
+			continue
+		}
+		dists[name] = d
+		p := &Package{Version: d.Version, Location: "/" + strings.TrimPrefix(d.Location, "/")}
+		r.Packages[name] = p
+	}
+	if p := r.Packages["torch"]; p != nil {
+		if data, err := fs.ReadFile(fsys, path.Join(fsPath(p.Location), "torch", "version.py")); err == nil {
+			if m := torchCUDARe.FindSubmatch(data); m != nil {
+				p.CUDA = string(m[1])
+			}
+		}
+	}
+	// flashinfer-python against its prebuilt kernels.
+	if fp := r.Packages["flashinfer-python"]; fp != nil {
+		for _, other := range []string{"flashinfer-jit-cache", "flashinfer-cubin"} {
+			op := r.Packages[other]
+			if op == nil {
+				continue
+			}
+			ok := baseVersion(op.Version) == baseVersion(fp.Version)
+			r.Findings = append(r.Findings, Finding{
+				Requirement: other + " version matches flashinfer-python",
+				OK:          ok,
+				Evidence:    fmt.Sprintf("flashinfer-python %s (%s), %s %s (%s)", fp.Version, fp.Location, other, op.Version, op.Location),
+			})
+		}
+	}
+	if t, ok := findFlashInfer(fsys, fsDirs); ok {
+		r.FlashInfer = analyzeFlashInfer(t, r)
+		if r.FlashInfer.Version == "" {
+			if d := dists["flashinfer-python"]; d != nil {
+				r.FlashInfer.Version, r.FlashInfer.VersionFrom = d.Version, "/"+d.DistInfo+"/METADATA"
+				delete(r.Unknown, "flashinfer.version")
+			}
+		}
+	} else if r.Packages["flashinfer-python"] != nil {
+		r.unknown("flashinfer", "flashinfer-python is installed but no flashinfer/jit package was found in "+strings.Join(dirs, ", "))
+	}
+	computeVerdicts(r, reportMajors(r, opts.Majors))
+	if !opts.NoBinaries {
+		scanPackageBinaries(ctx, r, fsys)
+	}
+}
+
+// baseVersion drops a local version label ("0.6.17+cu130" → "0.6.17").
+func baseVersion(v string) string {
+	if i := strings.IndexByte(v, '+'); i >= 0 {
+		return v[:i]
+	}
+	return v
+}
+
+var torchCUDARe = regexp.MustCompile(`(?m)^cuda\s*(?::[^=]*)?=\s*['"]([^'"]+)['"]`)
+
+// reportMajors are the majors verdicts are computed for.
+func reportMajors(r *Report, extra []int) []int {
+	ms := append(append([]int(nil), DefaultMajors...), extra...)
+	if r.Host != nil {
+		for _, g := range r.Host.GPUs {
+			if m := g.Major(); m >= 0 {
+				ms = append(ms, m)
+			}
+		}
+	}
+	return ms
+}
+
+// binaryGlobs are, per distribution, its package directory and the binaries
+// whose SM targets the report lists.
+var binaryGlobs = map[string]struct {
+	dir  string
+	exts []string
+	only []string // exact file names (torch: the CUDA library alone)
+}{
+	"torch":                {dir: "torch/lib", only: []string{"libtorch_cuda.so"}},
+	"flashinfer-jit-cache": {dir: "flashinfer_jit_cache", exts: []string{".so"}},
+	"flashinfer-cubin":     {dir: "flashinfer_cubin", exts: []string{".cubin"}},
+	"sgl-kernel":           {dir: "sgl_kernel", exts: []string{".so"}},
+}
+
+func scanPackageBinaries(ctx context.Context, r *Report, fsys fs.FS) {
+	names := make([]string, 0, len(binaryGlobs))
+	for n := range binaryGlobs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		p := r.Packages[name]
+		if p == nil {
+			continue
+		}
+		g := binaryGlobs[name]
+		root := path.Join(fsPath(p.Location), g.dir)
+		var files []string
+		_ = fs.WalkDir(fsys, root, func(fp string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || ctx.Err() != nil {
+				return nil
+			}
+			base := path.Base(fp)
+			for _, o := range g.only {
+				if base == o {
+					files = append(files, fp)
+				}
+			}
+			for _, e := range g.exts {
+				if strings.HasSuffix(base, e) {
+					files = append(files, fp)
+				}
+			}
+			return nil
+		})
+		if len(files) == 0 {
+			r.unknown("packages."+name+".arches", "no binaries under /"+root)
+			continue
+		}
+		set := map[string]bool{}
+		var errs []string
+		for _, f := range files {
+			s, err := ScanFSFile(fsys, f)
+			if err != nil {
+				errs = append(errs, "/"+f+": "+err.Error())
+				continue
+			}
+			for _, t := range s.Targets() {
+				set[t] = true
+			}
+			p.ArchesFrom = append(p.ArchesFrom, "/"+f)
+		}
+		p.Arches = sortedTargets(set)
+		if len(errs) > 0 {
+			r.unknown("packages."+name+".arches", fmt.Sprintf("%d of %d binaries not read: %s", len(errs), len(files), errs[0]))
+		}
+		if len(p.ArchesFrom) > 5 {
+			n := len(p.ArchesFrom)
+			p.ArchesFrom = append(p.ArchesFrom[:4], fmt.Sprintf("... %d files in all", n))
+		}
+	}
+}
+
+// ScanFile scans one binary on disk.
+func ScanFile(file string, keepEntries bool) (*BinaryScan, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	s, err := ScanBinary(f, fi.Size(), keepEntries)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	s.Path = file
+	return s, nil
+}
+
+// ScanFSFile scans one binary on an fs.FS: files that can seek are streamed,
+// others up to 256 MiB are read whole.
+func ScanFSFile(fsys fs.FS, name string) (*BinaryScan, error) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	var ra io.ReaderAt
+	switch v := f.(type) {
+	case io.ReaderAt:
+		ra = v
+	case io.ReadSeeker:
+		ra = &seekReaderAt{rs: v}
+	default:
+		if fi.Size() > 256<<20 {
+			return nil, fmt.Errorf("%d bytes and not seekable", fi.Size())
+		}
+		data, err := io.ReadAll(f)
+		if err != nil {
+			return nil, err
+		}
+		ra = strings.NewReader(string(data))
+	}
+	s, err := ScanBinary(ra, fi.Size(), false)
+	if err != nil {
+		return nil, err
+	}
+	s.Path = "/" + name
+	return s, nil
+}
+
+type seekReaderAt struct{ rs io.ReadSeeker }
+
+func (s *seekReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	if _, err := s.rs.Seek(off, io.SeekStart); err != nil {
+		return 0, err
+	}
+	return io.ReadFull(s.rs, p)
+}

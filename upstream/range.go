@@ -1,0 +1,442 @@
+package upstream
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/smpatch/smpatch/patches"
+	"github.com/smpatch/smpatch/source"
+)
+
+// RangeInfo is a patch's history over a range of commits.
+type RangeInfo struct {
+	From    string   `json:"from"` // the range as given
+	To      string   `json:"to"`
+	Base    string   `json:"base"`    // the commit the walk starts from
+	Start   Status   `json:"start"`   // status at Base
+	Changes []Change `json:"changes"` // oldest first
+	Commits int      `json:"commits"` // commits walked
+	Planned int      `json:"planned"` // commits where the targets changed and a plan ran
+}
+
+// Change is a commit where a patch's status changed.
+type Change struct {
+	Commit  string    `json:"commit"`
+	Date    time.Time `json:"date"`
+	Subject string    `json:"subject"`
+	From    Status    `json:"from"`
+	To      Status    `json:"to"`
+	Detail  string    `json:"detail,omitempty"`
+}
+
+// Range walks the first-parent history from the commit where to's history
+// meets from's (from itself when it is an ancestor) up to to, and reports for
+// every patch its status at the start, at to, and each commit where it
+// changed. A commit is planned only when the blobs of the patch's target
+// files (or its search directories, or the version files) differ from its
+// parent's; the trees are compared entry by entry from the root, so
+// unchanged directories are never read. Blobs are read from the object
+// store: no work tree.
+func Range(ctx context.Context, repo *git.Repository, url string, p source.Project, from, to plumbing.Hash, rng [2]string, ps []*patches.Patch, opts Options) ([]Result, error) {
+	chain, base, err := firstParentChain(ctx, repo, from, to)
+	if err != nil {
+		return nil, err
+	}
+	tags, err := tagsByCommit(repo)
+	if err != nil {
+		return nil, err
+	}
+	// One trie of every path any patch looks at.
+	keys := make([][]string, len(ps))
+	all := map[string]bool{}
+	for i, pt := range ps {
+		keys[i] = watchedPaths(pt, p)
+		for _, k := range keys[i] {
+			all[k] = true
+		}
+	}
+	var paths []string
+	for k := range all {
+		paths = append(paths, k)
+	}
+	sort.Strings(paths)
+	idx := map[string]int{}
+	for i, k := range paths {
+		idx[k] = i
+	}
+	w := &entryWalker{repo: repo, memo: map[memoKey][]plumbing.Hash{}, trie: buildTrie(paths), idx: map[*trie][]int{}}
+
+	type state struct {
+		key    string
+		status Status
+		res    Result
+	}
+	cur := make([]state, len(ps))
+	memo := make([]map[string]Result, len(ps))
+	results := make([]Result, len(ps))
+
+	plan := func(i int, c *object.Commit, key string) (Result, error) {
+		if r, ok := memo[i][key]; ok {
+			return r, nil
+		}
+		t, err := source.OpenRevision(repo, c.Hash, p, url)
+		if err != nil {
+			return Result{}, err
+		}
+		r := checkOne(ctx, t, ps[i], opts)
+		r.Commit = c.Hash.String()
+		memo[i][key] = r
+		return r, nil
+	}
+
+	baseCommit, err := repo.CommitObject(base)
+	if err != nil {
+		return nil, fmt.Errorf("commit %s: %w", base, err)
+	}
+	tag := nearestTagOnChain(ctx, repo, base, tags)
+	hashes, err := w.hashes(baseCommit)
+	if err != nil {
+		return nil, err
+	}
+	for i := range ps {
+		memo[i] = map[string]Result{}
+		k := keyOf(hashes, idx, keys[i], tag)
+		r, err := plan(i, baseCommit, k)
+		if err != nil {
+			return nil, err
+		}
+		cur[i] = state{key: k, status: r.Status, res: r}
+		results[i] = r
+		results[i].Range = &RangeInfo{From: rng[0], To: rng[1], Base: base.String(), Start: r.Status, Changes: []Change{}, Planned: 1}
+	}
+	for n, c := range chain {
+		if n%64 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		if t, ok := tags[c.Hash]; ok {
+			tag = t
+		}
+		hashes, err := w.hashes(c)
+		if err != nil {
+			return nil, err
+		}
+		for i := range ps {
+			k := keyOf(hashes, idx, keys[i], tag)
+			if k == cur[i].key {
+				continue
+			}
+			ri := results[i].Range
+			ri.Planned++
+			r, err := plan(i, c, k)
+			if err != nil {
+				return nil, err
+			}
+			if r.Status != cur[i].status {
+				ri.Changes = append(ri.Changes, Change{
+					Commit: c.Hash.String(), Date: c.Committer.When.UTC(), Subject: subject(c.Message),
+					From: cur[i].status, To: r.Status, Detail: r.Detail,
+				})
+			}
+			cur[i] = state{key: k, status: r.Status, res: r}
+		}
+	}
+	for i := range ps {
+		ri := results[i].Range
+		ri.Commits = len(chain)
+		r := cur[i].res
+		r.Range = ri
+		if len(chain) > 0 {
+			r.Commit = to.String()
+		}
+		r.Revision = url + "@" + to.String()
+		results[i] = r
+	}
+	return results, nil
+}
+
+// subject is a commit message's first line.
+func subject(msg string) string {
+	s, _, _ := strings.Cut(strings.TrimSpace(msg), "\n")
+	return strings.TrimSpace(s)
+}
+
+// watchedPaths are the paths whose blobs decide a patch's plan: the target
+// files of every variant, their search directories and the version files.
+func watchedPaths(pt *patches.Patch, p source.Project) []string {
+	set := map[string]bool{}
+	for _, v := range pt.Variants {
+		for _, fd := range v.Files {
+			if fd.OldPath != "" {
+				set[fd.OldPath] = true
+			}
+			if fd.NewPath != "" {
+				set[fd.NewPath] = true
+			}
+		}
+		for _, d := range v.Search {
+			set[strings.Trim(path.Clean(d), "/")] = true
+		}
+	}
+	for _, f := range source.VersionFiles(p) {
+		set[f] = true
+	}
+	out := make([]string, 0, len(set))
+	for k := range set {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func keyOf(hashes []plumbing.Hash, idx map[string]int, paths []string, tag string) string {
+	var b strings.Builder
+	for _, p := range paths {
+		h := hashes[idx[p]]
+		b.Write(h[:])
+	}
+	b.WriteString(tag)
+	return b.String()
+}
+
+// firstParentChain lists the commits from base (exclusive) to to
+// (inclusive), oldest first, following first parents from to; base is the
+// first commit on that line that from's history contains.
+func firstParentChain(ctx context.Context, repo *git.Repository, from, to plumbing.Hash) ([]*object.Commit, plumbing.Hash, error) {
+	anc, err := ancestors(ctx, repo, from)
+	if err != nil {
+		return nil, plumbing.ZeroHash, err
+	}
+	var chain []*object.Commit
+	h := to
+	for {
+		if anc[h] {
+			break
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, plumbing.ZeroHash, err
+		}
+		c, err := repo.CommitObject(h)
+		if err != nil {
+			return nil, plumbing.ZeroHash, fmt.Errorf("commit %s: %w", h, err)
+		}
+		if len(c.ParentHashes) == 0 {
+			// from and to share no history: start from the root commit.
+			break
+		}
+		chain = append(chain, c)
+		h = c.ParentHashes[0]
+	}
+	for i, j := 0, len(chain)-1; i < j; i, j = i+1, j-1 {
+		chain[i], chain[j] = chain[j], chain[i]
+	}
+	return chain, h, nil
+}
+
+// ancestors is the set of commits reachable from h, h included.
+func ancestors(ctx context.Context, repo *git.Repository, h plumbing.Hash) (map[plumbing.Hash]bool, error) {
+	seen := map[plumbing.Hash]bool{h: true}
+	stack := []plumbing.Hash{h}
+	for len(stack) > 0 {
+		if len(seen)%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		c := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		co, err := repo.CommitObject(c)
+		if err != nil {
+			return nil, fmt.Errorf("commit %s: %w", c, err)
+		}
+		for _, p := range co.ParentHashes {
+			if !seen[p] {
+				seen[p] = true
+				stack = append(stack, p)
+			}
+		}
+	}
+	return seen, nil
+}
+
+// tagsByCommit maps commits to their version tag (the highest when several).
+func tagsByCommit(repo *git.Repository) (map[plumbing.Hash]string, error) {
+	refs, err := repo.Tags()
+	if err != nil {
+		return nil, err
+	}
+	out := map[plumbing.Hash]string{}
+	err = refs.ForEach(func(r *plumbing.Reference) error {
+		name := r.Name().Short()
+		v, err := source.ParseVersion(name)
+		if err != nil {
+			return nil
+		}
+		h, err := source.ResolveRevision(repo, "refs/tags/"+name)
+		if err != nil {
+			return nil
+		}
+		if old, ok := out[h]; ok {
+			ov, _ := source.ParseVersion(old)
+			if source.ComparePEP440(v, ov) <= 0 {
+				return nil
+			}
+		}
+		out[h] = name
+		return nil
+	})
+	return out, err
+}
+
+// nearestTagOnChain is the first version tag on h's first-parent line.
+func nearestTagOnChain(ctx context.Context, repo *git.Repository, h plumbing.Hash, tags map[plumbing.Hash]string) string {
+	for i := 0; i < 100000 && ctx.Err() == nil; i++ {
+		if t, ok := tags[h]; ok {
+			return t
+		}
+		c, err := repo.CommitObject(h)
+		if err != nil || len(c.ParentHashes) == 0 {
+			return ""
+		}
+		h = c.ParentHashes[0]
+	}
+	return ""
+}
+
+// trie is a set of paths as a tree of names; each watched path has an index.
+type trie struct {
+	children map[string]*trie
+	names    []string // sorted child names
+	index    int      // index of the path ending here, -1 if none
+}
+
+func buildTrie(paths []string) *trie {
+	root := &trie{children: map[string]*trie{}, index: -1}
+	for i, p := range paths {
+		n := root
+		for _, part := range strings.Split(p, "/") {
+			c, ok := n.children[part]
+			if !ok {
+				c = &trie{children: map[string]*trie{}, index: -1}
+				n.children[part] = c
+				n.names = append(n.names, part)
+			}
+			n = c
+		}
+		n.index = i
+	}
+	var sortAll func(*trie)
+	sortAll = func(n *trie) {
+		sort.Strings(n.names)
+		for _, c := range n.children {
+			sortAll(c)
+		}
+	}
+	sortAll(root)
+	return root
+}
+
+type memoKey struct {
+	tree plumbing.Hash
+	node *trie
+}
+
+// entryWalker finds the object hashes of the watched paths in a commit's
+// tree, remembering the answer per (tree, trie node): a directory whose tree
+// hash did not change between two commits is not read again.
+type entryWalker struct {
+	repo *git.Repository
+	trie *trie
+	memo map[memoKey][]plumbing.Hash
+	idx  map[*trie][]int
+	n    int
+}
+
+func (w *entryWalker) hashes(c *object.Commit) ([]plumbing.Hash, error) {
+	out := make([]plumbing.Hash, w.count())
+	return out, w.fill(c.TreeHash, w.trie, out)
+}
+
+func (w *entryWalker) count() int {
+	if w.n == 0 {
+		var walk func(*trie)
+		walk = func(t *trie) {
+			if t.index >= 0 {
+				w.n++
+			}
+			for _, c := range t.children {
+				walk(c)
+			}
+		}
+		walk(w.trie)
+	}
+	return w.n
+}
+
+// fill writes the hashes of node's paths under tree into out. The memo
+// stores, per (tree, node), the hashes in the order of collectIdx(node).
+func (w *entryWalker) fill(tree plumbing.Hash, node *trie, out []plumbing.Hash) error {
+	k := memoKey{tree, node}
+	idx := w.collectIdx(node)
+	if hs, ok := w.memo[k]; ok {
+		for i, j := range idx {
+			out[j] = hs[i]
+		}
+		return nil
+	}
+	t, err := w.repo.TreeObject(tree)
+	if err != nil {
+		return fmt.Errorf("tree %s: %w", tree, err)
+	}
+	for _, name := range node.names {
+		child := node.children[name]
+		e, err := t.FindEntry(name)
+		if err != nil {
+			continue // absent: zero hashes
+		}
+		if child.index >= 0 {
+			out[child.index] = e.Hash
+		}
+		if len(child.names) > 0 && e.Mode == filemode.Dir {
+			if err := w.fill(e.Hash, child, out); err != nil {
+				return err
+			}
+		}
+	}
+	hs := make([]plumbing.Hash, len(idx))
+	for i, j := range idx {
+		hs[i] = out[j]
+	}
+	w.memo[k] = hs
+	return nil
+}
+
+// collectIdx lists the path indexes under node, node's own first.
+func (w *entryWalker) collectIdx(node *trie) []int {
+	if v, ok := w.idx[node]; ok {
+		return v
+	}
+	var out []int
+	var walk func(*trie)
+	walk = func(t *trie) {
+		if t.index >= 0 {
+			out = append(out, t.index)
+		}
+		for _, n := range t.names {
+			walk(t.children[n])
+		}
+	}
+	walk(node)
+	w.idx[node] = out
+	return out
+}

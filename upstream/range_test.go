@@ -1,0 +1,77 @@
+package upstream
+
+import (
+	"context"
+	"reflect"
+	"testing"
+
+	"github.com/smpatch/smpatch/source"
+)
+
+func TestRange(t *testing.T) {
+	ctx := context.Background()
+	fx := newFixture(t)
+	from, to := fx.commits["v0.6.0"], fx.commits["post"]
+	rs, err := Range(ctx, fx.b.Repo, fx.b.URL(), source.FlashInfer, from, to, [2]string{"v0.6.0", "v0.6.2.post1"}, fx.patches, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 1 {
+		t.Fatalf("%d results", len(rs))
+	}
+	r := rs[0]
+	ri := r.Range
+	if r.Status != AlreadyUpstream || ri.Start != Applies || ri.Base != from.String() || ri.Commits != 8 {
+		t.Fatalf("status %s, start %s at %s, %d commits", r.Status, ri.Start, ri.Base, ri.Commits)
+	}
+	type step struct {
+		commit   string
+		from, to Status
+	}
+	var got []step
+	for _, c := range ri.Changes {
+		name := ""
+		for n, h := range fx.commits {
+			if h.String() == c.Commit {
+				name = n
+			}
+		}
+		got = append(got, step{name, c.From, c.To})
+	}
+	want := []step{{"fuzzy", Applies, Fuzzy}, {"conflict", Fuzzy, Conflict}, {"adopt", Conflict, AlreadyUpstream}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("changes %+v, want %+v", got, want)
+	}
+	last := ri.Changes[2]
+	if last.Subject != "feat(comm): extend trtllm_allreduce to SM12x (#3903)" || last.Date.IsZero() {
+		t.Errorf("adopting change: %+v", last)
+	}
+	// Only commits that touch comm.py or version.txt are planned: the base,
+	// drift, rc, fuzzy, conflict, adopt, post (not the two docs commits).
+	if ri.Planned != 7 {
+		t.Errorf("planned %d commits, want 7", ri.Planned)
+	}
+}
+
+// A range whose start is not on the end's first-parent line starts from
+// where the two histories meet.
+func TestRangeFromSideBranch(t *testing.T) {
+	ctx := context.Background()
+	fx := newFixture(t)
+	rs, err := Range(ctx, fx.b.Repo, fx.b.URL(), source.FlashInfer, fx.commits["post"], fx.commits["v0.6.0"], [2]string{"post", "v0.6.0"}, fx.patches, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ri := rs[0].Range; ri.Commits != 0 || len(ri.Changes) != 0 || ri.Base != fx.commits["v0.6.0"].String() || rs[0].Status != Applies {
+		t.Fatalf("reverse range: %+v %+v", rs[0], ri)
+	}
+}
+
+func TestWatchedPaths(t *testing.T) {
+	fx := newFixture(t)
+	got := watchedPaths(fx.patches[0], source.FlashInfer)
+	want := []string{"flashinfer/jit/comm.py", "flashinfer/version.py", "flashinfer/version.txt", "version.txt"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("watchedPaths = %v, want %v", got, want)
+	}
+}

@@ -1,0 +1,314 @@
+package upstream
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+)
+
+// Formats are the report formats of smpatch check.
+var Formats = []string{"text", "json", "junit", "github"}
+
+// Write writes the report in format.
+func (rp *Report) Write(w io.Writer, format string) error {
+	switch format {
+	case "text", "":
+		return rp.WriteText(w)
+	case "json":
+		return rp.WriteJSON(w)
+	case "junit":
+		return rp.WriteJUnit(w)
+	case "github":
+		return rp.WriteGitHub(w)
+	}
+	return fmt.Errorf("unknown format %q (want %s)", format, strings.Join(Formats, ", "))
+}
+
+func short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
+}
+
+// WriteText writes a table: one row per patch, then the changes found in a
+// range, then a summary line.
+func (rp *Report) WriteText(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PROJECT\tPATCH\tSTATUS\tVARIANT\tVERSION\tDETAIL")
+	for _, r := range rp.Results {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Project, r.Patch, r.Status, dash(r.Variant), dash(r.Version), oneLine(r.Detail))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, r := range rp.Results {
+		ri := r.Range
+		if ri == nil {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s %s over %s..%s (%d commits, %d planned): %s at %s",
+			r.Project, r.Patch, ri.From, ri.To, ri.Commits, ri.Planned, ri.Start, short(ri.Base))
+		if len(ri.Changes) == 0 {
+			fmt.Fprintf(w, ", unchanged\n")
+			continue
+		}
+		fmt.Fprintln(w)
+		for _, c := range ri.Changes {
+			fmt.Fprintf(w, "  %s %s  %s -> %s  %s\n", short(c.Commit), c.Date.Format("2006-01-02"), c.From, c.To, c.Subject)
+		}
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, rp.summary())
+	return nil
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func oneLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}
+
+// summary is one line: counts by status and the verdict.
+func (rp *Report) summary() string {
+	c := rp.Counts()
+	var parts []string
+	for _, s := range []Status{Applies, Fuzzy, AlreadyUpstream, Conflict, NoVariant, Error} {
+		if c[s] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", c[s], s))
+		}
+	}
+	if len(parts) == 0 {
+		return "no patches checked"
+	}
+	verdict := "ok"
+	if n := rp.Failed(); n > 0 {
+		verdict = fmt.Sprintf("%d failing", n)
+	}
+	return fmt.Sprintf("%d patches: %s (%s)", len(rp.Results), strings.Join(parts, ", "), verdict)
+}
+
+// WriteJSON writes {"results": [...], "strict": bool, "failed": n}.
+func (rp *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	results := rp.Results
+	if results == nil {
+		results = []Result{}
+	}
+	return enc.Encode(struct {
+		Results []Result `json:"results"`
+		Strict  bool     `json:"strict"`
+		Failed  int      `json:"failed"`
+	}{results, rp.Strict, rp.Failed()})
+}
+
+type junitSuites struct {
+	XMLName xml.Name     `xml:"testsuites"`
+	Name    string       `xml:"name,attr"`
+	Tests   int          `xml:"tests,attr"`
+	Fails   int          `xml:"failures,attr"`
+	Errors  int          `xml:"errors,attr"`
+	Skipped int          `xml:"skipped,attr"`
+	Suites  []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name    string      `xml:"name,attr"`
+	Tests   int         `xml:"tests,attr"`
+	Fails   int         `xml:"failures,attr"`
+	Errors  int         `xml:"errors,attr"`
+	Skipped int         `xml:"skipped,attr"`
+	Cases   []junitCase `xml:"testcase"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	Classname string        `xml:"classname,attr"`
+	Failure   *junitMessage `xml:"failure,omitempty"`
+	Error     *junitMessage `xml:"error,omitempty"`
+	Skipped   *junitMessage `xml:"skipped,omitempty"`
+	SystemOut string        `xml:"system-out,omitempty"`
+}
+
+type junitMessage struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr,omitempty"`
+	Text    string `xml:",chardata"`
+}
+
+// WriteJUnit writes JUnit XML: one testsuite per project, one testcase per
+// patch; conflict and no-variant (and fuzzy with strict) fail, an error is an
+// error, already-upstream is skipped with the reason.
+func (rp *Report) WriteJUnit(w io.Writer) error {
+	doc := junitSuites{Name: "smpatch check"}
+	for _, p := range rp.Projects() {
+		s := junitSuite{Name: string(p)}
+		for _, r := range rp.Results {
+			if r.Project != p {
+				continue
+			}
+			c := junitCase{Name: r.Patch, Classname: "smpatch.check." + string(p)}
+			msg := &junitMessage{Message: string(r.Status) + ": " + oneLine(r.Detail), Type: string(r.Status), Text: caseText(r)}
+			switch {
+			case r.Status == Error:
+				c.Error = msg
+				s.Errors++
+			case r.Status.Failed(rp.Strict):
+				c.Failure = msg
+				s.Fails++
+			case r.Status == AlreadyUpstream:
+				c.Skipped = &junitMessage{Message: "already upstream: " + oneLine(r.Detail)}
+				s.Skipped++
+			default:
+				c.SystemOut = caseText(r)
+			}
+			s.Tests++
+			s.Cases = append(s.Cases, c)
+		}
+		doc.Tests += s.Tests
+		doc.Fails += s.Fails
+		doc.Errors += s.Errors
+		doc.Skipped += s.Skipped
+		doc.Suites = append(doc.Suites, s)
+	}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}
+
+// caseText is the longer text of a result: where, which variant, the range.
+func caseText(r Result) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "revision: %s\n", r.Revision)
+	if r.Variant != "" {
+		fmt.Fprintf(&b, "variant: %s\n", r.Variant)
+	}
+	if r.Version != "" {
+		fmt.Fprintf(&b, "version: %s (%s)\n", r.Version, r.VersionFrom)
+	}
+	if r.Target != "" {
+		fmt.Fprintf(&b, "upstream: %s:%d\n", r.Target, r.Line)
+	}
+	for _, k := range sortedKeys(r.Hunks) {
+		fmt.Fprintf(&b, "hunks %s: %d\n", k, r.Hunks[k])
+	}
+	fmt.Fprintf(&b, "detail: %s\n", r.Detail)
+	if ri := r.Range; ri != nil {
+		fmt.Fprintf(&b, "range %s..%s: %s at %s\n", ri.From, ri.To, ri.Start, short(ri.Base))
+		for _, c := range ri.Changes {
+			fmt.Fprintf(&b, "  %s %s %s -> %s %s\n", short(c.Commit), c.Date.Format("2006-01-02"), c.From, c.To, c.Subject)
+		}
+	}
+	return b.String()
+}
+
+// GitHub shows at most 10 error and 10 warning annotations per step
+// (and 10 notices); more are dropped silently.
+const githubPerStep = 10
+
+// WriteGitHub writes GitHub Actions workflow commands: one ::error per
+// failing patch and one ::warning per patch that needs attention (fuzzy,
+// already upstream), each with the patch's diff file and hunk line. When a
+// kind exceeds GitHub's per-step limit, the last annotation of that kind
+// names the rest, so none is hidden. A ::notice with the summary comes last.
+func (rp *Report) WriteGitHub(w io.Writer) error {
+	type ann struct {
+		kind, file, title, msg string
+		line                   int
+	}
+	var errs, warns []ann
+	for _, r := range rp.Results {
+		a := ann{file: r.Source, line: r.SourceLine, title: fmt.Sprintf("smpatch check: %s (%s) %s", r.Patch, r.Project, r.Status)}
+		a.msg = githubMessage(r)
+		switch {
+		case r.Status.Failed(rp.Strict):
+			a.kind = "error"
+			errs = append(errs, a)
+		case r.Status == Fuzzy || r.Status == AlreadyUpstream:
+			a.kind = "warning"
+			warns = append(warns, a)
+		}
+	}
+	emit := func(list []ann) {
+		for i, a := range list {
+			if i == githubPerStep-1 && len(list) > githubPerStep {
+				rest := list[i:]
+				names := make([]string, len(rest))
+				for j, b := range rest {
+					names[j] = strings.TrimPrefix(b.title, "smpatch check: ")
+				}
+				sort.Strings(names)
+				fmt.Fprintf(w, "::%s title=%s::%s\n", a.kind, escapeProperty(fmt.Sprintf("smpatch check: %d more", len(rest))),
+					escapeData(strings.Join(names, "\n")))
+				return
+			}
+			props := []string{}
+			if a.file != "" {
+				props = append(props, "file="+escapeProperty(a.file))
+				if a.line > 0 {
+					props = append(props, fmt.Sprintf("line=%d", a.line))
+				}
+			}
+			props = append(props, "title="+escapeProperty(a.title))
+			fmt.Fprintf(w, "::%s %s::%s\n", a.kind, strings.Join(props, ","), escapeData(a.msg))
+		}
+	}
+	emit(errs)
+	emit(warns)
+	fmt.Fprintf(w, "::notice title=smpatch check::%s\n", escapeData(rp.summary()))
+	// The plain table too, for the log.
+	return rp.WriteText(w)
+}
+
+func githubMessage(r Result) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s on %s: %s", r.Status, r.Revision, oneLine(r.Detail))
+	if r.Target != "" {
+		fmt.Fprintf(&b, "\nupstream %s:%d", r.Target, r.Line)
+	}
+	if r.Variant != "" {
+		fmt.Fprintf(&b, "\nvariant %s, version %s", r.Variant, dash(r.Version))
+	}
+	if ri := r.Range; ri != nil && len(ri.Changes) > 0 {
+		c := ri.Changes[len(ri.Changes)-1]
+		fmt.Fprintf(&b, "\nsince %s %s: %s", short(c.Commit), c.Date.Format("2006-01-02"), c.Subject)
+	}
+	return b.String()
+}
+
+// escapeData and escapeProperty follow GitHub's workflow command encoding.
+func escapeData(s string) string {
+	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A").Replace(s)
+}
+
+func escapeProperty(s string) string {
+	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C").Replace(s)
+}
+
+// WriteStepSummary writes a Markdown table for $GITHUB_STEP_SUMMARY.
+func (rp *Report) WriteStepSummary(w io.Writer) error {
+	fmt.Fprintf(w, "### smpatch check\n\n%s\n\n| project | patch | status | variant | version | detail |\n| --- | --- | --- | --- | --- | --- |\n", rp.summary())
+	for _, r := range rp.Results {
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", r.Project, r.Patch, r.Status, dash(r.Variant), dash(r.Version),
+			strings.ReplaceAll(oneLine(r.Detail), "|", "\\|"))
+	}
+	return nil
+}
