@@ -371,7 +371,9 @@ func TestRunRefusesBadInput(t *testing.T) {
 		{"baseline unknown", []*Cell{c}, func(o *Options) { o.Baseline = "zz" }, "baseline zz: no such cell"},
 		{"duplicate", []*Cell{c, c}, nil, `cell id "a" appears twice`},
 		{"bad id", []*Cell{{ID: "../x"}}, nil, `cell id "../x" cannot name a log file`},
-		{"patches without tree", []*Cell{{ID: "p", Patches: []string{"sm120-fusion"}}}, nil, "cell p has patches (sm120-fusion) but there is no tree to apply them to"},
+		{"bad health", []*Cell{{ID: "h", Command: []string{"true"}, Health: "127.0.0.1:30000/health"}}, nil, `cell h: health "127.0.0.1:30000/health" is not an http(s) URL`},
+		{"no command", []*Cell{{ID: "n"}}, nil, "cell n: no command to run"},
+		{"patches without tree", []*Cell{{ID: "p", Command: []string{"true"}, Patches: []string{"sm120-fusion"}}}, nil, "cell p has patches (sm120-fusion) but there is no tree to apply them to"},
 		{"no docker", []*Cell{c}, func(o *Options) { o.Runner = Docker{CLI: "no-such-docker-cli"} }, ErrNoDocker.Error()},
 	}
 	for _, tt := range tests {

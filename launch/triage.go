@@ -348,6 +348,9 @@ func (s *Signatures) NewScanner() *Scanner { return &Scanner{sigs: s} }
 func (sc *Scanner) Line(text string) *Match {
 	clean := cleanLine(text)
 	sc.Skip(clean)
+	if strings.HasPrefix(clean, NotePrefix) {
+		return nil // the runner's own line, not the server's
+	}
 	m := sc.sigs.MatchLine(sc.n, clean)
 	if m == nil {
 		return nil
@@ -364,6 +367,10 @@ func (sc *Scanner) Line(text string) *Match {
 	}
 	return nil
 }
+
+// NotePrefix starts the lines the matrix runner writes into a cell's log;
+// triage never matches them.
+const NotePrefix = "### smpatch: "
 
 // Skip counts a line (and keeps it for the tail) without matching it: the
 // runner's own notes in a log.

@@ -124,6 +124,11 @@ func TestTriageTextOutput(t *testing.T) {
 		}
 	}
 
+	v, _ = s.Triage("z.log", strings.NewReader(NotePrefix+"cell c: python3 -m x  # Capture cuda graph failed\n"))
+	if v.Known {
+		t.Errorf("the runner's own note was triaged: %+v", v.Cause)
+	}
+
 	v, _ = s.Triage("y.log", strings.NewReader(strings.Repeat("line\n", 30)+"Segmentation fault\n"))
 	buf.Reset()
 	v.WriteText(&buf)
