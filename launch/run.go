@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -67,6 +69,11 @@ func Run(ctx context.Context, cells []*Cell, o Options) (*Summary, error) {
 		}
 		s.Results = append(s.Results, r)
 		index[c.ID] = i
+	}
+
+	o.pos = map[string]int{}
+	for i, c := range todo {
+		o.pos[c.ID] = i + 1
 	}
 
 	var mu sync.Mutex // guards s.Results entries and the jsonl file
@@ -131,6 +138,14 @@ func checkCells(cells []*Cell, o Options) error {
 		ids[c.ID] = true
 		if c.ID == "" || strings.ContainsAny(c.ID, `/\`) || c.ID == "." || c.ID == ".." {
 			return fmt.Errorf("cell id %q cannot name a log file", c.ID)
+		}
+		if c.Health != "" {
+			if u, err := url.Parse(c.Health); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return fmt.Errorf("cell %s: health %q is not an http(s) URL", c.ID, c.Health)
+			}
+		}
+		if c.Pruned == "" && len(c.Command) == 0 {
+			return fmt.Errorf("cell %s: no command to run", c.ID)
 		}
 	}
 	for _, id := range o.Only {
@@ -217,7 +232,7 @@ func runGroupOfCells(ctx context.Context, cells []*Cell, o Options, record func(
 				r.Status = StatusFailed
 				r.Reason = "patch: " + oneLineErr(err)
 				r.Triage = &Match{Label: "patch-not-applied", Fatal: true, Meaning: "the cell's patches do not apply to this tree", Try: "smpatch apply --dry-run " + strings.Join(names, " ")}
-				o.Progress("%s: failed: %s", c.ID, r.Reason)
+				o.Progress("%s: failed: %s", o.tag(c.ID), r.Reason)
 				if err := record(c, r); err != nil {
 					return errors.Join(err, rerr)
 				}
@@ -289,7 +304,7 @@ func runCell(ctx context.Context, c *Cell, o Options) *Result {
 	r := newResult(c, o)
 	start := time.Now()
 	r.Started = start.UTC().Format(time.RFC3339)
-	o.Progress("%s: start", c.ID)
+	o.Progress("%s: start", o.tag(c.ID))
 
 	f, err := os.Create(r.Log)
 	if err != nil {
@@ -318,7 +333,7 @@ func runCell(ctx context.Context, c *Cell, o Options) *Result {
 		}
 		if interrupted {
 			sink.Note("interrupted")
-			o.Progress("%s: interrupted", c.ID)
+			o.Progress("%s: interrupted", o.tag(c.ID))
 			return nil
 		}
 		// After Stop: the server's last output is in the log by now.
@@ -336,13 +351,13 @@ func runCell(ctx context.Context, c *Cell, o Options) *Result {
 		}
 	}
 	if r.Status == StatusOK {
-		o.Progress("%s: ok%s", c.ID, metricsText(r.Metrics))
+		o.Progress("%s: ok%s", o.tag(c.ID), metricsText(r.Metrics))
 	} else {
 		label := "unknown"
 		if r.Triage != nil {
 			label = r.Triage.Label
 		}
-		o.Progress("%s: failed: %s [%s]", c.ID, r.Reason, label)
+		o.Progress("%s: failed: %s [%s]", o.tag(c.ID), r.Reason, label)
 	}
 	return r
 }
@@ -355,9 +370,14 @@ func lastN(s []string, n int) []string {
 }
 
 func metricsText(m map[string]float64) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
 	var b strings.Builder
-	for k, v := range m {
-		b.WriteString(" " + k + "=" + formatFloat(v))
+	for _, k := range keys {
+		b.WriteString(" " + k + "=" + formatFloat(m[k]))
 	}
 	return b.String()
 }
