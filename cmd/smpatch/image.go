@@ -54,7 +54,7 @@ func newImageShowCmd(g *globalOptions) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			ctx := c.Context()
-			base, err := image.OpenBase(ctx, args[0], image.Remote{}, image.FSOptions{})
+			base, err := image.OpenBase(ctx, args[0], image.Remote{}, imageFSOptions())
 			if err != nil {
 				return err
 			}
@@ -219,7 +219,7 @@ func newImageApplyCmd(g *globalOptions) *cobra.Command {
 				name = "latest"
 			}
 			ctx := c.Context()
-			base, err := image.OpenBase(ctx, o.Base, image.Remote{}, image.FSOptions{})
+			base, err := image.OpenBase(ctx, o.Base, image.Remote{}, imageFSOptions())
 			if err != nil {
 				return err
 			}
@@ -373,7 +373,7 @@ func newMatrixBuildCmd(g *globalOptions) *cobra.Command {
 				}
 			}
 			ctx := c.Context()
-			base, err := image.OpenBase(ctx, baseRef, image.Remote{}, image.FSOptions{})
+			base, err := image.OpenBase(ctx, baseRef, image.Remote{}, imageFSOptions())
 			if err != nil {
 				return err
 			}
@@ -456,4 +456,10 @@ func printMatrixBuild(w io.Writer, outs []image.CellOutcome, refs string) {
 	tw.Flush()
 	fmt.Fprintf(w, "%d built, %d skipped, %d failed, %d pruned; refs in %s\n",
 		n[image.StatusBuilt], n[image.StatusSkipped], n[image.StatusFailed], n[image.StatusPruned], refs)
+}
+
+// imageFSOptions index base images with smpatch's layer index cache, so a
+// multi-GB base is streamed once, not on every build.
+func imageFSOptions() image.FSOptions {
+	return image.FSOptions{IndexCache: image.DefaultIndexCache()}
 }

@@ -339,6 +339,9 @@ func writeLayer(blobs string, level int, write func(*tar.Writer) error) (v1.Hash
 	}
 	defer os.Remove(tmp.Name())
 	defer tmp.Close()
+	if err := tmp.Chmod(0o644); err != nil {
+		return v1.Hash{}, v1.Hash{}, 0, err
+	}
 	zh := sha256.New()
 	cw := &countWriter{w: io.MultiWriter(tmp, zh)}
 	zw, err := gzip.NewWriterLevel(cw, level)
