@@ -408,7 +408,8 @@ func newMatrixBuildCmd(g *globalOptions) *cobra.Command {
 				Options: image.BuildOptions{Strict: o.Strict, CatalogDigest: cat.Digest(), Tool: version},
 			}
 			outs := mb.Run(ctx, cells)
-			if _, err := image.WriteRefs(refs, outs); err != nil {
+			inMatrix := func(id string) bool { return x.Cell(id) != nil || x.Shard.Count > 1 }
+			if _, err := image.WriteRefs(refs, outs, inMatrix); err != nil {
 				return err
 			}
 			w := c.OutOrStdout()
