@@ -2,6 +2,7 @@ package launch
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"time"
 )
@@ -21,9 +22,15 @@ type Cell struct {
 	Bench   []string
 	Patches []string // catalog patch names, applied to the tree by the local runner
 	Image   string   // the cell's image, for the docker runner
+	// Files are the cell's rendered launch files (matrix render: run.sh, env,
+	// sitecustomize.py). When they hold a run.sh, the local runner writes
+	// them to OUT/cells/<id>/ and starts run.sh instead of Command.
+	Files map[string][]byte
 	// Pruned is why a rule removed the cell ("" when it runs).
 	Pruned   string
 	Warnings []string
+
+	script string // the written run.sh, set by Run
 }
 
 // AxisValue is a cell's value on one axis.
@@ -70,6 +77,16 @@ type Options struct {
 	StepSummary string
 	// Progress receives one line per cell as it starts and ends; nil for none.
 	Progress func(format string, args ...any)
+
+	pos map[string]int // cell id -> 1-based position among the cells to run
+}
+
+// tag names a cell in progress lines: "[2/6] ID".
+func (o *Options) tag(id string) string {
+	if p, ok := o.pos[id]; ok {
+		return fmt.Sprintf("[%d/%d] %s", p, len(o.pos), id)
+	}
+	return id
 }
 
 func (o *Options) defaults() {

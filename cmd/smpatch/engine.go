@@ -175,7 +175,7 @@ func planToJSON(pl *patches.Plan) *planJSON {
 		Files: []*patches.FileOutcome{},
 	}
 	for _, fp := range pl.Files {
-		pj.Files = append(pj.Files, &patches.FileOutcome{Path: fp.Path, Hunks: fp.Hunks})
+		pj.Files = append(pj.Files, &patches.FileOutcome{Path: fp.Path, Note: fp.Note, Hunks: fp.Hunks})
 	}
 	if pl.OK(false) {
 		pj.Diff = string(pl.UnifiedDiff())
