@@ -2,6 +2,7 @@ package launch
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"time"
 )
@@ -70,6 +71,16 @@ type Options struct {
 	StepSummary string
 	// Progress receives one line per cell as it starts and ends; nil for none.
 	Progress func(format string, args ...any)
+
+	pos map[string]int // cell id -> 1-based position among the cells to run
+}
+
+// tag names a cell in progress lines: "[2/6] ID".
+func (o *Options) tag(id string) string {
+	if p, ok := o.pos[id]; ok {
+		return fmt.Sprintf("[%d/%d] %s", p, len(o.pos), id)
+	}
+	return id
 }
 
 func (o *Options) defaults() {

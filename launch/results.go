@@ -253,7 +253,7 @@ func healthy(r *Result) string {
 // note is the triage label, or the reason, for the tables.
 func note(r *Result) (label, line string) {
 	if r.Triage != nil {
-		return r.Triage.Label, fmt.Sprintf("%d: %s", r.Triage.Line, r.Triage.Text)
+		return r.Triage.Label, fmt.Sprintf("line %d: %s", r.Triage.Line, r.Triage.Text)
 	}
 	if r.Status == StatusFailed && len(r.Tail) > 0 {
 		return "unknown", r.Tail[len(r.Tail)-1]
@@ -421,7 +421,7 @@ func (s *Summary) WriteText(w io.Writer) {
 		label, line := note(r)
 		switch {
 		case label != "":
-			row = append(row, label+" (line "+line+")")
+			row = append(row, label+" ("+line+")")
 		default:
 			row = append(row, r.Reason)
 		}
@@ -501,7 +501,7 @@ func (s *Summary) WriteJUnit(w io.Writer) error {
 			label, line := note(r)
 			body := r.Reason
 			if label != "" {
-				body += "\n" + label + " at line " + line
+				body += "\n" + label + " at " + line
 			}
 			if r.Triage != nil {
 				body += "\nmeans: " + r.Triage.Meaning + "\ntry: " + r.Triage.Try

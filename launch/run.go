@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,9 +17,9 @@ import (
 )
 
 // Run runs the cells and writes the results into o.Out. Cells run in order,
-// o.Concurrency at a time; cells that share a patch set run together, between
-// one Apply and one Revert of that set, so the tree is patched as each cell
-// expects and ends as it began. A cancelled ctx stops the cells running now,
+// o.Concurrency at a time; consecutive cells that share a patch set run
+// between one Apply and one Revert of that set, so the tree is patched as
+// each cell expects and ends as it began. A cancelled ctx stops the cells running now,
 // reverts, writes what finished and returns ctx's error; a cell that was
 // interrupted is not recorded, so --resume runs it again.
 //
@@ -67,6 +69,11 @@ func Run(ctx context.Context, cells []*Cell, o Options) (*Summary, error) {
 		}
 		s.Results = append(s.Results, r)
 		index[c.ID] = i
+	}
+
+	o.pos = map[string]int{}
+	for i, c := range todo {
+		o.pos[c.ID] = i + 1
 	}
 
 	var mu sync.Mutex // guards s.Results entries and the jsonl file
@@ -132,6 +139,14 @@ func checkCells(cells []*Cell, o Options) error {
 		if c.ID == "" || strings.ContainsAny(c.ID, `/\`) || c.ID == "." || c.ID == ".." {
 			return fmt.Errorf("cell id %q cannot name a log file", c.ID)
 		}
+		if c.Health != "" {
+			if u, err := url.Parse(c.Health); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return fmt.Errorf("cell %s: health %q is not an http(s) URL", c.ID, c.Health)
+			}
+		}
+		if c.Pruned == "" && len(c.Command) == 0 {
+			return fmt.Errorf("cell %s: no command to run", c.ID)
+		}
 	}
 	for _, id := range o.Only {
 		if !ids[id] {
@@ -179,20 +194,19 @@ func didYouMean(id string, cells []*Cell) string {
 	return " (did you mean " + strings.Join(close, ", ") + "?)"
 }
 
-// groupByPatches keeps the cells' order within a patch set and orders the
-// sets by their first cell.
+// groupByPatches splits the cells, in order, into runs of consecutive cells
+// with the same patch set: each run is applied once and reverted once, and
+// the cells still run in the matrix's order.
 func groupByPatches(cells []*Cell) [][]*Cell {
 	var groups [][]*Cell
-	at := map[string]int{}
-	for _, c := range cells {
+	prev := ""
+	for i, c := range cells {
 		k := strings.Join(c.Patches, "\x00")
-		i, ok := at[k]
-		if !ok {
-			i = len(groups)
-			at[k] = i
+		if i == 0 || k != prev {
 			groups = append(groups, nil)
 		}
-		groups[i] = append(groups[i], c)
+		groups[len(groups)-1] = append(groups[len(groups)-1], c)
+		prev = k
 	}
 	return groups
 }
@@ -218,7 +232,7 @@ func runGroupOfCells(ctx context.Context, cells []*Cell, o Options, record func(
 				r.Status = StatusFailed
 				r.Reason = "patch: " + oneLineErr(err)
 				r.Triage = &Match{Label: "patch-not-applied", Fatal: true, Meaning: "the cell's patches do not apply to this tree", Try: "smpatch apply --dry-run " + strings.Join(names, " ")}
-				o.Progress("%s: failed: %s", c.ID, r.Reason)
+				o.Progress("%s: failed: %s", o.tag(c.ID), r.Reason)
 				if err := record(c, r); err != nil {
 					return errors.Join(err, rerr)
 				}
@@ -290,7 +304,7 @@ func runCell(ctx context.Context, c *Cell, o Options) *Result {
 	r := newResult(c, o)
 	start := time.Now()
 	r.Started = start.UTC().Format(time.RFC3339)
-	o.Progress("%s: start", c.ID)
+	o.Progress("%s: start", o.tag(c.ID))
 
 	f, err := os.Create(r.Log)
 	if err != nil {
@@ -311,15 +325,20 @@ func runCell(ctx context.Context, c *Cell, o Options) *Result {
 	} else {
 		interrupted := serveCell(ctx, c, o, srv, sink, r, start, failed)
 		if err := srv.Stop(o.StopGrace); err != nil {
-			sink.Note("stop: " + oneLineErr(err))
 			if r.Status == StatusOK {
 				failed("stop: " + oneLineErr(err))
+			} else {
+				sink.Note("stop: " + oneLineErr(err))
 			}
 		}
 		if interrupted {
 			sink.Note("interrupted")
-			o.Progress("%s: interrupted", c.ID)
+			o.Progress("%s: interrupted", o.tag(c.ID))
 			return nil
+		}
+		// After Stop: the server's last output is in the log by now.
+		if r.Status == StatusFailed {
+			sink.Note(r.Reason)
 		}
 	}
 	r.Seconds = secondsSince(start)
@@ -332,13 +351,13 @@ func runCell(ctx context.Context, c *Cell, o Options) *Result {
 		}
 	}
 	if r.Status == StatusOK {
-		o.Progress("%s: ok%s", c.ID, metricsText(r.Metrics))
+		o.Progress("%s: ok%s", o.tag(c.ID), metricsText(r.Metrics))
 	} else {
 		label := "unknown"
 		if r.Triage != nil {
 			label = r.Triage.Label
 		}
-		o.Progress("%s: failed: %s [%s]", c.ID, r.Reason, label)
+		o.Progress("%s: failed: %s [%s]", o.tag(c.ID), r.Reason, label)
 	}
 	return r
 }
@@ -351,9 +370,14 @@ func lastN(s []string, n int) []string {
 }
 
 func metricsText(m map[string]float64) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
 	var b strings.Builder
-	for k, v := range m {
-		b.WriteString(" " + k + "=" + formatFloat(v))
+	for _, k := range keys {
+		b.WriteString(" " + k + "=" + formatFloat(m[k]))
 	}
 	return b.String()
 }
@@ -369,7 +393,6 @@ func serveCell(ctx context.Context, c *Cell, o Options, srv Server, sink *logSin
 		return true
 	case err != nil:
 		failed(err.Error())
-		sink.Note(r.Reason)
 		return false
 	}
 	hs := secondsSince(start)
@@ -394,13 +417,11 @@ func serveCell(ctx context.Context, c *Cell, o Options, srv Server, sink *logSin
 		failed("bench: " + oneLineErr(err))
 	}
 	if r.Status == StatusFailed {
-		sink.Note(r.Reason)
 		return false
 	}
 	metrics, err := captureMetrics(o.Metrics, out.Bytes())
 	if err != nil {
 		failed(err.Error())
-		sink.Note(r.Reason)
 		return false
 	}
 	r.Metrics, r.Status = metrics, StatusOK
@@ -417,14 +438,13 @@ func runJob(ctx context.Context, c *Cell, o Options, srv Server, sink *logSink, 
 	case <-timer.C:
 		failed(fmt.Sprintf("did not finish within %s", o.StartupTimeout+o.BenchTimeout))
 	case <-sink.Fatal():
-		failed("fatal line in the log")
+		failed("fatal log line")
 	case <-srv.Exited():
 		if err := srv.ExitErr(); err != nil {
 			failed("exited: " + oneLineErr(err))
 		}
 	}
 	if r.Status == StatusFailed {
-		sink.Note(r.Reason)
 		return false
 	}
 	// Stop ends workers left behind and waits for the output still in flight.
@@ -440,7 +460,6 @@ func runJob(ctx context.Context, c *Cell, o Options, srv Server, sink *logSink, 
 	metrics, err := captureMetrics(o.Metrics, data)
 	if err != nil {
 		failed(err.Error())
-		sink.Note(r.Reason)
 		return false
 	}
 	r.Metrics, r.Status = metrics, StatusOK
@@ -462,26 +481,33 @@ func waitHealthy(ctx context.Context, url string, o Options, srv Server, sink *l
 	client := &http.Client{Timeout: max(o.HealthInterval, 2*time.Second)}
 	deadline := time.NewTimer(o.StartupTimeout)
 	defer deadline.Stop()
-	tick := time.NewTicker(o.HealthInterval)
-	defer tick.Stop()
+	// Probe often at first (a small server is up at once), then every
+	// HealthInterval.
+	interval := min(50*time.Millisecond, o.HealthInterval)
 	for {
 		if probe(ctx, client, url) {
 			return nil
 		}
+		wait := time.NewTimer(interval)
 		select {
 		case <-ctx.Done():
+			wait.Stop()
 			return ctx.Err()
 		case <-srv.Exited():
+			wait.Stop()
 			if err := srv.ExitErr(); err != nil {
 				return fmt.Errorf("server exited before it was healthy: %s", oneLineErr(err))
 			}
 			return errors.New("server exited with status 0 before it was healthy")
 		case <-sink.Fatal():
-			return errors.New("fatal line in the log before the server was healthy")
+			wait.Stop()
+			return errors.New("fatal log line before the server was healthy")
 		case <-deadline.C:
+			wait.Stop()
 			return fmt.Errorf("not healthy after %s (%s)", o.StartupTimeout, url)
-		case <-tick.C:
+		case <-wait.C:
 		}
+		interval = min(interval*2, o.HealthInterval)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -39,6 +40,8 @@ func TestMatchLine(t *testing.T) {
 		{"RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.cpp:77, unhandled system error", "nccl-init-failed", true},
 		{"host:123:123 [0] init.cc:1234 NCCL WARN ncclCommInitRank: internal error", "nccl-init-failed", true},
 		{"OSError: [Errno 98] error while attempting to bind on address ('127.0.0.1', 30000): address already in use", "port-in-use", true},
+		{"docker: Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?", "docker-daemon-unreachable", true},
+		{`docker: Error response from daemon: could not select device driver "" with capabilities: [[gpu]].`, "docker-no-gpu-runtime", true},
 		{"gpu0:1:1 [0] NCCL WARN Could not enable P2P between dev 0 and dev 1", "nccl-warning", false},
 		{"\x1b[33m[2026-03-02 TP0] Custom allreduce is disabled because this process group spans across nodes.\x1b[0m", "custom-allreduce-off", false},
 		{"The server is fired up and ready to roll!", "", false},
@@ -119,6 +122,11 @@ func TestTriageTextOutput(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+
+	v, _ = s.Triage("z.log", strings.NewReader(NotePrefix+"cell c: python3 -m x  # Capture cuda graph failed\n"))
+	if v.Known {
+		t.Errorf("the runner's own note was triaged: %+v", v.Cause)
 	}
 
 	v, _ = s.Triage("y.log", strings.NewReader(strings.Repeat("line\n", 30)+"Segmentation fault\n"))
@@ -242,5 +250,58 @@ func FuzzTriage(f *testing.F) {
 		}
 		var buf bytes.Buffer
 		v.WriteText(&buf)
+	})
+}
+
+func TestRequiredLiterals(t *testing.T) {
+	tests := []struct {
+		pattern string
+		want    string // joined with |; "-" for nil
+	}{
+		{`No supported CUDA architectures found`, "No supported CUDA architectures found"},
+		{`SM 12\.x requires CUDA >= 12\.9`, "SM 12.x requires CUDA >= 12.9"},
+		{`Not enough memory.*mem-fraction-static`, "mem-fraction-static"},
+		{`CUDA out of memory|CUDA error: out of memory|OutOfMemoryError`, "out of memory|error: out of memory|OutOfMemoryError"}, // the parser factors out "CUDA "
+		{`(ncclCommInitRank|NCCL error).*(internal error|unhandled system error)`, "internal error|unhandled system error"},
+		{`[Cc]ustom all-?reduce is disabled`, "reduce is disabled"},
+		{`(?i)killed`, "-"},
+		{`^Killed$`, "Killed"},
+		{`x*`, "-"},
+		{`a|b*`, "-"},
+		{`(?:abc){2,3}`, "abcabc|abc"},
+	}
+	for _, tt := range tests {
+		got := "-"
+		if ls := requiredLiterals(tt.pattern); ls != nil {
+			got = strings.Join(ls, "|")
+		}
+		// Simplify may expand repeats; only check that what we get is sound.
+		if tt.want == "abcabc|abc" {
+			if got == "-" {
+				t.Errorf("%s: no literal", tt.pattern)
+			}
+			continue
+		}
+		if got != tt.want {
+			t.Errorf("%s: got %q, want %q", tt.pattern, got, tt.want)
+		}
+	}
+}
+
+// The literal prefilter never changes what matches.
+func FuzzRequiredLiterals(f *testing.F) {
+	for _, s := range DefaultSignatures().All() {
+		f.Add(s.Pattern, "RuntimeError: No supported CUDA architectures found for major versions [9, 10].")
+	}
+	f.Add(`a(b|c)+d`, "xxabcbd")
+	f.Fuzz(func(t *testing.T, pattern, line string) {
+		re, err := regexp.Compile(pattern)
+		if err != nil {
+			return
+		}
+		sig := &Signature{re: re, lits: requiredLiterals(pattern)}
+		if got, want := sig.match(line), re.MatchString(line); got != want {
+			t.Fatalf("pattern %q line %q: prefiltered %v, regexp %v (literals %q)", pattern, line, got, want, sig.lits)
+		}
 	})
 }

@@ -149,7 +149,7 @@ func (m *Matrix) Expand(opts ExpandOptions) (*Expansion, error) {
 		}
 		d := dim{axes: []int{ai}, n: len(a.Values)}
 		for _, g := range m.Zip {
-			if g[0] == a.Name {
+			if slices.Contains(g, a.Name) {
 				d.axes = nil
 				for _, name := range g {
 					d.axes = append(d.axes, m.axis[name])
@@ -587,6 +587,16 @@ func (m *Matrix) assignIDs(cells []*Cell) error {
 }
 
 func (m *Matrix) valueSlug(a *Axis, v Value) string {
+	s := m.rawSlug(a, v)
+	if s == "" || s == m.IDPrefix[a.Name] {
+		// Nothing readable is left (" ", "+++"): name the axis and hash the value.
+		h := sha256.Sum256([]byte(v.key()))
+		s += slug(a.Name) + "-" + hex.EncodeToString(h[:])[:6]
+	}
+	return s
+}
+
+func (m *Matrix) rawSlug(a *Axis, v Value) string {
 	prefix, has := m.IDPrefix[a.Name]
 	var s string
 	switch {
@@ -617,11 +627,7 @@ func (m *Matrix) valueSlug(a *Axis, v Value) string {
 		}
 		return prefix + "-off"
 	}
-	s = slug(v.Text)
-	if s == "" {
-		s = slug(a.Name)
-	}
-	return prefix + s
+	return prefix + slug(v.Text)
 }
 
 // slug keeps [a-z0-9.-]: lower case, anything else becomes '-', runs of '-'

@@ -2,15 +2,17 @@ package matrix
 
 import (
 	_ "embed"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/smpatch/smpatch/probe"
 )
 
 // RulesVersion is the rules file format this package reads.
@@ -97,6 +99,9 @@ func ParseRules(file string, data []byte, m *Matrix) ([]*Rule, error) {
 			return fmt.Errorf("%s:%d: %s", file, line, fmt.Sprintf(format, args...))
 		}
 		return fmt.Errorf("%s: %s", file, fmt.Sprintf(format, args...))
+	}
+	if k := caseMismatch(md, reflect.TypeOf(rf)); k != nil {
+		return nil, errf(li.line(k...), "unknown key %q (keys are lower case)", k.String())
 	}
 	if k := firstUndecoded(md, [][]string{{"rule", "when"}}); k != nil {
 		return nil, errf(li.line(k...), "unknown key %q", k.String())
@@ -318,60 +323,38 @@ type ProbeFacts struct {
 	Verdicts map[string]map[string]string
 }
 
-// ReadProbeFacts reads a probe report written by smpatch probe --json (or -o).
+// ReadProbeFacts reads a probe report written by smpatch probe --json -o FILE.
 func ReadProbeFacts(file string) (*ProbeFacts, error) {
-	data, err := os.ReadFile(file)
+	r, err := probe.ReadReport(file)
 	if err != nil {
 		return nil, err
 	}
-	return ParseProbeFacts(file, data)
+	f := FactsFromReport(r)
+	f.File = file
+	return f, nil
 }
 
-// ParseProbeFacts decodes the JSON keys of DESIGN.md's probe report that
-// rules use. A verdict is a string or an object with a "verdict" (or
-// "status") field.
-func ParseProbeFacts(file string, data []byte) (*ProbeFacts, error) {
-	var r struct {
-		Host struct {
-			GPUs []struct {
-				SM string `json:"sm"`
-			} `json:"gpus"`
-		} `json:"host"`
-		Verdicts map[string]map[string]json.RawMessage `json:"verdicts"`
-	}
-	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, fmt.Errorf("%s: not a probe report: %v", file, err)
-	}
-	f := &ProbeFacts{File: file, Verdicts: map[string]map[string]string{}}
-	for _, g := range r.Host.GPUs {
-		if g.SM != "" {
-			f.SMs = append(f.SMs, g.SM)
+// FactsFromReport takes from a probe report what rules read.
+func FactsFromReport(r *probe.Report) *ProbeFacts {
+	f := &ProbeFacts{Verdicts: map[string]map[string]string{}}
+	if r.Host != nil {
+		for _, g := range r.Host.GPUs {
+			if g.SM != "" {
+				f.SMs = append(f.SMs, g.SM)
+			}
 		}
 	}
 	for mod, per := range r.Verdicts {
 		f.Verdicts[mod] = map[string]string{}
-		for major, raw := range per {
-			var s string
-			if json.Unmarshal(raw, &s) != nil {
-				var o struct {
-					Verdict string `json:"verdict"`
-					Status  string `json:"status"`
-				}
-				if err := json.Unmarshal(raw, &o); err != nil {
-					return nil, fmt.Errorf("%s: verdicts.%s.%s: %v", file, mod, major, err)
-				}
-				s = o.Verdict
-				if s == "" {
-					s = o.Status
-				}
-			}
-			if s == "" {
-				s = "unknown"
+		for major, v := range per {
+			s := probe.Unknown
+			if v != nil && v.Verdict != "" {
+				s = v.Verdict
 			}
 			f.Verdicts[mod][strings.TrimSuffix(major, ".0")] = s
 		}
 	}
-	return f, nil
+	return f
 }
 
 // majors returns the distinct GPU majors of the probed host.

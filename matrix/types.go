@@ -38,6 +38,7 @@ type Matrix struct {
 
 	rules []*Rule // loaded from RuleFiles
 	lines lineIndex
+	src   []string // the file's lines
 	axis  map[string]int
 }
 
@@ -46,9 +47,9 @@ type Matrix struct {
 type Base struct {
 	// Image is a registry reference, oci:DIR (an OCI layout) or a
 	// docker-save tarball.
-	Image string `json:"image,omitempty"`
+	Image string `json:"image,omitempty" toml:"image"`
 	// Python is the interpreter of a host environment (a venv's bin/python).
-	Python string `json:"python,omitempty"`
+	Python string `json:"python,omitempty" toml:"python"`
 }
 
 // Axis is one dimension of the matrix.

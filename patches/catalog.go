@@ -10,6 +10,7 @@ import (
 	"path"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/BurntSushi/toml"
@@ -261,6 +262,10 @@ func loadPatch(fsys fs.FS, display, origin, name string) (*Patch, error) {
 		case errors.As(err, &ppe):
 			return nil, l.errf(ppe.Position.Line, "%s", ppe.Message)
 		}
+		if m := tomlLineRE.FindStringSubmatch(oneLineErr(err)); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			return nil, l.errf(n, "%s", m[2])
+		}
 		return nil, l.errf(0, "%s", oneLineErr(err))
 	}
 	if und := md.Undecoded(); len(und) > 0 {
@@ -502,6 +507,8 @@ func inProject(p source.Project, rel string) error {
 	return fmt.Errorf("%s is outside %s's tree (%s)", rel, p, strings.Join(source.ProjectRoots(p), ", "))
 }
 
+var tomlLineRE = regexp.MustCompile(`^toml: line (\d+)(?: \(last key "[^"]*"\))?: (.*)$`)
+
 var versionInConstraint = regexp.MustCompile(`[0-9][0-9A-Za-z.+!_-]*`)
 
 // overlap reports a version both variants admit, probing every version the
@@ -516,7 +523,7 @@ func overlap(a, b *Variant) (string, bool) {
 	}
 	for _, probe := range probes(a.Versions + "," + b.Versions) {
 		if source.Satisfies(a.Constraints, probe) && source.Satisfies(b.Constraints, probe) {
-			return probe.Original(), true
+			return source.VersionString(probe), true
 		}
 	}
 	return "", false
@@ -533,13 +540,15 @@ func probes(text string) []*version.Version {
 	}
 	add("0.0.0")
 	add("99999.0.0")
+	var named []*version.Version
 	for _, m := range versionInConstraint.FindAllString(text, -1) {
 		m = strings.TrimRight(m, ".")
-		v, err := source.ParseVersion(m)
-		if err != nil {
-			continue
+		if v, err := source.ParseVersion(m); err == nil {
+			named = append(named, v)
 		}
-		out = append(out, v)
+	}
+	out = append(out, named...)
+	for _, v := range named {
 		segs := v.Segments()
 		add(joinSegs(segs) + ".99999")
 		add(joinSegs(segs) + ".1")

@@ -114,7 +114,13 @@ func pythonDirs(ctx context.Context, r *Report, py *Python, opts Options) ([]str
 			python = "python3"
 		}
 		py.Executable = python
-		paths, err := source.PythonSysPath(ctx, python)
+		timeout := opts.Timeout
+		if timeout <= 0 {
+			timeout = DefaultTimeout
+		}
+		pctx, cancel := context.WithTimeout(ctx, timeout)
+		paths, err := source.PythonSysPath(pctx, python)
+		cancel()
 		if err != nil {
 			r.unknown("python", err.Error())
 		} else {

@@ -15,12 +15,6 @@ import (
 	"github.com/hashicorp/go-version"
 )
 
-// versionFiles are the files that may hold a version literal, per project.
-var versionFiles = map[Project][]string{
-	SGLang:     {"python/sglang/version.py"},
-	FlashInfer: {"flashinfer/version.py", "flashinfer/_build_meta.py"},
-}
-
 var versionLiteral = regexp.MustCompile(`^\s*__version__\s*(?::\s*str\s*)?=\s*["']([^"']+)["']`)
 
 // VersionLiteral finds `__version__ = "..."` in a Python file and returns the
@@ -42,7 +36,14 @@ func VersionLiteral(data []byte) (string, int, bool) {
 // METADATA, nearest git tag. An unknown version is (nil, reason, nil).
 func detectVersion(ctx context.Context, t *dirTree) (*version.Version, string, error) {
 	var reasons []string
-	for _, f := range versionFiles[t.project] {
+	files := VersionFiles(t.project)
+	if t.project == FlashInfer {
+		files = append(files, "flashinfer/_build_meta.py")
+	}
+	for _, f := range files {
+		if _, ok := t.toDisk(f); !ok {
+			continue // not installed (version.txt of a checkout)
+		}
 		data, err := t.ReadFile(f)
 		if err != nil {
 			if !errors.Is(err, fs.ErrNotExist) {
@@ -50,7 +51,7 @@ func detectVersion(ctx context.Context, t *dirTree) (*version.Version, string, e
 			}
 			continue
 		}
-		s, line, ok := VersionLiteral(data)
+		s, line, ok := RevisionVersionLiteral(f, data)
 		if !ok {
 			reasons = append(reasons, f+" has no version literal")
 			continue

@@ -175,7 +175,7 @@ func planToJSON(pl *patches.Plan) *planJSON {
 		Files: []*patches.FileOutcome{},
 	}
 	for _, fp := range pl.Files {
-		pj.Files = append(pj.Files, &patches.FileOutcome{Path: fp.Path, Hunks: fp.Hunks})
+		pj.Files = append(pj.Files, &patches.FileOutcome{Path: fp.Path, Note: fp.Note, Hunks: fp.Hunks})
 	}
 	if pl.OK(false) {
 		pj.Diff = string(pl.UnifiedDiff())
@@ -397,6 +397,15 @@ func engPrintPlan(w io.Writer, pl *patches.Plan) {
 		fmt.Fprintf(w, ": %s", pl.Reason)
 	}
 	fmt.Fprintln(w)
+	if pl.Variant == nil {
+		for _, a := range pl.Attempts {
+			fmt.Fprintf(w, "  tried variant %s: %s", a.Variant, a.Outcome)
+			if a.Reason != "" {
+				fmt.Fprintf(w, ": %s", a.Reason)
+			}
+			fmt.Fprintln(w)
+		}
+	}
 	for _, fp := range pl.Files {
 		fmt.Fprintf(w, "  %s\n", fp.Path)
 		if fp.Note != "" {

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/smpatch/smpatch/matrix"
+	"github.com/smpatch/smpatch/patches"
 )
 
 // matrixOptions are the flags expand and render share.
@@ -92,9 +93,9 @@ func init() {
 
 // expansionJSON is the stable JSON of matrix expand --json.
 type expansionJSON struct {
-	Name     string         `json:"name"`
-	File     string         `json:"file"`
-	Axes     []*matrix.Axis `json:"axes"`
+	Name string         `json:"name"`
+	File string         `json:"file"`
+	Axes []*matrix.Axis `json:"axes"`
 	*matrix.Expansion
 }
 
@@ -221,5 +222,12 @@ func printDecision(w io.Writer, d matrix.Decision) {
 // checkMatrixPatches validates the names of the patches axis against the
 // catalog (built-in plus --catalog directories).
 func checkMatrixPatches(g *globalOptions, m *matrix.Matrix) error {
-	return nil
+	cat, err := patches.LoadCatalog(g.CatalogDirs())
+	if err != nil {
+		return err
+	}
+	return m.CheckPatches(func(name string) error {
+		_, err := cat.Get(name)
+		return err
+	})
 }

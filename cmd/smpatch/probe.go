@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -28,6 +29,7 @@ type probeOptions struct {
 	Image        string
 	Scan         []string
 	Entries      bool
+	Timeout      time.Duration
 }
 
 func init() { registerCommand(newProbeCmd) }
@@ -55,6 +57,7 @@ torch or flashinfer. Whatever it cannot read is listed as unknown, with why.
 	f.StringVar(&o.Image, "image", "", "probe a container image `REF` instead of this machine (static part only)")
 	f.StringArrayVar(&o.Scan, "scan", nil, "list the SM targets of a CUDA binary `FILE` (repeatable)")
 	f.BoolVar(&o.Entries, "entries", false, "with --scan --json: every fatbin entry header")
+	f.DurationVar(&o.Timeout, "timeout", probe.DefaultTimeout, "bound on each external command (nvidia-smi, nvcc, python)")
 	return c
 }
 
@@ -73,7 +76,7 @@ func runProbe(ctx context.Context, w io.Writer, g *globalOptions, o *probeOption
 			return fmt.Errorf("probe --image %s: %w", o.Image, err)
 		}
 	} else {
-		r, err = probe.Run(ctx, probe.Options{Python: g.PythonPath(), SitePackages: o.SitePackages})
+		r, err = probe.Run(ctx, probe.Options{Python: g.PythonPath(), SitePackages: o.SitePackages, Timeout: o.Timeout})
 		if err != nil {
 			return fmt.Errorf("probe: %w", err)
 		}

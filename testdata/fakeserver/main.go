@@ -6,6 +6,7 @@
 //
 //	fakeserver [-mode M] [-port N] [-delay D] [-tps X] [-pidfile F] [-child-pidfile F] [server flags...]
 //	fakeserver bench -url http://127.0.0.1:N
+//	docker run|exec|stop|rm ...   (installed under the name docker: see docker.go)
 //
 // Modes (flag -mode, else $FAKESERVER_MODE, else ok):
 //
@@ -16,7 +17,8 @@
 //	hang         never healthy, never exits
 //	ignore-term  healthy, but ignores SIGTERM (only SIGKILL ends it)
 //	exit0        exits 0 before it is healthy
-//	story        decides from its flags, environment and -repo like the story's
+//	story        decides from its flags, environment and -repo (default
+//	             $SMPATCH_REPO, the tree smpatch patches) like the story's
 //	             server: the sm120-fusion patch present in -repo crashes with the
 //	             flashinfer arch line; the fewer-channels NCCL preset with
 //	             --cuda-graph-max-bs above 256 fails KV pool init; otherwise
@@ -44,6 +46,9 @@ import (
 )
 
 func main() {
+	if filepath.Base(os.Args[0]) == "docker" {
+		os.Exit(fakeDocker(os.Args[1:]))
+	}
 	if len(os.Args) > 1 && os.Args[1] == "bench" {
 		os.Exit(bench(os.Args[2:]))
 	}
@@ -69,7 +74,7 @@ type config struct {
 // parse reads the flags it knows and skips the rest, so sglang's own
 // command lines can be passed through unchanged.
 func parse(args []string) (*config, error) {
-	c := &config{mode: os.Getenv("FAKESERVER_MODE"), port: 30000, delay: 100 * time.Millisecond, tps: 82}
+	c := &config{mode: os.Getenv("FAKESERVER_MODE"), port: 30000, delay: 100 * time.Millisecond, tps: 82, repo: os.Getenv("SMPATCH_REPO")}
 	if c.mode == "" {
 		c.mode = "ok"
 	}

@@ -1,0 +1,292 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/smpatch/smpatch/internal/exit"
+	"github.com/smpatch/smpatch/launch"
+	"github.com/smpatch/smpatch/source"
+)
+
+// matrixRunOptions are the flags of "smpatch matrix run".
+type matrixRunOptions struct {
+	matrixOptions
+	Only        []string
+	Resume      bool
+	DryRun      bool
+	Runner      string
+	Out         string
+	Repo        string
+	Refs        string
+	Signatures  []string
+	Concurrency int
+	StopGrace   time.Duration
+	ShmSize     string
+	JSON        bool
+}
+
+func (o *matrixRunOptions) AddFlags(c *cobra.Command) {
+	o.matrixOptions.AddFlags(c)
+	f := c.Flags()
+	f.StringArrayVar(&o.Only, "only", nil, "run only this cell (repeatable)")
+	f.BoolVar(&o.Resume, "resume", false, "keep the cells results.jsonl in --out already has; run the rest")
+	f.BoolVar(&o.DryRun, "dry-run", false, "print what each cell would run; start nothing, change nothing")
+	f.StringVar(&o.Runner, "runner", "local", "where cells run: local (process groups on this host) or docker")
+	f.StringVar(&o.Out, "out", "", "results directory (default results/NAME, NAME from the matrix)")
+	f.StringVar(&o.Repo, "repo", "", "the tree the local runner patches (default: $SMPATCH_REPO, the current checkout, or the installed package)")
+	f.StringVar(&o.Refs, "refs", "", "docker: a JSON file of cell id to image (matrix build writes it)")
+	f.StringArrayVar(&o.Signatures, "signatures", nil, "a TOML file of extra triage signatures (repeatable)")
+	f.IntVar(&o.Concurrency, "concurrency", 1, "cells at once (only for cells small enough to share the GPUs)")
+	f.DurationVar(&o.StopGrace, "stop-grace", 10*time.Second, "time between SIGTERM and SIGKILL when a server is stopped")
+	f.StringVar(&o.ShmSize, "shm-size", "32g", "docker: --shm-size of each container")
+	f.BoolVar(&o.JSON, "json", false, "print the results as JSON")
+}
+
+func init() {
+	registerMatrixCommand(func(g *globalOptions) *cobra.Command {
+		o := &matrixRunOptions{}
+		c := &cobra.Command{
+			Use:   "run FILE",
+			Short: "Run each cell: patch, start, wait for health, bench, triage, stop, revert; one results table",
+			Long: "Run the matrix's cells one after another (--concurrency for small cells). The local runner\n" +
+				"applies each cell's patches to --repo, starts the command in its own process group and\n" +
+				"reverts the patches afterwards, also on failure and on Ctrl-C. Logs go to OUT/logs/ID.log;\n" +
+				"results to OUT/results.{jsonl,json,csv,md} and OUT/junit.xml. Exit 6 when a cell failed.",
+			Args: cobra.ExactArgs(1),
+			RunE: func(c *cobra.Command, args []string) error {
+				return runMatrix(c.Context(), g, args[0], o, c.OutOrStdout(), c.ErrOrStderr())
+			},
+		}
+		o.AddFlags(c)
+		return c
+	})
+}
+
+func runMatrix(ctx context.Context, g *globalOptions, file string, o *matrixRunOptions, stdout, stderr io.Writer) error {
+	x, err := expandMatrix(g, file, &o.matrixOptions)
+	if err != nil {
+		return err
+	}
+	refs, err := readRefs(o.Refs)
+	if err != nil {
+		return err
+	}
+	sigs, err := launch.LoadSignatures(o.Signatures)
+	if err != nil {
+		return err
+	}
+	opts := launch.Options{
+		Signatures:  sigs,
+		Only:        o.Only,
+		Resume:      o.Resume,
+		Concurrency: o.Concurrency,
+		StopGrace:   o.StopGrace,
+		StepSummary: os.Getenv("GITHUB_STEP_SUMMARY"),
+	}
+	cells := launch.FromExpansion(x, refs, &opts)
+	opts.Out = o.Out
+	if opts.Out == "" {
+		opts.Out = filepath.Join("results", x.Matrix.Name)
+	}
+	switch o.Runner {
+	case "local":
+		opts.Runner = launch.Local{}
+	case "docker":
+		opts.Runner = launch.Docker{ShmSize: o.ShmSize}
+	default:
+		return exit.With(exit.Usage, fmt.Errorf("--runner %q: want local or docker", o.Runner))
+	}
+	if o.DryRun {
+		return printDryRun(stdout, cells, opts, o)
+	}
+	if o.Runner == "local" {
+		if names := patchesToRun(cells, o.Only); len(names) > 0 {
+			tp, err := newTreePatcher(ctx, g, o.Repo, names)
+			if err != nil {
+				return err
+			}
+			opts.Patcher = tp
+		}
+	}
+	opts.Progress = func(format string, args ...any) {
+		fmt.Fprintf(stderr, "%s %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+	}
+	s, err := launch.Run(ctx, cells, opts)
+	if s != nil {
+		if o.JSON {
+			enc := json.NewEncoder(stdout)
+			enc.SetIndent("", "  ")
+			if jerr := enc.Encode(s); jerr != nil && err == nil {
+				err = jerr
+			}
+		} else {
+			s.WriteText(stdout)
+			fmt.Fprintf(stdout, "results: %s\n", filepath.Join(opts.Out, launch.ResultsMD))
+		}
+	}
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return fmt.Errorf("interrupted; patches reverted, finished cells recorded in %s (--resume to go on): %w", opts.Out, err)
+		}
+		return err
+	}
+	if s.Failed > 0 {
+		return exit.With(exit.CellsFailed, fmt.Errorf("%d of %d cells failed; see %s", s.Failed, s.OK+s.Failed, filepath.Join(opts.Out, launch.ResultsMD)))
+	}
+	return nil
+}
+
+// patchesToRun is every patch name of the cells that will run.
+func patchesToRun(cells []*launch.Cell, only []string) []string {
+	sel := map[string]bool{}
+	for _, id := range only {
+		sel[id] = true
+	}
+	seen := map[string]bool{}
+	var names []string
+	for _, c := range cells {
+		if c.Pruned != "" || (len(sel) > 0 && !sel[c.ID]) {
+			continue
+		}
+		for _, n := range c.Patches {
+			if !seen[n] {
+				seen[n] = true
+				names = append(names, n)
+			}
+		}
+	}
+	return names
+}
+
+// newTreePatcher loads the catalog and opens the tree of every project the
+// patches touch, so a bad --repo is refused before any cell starts.
+func newTreePatcher(ctx context.Context, g *globalOptions, repo string, names []string) (*launch.TreePatcher, error) {
+	cat, err := engLoadCatalog(g)
+	if err != nil {
+		return nil, err
+	}
+	tp := &launch.TreePatcher{
+		Catalog:     cat,
+		ToolVersion: version,
+		Open: func(ctx context.Context, p source.Project) (source.WritableTree, error) {
+			return source.Resolve(ctx, repo, p, g.PythonPath())
+		},
+	}
+	if err := tp.Check(ctx, names); err != nil {
+		return nil, err
+	}
+	return tp, nil
+}
+
+// readRefs reads matrix build's refs file: a JSON object of cell id to image.
+func readRefs(path string) (map[string]string, error) {
+	if path == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var refs map[string]string
+	if err := json.Unmarshal(data, &refs); err != nil {
+		return nil, fmt.Errorf("%s: want a JSON object of cell id to image: %w", path, err)
+	}
+	return refs, nil
+}
+
+// dryRunCell is the stable JSON of one cell in matrix run --dry-run --json.
+type dryRunCell struct {
+	ID      string             `json:"id"`
+	Action  string             `json:"action"` // run, pruned, skipped
+	Reason  string             `json:"reason,omitempty"`
+	Values  []launch.AxisValue `json:"values"`
+	Patches []string           `json:"patches"`
+	Env     map[string]string  `json:"env"`
+	Command []string           `json:"command"`
+	Health  string             `json:"health,omitempty"`
+	Bench   []string           `json:"bench,omitempty"`
+	Image   string             `json:"image,omitempty"`
+	Log     string             `json:"log"`
+}
+
+func printDryRun(w io.Writer, cells []*launch.Cell, opts launch.Options, o *matrixRunOptions) error {
+	only := map[string]bool{}
+	for _, id := range o.Only {
+		only[id] = true
+	}
+	var out []dryRunCell
+	for _, c := range cells {
+		d := dryRunCell{ID: c.ID, Action: "run", Values: c.Values, Patches: c.Patches, Env: c.Env, Command: c.Command,
+			Health: c.Health, Bench: c.Bench, Log: filepath.Join(opts.Out, launch.LogsDir, c.ID+".log")}
+		if d.Patches == nil {
+			d.Patches = []string{}
+		}
+		if o.Runner == "docker" {
+			d.Image = c.Image
+		}
+		switch {
+		case c.Pruned != "":
+			d.Action, d.Reason = "pruned", c.Pruned
+		case len(only) > 0 && !only[c.ID]:
+			d.Action, d.Reason = "skipped", "not selected by --only"
+		}
+		out = append(out, d)
+	}
+	if o.JSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{"dry_run": true, "runner": o.Runner, "out": opts.Out, "baseline": opts.Baseline, "cells": out})
+	}
+	for _, d := range out {
+		if d.Action != "run" {
+			fmt.Fprintf(w, "%s: %s: %s\n", d.ID, d.Action, d.Reason)
+			continue
+		}
+		fmt.Fprintf(w, "%s:\n", d.ID)
+		if len(d.Patches) > 0 {
+			if o.Runner == "local" {
+				fmt.Fprintf(w, "  apply   %s (reverted afterwards)\n", strings.Join(d.Patches, ", "))
+			} else {
+				fmt.Fprintf(w, "  image   %s (patches %s)\n", orNone(d.Image), strings.Join(d.Patches, ", "))
+			}
+		} else if o.Runner == "docker" {
+			fmt.Fprintf(w, "  image   %s\n", orNone(d.Image))
+		}
+		keys := make([]string, 0, len(d.Env))
+		for k := range d.Env {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			fmt.Fprintf(w, "  env     %s=%s\n", k, d.Env[k])
+		}
+		fmt.Fprintf(w, "  run     %s\n", strings.Join(d.Command, " "))
+		if d.Health != "" {
+			fmt.Fprintf(w, "  health  %s\n", d.Health)
+		}
+		if len(d.Bench) > 0 {
+			fmt.Fprintf(w, "  bench   %s\n", strings.Join(d.Bench, " "))
+		}
+		fmt.Fprintf(w, "  log     %s\n", d.Log)
+	}
+	fmt.Fprintln(w, "dry run: nothing was started or changed")
+	return nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none: build it with smpatch matrix build, pass --refs)"
+	}
+	return s
+}

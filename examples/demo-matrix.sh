@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# make demo-matrix: the story's matrix (examples/fake/matrix.toml) against
+# testdata/fakeserver, a stand-in for sglang, on any machine: baseline,
+# fewchan and fewchan+fusion at --cuda-graph-max-bs 512 and 128. smpatch
+# applies sm120-fusion to a copy of examples/sample/sglang for the fusion
+# cells, the fake server dies there with flashinfer's arch line, smpatch
+# triages it, reverts the patch, and prints the results table.
+#
+# Usage: examples/demo-matrix.sh [path/to/smpatch]   (DEMO_OUT=DIR keeps the results)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin="$(realpath "${1:-bin/smpatch}")"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+out="${DEMO_OUT:-$work/results}"
+
+say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+
+say "build the fake sglang server"
+CGO_ENABLED=0 go build -o "$work/bin/fakeserver" ./testdata/fakeserver
+cp -r examples/sample/sglang "$work/sglang"
+export PATH="$work/bin:$PATH"
+export SMPATCH_REPO="$work/sglang"   # the tree smpatch patches, and the fake server reads
+unset GITHUB_STEP_SUMMARY
+
+say "the cells"
+"$bin" matrix expand examples/fake/matrix.toml
+
+say "run them (patch, start, wait for health, bench, triage, stop, revert)"
+code=0
+"$bin" matrix run examples/fake/matrix.toml --out "$out" || code=$?
+if [ "$code" -ne 6 ]; then
+  echo "demo: expected exit 6 (some cells failed), got $code" >&2
+  exit 1
+fi
+
+say "why the fusion cell died"
+"$bin" triage "$out/logs/sm120-fusion.fewchan.cgbs128.log"
+
+say "the tree ends as it began"
+if diff -r examples/sample/sglang "$work/sglang"; then
+  echo "$SMPATCH_REPO is byte-identical to examples/sample/sglang"
+else
+  echo "demo: the tree changed" >&2
+  exit 1
+fi
+"$bin" status
+
+say "results.md (also written to \$GITHUB_STEP_SUMMARY in CI)"
+cat "$out/results.md"

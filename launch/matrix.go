@@ -1,0 +1,69 @@
+package launch
+
+import (
+	"strings"
+
+	"github.com/smpatch/smpatch/matrix"
+)
+
+// FromExpansion turns a matrix expansion into cells to run, and fills the
+// options the matrix decides: metrics, timeouts, baseline, name. refs maps a
+// cell id to its image (matrix build's refs file) for the docker runner; a
+// cell without patches and without a ref runs the base image when that is a
+// registry reference.
+func FromExpansion(x *matrix.Expansion, refs map[string]string, o *Options) []*Cell {
+	m := x.Matrix
+	o.Name = m.Name
+	o.Baseline = x.Baseline
+	o.StartupTimeout = m.Launch.StartupTimeout
+	o.BenchTimeout = m.Launch.BenchTimeout
+	o.Metrics = nil
+	for _, mt := range m.Launch.Metrics {
+		o.Metrics = append(o.Metrics, Metric{Name: mt.Name, Re: mt.Re})
+	}
+	var cells []*Cell
+	for _, mc := range x.Cells {
+		c := &Cell{
+			ID:      mc.ID,
+			Env:     mc.Env,
+			Command: mc.Command,
+			Workdir: mc.Workdir,
+			Health:  mc.Health,
+			Bench:   mc.Bench,
+			Patches: mc.Patches,
+			Image:   refs[mc.ID],
+		}
+		if c.Image == "" && len(mc.Patches) == 0 && isRegistryRef(m.Base.Image) {
+			c.Image = m.Base.Image
+		}
+		for _, v := range mc.Values {
+			text := v.Text
+			if v.Kind == "list" {
+				text = "[" + text + "]"
+			}
+			c.Values = append(c.Values, AxisValue{Axis: v.Axis, Value: text})
+		}
+		if mc.Pruned != nil {
+			c.Pruned = decisionText(*mc.Pruned)
+		}
+		for _, d := range mc.Warnings {
+			c.Warnings = append(c.Warnings, decisionText(d))
+		}
+		cells = append(cells, c)
+	}
+	return cells
+}
+
+func decisionText(d matrix.Decision) string {
+	s := d.Rule + ": " + d.Reason
+	if d.Source != "" {
+		s += " (" + d.Source + ")"
+	}
+	return s
+}
+
+// isRegistryRef tells a registry reference from an OCI layout (oci:DIR) or a
+// docker-save tarball, which docker cannot run directly.
+func isRegistryRef(s string) bool {
+	return s != "" && !strings.HasPrefix(s, "oci:") && !strings.HasSuffix(s, ".tar") && !strings.HasSuffix(s, ".tar.gz")
+}

@@ -1,0 +1,152 @@
+package launch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/smpatch/smpatch/patches"
+	"github.com/smpatch/smpatch/source"
+)
+
+// TreePatcher applies a cell's catalog patches with the engine's journaled
+// apply and reverts exactly what it applied: a patch the tree already had
+// before the run (applied by hand, or upstream) is left as it was found.
+type TreePatcher struct {
+	Catalog *patches.Catalog
+	// Open returns the writable tree for a project (from --repo,
+	// $SMPATCH_REPO, the current checkout or the installed package).
+	Open        func(ctx context.Context, p source.Project) (source.WritableTree, error)
+	ToolVersion string
+
+	mu      sync.Mutex
+	trees   map[source.Project]source.WritableTree
+	applied map[string]source.WritableTree // patches this run applied, by name
+}
+
+func (tp *TreePatcher) tree(ctx context.Context, p source.Project) (source.WritableTree, error) {
+	if t, ok := tp.trees[p]; ok {
+		return t, nil
+	}
+	t, err := tp.Open(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	if tp.trees == nil {
+		tp.trees = map[source.Project]source.WritableTree{}
+	}
+	tp.trees[p] = t
+	return t, nil
+}
+
+// Check makes sure every name is in the catalog and the tree of each
+// project opens, so a run can be refused before any cell starts.
+func (tp *TreePatcher) Check(ctx context.Context, names []string) error {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	for _, n := range names {
+		p, err := tp.Catalog.Get(n)
+		if err != nil {
+			return err
+		}
+		if _, err := tp.tree(ctx, p.Project); err != nil {
+			return fmt.Errorf("patch %s: %w", n, err)
+		}
+	}
+	return nil
+}
+
+// Apply implements Patcher: every named patch resolves on its project's tree,
+// or nothing is written.
+func (tp *TreePatcher) Apply(ctx context.Context, cellID string, names []string) error {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	if tp.applied == nil {
+		tp.applied = map[string]source.WritableTree{}
+	}
+	byProject := map[source.Project][]*patches.Patch{}
+	var order []source.Project
+	for _, n := range names {
+		p, err := tp.Catalog.Get(n)
+		if err != nil {
+			return err
+		}
+		if _, ok := byProject[p.Project]; !ok {
+			order = append(order, p.Project)
+		}
+		byProject[p.Project] = append(byProject[p.Project], p)
+	}
+	for _, proj := range order {
+		t, err := tp.tree(ctx, proj)
+		if err != nil {
+			return err
+		}
+		if _, err := patches.Recover(ctx, t); err != nil {
+			return err
+		}
+		var plans []*patches.Plan
+		for _, p := range byProject[proj] {
+			pl, err := patches.NewPlan(ctx, p, t, patches.PlanOptions{})
+			if err != nil {
+				return err
+			}
+			if !pl.OK(false) {
+				why := pl.Reason
+				if why == "" {
+					why = string(pl.Outcome())
+				}
+				return fmt.Errorf("%s does not apply to %s: %s", p.Name, t.Root(), why)
+			}
+			plans = append(plans, pl)
+		}
+		res, err := patches.Apply(ctx, t, plans, patches.ApplyOptions{
+			Notes:         []string{"smpatch matrix run, cell " + cellID},
+			ToolVersion:   tp.ToolVersion,
+			CatalogDigest: tp.Catalog.Digest(),
+		})
+		if res != nil {
+			for _, po := range res.Patches {
+				if po.Status == "applied" {
+					tp.applied[po.Name] = t
+				}
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Revert implements Patcher: it reverts the named patches this patcher
+// applied, and nothing else.
+func (tp *TreePatcher) Revert(ctx context.Context, names []string) error {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	byTree := map[source.WritableTree][]string{}
+	var order []source.WritableTree
+	for _, n := range names {
+		t, ok := tp.applied[n]
+		if !ok {
+			continue
+		}
+		if _, seen := byTree[t]; !seen {
+			order = append(order, t)
+		}
+		byTree[t] = append(byTree[t], n)
+	}
+	var errs []error
+	for _, t := range order {
+		ns := byTree[t]
+		if _, err := patches.Revert(ctx, t, tp.Catalog, ns, patches.RevertOptions{}); err != nil {
+			errs = append(errs, fmt.Errorf("%s in %s: %w", strings.Join(ns, ", "), t.Root(), err))
+			continue
+		}
+		for _, n := range ns {
+			delete(tp.applied, n)
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,104 @@
+package launch
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestGroupByPatches(t *testing.T) {
+	c := func(id string, ps ...string) *Cell { return &Cell{ID: id, Patches: ps} }
+	tests := []struct {
+		cells []*Cell
+		want  string
+	}{
+		{nil, ""},
+		{[]*Cell{c("a"), c("b")}, "a,b"},
+		{[]*Cell{c("a"), c("b", "x"), c("c", "x"), c("d")}, "a|b,c|d"},
+		{[]*Cell{c("a", "x", "y"), c("b", "y", "x"), c("c", "x", "y")}, "a|b|c"},
+	}
+	for _, tt := range tests {
+		var parts []string
+		for _, g := range groupByPatches(tt.cells) {
+			var ids []string
+			for _, c := range g {
+				ids = append(ids, c.ID)
+			}
+			parts = append(parts, strings.Join(ids, ","))
+		}
+		if got := strings.Join(parts, "|"); got != tt.want {
+			t.Errorf("got %q, want %q", got, tt.want)
+		}
+	}
+}
+
+func TestLogSinkSplitsLinesAndReportsFatal(t *testing.T) {
+	var buf bytes.Buffer
+	s := newLogSink(&buf, DefaultSignatures())
+	s.Write([]byte("first\nRuntimeError: No supported CUDA architectures found for major versions [9, 10]."))
+	select {
+	case <-s.Fatal():
+		t.Fatal("fatal before the line was complete")
+	default:
+	}
+	s.Note("between") // completes the partial line first
+	select {
+	case <-s.Fatal():
+	default:
+		t.Fatal("no fatal after the partial line was completed")
+	}
+	s.Write([]byte("more\r\nlast without newline"))
+	v := s.Verdict("x.log")
+	if v.Lines != 5 || v.Cause == nil || v.Cause.Line != 2 {
+		t.Fatalf("lines %d cause %+v", v.Lines, v.Cause)
+	}
+	if got := strings.Split(buf.String(), "\n"); len(got) != 5 || got[2] != "### smpatch: between" {
+		t.Errorf("log:\n%s", buf.String())
+	}
+	if v.Tail[len(v.Tail)-1] != "last without newline" {
+		t.Errorf("tail %q", v.Tail)
+	}
+}
+
+func TestReadJSONL(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "r.jsonl")
+	os.WriteFile(p, []byte(`{"id":"a","status":"failed"}`+"\n"+`{"id":"a","status":"ok"}`+"\n"+`{"id":"b","sta`), 0o644)
+	got, err := readJSONL(p)
+	if err != nil || len(got) != 1 || got["a"].Status != StatusOK {
+		t.Fatalf("got %v %v, want a=ok and the torn last line ignored", got, err)
+	}
+	os.WriteFile(p, []byte("{oops\n"+`{"id":"a","status":"ok"}`+"\n"), 0o644)
+	if _, err := readJSONL(p); err == nil || !strings.HasPrefix(err.Error(), p+":1: ") {
+		t.Errorf("bad line: %v", err)
+	}
+	if got, err := readJSONL(filepath.Join(dir, "none")); err != nil || len(got) != 0 {
+		t.Errorf("missing file: %v %v", got, err)
+	}
+}
+
+func TestRunConcurrent(t *testing.T) {
+	pids := t.TempDir()
+	o := testOptions(t)
+	o.Concurrency = 3
+	var cells []*Cell
+	for _, id := range []string{"a", "b", "c", "d"} {
+		cells = append(cells, fakeCell(t, id, "ok", pids))
+	}
+	s, err := Run(context.Background(), cells, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertNoOrphans(t, pids)
+	for i, r := range s.Results {
+		if r.ID != cells[i].ID || r.Status != StatusOK {
+			t.Errorf("%d: %s %s %q", i, r.ID, r.Status, r.Reason)
+		}
+	}
+	if n := bytes.Count(mustRead(t, filepath.Join(o.Out, ResultsJSONL)), []byte("\n")); n != 4 {
+		t.Errorf("%d lines in results.jsonl", n)
+	}
+}

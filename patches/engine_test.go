@@ -1,0 +1,519 @@
+package patches
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/smpatch/smpatch/internal/exit"
+	"github.com/smpatch/smpatch/source"
+)
+
+// The engine fixture: a tiny sglang checkout whose two files stand for the
+// C4 communicator gate and the S3 auto-enable (synthetic, not upstream text),
+// and a two-file patch that widens both.
+const (
+	commPath = "python/sglang/srt/layers/comm.py"
+	argsPath = "python/sglang/srt/server_args.py"
+	commOrig = `_is_sm90_supported = is_sm90()
+def gate():
+    return _is_sm90_supported
+`
+	argsOrig = `def adjust(self):
+    if is_sm90_supported():
+        self.enable_fusion = True
+`
+	engineTOML = `name = "demo"
+project = "sglang"
+[[variant]]
+name = "v1"
+versions = ">= 0.5.0"
+diffs = ["demo/a.diff"]
+[[verify]]
+file = "python/sglang/srt/layers/comm.py"
+contains = "_is_sm120_supported"
+`
+	engineDiff = testDiff + `diff --git a/python/sglang/srt/server_args.py b/python/sglang/srt/server_args.py
+--- a/python/sglang/srt/server_args.py
++++ b/python/sglang/srt/server_args.py
+@@ -1,3 +1,3 @@
+ def adjust(self):
+-    if is_sm90_supported():
++    if is_sm90_supported() or is_sm120_supported():
+         self.enable_fusion = True
+`
+)
+
+func engineTree(t testing.TB) (string, source.WritableTree) {
+	t.Helper()
+	root := t.TempDir()
+	files := map[string]string{
+		"python/sglang/__init__.py": "",
+		"python/sglang/version.py":  "__version__ = \"0.5.6\"\n",
+		commPath:                    commOrig,
+		argsPath:                    argsOrig,
+	}
+	for k, v := range files {
+		p := filepath.Join(root, filepath.FromSlash(k))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(v), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr, err := source.OpenCheckout(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root, tr
+}
+
+func enginePatch(t testing.TB) *Patch {
+	t.Helper()
+	ps, err := LoadCatalogFS(catFS(map[string]string{"demo.toml": engineTOML, "demo/a.diff": engineDiff}), "cat", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ps[0]
+}
+
+func engineCatalog(t testing.TB) *Catalog {
+	t.Helper()
+	dir := t.TempDir()
+	for k, v := range map[string]string{"demo.toml": engineTOML, "demo/a.diff": engineDiff} {
+		p := filepath.Join(dir, k)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(v), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := loadCatalog(catFS(nil), []string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// snapshot hashes every file of the tree except the journal.
+func snapshot(t testing.TB, root string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && d.Name() == source.StateDirName {
+			return fs.SkipDir
+		}
+		if d.IsDir() {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		h := sha256.Sum256(b)
+		rel, _ := filepath.Rel(root, p)
+		out[filepath.ToSlash(rel)] = hex.EncodeToString(h[:])
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func sameSnap(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func diffSnap(a, b map[string]string) string {
+	var out []string
+	for k, v := range a {
+		if b[k] != v {
+			out = append(out, k)
+		}
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
+}
+
+func plan(t testing.TB, p *Patch, tr source.Tree) *Plan {
+	t.Helper()
+	pl, err := NewPlan(context.Background(), p, tr, PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pl
+}
+
+func apply(t testing.TB, p *Patch, tr source.WritableTree) (*ApplyResult, error) {
+	t.Helper()
+	return Apply(context.Background(), tr, []*Plan{plan(t, p, tr)}, ApplyOptions{ToolVersion: "test"})
+}
+
+func TestApplyStatusRevert(t *testing.T) {
+	ctx := context.Background()
+	root, tr := engineTree(t)
+	p := enginePatch(t)
+	cat := engineCatalog(t)
+	orig := snapshot(t, root)
+	pyc := filepath.Join(root, "python/sglang/srt/layers/__pycache__")
+	os.MkdirAll(pyc, 0o755)
+	os.WriteFile(filepath.Join(pyc, "comm.cpython-312.pyc"), []byte("x"), 0o644)
+	os.WriteFile(filepath.Join(pyc, "comm_ops.cpython-312.pyc"), []byte("x"), 0o644)
+	orig = snapshot(t, root)
+
+	res, err := apply(t, p, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Patches) != 1 || res.Patches[0].Status != "applied" {
+		t.Fatalf("result %+v", res.Patches[0])
+	}
+	if _, err := os.Stat(filepath.Join(pyc, "comm.cpython-312.pyc")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal("stale pyc kept")
+	}
+	if _, err := os.Stat(filepath.Join(pyc, "comm_ops.cpython-312.pyc")); err != nil {
+		t.Fatal("another module's pyc removed")
+	}
+	b, _ := tr.ReadFile(commPath)
+	if !strings.Contains(string(b), "_is_sm120_supported") {
+		t.Fatal("not patched")
+	}
+	st, err := Status(ctx, tr, cat)
+	if err != nil || len(st.Patches) != 1 || !st.Patches[0].Clean || st.Patches[0].CatalogChanged {
+		t.Fatalf("status %+v %v", st, err)
+	}
+	// Twice: already applied, nothing written.
+	patched := snapshot(t, root)
+	res, err = apply(t, p, tr)
+	if err != nil || res.Patches[0].Status != "already-applied" {
+		t.Fatalf("second apply: %+v %v", res, err)
+	}
+	if !sameSnap(patched, snapshot(t, root)) {
+		t.Fatal("second apply changed the tree")
+	}
+	rr, err := Revert(ctx, tr, cat, nil, RevertOptions{})
+	if err != nil || len(rr.Patches) != 1 {
+		t.Fatalf("revert: %+v %v", rr, err)
+	}
+	os.WriteFile(filepath.Join(pyc, "comm.cpython-312.pyc"), []byte("x"), 0o644) // the pyc went away on apply
+	if d := diffSnap(orig, snapshot(t, root)); d != "" {
+		t.Fatalf("revert left differences: %s", d)
+	}
+	if _, err := os.Stat(filepath.Join(root, source.StateDirName)); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal("journal directory left after the last revert")
+	}
+	rr, err = Revert(ctx, tr, cat, []string{"demo"}, RevertOptions{})
+	if err != nil || len(rr.NotApplied) != 1 {
+		t.Fatalf("revert of nothing: %+v %v", rr, err)
+	}
+	if _, err := Revert(ctx, tr, cat, []string{"dmeo"}, RevertOptions{}); err == nil || !strings.Contains(err.Error(), "did you mean") {
+		t.Fatalf("unknown name: %v", err)
+	}
+}
+
+func TestRevertDrift(t *testing.T) {
+	ctx := context.Background()
+	root, tr := engineTree(t)
+	p := enginePatch(t)
+	cat := engineCatalog(t)
+	if _, err := apply(t, p, tr); err != nil {
+		t.Fatal(err)
+	}
+	full := filepath.Join(root, commPath)
+	b, _ := os.ReadFile(full)
+	edited := append([]byte("# my edit\n"), b...)
+	os.WriteFile(full, edited, 0o644)
+	before := snapshot(t, root)
+	_, err := Revert(ctx, tr, cat, nil, RevertOptions{})
+	var de *DriftError
+	if exit.Code(err) != exit.RevertRefused || !errors.As(err, &de) {
+		t.Fatalf("want a refusal (5), got %v", err)
+	}
+	if f := de.Result.Patches[0].Files; !strings.Contains(f[0].Diff+f[1].Diff, "+# my edit") {
+		t.Fatalf("drift diff does not show the edit: %+v", f)
+	}
+	if !sameSnap(before, snapshot(t, root)) {
+		t.Fatal("refused revert changed the tree")
+	}
+	if _, err := Revert(ctx, tr, cat, nil, RevertOptions{Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(full)
+	if string(got) != "# my edit\n"+commOrig {
+		t.Fatalf("forced revert: %q", got)
+	}
+	if a, _ := tr.ReadFile(argsPath); string(a) != argsOrig {
+		t.Fatal("untouched file not restored")
+	}
+}
+
+func TestApplyReadOnlyChangesNothing(t *testing.T) {
+	root, tr := engineTree(t)
+	p := enginePatch(t)
+	before := snapshot(t, root)
+	if err := os.Chmod(filepath.Join(root, argsPath), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	_, err := apply(t, p, tr)
+	if err == nil || !strings.Contains(err.Error(), "read-only") {
+		t.Fatalf("read-only file: %v", err)
+	}
+	if !sameSnap(before, snapshot(t, root)) {
+		t.Fatal("tree changed")
+	}
+	if _, err := os.Stat(filepath.Join(root, source.StateDirName)); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal("journal directory created on a refused apply")
+	}
+	os.Chmod(filepath.Join(root, argsPath), 0o644)
+	dir := filepath.Join(root, "python/sglang/srt/layers")
+	os.Chmod(dir, 0o555)
+	defer os.Chmod(dir, 0o755)
+	if _, err := apply(t, p, tr); err == nil || !strings.Contains(err.Error(), "read-only") {
+		t.Fatalf("read-only dir: %v", err)
+	}
+	if !sameSnap(before, snapshot(t, root)) {
+		t.Fatal("tree changed")
+	}
+}
+
+func TestApplyConflictChangesNothing(t *testing.T) {
+	root, tr := engineTree(t)
+	p := enginePatch(t)
+	os.WriteFile(filepath.Join(root, argsPath), []byte("def adjust(self):\n    pass\n"), 0o644)
+	before := snapshot(t, root)
+	_, err := apply(t, p, tr)
+	var ce *ConflictError
+	if exit.Code(err) != exit.Conflict || !errors.As(err, &ce) {
+		t.Fatalf("want a conflict (4): %v", err)
+	}
+	if !strings.Contains(ConflictReport(ce.Plan), "conflict: "+argsPath+" hunk #1") {
+		t.Fatalf("report: %s", ConflictReport(ce.Plan))
+	}
+	if !sameSnap(before, snapshot(t, root)) {
+		t.Fatal("tree changed")
+	}
+}
+
+// A verify rule that fails after writing rolls everything back.
+func TestApplyVerifyFailureRollsBack(t *testing.T) {
+	root, tr := engineTree(t)
+	p := enginePatch(t)
+	p.Verify = append(p.Verify, VerifyRule{File: argsPath, Contains: "never there"})
+	before := snapshot(t, root)
+	if _, err := apply(t, p, tr); err == nil || !strings.Contains(err.Error(), "never there") {
+		t.Fatalf("verify: %v", err)
+	}
+	if !sameSnap(before, snapshot(t, root)) {
+		t.Fatalf("tree changed: %s", diffSnap(before, snapshot(t, root)))
+	}
+}
+
+// Fault injection: the process "dies" at each step of apply and revert; the
+// next command must leave the tree original or fully patched, and say so.
+func TestCrashFaultInjection(t *testing.T) {
+	ctx := context.Background()
+	steps := []string{"before-pending", "write:0", "write:1", "after-writes", "revert-write:0", "revert-write:1"}
+	for _, step := range steps {
+		t.Run(step, func(t *testing.T) {
+			root, tr := engineTree(t)
+			p := enginePatch(t)
+			cat := engineCatalog(t)
+			orig := snapshot(t, root)
+			reverting := strings.HasPrefix(step, "revert")
+			var patched map[string]string
+			if reverting {
+				if _, err := apply(t, p, tr); err != nil {
+					t.Fatal(err)
+				}
+				patched = snapshot(t, root)
+			}
+			testHook = func(s string) error {
+				if s == step {
+					return errCrash
+				}
+				return nil
+			}
+			var err error
+			if reverting {
+				_, err = Revert(ctx, tr, cat, nil, RevertOptions{})
+			} else {
+				_, err = apply(t, p, tr)
+			}
+			testHook = nil
+			if !errors.Is(err, errCrash) {
+				t.Fatalf("hook did not fire: %v", err)
+			}
+			_ = patched
+			notes, err := Recover(ctx, tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			now := snapshot(t, root)
+			if !sameSnap(orig, now) {
+				t.Fatalf("after recovery the tree is not original: %s", diffSnap(orig, now))
+			}
+			st, _ := ReadState(ctx, tr)
+			if len(st.Patches) != 0 {
+				t.Fatalf("journal still lists %v", st.Patches[0].Name)
+			}
+			if step != "before-pending" && len(notes) != 1 {
+				t.Fatalf("the user was not told: %v", notes)
+			}
+		})
+	}
+	// A write error (not a crash) between files rolls back at once.
+	root, tr := engineTree(t)
+	p := enginePatch(t)
+	orig := snapshot(t, root)
+	testHook = func(s string) error {
+		if s == "write:1" {
+			return errors.New("disk full")
+		}
+		return nil
+	}
+	_, err := apply(t, p, tr)
+	testHook = nil
+	if err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Fatalf("error: %v", err)
+	}
+	if !sameSnap(orig, snapshot(t, root)) {
+		t.Fatal("tree changed")
+	}
+}
+
+// Two applies at once on one tree: one writes, the other waits and finds it
+// applied; the files are never interleaved.
+func TestConcurrentApply(t *testing.T) {
+	root, tr := engineTree(t)
+	p := enginePatch(t)
+	p1, p2 := plan(t, p, tr), plan(t, p, tr)
+	var wg sync.WaitGroup
+	results := make([]*ApplyResult, 2)
+	errs := make([]error, 2)
+	for i, pl := range []*Plan{p1, p2} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tr2, err := source.OpenCheckout(root)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			results[i], errs[i] = Apply(context.Background(), tr2, []*Plan{pl}, ApplyOptions{})
+		}()
+	}
+	wg.Wait()
+	statuses := map[string]int{}
+	for i := range results {
+		if errs[i] != nil {
+			t.Fatalf("apply %d: %v", i, errs[i])
+		}
+		statuses[results[i].Patches[0].Status]++
+	}
+	if statuses["applied"] != 1 || statuses["already-applied"] != 1 {
+		t.Fatalf("statuses %v", statuses)
+	}
+	b, _ := os.ReadFile(filepath.Join(root, commPath))
+	if strings.Count(string(b), "_is_sm120_supported = is_sm120()") != 1 {
+		t.Fatalf("interleaved: %q", b)
+	}
+	st, _ := ReadState(context.Background(), tr)
+	if len(st.Patches) != 1 {
+		t.Fatal(fmt.Sprint("journal entries: ", len(st.Patches)))
+	}
+}
+
+func TestUnifiedDiffRoundTrip(t *testing.T) {
+	for _, tt := range []struct{ a, b string }{
+		{"a\nb\nc\n", "a\nB\nc\n"},
+		{"a\nb", "a\nb\n"},
+		{"", "x\n"},
+		{"1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n", "1\n2x\n3\n4\n5\n6\n7\n8\n9\n10\n11x\n12\n"},
+		{"l1\r\nl2\r\n", "l1\r\nl2 changed\r\n"},
+	} {
+		d := udFile("python/sglang/x.py", []byte(tt.a), []byte(tt.b))
+		fds, err := ParseDiff("t", d)
+		if err != nil {
+			t.Fatalf("%q -> %q: %v\n%s", tt.a, tt.b, err, d)
+		}
+		fp, err := MatchFile([]byte(tt.a), fds[0], PlanOptions{})
+		if err != nil || string(fp.New) != tt.b {
+			t.Fatalf("%q -> %q: got %q (%v)\n%s", tt.a, tt.b, fp.New, err, d)
+		}
+	}
+}
+
+// Two patches on the same file in one call: the second is planned again on
+// the first one's result; revert with no names takes both out, newest first.
+func TestApplyTwoPatchesOneFile(t *testing.T) {
+	ctx := context.Background()
+	root, tr := engineTree(t)
+	orig := snapshot(t, root)
+	second := `name = "demo2"
+project = "sglang"
+[[variant]]
+diffs = ["demo2/b.diff"]
+versions = ">= 0.5"
+`
+	secondDiff := `--- a/python/sglang/srt/layers/comm.py
++++ b/python/sglang/srt/layers/comm.py
+@@ -2,2 +2,3 @@
+ def gate():
++    # widened for SM120
+     return _is_sm90_supported
+`
+	dir := t.TempDir()
+	writeCatalog(t, dir, map[string]string{"demo.toml": engineTOML, "demo/a.diff": engineDiff, "demo2.toml": second, "demo2/b.diff": secondDiff})
+	cat, err := loadCatalog(catFS(nil), []string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1, _ := cat.Get("demo")
+	p2, _ := cat.Get("demo2")
+	pl2 := plan(t, p2, tr)
+	pl1 := plan(t, p1, tr)
+	if _, err := Apply(ctx, tr, []*Plan{pl2, pl1}, ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := tr.ReadFile(commPath)
+	if !strings.Contains(string(b), "# widened for SM120\n    return _is_sm90_supported or _is_sm120_supported") {
+		t.Fatalf("both patches not applied:\n%s", b)
+	}
+	// Reverting the older one alone is refused: its file changed since
+	// (the newer patch's edit).
+	if _, err := Revert(ctx, tr, cat, []string{"demo2"}, RevertOptions{}); exit.Code(err) != exit.RevertRefused {
+		t.Fatalf("revert of the older patch alone: %v", err)
+	}
+	if _, err := Revert(ctx, tr, cat, nil, RevertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if d := diffSnap(orig, snapshot(t, root)); d != "" {
+		t.Fatalf("not back to the original: %s", d)
+	}
+}

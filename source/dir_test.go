@@ -1,0 +1,312 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+func writeTree(t *testing.T, root string, files map[string]string) {
+	t.Helper()
+	for k, v := range files {
+		p := filepath.Join(root, filepath.FromSlash(k))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(v), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// sglangCheckout is a minimal tree shaped like an sglang checkout
+// (python/sglang/ with a version.py literal, as in releases up to 0.5.6.post2).
+func sglangCheckout(t *testing.T, ver string) string {
+	root := t.TempDir()
+	files := map[string]string{
+		"python/sglang/__init__.py":            "",
+		"python/sglang/srt/layers/comm.py":     "x = 1\n",
+		"python/sglang/srt/layers/__init__.py": "",
+	}
+	if ver != "" {
+		files["python/sglang/version.py"] = "__version__ = \"" + ver + "\"\n"
+	}
+	writeTree(t, root, files)
+	return root
+}
+
+func TestOpenCheckoutDetect(t *testing.T) {
+	ctx := context.Background()
+	root := sglangCheckout(t, "0.5.6.post2")
+	tr, err := OpenCheckout(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.Project() != SGLang || tr.Kind() != KindCheckout {
+		t.Fatalf("project %s kind %s", tr.Project(), tr.Kind())
+	}
+	v, from, err := tr.Version(ctx)
+	if err != nil || v == nil || VersionString(v) != "0.5.6.post2" || from != "python/sglang/version.py:1" {
+		t.Fatalf("version %v from %q err %v", v, from, err)
+	}
+	fi := t.TempDir()
+	writeTree(t, fi, map[string]string{"flashinfer/__init__.py": "", "include/flashinfer/comm/x.cuh": ""})
+	if tr, err := OpenCheckout(fi); err != nil || tr.Project() != FlashInfer {
+		t.Fatalf("flashinfer: %v %v", tr, err)
+	}
+	if _, err := OpenCheckout(t.TempDir()); !errors.Is(err, ErrUnknownProject) {
+		t.Fatalf("empty dir: %v", err)
+	}
+}
+
+func TestPathsConfined(t *testing.T) {
+	root := sglangCheckout(t, "0.5.6")
+	outside := t.TempDir()
+	writeTree(t, outside, map[string]string{"secret.py": "s\n"})
+	if err := os.Symlink(outside, filepath.Join(root, "python", "sglang", "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(root, "python", "sglang", "srt"), filepath.Join(root, "python", "sglang", "inside")); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := OpenCheckout(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rel := range []string{"../x", "python/../../x", "/etc/passwd", "python/sglang/link/secret.py", "python/sglang/link/new.py", "", "a\\b"} {
+		if _, err := tr.ReadFile(rel); err == nil || errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("ReadFile(%q): %v, want a confinement error", rel, err)
+		}
+		if err := tr.WriteFiles(map[string][]byte{rel: []byte("x")}); err == nil {
+			t.Errorf("WriteFiles(%q) succeeded", rel)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(outside, "secret.py")); err != nil || string(b) != "s\n" {
+		t.Fatal("file outside the tree changed")
+	}
+	if _, err := tr.ReadFile("python/sglang/inside/layers/comm.py"); err != nil {
+		t.Errorf("symlink inside the tree: %v", err)
+	}
+	if _, err := tr.ReadFile("python/sglang/missing.py"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing file: %v", err)
+	}
+}
+
+func TestWriteFilesKeepsMode(t *testing.T) {
+	root := sglangCheckout(t, "0.5.6")
+	p := filepath.Join(root, "python/sglang/srt/layers/comm.py")
+	if err := os.Chmod(p, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	asRoot := os.Geteuid() == 0
+	if asRoot {
+		if err := os.Chown(p, 1234, 1234); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr, _ := OpenCheckout(root)
+	if err := tr.WriteFiles(map[string][]byte{"python/sglang/srt/layers/comm.py": []byte("y = 2\n"), "python/sglang/srt/new/mod.py": []byte("z\n")}); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := os.Stat(p)
+	if st.Mode().Perm() != 0o755 {
+		t.Fatalf("mode %v", st.Mode())
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); asRoot && ok && sys.Uid != 1234 {
+		t.Fatalf("owner not kept: uid %d", sys.Uid)
+	}
+	if b, _ := tr.ReadFile("python/sglang/srt/new/mod.py"); string(b) != "z\n" {
+		t.Fatal("new file not written")
+	}
+	if err := tr.WriteFiles(map[string][]byte{"python/sglang/srt/new/mod.py": nil}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.ReadFile("python/sglang/srt/new/mod.py"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("nil did not remove: %v", err)
+	}
+	files, err := tr.ListFiles("python/sglang/srt")
+	if err != nil || strings.Join(files, ",") != "python/sglang/srt/layers/__init__.py,python/sglang/srt/layers/comm.py" {
+		t.Fatalf("ListFiles: %v %v", files, err)
+	}
+}
+
+func TestPackagePaths(t *testing.T) {
+	for _, tt := range []struct {
+		p         Project
+		repo, pkg string
+		ok        bool
+	}{
+		{SGLang, "python/sglang/srt/layers/communicator.py", "sglang/srt/layers/communicator.py", true},
+		{SGLang, "python/sglang", "sglang", true},
+		{SGLang, "setup.py", "", false},
+		{SGLang, "python/sglang_router/x.py", "", false},
+		{FlashInfer, "flashinfer/jit/comm.py", "flashinfer/jit/comm.py", true},
+		{FlashInfer, "include/flashinfer/comm/trtllm_allreduce.cuh", "flashinfer/data/include/flashinfer/comm/trtllm_allreduce.cuh", true},
+		{FlashInfer, "csrc/trtllm_allreduce.cu", "flashinfer/data/csrc/trtllm_allreduce.cu", true},
+		{FlashInfer, "setup.py", "", false},
+	} {
+		got, ok := RepoToPackagePath(tt.p, tt.repo)
+		if got != tt.pkg || ok != tt.ok {
+			t.Errorf("RepoToPackagePath(%s, %q) = %q, %v", tt.p, tt.repo, got, ok)
+		}
+		if ok {
+			back, ok := PackageToRepoPath(tt.p, got)
+			if !ok || back != tt.repo {
+				t.Errorf("PackageToRepoPath(%s, %q) = %q, %v", tt.p, got, back, ok)
+			}
+		}
+	}
+}
+
+// An installed sglang: site-packages/sglang/... and its dist-info, as pip
+// lays out a wheel of a setuptools-scm release (no version literal).
+func TestOpenSitePackages(t *testing.T) {
+	ctx := context.Background()
+	sp := filepath.Join(t.TempDir(), "lib", "python3.12", "site-packages")
+	writeTree(t, sp, map[string]string{
+		"sglang/__init__.py":              "",
+		"sglang/srt/layers/comm.py":       "x = 1\n",
+		"sglang-0.5.9.dist-info/METADATA": "Metadata-Version: 2.1\nName: sglang\nVersion: 0.5.9\n",
+		"other/__init__.py":               "",
+	})
+	tr, err := OpenSitePackages(sp, SGLang)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := tr.ReadFile("python/sglang/srt/layers/comm.py"); err != nil || string(b) != "x = 1\n" {
+		t.Fatalf("ReadFile: %q %v", b, err)
+	}
+	if _, err := tr.ReadFile("other/__init__.py"); err == nil {
+		t.Fatal("read a file outside the package")
+	}
+	files, err := tr.ListFiles("")
+	if err != nil || strings.Join(files, ",") != "python/sglang/__init__.py,python/sglang/srt/layers/comm.py" {
+		t.Fatalf("ListFiles: %v %v", files, err)
+	}
+	v, from, err := tr.Version(ctx)
+	if err != nil || v == nil || VersionString(v) != "0.5.9" || !strings.Contains(from, "METADATA") {
+		t.Fatalf("version %v %q %v", v, from, err)
+	}
+	if _, err := OpenSitePackages(sp, FlashInfer); err == nil {
+		t.Fatal("flashinfer is not installed there")
+	}
+	// Resolve with an explicit site-packages dir.
+	rt, err := Resolve(ctx, sp, SGLang, "")
+	if err != nil || rt.Kind() != KindSitePackages {
+		t.Fatalf("Resolve: %v %v", rt, err)
+	}
+}
+
+func TestVersionFromGitTag(t *testing.T) {
+	ctx := context.Background()
+	root := sglangCheckout(t, "")
+	repo, err := git.PlainInit(root, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt, _ := repo.Worktree()
+	sig := &object.Signature{Name: "t", Email: "t@example.com", When: time.Unix(1700000000, 0)}
+	if _, err := wt.Add("python"); err != nil {
+		t.Fatal(err)
+	}
+	c1, err := wt.Commit("one", &git.CommitOptions{Author: sig})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := repo.CreateTag("v0.5.3rc2", c1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := repo.CreateTag("gateway-v9.0.0", c1, nil); err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, root, map[string]string{"python/sglang/srt/layers/comm.py": "x = 2\n"})
+	wt.Add("python")
+	c2, err := wt.Commit("two", &git.CommitOptions{Author: sig})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, _ := OpenCheckout(root)
+	v, from, err := tr.Version(ctx)
+	if err != nil || v == nil || VersionString(v) != "0.5.3rc2" || from != "git tag v0.5.3rc2 (+1 commits)" {
+		t.Fatalf("version %v from %q err %v", v, from, err)
+	}
+	if _, err := repo.CreateTag("v0.5.4", c2, &git.CreateTagOptions{Tagger: sig, Message: "annotated"}); err != nil {
+		t.Fatal(err)
+	}
+	v, from, _ = tr.Version(ctx)
+	if v == nil || VersionString(v) != "0.5.4" || from != "git tag v0.5.4" {
+		t.Fatalf("annotated: %v %q", v, from)
+	}
+	// No tags, no literal: unknown with a reason, not an error.
+	bare := sglangCheckout(t, "")
+	tr, _ = OpenCheckout(bare)
+	v, from, err = tr.Version(ctx)
+	if err != nil || v != nil || !strings.HasPrefix(from, "unknown: ") {
+		t.Fatalf("unknown: %v %q %v", v, from, err)
+	}
+}
+
+func TestDirVersionLiteral(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want string
+		line int
+	}{
+		{"__version__ = \"0.5.6.post2\"\n", "0.5.6.post2", 1},
+		{"# comment\n__version__: str = '0.0.0.dev9596+g29b7f22d8'\n", "0.0.0.dev9596+g29b7f22d8", 2},
+		{"version = 1\n", "", 0},
+	} {
+		got, line, ok := VersionLiteral([]byte(tt.in))
+		if got != tt.want || line != tt.line || ok != (tt.want != "") {
+			t.Errorf("VersionLiteral(%q) = %q, %d, %v", tt.in, got, line, ok)
+		}
+	}
+}
+
+func TestResolve(t *testing.T) {
+	ctx := context.Background()
+	root := sglangCheckout(t, "0.5.6")
+	t.Setenv("SMPATCH_REPO", root)
+	tr, err := Resolve(ctx, "", SGLang, "")
+	if err != nil || tr.Root() == "" {
+		t.Fatalf("SMPATCH_REPO: %v", err)
+	}
+	if _, err := Resolve(ctx, "", FlashInfer, ""); err == nil || !strings.Contains(err.Error(), "checkout of sglang, not flashinfer") {
+		t.Fatalf("wrong project: %v", err)
+	}
+	t.Setenv("SMPATCH_REPO", "")
+	// The current directory (a subdirectory of a checkout).
+	t.Chdir(filepath.Join(root, "python", "sglang", "srt"))
+	tr, err = Resolve(ctx, "", SGLang, "")
+	if err != nil || tr.Kind() != KindCheckout {
+		t.Fatalf("cwd: %v", err)
+	}
+	// The installed package, found by asking a (fake) interpreter for sys.path.
+	sp := filepath.Join(t.TempDir(), "lib", "python3.12", "site-packages")
+	writeTree(t, sp, map[string]string{
+		"sglang/__init__.py":              "",
+		"sglang-0.5.9.dist-info/METADATA": "Name: sglang\nVersion: 0.5.9\n",
+	})
+	py := filepath.Join(t.TempDir(), "python3")
+	script := "#!/bin/sh\necho '[\"" + sp + "\"]'\n"
+	if err := os.WriteFile(py, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	tr, err = Resolve(ctx, "", SGLang, py)
+	if err != nil {
+		t.Fatalf("installed: %v", err)
+	}
+	if tr.Kind() != KindSitePackages {
+		t.Fatalf("kind %s", tr.Kind())
+	}
+}
