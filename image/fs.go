@@ -452,7 +452,9 @@ func (f *FS) Glob(dir, pattern string) []string {
 }
 
 // SitePackages lists the directories named site-packages or dist-packages
-// in the image, sorted.
+// in the image, roughly in the order an interpreter in it would search
+// them: virtual environments and conda first, then /usr/local, then
+// /usr/lib.
 func (f *FS) SitePackages() []string {
 	var out []string
 	for n, e := range f.entries {
@@ -461,8 +463,7 @@ func (f *FS) SitePackages() []string {
 			out = append(out, n)
 		}
 	}
-	sort.Strings(out)
-	return out
+	return rankSitePackages(out)
 }
 
 // LayerPasses is how many times a layer was re-opened to read file bytes.

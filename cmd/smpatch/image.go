@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,11 +17,28 @@ import (
 	"github.com/smpatch/smpatch/internal/exit"
 	"github.com/smpatch/smpatch/matrix"
 	"github.com/smpatch/smpatch/patches"
+	"github.com/smpatch/smpatch/probe"
 )
 
 func init() {
 	registerCommand(newImageCmd)
 	registerMatrixCommand(newMatrixBuildCmd)
+	probeImage = probeImageStatic
+}
+
+// probeImageStatic runs the static part of the probe (distributions,
+// flashinfer gates and headers, binaries' SM targets) on an image's
+// filesystem, read layer by layer without flattening it.
+func probeImageStatic(ctx context.Context, ref string) (*probe.Report, error) {
+	base, err := image.OpenBase(ctx, ref, image.Remote{}, imageFSOptions())
+	if err != nil {
+		return nil, err
+	}
+	var sps []string
+	for _, sp := range base.FS.SitePackages() {
+		sps = append(sps, "/"+sp)
+	}
+	return probe.Static(ctx, base.FS, sps)
 }
 
 func newImageCmd(g *globalOptions) *cobra.Command {
@@ -390,7 +408,8 @@ func newMatrixBuildCmd(g *globalOptions) *cobra.Command {
 				Options: image.BuildOptions{Strict: o.Strict, CatalogDigest: cat.Digest(), Tool: version},
 			}
 			outs := mb.Run(ctx, cells)
-			if _, err := image.WriteRefs(refs, outs); err != nil {
+			inMatrix := func(id string) bool { return x.Cell(id) != nil || x.Shard.Count > 1 }
+			if _, err := image.WriteRefs(refs, outs, inMatrix); err != nil {
 				return err
 			}
 			w := c.OutOrStdout()
