@@ -73,7 +73,7 @@ func rankSitePackages(dirs []string) []string {
 // the bare package directory.
 func Locate(f *FS, p source.Project) (*Location, error) {
 	pkg := string(p)
-	sps := rankSitePackages(f.SitePackages())
+	sps := f.SitePackages()
 	for _, sp := range sps {
 		for _, dn := range distNames[p] {
 			d, err := source.FindDistFS(f, []string{sp}, dn)

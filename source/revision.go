@@ -97,8 +97,8 @@ func readBlobHash(repo *git.Repository, h plumbing.Hash, rel string) ([]byte, er
 		return nil, fmt.Errorf("%s: %w", rel, err)
 	}
 	defer r.Close()
-	data, err := io.ReadAll(r)
-	if err != nil {
+	data := make([]byte, b.Size)
+	if _, err := io.ReadFull(r, data); err != nil {
 		return nil, fmt.Errorf("%s: %w", rel, err)
 	}
 	return data, nil
