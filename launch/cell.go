@@ -22,9 +22,15 @@ type Cell struct {
 	Bench   []string
 	Patches []string // catalog patch names, applied to the tree by the local runner
 	Image   string   // the cell's image, for the docker runner
+	// Files are the cell's rendered launch files (matrix render: run.sh, env,
+	// sitecustomize.py). When they hold a run.sh, the local runner writes
+	// them to OUT/cells/<id>/ and starts run.sh instead of Command.
+	Files map[string][]byte
 	// Pruned is why a rule removed the cell ("" when it runs).
 	Pruned   string
 	Warnings []string
+
+	script string // the written run.sh, set by Run
 }
 
 // AxisValue is a cell's value on one axis.

@@ -130,6 +130,7 @@ const (
 	ResultsMD    = "results.md"
 	ResultsJUnit = "junit.xml"
 	LogsDir      = "logs"
+	CellsDir     = "cells" // per cell, the rendered run.sh, env and sitecustomize.py the local runner started
 )
 
 // readJSONL reads the results an earlier run appended; the last line for a

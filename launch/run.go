@@ -298,6 +298,28 @@ func newResult(c *Cell, o Options) *Result {
 		Warnings: c.Warnings, Log: filepath.Join(o.Out, LogsDir, c.ID+".log")}
 }
 
+// writeCellFiles writes a cell's rendered launch files into dir and returns
+// the path of its run.sh.
+func writeCellFiles(dir string, files map[string][]byte) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	for name, data := range files {
+		mode := os.FileMode(0o644)
+		if strings.HasSuffix(name, ".sh") {
+			mode = 0o755
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, mode); err != nil {
+			return "", err
+		}
+	}
+	abs, err := filepath.Abs(filepath.Join(dir, "run.sh"))
+	if err != nil {
+		return "", err
+	}
+	return abs, nil
+}
+
 // runCell runs one cell to its end. It returns nil when ctx was cancelled
 // before the cell finished.
 func runCell(ctx context.Context, c *Cell, o Options) *Result {
@@ -314,6 +336,15 @@ func runCell(ctx context.Context, c *Cell, o Options) *Result {
 	defer f.Close()
 	sink := newLogSink(f, o.Signatures)
 	sink.Note(fmt.Sprintf("cell %s (runner %s): %s", c.ID, o.Runner.Name(), strings.Join(c.Command, " ")))
+	if _, local := o.Runner.(Local); local && c.Files["run.sh"] != nil {
+		script, err := writeCellFiles(filepath.Join(o.Out, CellsDir, c.ID), c.Files)
+		if err != nil {
+			r.Status, r.Reason = StatusFailed, oneLineErr(err)
+			return r
+		}
+		c.script = script
+		sink.Note("started through " + script)
+	}
 
 	failed := func(reason string) {
 		r.Status, r.Reason = StatusFailed, reason

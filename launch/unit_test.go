@@ -102,3 +102,26 @@ func TestRunConcurrent(t *testing.T) {
 		t.Errorf("%d lines in results.jsonl", n)
 	}
 }
+
+// A cell with a rendered run.sh is started through it; the script's log (a
+// named pipe under $SMPATCH_LOG_DIR) and its own output both reach the log.
+func TestRunThroughRunScript(t *testing.T) {
+	o := testOptions(t)
+	script := "#!/usr/bin/env bash\nset -euo pipefail\nlog=\"$SMPATCH_LOG_DIR/sh.log\"\necho \"cell sh: log $log\" >&2\n" +
+		"echo \"Output token throughput (tok/s): $TPS\" >\"$log\" 2>&1\necho \"cell sh: exit 0\" >&2\n"
+	c := &Cell{ID: "sh", Command: []string{"unused"}, Env: map[string]string{"TPS": "41.5"},
+		Files: map[string][]byte{"run.sh": []byte(script), "env": []byte("TPS=41.5\n")}}
+	s, err := Run(context.Background(), []*Cell{c}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := s.Results[0]; r.Status != StatusOK || r.Metrics["throughput"] != 41.5 {
+		t.Fatalf("got %s %q %v\n%s", r.Status, r.Reason, r.Metrics, mustRead(t, r.Log))
+	}
+	if fi, err := os.Stat(filepath.Join(o.Out, CellsDir, "sh", "run.sh")); err != nil || fi.Mode()&0o111 == 0 {
+		t.Errorf("run.sh not written executable: %v", err)
+	}
+	if log := string(mustRead(t, s.Results[0].Log)); !strings.Contains(log, "cell sh: exit 0") {
+		t.Errorf("log lacks the script's own output:\n%s", log)
+	}
+}

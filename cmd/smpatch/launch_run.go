@@ -16,6 +16,7 @@ import (
 
 	"github.com/smpatch/smpatch/internal/exit"
 	"github.com/smpatch/smpatch/launch"
+	"github.com/smpatch/smpatch/matrix"
 	"github.com/smpatch/smpatch/source"
 )
 
@@ -78,9 +79,11 @@ func runMatrix(ctx context.Context, g *globalOptions, file string, o *matrixRunO
 	if err != nil {
 		return err
 	}
-	refs, err := readRefs(o.Refs)
-	if err != nil {
-		return err
+	var refs map[string]string
+	if o.Refs != "" {
+		if refs, err = matrix.ReadRefs(o.Refs); err != nil {
+			return err
+		}
 	}
 	sigs, err := launch.LoadSignatures(o.Signatures)
 	if err != nil {
@@ -94,7 +97,10 @@ func runMatrix(ctx context.Context, g *globalOptions, file string, o *matrixRunO
 		StopGrace:   o.StopGrace,
 		StepSummary: os.Getenv("GITHUB_STEP_SUMMARY"),
 	}
-	cells := launch.FromExpansion(x, refs, &opts)
+	cells, err := launch.FromExpansion(x, refs, &opts)
+	if err != nil {
+		return err
+	}
 	opts.Out = o.Out
 	if opts.Out == "" {
 		opts.Out = filepath.Join("results", x.Matrix.Name)
@@ -187,22 +193,6 @@ func newTreePatcher(ctx context.Context, g *globalOptions, repo string, names []
 		return nil, err
 	}
 	return tp, nil
-}
-
-// readRefs reads matrix build's refs file: a JSON object of cell id to image.
-func readRefs(path string) (map[string]string, error) {
-	if path == "" {
-		return nil, nil
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var refs map[string]string
-	if err := json.Unmarshal(data, &refs); err != nil {
-		return nil, fmt.Errorf("%s: want a JSON object of cell id to image: %w", path, err)
-	}
-	return refs, nil
 }
 
 // dryRunCell is the stable JSON of one cell in matrix run --dry-run --json.
