@@ -76,8 +76,8 @@ func testOptions(t *testing.T) Options {
 		Out:            t.TempDir(),
 		Name:           "test",
 		Metrics:        []Metric{throughput},
-		StartupTimeout: 3 * time.Second,
-		BenchTimeout:   5 * time.Second,
+		StartupTimeout: 20 * time.Second, // generous: only the hang test waits it out, with its own 1s
+		BenchTimeout:   20 * time.Second,
 		StopGrace:      300 * time.Millisecond,
 		HealthInterval: 20 * time.Millisecond,
 	}
