@@ -192,7 +192,8 @@ func (m *Matrix) Expand(opts ExpandOptions) (*Expansion, error) {
 	removed := make([]int, len(m.Exclude))
 	idx := make([]int, len(m.Axes))
 	pos := make([]int, len(dims))
-	var kept [][]int
+	var kept []int // len(m.Axes) value indexes per kept cell, back to back
+	nk := 0
 	for t := 0; t < x.Steps.Zip; t++ {
 		for di, d := range dims {
 			for _, ai := range d.axes {
@@ -215,10 +216,11 @@ func (m *Matrix) Expand(opts ExpandOptions) (*Expansion, error) {
 			}
 		}
 		if !out {
-			if len(kept) >= limit {
+			if nk >= limit {
 				return nil, m.errf(0, "more than %d cells after exclude: raise max_cells (in the file or with --max-cells) or exclude more", limit)
 			}
-			kept = append(kept, slices.Clone(idx))
+			kept = append(kept, idx...)
+			nk++
 		}
 		for di := len(dims) - 1; di >= 0; di-- {
 			pos[di]++
@@ -234,21 +236,36 @@ func (m *Matrix) Expand(opts ExpandOptions) (*Expansion, error) {
 			x.Notes = append(x.Notes, fmt.Sprintf("%s:%d: exclude matches no cell", m.File, e.Line))
 		}
 	}
-	x.Steps.Exclude = len(kept)
+	x.Steps.Exclude = nk
 
-	cells := make([]*Cell, 0, len(kept))
-	for _, id := range kept {
-		vals := make([]AxisValue, len(m.Axes))
+	// Cells, their values and their env maps come from a few large
+	// allocations: a 100k-cell matrix must expand in well under a second.
+	na := len(m.Axes)
+	info := m.valueInfos()
+	cells := make([]*Cell, 0, nk)
+	store := make([]Cell, nk)
+	values := make([]AxisValue, nk*na)
+	for i := range nk {
+		id := kept[i*na : (i+1)*na : (i+1)*na]
+		vals := values[i*na : (i+1)*na : (i+1)*na]
 		for ai, a := range m.Axes {
 			vals[ai] = AxisValue{Axis: a.Name, Value: a.Values[id[ai]]}
 		}
-		cells = append(cells, m.newCell(vals, id, "product"))
+		c := &store[i]
+		m.fillCell(c, vals, id, "product", info)
+		cells = append(cells, c)
 	}
 
 	// include
-	byKey := map[string]*Cell{}
-	for _, c := range cells {
-		byKey[cellKey(c)] = c
+	// Cells by their values, for include entries that name every axis.
+	var byKey map[string]*Cell
+	for _, inc := range m.Include {
+		if len(inc.Values) == len(m.Axes) && byKey == nil {
+			byKey = make(map[string]*Cell, len(cells))
+			for _, c := range cells {
+				byKey[cellKey(c)] = c
+			}
+		}
 	}
 	extended := map[*Cell]bool{}
 	for _, inc := range m.Include {
@@ -275,7 +292,8 @@ func (m *Matrix) Expand(opts ExpandOptions) (*Expansion, error) {
 						}
 					}
 				}
-				c := m.newCell(vals, id, "include "+where)
+				c := &Cell{}
+				m.fillCell(c, vals, id, "include "+where, nil)
 				cells = append(cells, c)
 				byKey[cellKey(c)] = c
 				x.Steps.Added++
@@ -312,23 +330,7 @@ func (m *Matrix) Expand(opts ExpandOptions) (*Expansion, error) {
 	}
 
 	// rules
-	varies := map[string]bool{}
-	for _, r := range rules {
-		for _, name := range r.when.varies {
-			if _, done := varies[name]; done {
-				continue
-			}
-			seen := map[string]bool{}
-			for _, c := range cells {
-				v, ok := c.Env[name]
-				if !ok {
-					v = "\x00unset"
-				}
-				seen[v] = true
-			}
-			varies[name] = len(seen) > 1
-		}
-	}
+	evals, ft := prepareRules(m, rules, cells)
 	var probeMajors []int
 	if opts.Probe != nil {
 		probeMajors = opts.Probe.majors()
@@ -338,37 +340,57 @@ func (m *Matrix) Expand(opts ExpandOptions) (*Expansion, error) {
 			x.Notes = append(x.Notes, fmt.Sprintf("rule %s (%s) reads probe facts: give --probe-file to evaluate it", r.Name, r.Where))
 		}
 	}
+	e := evalCell{ft: ft}
+	majorOf := map[string][]int{}
+	// Decisions: one per rule, shared by the cells it prunes; warnings are
+	// copied into chunks so that cells do not grow slices one by one.
+	decisions := make([]Decision, len(evals))
+	for i, r := range evals {
+		decisions[i] = Decision{Rule: r.Name, Action: r.Action, Reason: r.Reason, Source: r.Source, Where: r.Where}
+	}
+	var scratch, chunk []Decision
 	for _, c := range cells {
-		e := evalCell{cell: c}
+		e.reset(c)
+		e.majors = probeMajors
 		if c.SM != "" {
-			maj, _, _ := parseSM(c.SM)
-			e.majors = []int{maj}
-		} else {
-			e.majors = probeMajors
+			if e.majors = majorOf[c.SM]; e.majors == nil {
+				maj, _, _ := parseSM(c.SM)
+				e.majors = []int{maj}
+				majorOf[c.SM] = e.majors
+			}
 		}
-		for _, r := range rules {
-			if !r.when.match(&e, opts.Probe, varies) {
+		scratch = scratch[:0]
+		for i, r := range evals {
+			if !r.match(&e, opts.Probe) {
 				continue
 			}
-			d := Decision{Rule: r.Name, Action: r.Action, Reason: r.Reason, Source: r.Source, Where: r.Where}
 			switch r.Action {
 			case "prune":
-				c.Pruned = &d
+				c.Pruned = &decisions[i]
 			case "warn":
-				c.Warnings = append(c.Warnings, d)
+				scratch = append(scratch, decisions[i])
 			case "require-flag":
 				e.loadFlags()
-				if _, has := e.flags[r.Flag]; !has {
+				if !e.fset[r.flag] {
+					d := decisions[i]
 					d.Flag = r.Flag
 					c.Args = append(c.Args, r.Flag)
 					c.Command = append(c.Command, r.Flag)
-					e.flags[r.Flag] = ""
-					c.Warnings = append(c.Warnings, d)
+					e.fset[r.flag], e.fv[r.flag] = true, ""
+					scratch = append(scratch, d)
 				}
 			}
 			if c.Pruned != nil {
 				break
 			}
+		}
+		if len(scratch) > 0 {
+			if cap(chunk)-len(chunk) < len(scratch) {
+				chunk = make([]Decision, 0, max(4096, len(scratch)))
+			}
+			n := len(chunk)
+			chunk = append(chunk, scratch...)
+			c.Warnings = chunk[n:len(chunk):len(chunk)]
 		}
 		if c.Pruned != nil {
 			x.Steps.Pruned++
@@ -428,30 +450,78 @@ func (m *Matrix) allRules(opts ExpandOptions) ([]*Rule, error) {
 	return rules, nil
 }
 
-// newCell builds a cell from its values: patches, preset env and flags.
-func (m *Matrix) newCell(vals []AxisValue, idx []int, origin string) *Cell {
-	c := &Cell{Values: vals, Env: map[string]string{}, Patches: []string{}, Origin: origin, idx: idx}
+// valueInfo is what an axis value contributes to a cell.
+type valueInfo struct {
+	preset *Preset
+	sm     string
+	tp     int
+}
+
+func (m *Matrix) valueInfo(a *Axis, v Value) valueInfo {
+	var vi valueInfo
+	if a.Presets {
+		vi.preset = m.Presets[a.Name][v.Text]
+	}
+	if a.Name == m.ArchAxis {
+		maj, min, _ := parseSM(v.Text)
+		vi.sm = fmt.Sprintf("%d.%d", maj, min)
+	}
+	if a.Name == "tp" && v.Kind == "int" {
+		vi.tp, _ = strconv.Atoi(v.Text)
+	}
+	return vi
+}
+
+// valueInfos computes valueInfo for every axis value, by axis and index.
+func (m *Matrix) valueInfos() [][]valueInfo {
+	out := make([][]valueInfo, len(m.Axes))
 	for ai, a := range m.Axes {
-		v := vals[ai].Value
-		switch {
-		case a.Name == PatchesAxis:
-			c.Patches = v.List
-		case a.Presets:
-			p := m.Presets[a.Name][v.Text]
-			for k, e := range p.Env {
-				c.Env[k] = e
-			}
-			c.Args = append(c.Args, p.Args...)
-		}
-		if a.Name == m.ArchAxis {
-			maj, min, _ := parseSM(v.Text)
-			c.SM = fmt.Sprintf("%d.%d", maj, min)
-		}
-		if a.Name == "tp" && v.Kind == "int" {
-			c.TP, _ = strconv.Atoi(v.Text)
+		out[ai] = make([]valueInfo, len(a.Values))
+		for vi, v := range a.Values {
+			out[ai][vi] = m.valueInfo(a, v)
 		}
 	}
-	return c
+	return out
+}
+
+// fillCell sets up a cell from its values: patches, preset env and flags,
+// GPU architecture and tp. info caches valueInfo by value index (nil: none).
+func (m *Matrix) fillCell(c *Cell, vals []AxisValue, idx []int, origin string, info [][]valueInfo) {
+	*c = Cell{Values: vals, Patches: []string{}, Origin: origin, idx: idx}
+	envN, argN := len(m.Launch.Env), 0
+	infos := make([]valueInfo, 0, 4)
+	for ai, a := range m.Axes {
+		var vi valueInfo
+		if info != nil && idx[ai] >= 0 {
+			vi = info[ai][idx[ai]]
+		} else {
+			vi = m.valueInfo(a, vals[ai].Value)
+		}
+		if a.Name == PatchesAxis {
+			c.Patches = vals[ai].List
+		}
+		if vi.preset != nil {
+			envN += len(vi.preset.Env)
+			argN += len(vi.preset.Args)
+			infos = append(infos, vi)
+		}
+		if vi.sm != "" {
+			c.SM = vi.sm
+		}
+		if vi.tp != 0 {
+			c.TP = vi.tp
+		}
+	}
+	c.Env = make(map[string]string, envN)
+	if argN > 0 {
+		c.Args = make([]string, 0, argN)
+	}
+	for _, vi := range infos {
+		for k, e := range vi.preset.Env {
+			c.Env[k] = e
+		}
+		c.Args = append(c.Args, vi.preset.Args...)
+	}
 }
 
 // cellKey identifies a cell by its values (patch sets as sets).
@@ -488,17 +558,22 @@ func (m *Matrix) extend(c *Cell, inc *Include, where string) error {
 		}
 		c.Env[k] = inc.Env[k]
 	}
-	have := flagMap(append(slices.Clone(m.Launch.Command), c.Args...))
 	add := flagMap(inc.Args)
+	flagOf := func(f string) (string, bool) {
+		if v, ok := argValue(c.Args, f); ok {
+			return v, true
+		}
+		return argValue(m.Launch.Command, f)
+	}
 	for _, f := range sortedKeys(add) {
-		if old, ok := have[f]; ok && old != add[f] {
+		if old, ok := flagOf(f); ok && old != add[f] {
 			return m.errf(inc.Line, "include sets %s %s but cell %s already has %s %s", f, add[f], describe(c), f, old)
 		}
 	}
 	for i := 0; i < len(inc.Args); i++ {
 		a := inc.Args[i]
 		f, _, _ := strings.Cut(a, "=")
-		if _, ok := have[f]; ok && strings.HasPrefix(a, "--") {
+		if _, ok := flagOf(f); ok && strings.HasPrefix(a, "--") {
 			// Same flag, same value: already there. Skip its value too.
 			if !strings.Contains(a, "=") && i+1 < len(inc.Args) && !strings.HasPrefix(inc.Args[i+1], "--") {
 				i++
@@ -509,6 +584,25 @@ func (m *Matrix) extend(c *Cell, inc *Include, where string) error {
 	}
 	c.Extended = append(c.Extended, "include "+where)
 	return nil
+}
+
+// argValue finds flag in args ("--f v", "--f=v", bare "--f" gives "").
+func argValue(args []string, flag string) (string, bool) {
+	for i, a := range args {
+		if !strings.HasPrefix(a, flag) {
+			continue
+		}
+		if a == flag {
+			if i+1 < len(args) && !strings.HasPrefix(args[i+1], "--") {
+				return args[i+1], true
+			}
+			return "", true
+		}
+		if a[len(flag)] == '=' {
+			return a[len(flag)+1:], true
+		}
+	}
+	return "", false
 }
 
 func describe(c *Cell) string {
@@ -535,25 +629,45 @@ func (m *Matrix) assignIDs(cells []*Cell) error {
 	varying := make([]bool, len(m.Axes))
 	any := false
 	for ai := range m.Axes {
+		first := cells[0].Values[ai].key()
 		for _, c := range cells[1:] {
-			if c.Values[ai].key() != cells[0].Values[ai].key() {
+			if c.idx[ai] >= 0 && c.idx[ai] == cells[0].idx[ai] {
+				continue
+			}
+			if c.Values[ai].key() != first {
 				varying[ai] = true
 				any = true
 				break
 			}
 		}
 	}
+	// Slugs of the axis values, computed once.
+	valSlugs := make([][]string, len(m.Axes))
+	for ai, a := range m.Axes {
+		valSlugs[ai] = make([]string, len(a.Values))
+		for vi, v := range a.Values {
+			valSlugs[ai][vi] = m.valueSlug(a, v)
+		}
+	}
 	slugs := make([]string, len(cells))
-	count := map[string]int{}
-	var parts []string
+	count := make(map[string]int, len(cells))
+	var b strings.Builder
 	for i, c := range cells {
-		parts = parts[:0]
+		b.Reset()
 		for ai, a := range m.Axes {
-			if varying[ai] || !any {
-				parts = append(parts, m.valueSlug(a, c.Values[ai].Value))
+			if !varying[ai] && any {
+				continue
+			}
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			if vi := c.idx[ai]; vi >= 0 {
+				b.WriteString(valSlugs[ai][vi])
+			} else {
+				b.WriteString(m.valueSlug(a, c.Values[ai].Value))
 			}
 		}
-		slugs[i] = strings.Join(parts, ".")
+		slugs[i] = b.String()
 		count[slugs[i]]++
 	}
 	explicit := map[*Cell]string{}
@@ -567,7 +681,7 @@ func (m *Matrix) assignIDs(cells []*Cell) error {
 			}
 		}
 	}
-	seen := map[string]*Cell{}
+	seen := make(map[string]*Cell, len(cells))
 	for i, c := range cells {
 		id := slugs[i]
 		if count[id] > 1 {
@@ -656,7 +770,7 @@ func (m *Matrix) render(cells []*Cell) error {
 	compile := func(ss []string) ([]*tmpl, error) {
 		out := make([]*tmpl, len(ss))
 		for i, s := range ss {
-			t, err := newTmpl(s)
+			t, err := newTmpl(s, m.axis)
 			if err != nil {
 				return nil, err
 			}
@@ -685,25 +799,29 @@ func (m *Matrix) render(cells []*Cell) error {
 	if err != nil {
 		return m.errf(m.lines.line("launch"), "launch: %v", err)
 	}
-	data := make(map[string]string, len(m.Axes)+1)
 	var b strings.Builder
-	run := func(ts []*tmpl) ([]string, error) {
-		out := make([]string, len(ts))
-		for i, t := range ts {
-			s, err := t.exec(data, &b)
+	var c *Cell
+	data := func() map[string]string {
+		d := make(map[string]string, len(c.Values)+1)
+		for _, v := range c.Values {
+			d[v.Axis] = v.Text
+		}
+		d["id"] = c.ID
+		return d
+	}
+	run := func(ts []*tmpl, out []string) ([]string, error) {
+		for _, t := range ts {
+			s, err := t.exec(c, data, &b)
 			if err != nil {
 				return nil, err
 			}
-			out[i] = s
+			out = append(out, s)
 		}
 		return out, nil
 	}
-	for _, c := range cells {
-		for _, v := range c.Values {
-			data[v.Axis] = v.Text
-		}
-		data["id"] = c.ID
-		out, err := run(cmd)
+	tpFlags := []string{"--tp", "--tp-size", "--tensor-parallel-size"}
+	for _, c = range cells {
+		out, err := run(cmd, make([]string, 0, len(cmd)+len(c.Args)+1))
 		if err != nil {
 			return m.errf(m.lines.line("launch", "command"), "launch.command for %s: %v", c.ID, err)
 		}
@@ -711,35 +829,48 @@ func (m *Matrix) render(cells []*Cell) error {
 		if c.Args == nil {
 			c.Args = []string{}
 		}
-		if c.Bench, err = run(bench); err != nil {
-			return m.errf(m.lines.line("launch", "bench"), "launch.bench for %s: %v", c.ID, err)
-		}
-		ev, err := run(env)
-		if err != nil {
-			return m.errf(m.lines.line("launch", "env"), "launch.env for %s: %v", c.ID, err)
+		if len(bench) > 0 {
+			if c.Bench, err = run(bench, nil); err != nil {
+				return m.errf(m.lines.line("launch", "bench"), "launch.bench for %s: %v", c.ID, err)
+			}
 		}
 		for i, k := range envKeys {
-			c.Env[k] = ev[i]
+			v, err := env[i].exec(c, data, &b)
+			if err != nil {
+				return m.errf(m.lines.line("launch", "env", k), "launch.env.%s for %s: %v", k, c.ID, err)
+			}
+			c.Env[k] = v
 		}
-		o, err := run(one)
-		if err != nil {
-			return m.errf(m.lines.line("launch"), "launch for %s: %v", c.ID, err)
+		if c.Workdir, err = one[0].exec(c, data, &b); err != nil {
+			return m.errf(m.lines.line("launch", "workdir"), "launch.workdir for %s: %v", c.ID, err)
 		}
-		c.Workdir, c.Health = o[0], o[1]
+		if c.Health, err = one[1].exec(c, data, &b); err != nil {
+			return m.errf(m.lines.line("launch", "health"), "launch.health for %s: %v", c.ID, err)
+		}
 		if c.TP == 0 {
 			c.TP = l.TP
 		}
 		if c.TP == 0 {
-			fl := flagMap(c.Command)
-			for _, f := range []string{"--tp", "--tp-size", "--tensor-parallel-size"} {
-				if n, err := strconv.Atoi(fl[f]); err == nil && n > 0 {
-					c.TP = n
-					break
-				}
-			}
+			c.TP = tpFromCommand(c.Command, tpFlags)
 		}
 	}
 	return nil
+}
+
+func tpFromCommand(cmd, flags []string) int {
+	for i, a := range cmd {
+		k, v, eq := strings.Cut(a, "=")
+		if !slices.Contains(flags, k) {
+			continue
+		}
+		if !eq && i+1 < len(cmd) {
+			v = cmd[i+1]
+		}
+		if n, err := strconv.Atoi(v); err == nil && n > 0 {
+			return n
+		}
+	}
+	return 0
 }
 
 func (m *Matrix) resolveBaseline(x *Expansion, cells []*Cell) error {

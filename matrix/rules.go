@@ -40,18 +40,28 @@ type Rule struct {
 }
 
 type cond struct {
-	axis         map[int][]string // axis index -> value keys
-	env          map[string][]string
+	axis         []axisCond
+	env          []namedCond // variable -> wanted values
 	flags        []string
 	noFlags      []string
-	flagValues   map[string][]string
+	flagValues   []namedCond // flag -> wanted values
 	patches      []string
 	cudaGraphs   *bool
 	smMajor      []int
-	probeVerdict map[string][]string
+	probeVerdict []namedCond // module -> wanted verdicts
 	varies       []string
 
 	needFlags bool
+}
+
+type axisCond struct {
+	ai   int
+	keys []string // value keys
+}
+
+type namedCond struct {
+	name string
+	want []string
 }
 
 type rulesFile struct {
@@ -189,7 +199,6 @@ func parseCond(w map[string]any, m *Matrix, line func(string) int) (cond, error)
 			if !ok {
 				return c, fail(k, "when.axis: want a table of axis = value(s)")
 			}
-			c.axis = map[int][]string{}
 			for _, name := range sortedKeys(t) {
 				ai, ok := m.axis[name]
 				if !ok {
@@ -199,22 +208,23 @@ func parseCond(w map[string]any, m *Matrix, line func(string) int) (cond, error)
 				if err != nil {
 					return c, fail(k, "when.axis.%s: %v", name, err)
 				}
+				ac := axisCond{ai: ai}
 				for _, v := range vals {
-					c.axis[ai] = append(c.axis[ai], v.key())
+					ac.keys = append(ac.keys, v.key())
 				}
+				c.axis = append(c.axis, ac)
 			}
 		case "env":
 			t, ok := x.(map[string]any)
 			if !ok {
 				return c, fail(k, "when.env: want a table of NAME = value(s)")
 			}
-			c.env = map[string][]string{}
 			for _, name := range sortedKeys(t) {
 				vs, err := stringsOf(t[name])
 				if err != nil {
 					return c, fail(k, "when.env.%s: %v", name, err)
 				}
-				c.env[name] = vs
+				c.env = append(c.env, namedCond{name, vs})
 			}
 		case "flags", "no_flags", "varies", "patches":
 			vs, err := stringsOf(x)
@@ -238,13 +248,12 @@ func parseCond(w map[string]any, m *Matrix, line func(string) int) (cond, error)
 			if !ok {
 				return c, fail(k, "when.flag_values: want a table of \"--flag\" = value(s)")
 			}
-			c.flagValues = map[string][]string{}
 			for _, f := range sortedKeys(t) {
 				vs, err := stringsOf(t[f])
 				if err != nil {
 					return c, fail(k, "when.flag_values.%s: %v", f, err)
 				}
-				c.flagValues[f] = vs
+				c.flagValues = append(c.flagValues, namedCond{f, vs})
 			}
 			c.needFlags = true
 		case "cuda_graphs":
@@ -271,7 +280,6 @@ func parseCond(w map[string]any, m *Matrix, line func(string) int) (cond, error)
 			if !ok {
 				return c, fail(k, "when.probe_verdict: want a table of module = verdict(s)")
 			}
-			c.probeVerdict = map[string][]string{}
 			for _, mod := range sortedKeys(t) {
 				vs, err := stringsOf(t[mod])
 				if err != nil {
@@ -284,7 +292,7 @@ func parseCond(w map[string]any, m *Matrix, line func(string) int) (cond, error)
 						return c, fail(k, "when.probe_verdict.%s: %q is not supported, unsupported-gate, unsupported-header or unknown", mod, v)
 					}
 				}
-				c.probeVerdict[mod] = vs
+				c.probeVerdict = append(c.probeVerdict, namedCond{mod, vs})
 			}
 		default:
 			return c, fail(k, "when: unknown condition %q (known: %s)", k, strings.Join(conditionKeys, ", "))
@@ -368,21 +376,134 @@ func (f *ProbeFacts) majors() []int {
 	return out
 }
 
-// evalCell is what a rule condition looks at for one cell.
+// flagTable numbers the flags rules ask about, so that each cell's command
+// is read once into a slice instead of a map.
+type flagTable struct {
+	idx map[string]int
+}
+
+func (ft *flagTable) add(f string) int {
+	if i, ok := ft.idx[f]; ok {
+		return i
+	}
+	ft.idx[f] = len(ft.idx)
+	return ft.idx[f]
+}
+
+// ruleEval is a rule prepared for one expansion: axis conditions as
+// lookups by value index, flags as flag table indexes.
+type ruleEval struct {
+	*Rule
+	axisOK   [][]bool
+	flags    []int
+	noFlags  []int
+	flagVals []int
+	flag     int
+	varies   bool
+}
+
+const cudaGraphFlag = "--disable-cuda-graph"
+
+func prepareRules(m *Matrix, rules []*Rule, cells []*Cell) ([]*ruleEval, *flagTable) {
+	ft := &flagTable{idx: map[string]int{}}
+	ft.add(cudaGraphFlag)
+	variesCache := map[string]bool{}
+	varies := func(name string) bool {
+		if v, ok := variesCache[name]; ok {
+			return v
+		}
+		var first string
+		firstSet, diff := false, false
+		for i, c := range cells {
+			v, ok := c.Env[name]
+			if i == 0 {
+				first, firstSet = v, ok
+			} else if ok != firstSet || v != first {
+				diff = true
+				break
+			}
+		}
+		variesCache[name] = diff
+		return diff
+	}
+	var out []*ruleEval
+	for _, r := range rules {
+		re := &ruleEval{Rule: r, flag: -1}
+		for _, ac := range r.when.axis {
+			vals := m.Axes[ac.ai].Values
+			ok := make([]bool, len(vals))
+			for vi, v := range vals {
+				ok[vi] = slices.Contains(ac.keys, v.key())
+			}
+			re.axisOK = append(re.axisOK, ok)
+		}
+		for _, f := range r.when.flags {
+			re.flags = append(re.flags, ft.add(f))
+		}
+		for _, f := range r.when.noFlags {
+			re.noFlags = append(re.noFlags, ft.add(f))
+		}
+		for _, fv := range r.when.flagValues {
+			re.flagVals = append(re.flagVals, ft.add(fv.name))
+		}
+		if r.Flag != "" {
+			re.flag = ft.add(r.Flag)
+		}
+		re.varies = len(r.when.varies) == 0
+		for _, name := range r.when.varies {
+			if varies(name) {
+				re.varies = true
+			}
+		}
+		out = append(out, re)
+	}
+	return out, ft
+}
+
+// evalCell is what a rule condition looks at for one cell. Its slices are
+// reused from cell to cell.
 type evalCell struct {
 	cell   *Cell
 	majors []int
-	flags  map[string]string // flag -> value ("" when bare)
-	cg     bool
+	ft     *flagTable
+	loaded bool
+	fv     []string // flag value ("" when bare), by flag table index
+	fset   []bool
+}
+
+func (e *evalCell) reset(c *Cell) {
+	e.cell = c
+	e.loaded = false
 }
 
 func (e *evalCell) loadFlags() {
-	if e.flags != nil {
+	if e.loaded {
 		return
 	}
-	e.flags = flagMap(e.cell.Command)
-	_, off := e.flags["--disable-cuda-graph"]
-	e.cg = !off
+	e.loaded = true
+	n := len(e.ft.idx)
+	if len(e.fset) != n {
+		e.fv, e.fset = make([]string, n), make([]bool, n)
+	}
+	clear(e.fset)
+	cmd := e.cell.Command
+	for i, a := range cmd {
+		if !strings.HasPrefix(a, "--") {
+			continue
+		}
+		k, v, eq := strings.Cut(a, "=")
+		j, ok := e.ft.idx[k]
+		if !ok {
+			continue
+		}
+		if !eq {
+			v = ""
+			if i+1 < len(cmd) && !strings.HasPrefix(cmd[i+1], "--") {
+				v = cmd[i+1]
+			}
+		}
+		e.fv[j], e.fset[j] = v, true
+	}
 }
 
 // flagMap reads "--flag value" and "--flag=value" pairs from a command.
@@ -405,17 +526,24 @@ func flagMap(cmd []string) map[string]string {
 	return fl
 }
 
-func (c *cond) match(e *evalCell, probe *ProbeFacts, varies map[string]bool) bool {
+func (r *ruleEval) match(e *evalCell, probe *ProbeFacts) bool {
+	c := &r.when
 	cell := e.cell
-	for ai, keys := range c.axis {
-		i := cell.axisIndex(ai)
-		if i < 0 || !slices.Contains(keys, cell.Values[i].key()) {
+	if !r.varies {
+		return false
+	}
+	for i, ac := range c.axis {
+		if vi := cell.idx[ac.ai]; vi >= 0 {
+			if !r.axisOK[i][vi] {
+				return false
+			}
+		} else if !slices.Contains(ac.keys, cell.Values[ac.ai].key()) {
 			return false
 		}
 	}
-	for name, want := range c.env {
-		v, set := cell.Env[name]
-		if !envMatch(want, v, set) {
+	for _, ec := range c.env {
+		v, set := cell.Env[ec.name]
+		if !envMatch(ec.want, v, set) {
 			return false
 		}
 	}
@@ -435,36 +563,24 @@ func (c *cond) match(e *evalCell, probe *ProbeFacts, varies map[string]bool) boo
 			return false
 		}
 	}
-	if len(c.varies) > 0 {
-		ok := false
-		for _, v := range c.varies {
-			if varies[v] {
-				ok = true
-			}
-		}
-		if !ok {
-			return false
-		}
-	}
 	if c.needFlags {
 		e.loadFlags()
-		for _, f := range c.flags {
-			if _, ok := e.flags[f]; !ok {
+		for _, j := range r.flags {
+			if !e.fset[j] {
 				return false
 			}
 		}
-		for _, f := range c.noFlags {
-			if _, ok := e.flags[f]; ok {
+		for _, j := range r.noFlags {
+			if e.fset[j] {
 				return false
 			}
 		}
-		for f, want := range c.flagValues {
-			v, ok := e.flags[f]
-			if !ok || !envMatch(want, v, true) {
+		for i, j := range r.flagVals {
+			if !e.fset[j] || !envMatch(c.flagValues[i].want, e.fv[j], true) {
 				return false
 			}
 		}
-		if c.cudaGraphs != nil && *c.cudaGraphs != e.cg {
+		if c.cudaGraphs != nil && *c.cudaGraphs == e.fset[e.ft.idx[cudaGraphFlag]] {
 			return false
 		}
 	}
@@ -472,14 +588,14 @@ func (c *cond) match(e *evalCell, probe *ProbeFacts, varies map[string]bool) boo
 		if probe == nil || len(e.majors) == 0 {
 			return false
 		}
-		for mod, want := range c.probeVerdict {
+		for _, pv := range c.probeVerdict {
 			ok := false
 			for _, maj := range e.majors {
-				v := probe.Verdicts[mod][strconv.Itoa(maj)]
+				v := probe.Verdicts[pv.name][strconv.Itoa(maj)]
 				if v == "" {
 					v = "unknown"
 				}
-				if slices.Contains(want, v) {
+				if slices.Contains(pv.want, v) {
 					ok = true
 				}
 			}

@@ -158,7 +158,8 @@ type Cell struct {
 	idx []int // value index per axis (-1: a value only an include named)
 }
 
-// Decision is what a rule did to a cell.
+// Decision is what a rule did to a cell. A pruning Decision is shared by
+// every cell the rule pruned: treat it as read-only.
 type Decision struct {
 	Rule   string `json:"rule"`
 	Action string `json:"action"` // prune, warn, require-flag

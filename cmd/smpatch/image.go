@@ -407,6 +407,13 @@ func newMatrixBuildCmd(g *globalOptions) *cobra.Command {
 				Resolve: cat.Get,
 				Options: image.BuildOptions{Strict: o.Strict, CatalogDigest: cat.Digest(), Tool: version},
 			}
+			if errw := c.ErrOrStderr(); isTerminal(errw) {
+				done := 0
+				mb.Progress = func(o image.CellOutcome) {
+					done++
+					fmt.Fprintf(errw, "[%d/%d] %s %s\n", done, len(cells), o.Status, o.ID)
+				}
+			}
 			outs := mb.Run(ctx, cells)
 			inMatrix := func(id string) bool { return x.Cell(id) != nil || x.Shard.Count > 1 }
 			if _, err := image.WriteRefs(refs, outs, inMatrix); err != nil {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -72,16 +74,19 @@ func init() {
 				if err != nil {
 					return err
 				}
-				w := c.OutOrStdout()
-				if asJSON {
-					return writeExpansionJSON(w, x)
-				}
-				if explain {
+				w := bufio.NewWriterSize(c.OutOrStdout(), 1<<16)
+				switch {
+				case asJSON:
+					err = writeExpansionJSON(w, x)
+				case explain:
 					printExplain(w, x)
-					return nil
+				default:
+					printCells(w, x)
 				}
-				printCells(w, x)
-				return nil
+				if ferr := w.Flush(); err == nil {
+					err = ferr
+				}
+				return err
 			},
 		}
 		o.AddFlags(c)
@@ -91,18 +96,49 @@ func init() {
 	})
 }
 
-// expansionJSON is the stable JSON of matrix expand --json.
-type expansionJSON struct {
-	Name string         `json:"name"`
-	File string         `json:"file"`
-	Axes []*matrix.Axis `json:"axes"`
-	*matrix.Expansion
-}
-
+// writeExpansionJSON writes the stable JSON of matrix expand --json: the
+// expansion's fields with name, file and axes, cells last. Cells are
+// encoded one at a time so that a large matrix is not held twice in memory.
 func writeExpansionJSON(w io.Writer, x *matrix.Expansion) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(expansionJSON{Name: x.Matrix.Name, File: x.Matrix.File, Axes: x.Matrix.Axes, Expansion: x})
+	head := map[string]any{
+		"name": x.Matrix.Name, "file": x.Matrix.File, "axes": x.Matrix.Axes,
+		"total": x.Total, "steps": x.Steps, "excluded": x.Excluded, "rules": x.Rules,
+		"baseline": x.Baseline, "notes": x.Notes, "shard": x.Shard, "max_cells": x.MaxCells,
+	}
+	if x.Excluded == nil {
+		head["excluded"] = []any{}
+	}
+	if x.Notes == nil {
+		head["notes"] = []string{}
+	}
+	b, err := json.MarshalIndent(head, "", "  ")
+	if err != nil {
+		return err
+	}
+	// Reopen the object to append "cells".
+	b = bytes.TrimRight(bytes.TrimSuffix(bytes.TrimSpace(b), []byte("}")), "\n ")
+	if _, err := fmt.Fprintf(w, "%s,\n  \"cells\": [", b); err != nil {
+		return err
+	}
+	for i, c := range x.Cells {
+		cb, err := json.MarshalIndent(c, "    ", "  ")
+		if err != nil {
+			return err
+		}
+		sep := ","
+		if i == 0 {
+			sep = ""
+		}
+		if _, err := fmt.Fprintf(w, "%s\n    %s", sep, cb); err != nil {
+			return err
+		}
+	}
+	if len(x.Cells) > 0 {
+		_, err = io.WriteString(w, "\n  ]\n}\n")
+	} else {
+		_, err = io.WriteString(w, "]\n}\n")
+	}
+	return err
 }
 
 func printCells(w io.Writer, x *matrix.Expansion) {
@@ -159,10 +195,16 @@ func printExplain(w io.Writer, x *matrix.Expansion) {
 	for _, g := range m.Zip {
 		zips = append(zips, "["+strings.Join(g, ", ")+"]")
 	}
+	if len(zips) == 0 {
+		zips = []string{"(no zip groups)"}
+	}
 	fmt.Fprintf(w, "  zip      %6d  %s\n", st.Zip, strings.Join(zips, " "))
 	var ex []string
 	for _, e := range x.Excluded {
 		ex = append(ex, fmt.Sprintf("-%d %s", e.Removed, e.Where))
+	}
+	if len(ex) == 0 {
+		ex = []string{"(no exclude entries)"}
 	}
 	fmt.Fprintf(w, "  exclude  %6d  %s\n", st.Exclude, strings.Join(ex, ", "))
 	fmt.Fprintf(w, "  include  %6d  (%d added, %d extended)\n", st.Include, st.Added, st.Extended)
