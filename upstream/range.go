@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"fmt"
+	"io"
 	"path"
 	"runtime"
 	"sort"
@@ -103,6 +104,7 @@ func Range(ctx context.Context, repo *git.Repository, url string, p source.Proje
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
+			progress(opts.Progress, "reading trees: commit %d of %d", n, len(commits))
 		}
 		if t, ok := tags[c.Hash]; ok {
 			tag = t
@@ -155,14 +157,20 @@ func Range(ctx context.Context, repo *git.Repository, url string, p source.Proje
 			}
 		}()
 	}
-	for _, j := range jobs {
+	for n, j := range jobs {
 		if ctx.Err() != nil {
 			break
+		}
+		if n%8 == 0 {
+			progress(opts.Progress, "planning: %d of %d changed states", n, len(jobs))
 		}
 		work <- j
 	}
 	close(work)
 	wg.Wait()
+	if opts.Progress != nil {
+		fmt.Fprint(opts.Progress, "\r\033[K")
+	}
 	if firstErr != nil {
 		return nil, firstErr
 	}
@@ -196,6 +204,13 @@ func Range(ctx context.Context, repo *git.Repository, url string, p source.Proje
 		results[i] = cur
 	}
 	return results, nil
+}
+
+// progress overwrites the current terminal line.
+func progress(w io.Writer, format string, args ...any) {
+	if w != nil {
+		fmt.Fprintf(w, "\r\033[K"+format, args...)
+	}
 }
 
 // lockedTree serialises a tree's reads from the object store.

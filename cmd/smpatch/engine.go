@@ -587,6 +587,9 @@ func newApplyCmd(g *globalOptions) *cobra.Command {
 						hs = append(hs, fmt.Sprintf("#%d %s", h.Index+1, engHunkWords(h)))
 					}
 					fmt.Fprintf(w, "  %s: %s\n", f.Path, strings.Join(hs, "; "))
+					if f.Note != "" {
+						fmt.Fprintf(w, "    %s\n", f.Note)
+					}
 					for _, pyc := range f.PycRemoved {
 						fmt.Fprintf(w, "    removed stale bytecode %s\n", pyc)
 					}

@@ -90,6 +90,9 @@ func runCheck(c *cobra.Command, g *globalOptions, o *checkOptions) error {
 	}
 	ctx := c.Context()
 	opts := upstream.Options{Strict: o.Strict}
+	if isTerminal(c.ErrOrStderr()) {
+		opts.Progress = c.ErrOrStderr()
+	}
 	rp := &upstream.Report{Strict: o.Strict}
 	var firstErr error
 	fail := func(p source.Project, ps []*patches.Patch, where string, err error) {
