@@ -164,6 +164,12 @@ func readJSONL(path string) (map[string]*Result, error) {
 	return out, nil
 }
 
+// ReadResults reads the results an earlier run left in dir's results.jsonl
+// (cell id -> its last result); an absent file is no results.
+func ReadResults(dir string) (map[string]*Result, error) {
+	return readJSONL(filepath.Join(dir, ResultsJSONL))
+}
+
 // appendJSONL appends one result as a line and syncs it.
 func appendJSONL(path string, r *Result) error {
 	line, err := json.Marshal(r)

@@ -125,3 +125,29 @@ func TestRunThroughRunScript(t *testing.T) {
 		t.Errorf("log lacks the script's own output:\n%s", log)
 	}
 }
+
+// FuzzReadJSONL: --resume reads what an earlier run (maybe killed mid-write)
+// left; it never panics, and what it returns has ids.
+func FuzzReadJSONL(f *testing.F) {
+	f.Add([]byte(`{"id":"a","status":"ok","metrics":{"throughput":89.5}}` + "\n" + `{"id":"b","status":"failed","triage":{"label":"x","line":3}}` + "\n"))
+	f.Add([]byte(`{"id":"a","status":"ok"}` + "\n" + `{"id":"b","sta`))
+	f.Add([]byte("\n\n{}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p := filepath.Join(t.TempDir(), ResultsJSONL)
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got, err := readJSONL(p)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), p+":") {
+				t.Fatalf("error does not name the file and line: %v", err)
+			}
+			return
+		}
+		for id, r := range got {
+			if id == "" || r.ID != id {
+				t.Fatalf("result %q under id %q", r.ID, id)
+			}
+		}
+	})
+}

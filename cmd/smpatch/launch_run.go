@@ -114,7 +114,13 @@ func runMatrix(ctx context.Context, g *globalOptions, file string, o *matrixRunO
 		return exit.With(exit.Usage, fmt.Errorf("--runner %q: want local or docker", o.Runner))
 	}
 	if o.DryRun {
-		return printDryRun(stdout, cells, opts, o)
+		var prev map[string]*launch.Result
+		if o.Resume {
+			if prev, err = launch.ReadResults(opts.Out); err != nil {
+				return err
+			}
+		}
+		return printDryRun(stdout, cells, prev, opts, o)
 	}
 	if o.Runner == "local" {
 		if names := patchesToRun(cells, o.Only); len(names) > 0 {
@@ -198,7 +204,7 @@ func newTreePatcher(ctx context.Context, g *globalOptions, repo string, names []
 // dryRunCell is the stable JSON of one cell in matrix run --dry-run --json.
 type dryRunCell struct {
 	ID      string             `json:"id"`
-	Action  string             `json:"action"` // run, pruned, skipped
+	Action  string             `json:"action"` // run, pruned, skipped, kept (--resume)
 	Reason  string             `json:"reason,omitempty"`
 	Values  []launch.AxisValue `json:"values"`
 	Patches []string           `json:"patches"`
@@ -210,7 +216,7 @@ type dryRunCell struct {
 	Log     string             `json:"log"`
 }
 
-func printDryRun(w io.Writer, cells []*launch.Cell, opts launch.Options, o *matrixRunOptions) error {
+func printDryRun(w io.Writer, cells []*launch.Cell, prev map[string]*launch.Result, opts launch.Options, o *matrixRunOptions) error {
 	only := map[string]bool{}
 	for _, id := range o.Only {
 		only[id] = true
@@ -230,6 +236,8 @@ func printDryRun(w io.Writer, cells []*launch.Cell, opts launch.Options, o *matr
 			d.Action, d.Reason = "pruned", c.Pruned
 		case len(only) > 0 && !only[c.ID]:
 			d.Action, d.Reason = "skipped", "not selected by --only"
+		case prev[c.ID] != nil && prev[c.ID].Finished():
+			d.Action, d.Reason = "kept", "finished earlier ("+string(prev[c.ID].Status)+"), --resume keeps it"
 		}
 		out = append(out, d)
 	}
