@@ -221,3 +221,25 @@ func TestEditableInstall(t *testing.T) {
 		t.Errorf("manifest = %+v", m)
 	}
 }
+
+// TestEggLinkInstall: an editable install that left only an .egg-link
+// (setup.py develop) is still found.
+func TestEggLinkInstall(t *testing.T) {
+	files := map[string]string{"sglang.egg-link": "/sgl-workspace/sglang/python\n.\n"}
+	extra := map[string]string{
+		"sgl-workspace/sglang/python/sglang/__init__.py":                "",
+		"sgl-workspace/sglang/python/sglang/version.py":                 "__version__ = \"0.5.6\"\n",
+		"sgl-workspace/sglang/python/sglang/srt/layers/communicator.py": imagetest.Communicator,
+	}
+	base := openTestBase(t, imagetest.Options{Files: files, Extra: extra})
+	tr, err := base.Tree(source.SGLang)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if loc := tr.Location(); !loc.Checkout || loc.Root != "sgl-workspace/sglang" || loc.Dist != nil {
+		t.Errorf("location = %+v", loc)
+	}
+	if v, _, _ := tr.Version(context.Background()); v == nil || v.String() != "0.5.6" {
+		t.Errorf("version = %v", v)
+	}
+}

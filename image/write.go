@@ -200,7 +200,7 @@ func ParseDestination(s string, rem Remote) (Destination, string, error) {
 		if r.Digest != "" {
 			return nil, "", fmt.Errorf("%s: a destination names a tag, not a digest", s)
 		}
-		return &Layout{Dir: r.Dir}, r.RefNm, nil
+		return &Layout{Dir: r.Dir}, r.RefName, nil
 	}
 	ref, err := name.ParseReference(s)
 	if err != nil {

@@ -289,6 +289,7 @@ func (m *Matrix) Expand(opts ExpandOptions) (*Expansion, error) {
 					for vi, v := range a.Values {
 						if v.key() == vals[ai].key() {
 							id[ai] = vi
+							vals[ai].Value = v // the axis's own form (512, not "512")
 						}
 					}
 				}
@@ -300,6 +301,7 @@ func (m *Matrix) Expand(opts ExpandOptions) (*Expansion, error) {
 				if err := m.extend(c, inc, where); err != nil {
 					return nil, err
 				}
+				c.Extended = nil // its own include, already its origin
 				continue
 			}
 		} else {
@@ -334,11 +336,6 @@ func (m *Matrix) Expand(opts ExpandOptions) (*Expansion, error) {
 	var probeMajors []int
 	if opts.Probe != nil {
 		probeMajors = opts.Probe.majors()
-	}
-	for _, r := range rules {
-		if r.NeedsProbe && opts.Probe == nil {
-			x.Notes = append(x.Notes, fmt.Sprintf("rule %s (%s) reads probe facts: give --probe-file to evaluate it", r.Name, r.Where))
-		}
 	}
 	e := evalCell{ft: ft}
 	majorOf := map[string][]int{}
@@ -399,6 +396,12 @@ func (m *Matrix) Expand(opts ExpandOptions) (*Expansion, error) {
 			if len(c.Warnings) > 0 {
 				x.Steps.Warned++
 			}
+		}
+	}
+
+	for _, r := range evals {
+		if r.unprobed > 0 {
+			x.Notes = append(x.Notes, fmt.Sprintf("rule %s (%s) reads probe facts and was not checked on %d cell(s), first %s: give --probe-file", r.Name, r.Where, r.unprobed, r.first))
 		}
 	}
 

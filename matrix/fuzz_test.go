@@ -49,3 +49,36 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseRules feeds arbitrary bytes to the rules loader, then runs the
+// rules that load over a small matrix.
+func FuzzParseRules(f *testing.F) {
+	f.Add(defaultRules)
+	f.Add([]byte("version = 1\n[[rule]]\nname = \"r\"\naction = \"require-flag\"\nflag = \"--x\"\nreason = \"r\"\nsource = \"s\"\n[rule.when]\naxis = { a = [1, 2] }\nno_flags = [\"--x\"]\n"))
+	f.Add([]byte("version = 1\n[[rule]]\nname = \"e\"\naction = \"warn\"\nreason = \"r\"\nsource = \"s\"\n[rule.when]\nenv = { NCCL_ALGO = \"*ree\" }\nvaries = [\"NCCL_ALGO\"]\nsm_major = 12\n"))
+	m, err := Parse("m.toml", []byte("[axes]\na = [1, 2]\nn = [\"r\", \"t\"]\nsm = \"12.0\"\n[presets.n.r]\nNCCL_ALGO = \"Ring\"\n[presets.n.t]\nNCCL_ALGO = \"Tree\"\n[launch]\ncommand = [\"serve\", \"--x\", \"{{.a}}\"]\n"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		rules, err := ParseRules("r.toml", data, m)
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("multi-line error: %q", err)
+			}
+			return
+		}
+		p := filepath.Join(dir, "r.toml")
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		x, err := m.Expand(ExpandOptions{RuleFiles: []string{p}, NoDefaultRules: true})
+		if err != nil {
+			t.Fatalf("rules that parse failed to run: %v", err)
+		}
+		if len(x.Rules) != len(rules) || len(x.Cells) != 4 {
+			t.Fatalf("%d rules, %d cells", len(x.Rules), len(x.Cells))
+		}
+	})
+}

@@ -36,16 +36,39 @@ func storyExpansion(t *testing.T, probe *ProbeFacts) *Expansion {
 }
 
 func TestRenderGolden(t *testing.T) {
-	x := storyExpansion(t, nil)
-	refs := map[string]string{
-		"sm120-fusion.fewchan.cgbs128": "registry.example/story@sha256:1111111111111111111111111111111111111111111111111111111111111111",
-		"unpatched.default.cgbs512":    "registry.example/story@sha256:2222222222222222222222222222222222222222222222222222222222222222",
-	}
-	files, err := Render(x, RenderOptions{Refs: refs})
+	story := storyExpansion(t, nil)
+	host, err := Load(filepath.Join("testdata", "host.toml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join("testdata", "render", "story")
+	host.File = "testdata/host.toml"
+	hostX, err := host.Expand(ExpandOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		x    *Expansion
+		refs map[string]string
+	}{
+		{"story", story, map[string]string{
+			"sm120-fusion.fewchan.cgbs128": "registry.example/story@sha256:1111111111111111111111111111111111111111111111111111111111111111",
+			"unpatched.default.cgbs512":    "registry.example/story@sha256:2222222222222222222222222222222222222222222222222222222222222222",
+		}},
+		{"host", hostX, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			files, err := Render(tc.x, RenderOptions{Refs: tc.refs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkGolden(t, filepath.Join("testdata", "render", tc.name), files)
+		})
+	}
+}
+
+func checkGolden(t *testing.T, dir string, files map[string][]byte) {
+	t.Helper()
 	if *update {
 		os.RemoveAll(dir)
 		for name, data := range files {

@@ -400,6 +400,10 @@ type ruleEval struct {
 	flagVals []int
 	flag     int
 	varies   bool
+	// unprobed counts the cells that matched every condition but the probe
+	// facts, when no probe report was given; first is the first of them.
+	unprobed int
+	first    string
 }
 
 const cudaGraphFlag = "--disable-cuda-graph"
@@ -585,7 +589,14 @@ func (r *ruleEval) match(e *evalCell, probe *ProbeFacts) bool {
 		}
 	}
 	if len(c.probeVerdict) > 0 {
-		if probe == nil || len(e.majors) == 0 {
+		if probe == nil {
+			if r.unprobed == 0 {
+				r.first = cell.ID
+			}
+			r.unprobed++
+			return false
+		}
+		if len(e.majors) == 0 {
 			return false
 		}
 		for _, pv := range c.probeVerdict {

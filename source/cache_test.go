@@ -300,3 +300,31 @@ func TestCacheWithoutGitBinary(t *testing.T) {
 		t.Fatalf("version.py was removed at this commit: %v", err)
 	}
 }
+
+// Two processes' worth of opens on one URL at once: the lock serialises the
+// clone, and both see the same commits.
+func TestCacheConcurrentOpen(t *testing.T) {
+	ctx := context.Background()
+	b, hs := upstreamRepo(t)
+	dir := t.TempDir()
+	errs := make(chan error, 4)
+	for i := 0; i < 4; i++ {
+		go func() {
+			c := &RepoCache{Dir: dir}
+			u, err := c.Open(ctx, b.URL())
+			if err == nil {
+				var h plumbing.Hash
+				h, err = u.Resolve(ctx, "main")
+				if err == nil && h != hs["fourth"] {
+					err = errors.New("main resolved to " + h.String())
+				}
+			}
+			errs <- err
+		}()
+	}
+	for i := 0; i < 4; i++ {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
