@@ -77,9 +77,9 @@ type Options struct {
 	// cell gets TP of them for its run, as CUDA_VISIBLE_DEVICES (local) or
 	// --gpus device=... (docker), and cells running at once never share
 	// one. A cell whose env sets CUDA_VISIBLE_DEVICES keeps its own.
-	GPUs []string
-	Only        []string // run only these cell ids
-	Resume      bool     // keep the results of cells results.jsonl already has
+	GPUs   []string
+	Only   []string // run only these cell ids
+	Resume bool     // keep the results of cells results.jsonl already has
 	// StepSummary is a file the markdown table is appended to
 	// ($GITHUB_STEP_SUMMARY); "" for none.
 	StepSummary string
