@@ -242,6 +242,10 @@ func runGroupOfCells(ctx context.Context, cells []*Cell, o Options, record func(
 	}
 	var recErr error
 	var errMu sync.Mutex
+	var pool *gpuPool
+	if len(o.GPUs) > 0 {
+		pool = newGPUPool(o.GPUs)
+	}
 	sem := make(chan struct{}, o.Concurrency)
 	var wg sync.WaitGroup
 	for _, c := range cells {
@@ -253,7 +257,20 @@ func runGroupOfCells(ctx context.Context, cells []*Cell, o Options, record func(
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			r := runCell(ctx, c, o)
+			var r *Result
+			if cc, gpus, err := lendGPUs(ctx, pool, c); err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				r = newResult(c, o)
+				r.Status, r.Reason = StatusFailed, "gpus: "+err.Error()
+				o.Progress("%s: failed: %s", o.tag(c.ID), r.Reason)
+			} else {
+				r = runCell(ctx, cc, o)
+				if pool != nil && gpus != nil {
+					pool.release(gpus)
+				}
+			}
 			if r == nil { // interrupted: not recorded
 				return
 			}
@@ -271,6 +288,24 @@ func runGroupOfCells(ctx context.Context, cells []*Cell, o Options, record func(
 		}
 	}
 	return recErr
+}
+
+// lendGPUs returns the cell to run: with a pool, a copy that uses TP GPUs
+// from it (the caller releases them), unless the cell picks its own.
+func lendGPUs(ctx context.Context, pool *gpuPool, c *Cell) (*Cell, []string, error) {
+	if pool == nil {
+		return c, nil, nil
+	}
+	if _, own := c.Env["CUDA_VISIBLE_DEVICES"]; own {
+		return c, nil, nil
+	}
+	gpus, err := pool.acquire(ctx, max(c.TP, 1))
+	if err != nil {
+		return nil, nil, err
+	}
+	cc := *c
+	cc.gpus = gpus
+	return &cc, gpus, nil
 }
 
 // revert runs even when the run's context is cancelled: the tree must end as

@@ -32,6 +32,7 @@ type matrixRunOptions struct {
 	Refs        string
 	Signatures  []string
 	Concurrency int
+	GPUs        string
 	StopGrace   time.Duration
 	ShmSize     string
 	JSON        bool
@@ -49,6 +50,7 @@ func (o *matrixRunOptions) AddFlags(c *cobra.Command) {
 	f.StringVar(&o.Refs, "refs", "", "docker: a JSON file of cell id to image (matrix build writes it)")
 	f.StringArrayVar(&o.Signatures, "signatures", nil, "a TOML file of extra triage signatures (repeatable)")
 	f.IntVar(&o.Concurrency, "concurrency", 1, "cells at once (only for cells small enough to share the GPUs)")
+	f.StringVar(&o.GPUs, "gpus", "", "GPU indices cells may use (0,1,...): each cell gets TP of them (CUDA_VISIBLE_DEVICES; docker --gpus device=), cells running at once never share one")
 	f.DurationVar(&o.StopGrace, "stop-grace", 10*time.Second, "time between SIGTERM and SIGKILL when a server is stopped")
 	f.StringVar(&o.ShmSize, "shm-size", "32g", "docker: --shm-size of each container")
 	f.BoolVar(&o.JSON, "json", false, "print the results as JSON")
@@ -104,6 +106,18 @@ func runMatrix(ctx context.Context, g *globalOptions, file string, o *matrixRunO
 	opts.Out = o.Out
 	if opts.Out == "" {
 		opts.Out = filepath.Join("results", x.Matrix.Name)
+	}
+	if o.GPUs != "" {
+		for _, id := range strings.Split(o.GPUs, ",") {
+			id = strings.TrimSpace(id)
+			if id == "" {
+				return exit.With(exit.Usage, fmt.Errorf("--gpus %q: want a comma-separated list of GPU indices", o.GPUs))
+			}
+			opts.GPUs = append(opts.GPUs, id)
+		}
+	}
+	if o.Concurrency < 1 {
+		return exit.With(exit.Usage, fmt.Errorf("--concurrency %d: want 1 or more", o.Concurrency))
 	}
 	switch o.Runner {
 	case "local":
