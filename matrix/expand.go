@@ -652,8 +652,35 @@ func (m *Matrix) assignIDs(cells []*Cell) error {
 			valSlugs[ai][vi] = m.valueSlug(a, v)
 		}
 	}
+	// Ids are unique by construction when every cell comes from the product
+	// (distinct value tuples) and each axis's slugs are distinct and free of
+	// the '.' separator; only otherwise are they counted.
+	unique := true
+	for ai := range m.Axes {
+		seenSlug := map[string]bool{}
+		for _, sl := range valSlugs[ai] {
+			if seenSlug[sl] || strings.Contains(sl, ".") {
+				unique = false
+			}
+			seenSlug[sl] = true
+		}
+	}
+	for _, c := range cells {
+		if slices.Contains(c.idx, -1) {
+			unique = false
+			break
+		}
+	}
+	for _, inc := range m.Include {
+		if inc.ID != "" {
+			unique = false
+		}
+	}
 	slugs := make([]string, len(cells))
-	count := make(map[string]int, len(cells))
+	var count map[string]int
+	if !unique {
+		count = make(map[string]int, len(cells))
+	}
 	var b strings.Builder
 	for i, c := range cells {
 		b.Reset()
@@ -671,7 +698,15 @@ func (m *Matrix) assignIDs(cells []*Cell) error {
 			}
 		}
 		slugs[i] = b.String()
-		count[slugs[i]]++
+		if count != nil {
+			count[slugs[i]]++
+		}
+	}
+	if unique {
+		for i, c := range cells {
+			c.ID = slugs[i]
+		}
+		return nil
 	}
 	explicit := map[*Cell]string{}
 	for _, inc := range m.Include {

@@ -95,6 +95,11 @@ func Parse(file string, data []byte) (*Matrix, error) {
 		}
 		m.MaxCells = int(*fm.MaxCells)
 	}
+	switch m.Project {
+	case "", "sglang", "flashinfer":
+	default:
+		return nil, m.errf(m.lines.line("project"), "project %q: want sglang or flashinfer", m.Project)
+	}
 	if m.Base.Image != "" && m.Base.Python != "" {
 		return nil, m.errf(m.lines.line("base"), "base: set image or python, not both")
 	}
@@ -869,6 +874,19 @@ func (m *Matrix) CheckPatches(check func(name string) error) error {
 			for _, p := range v.List {
 				if err := check(p); err != nil {
 					return m.errf(inc.Line, "include: %v", err)
+				}
+			}
+		}
+	}
+	matches := append([]*Match(nil), m.Exclude...)
+	if m.Launch.Baseline != nil {
+		matches = append(matches, m.Launch.Baseline)
+	}
+	for _, x := range matches {
+		for _, v := range x.Values[PatchesAxis] {
+			for _, p := range v.List {
+				if err := check(p); err != nil {
+					return m.errf(x.Line, "patches: %v", err)
 				}
 			}
 		}

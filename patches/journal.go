@@ -202,12 +202,8 @@ func openJournal(ctx context.Context, t source.WritableTree) (*journal, error) {
 // first when nothing is applied any more.
 func (j *journal) close() {
 	if j.state != nil && len(j.state.Patches) == 0 {
-		for _, d := range []string{"orig", "patched", "target"} {
-			_ = os.RemoveAll(filepath.Join(j.dir, d))
-		}
-		_ = os.Remove(filepath.Join(j.dir, "state.json"))
-		_ = os.Remove(filepath.Join(j.dir, "lock"))
-		_ = os.Remove(j.dir)
+		// Everything in it is ours, temporary files of killed writes included.
+		_ = os.RemoveAll(j.dir)
 	}
 	_ = j.lock.Unlock()
 }
