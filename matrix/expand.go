@@ -105,15 +105,6 @@ func (x *Expansion) Cell(id string) *Cell {
 	return nil
 }
 
-// axisIndex returns the position of axis ai in c.Values (they are always in
-// axis order, one per axis).
-func (c *Cell) axisIndex(ai int) int {
-	if ai < len(c.Values) {
-		return ai
-	}
-	return -1
-}
-
 // Expand runs the fixed expansion order: product → zip → exclude → include
 // → rules, then gives ids, renders templates and selects the shard.
 func (m *Matrix) Expand(opts ExpandOptions) (*Expansion, error) {
@@ -314,11 +305,16 @@ func (m *Matrix) Expand(opts ExpandOptions) (*Expansion, error) {
 				return nil, m.errf(inc.Line, "include names only some axes and matches no cell; name every axis to add a cell")
 			}
 		}
+		if len(inc.Env) == 0 && len(inc.Args) == 0 && inc.ID == "" {
+			x.Notes = append(x.Notes, fmt.Sprintf("%s: include names a cell that exists and adds nothing to it", where))
+		}
 		for _, c := range matched {
 			if err := m.extend(c, inc, where); err != nil {
 				return nil, err
 			}
-			extended[c] = true
+			if len(inc.Env) > 0 || len(inc.Args) > 0 {
+				extended[c] = true
+			}
 		}
 	}
 	x.Steps.Extended = len(extended)

@@ -607,3 +607,26 @@ func TestDeterminism(t *testing.T) {
 		}
 	}
 }
+
+func TestIncludeNamingAnExistingCell(t *testing.T) {
+	x := expand(t, `[axes]
+a = ["x", "y"]
+b = [1, 2]
+[[include]]
+a = "x"
+b = 1
+[[include]]
+a = "y"
+b = 2
+id = "the-y"
+`+launch, ExpandOptions{NoDefaultRules: true})
+	if x.Steps.Added != 0 || x.Steps.Extended != 0 || len(x.Cells) != 4 {
+		t.Errorf("steps = %+v", x.Steps)
+	}
+	if x.Cells[3].ID != "the-y" {
+		t.Errorf("ids = %q", ids(x))
+	}
+	if len(x.Notes) != 1 || !strings.Contains(x.Notes[0], "m.toml:4: include names a cell that exists and adds nothing") {
+		t.Errorf("notes = %q", x.Notes)
+	}
+}
