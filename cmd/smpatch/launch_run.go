@@ -42,7 +42,7 @@ func (o *matrixRunOptions) AddFlags(c *cobra.Command) {
 	o.matrixOptions.AddFlags(c)
 	f := c.Flags()
 	f.StringArrayVar(&o.Only, "only", nil, "run only this cell (repeatable)")
-	f.BoolVar(&o.Resume, "resume", false, "keep the cells results.jsonl in --out already has; run the rest")
+	f.BoolVar(&o.Resume, "resume", false, "keep the cells results.jsonl in --out already has and run the rest (with --only: run those again, keep the others)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print what each cell would run; start nothing, change nothing")
 	f.StringVar(&o.Runner, "runner", "local", "where cells run: local (process groups on this host) or docker")
 	f.StringVar(&o.Out, "out", "", "results directory (default results/NAME, NAME from the matrix)")
@@ -248,10 +248,11 @@ func printDryRun(w io.Writer, cells []*launch.Cell, prev map[string]*launch.Resu
 		switch {
 		case c.Pruned != "":
 			d.Action, d.Reason = "pruned", c.Pruned
-		case len(only) > 0 && !only[c.ID]:
-			d.Action, d.Reason = "skipped", "not selected by --only"
+		case only[c.ID]:
 		case prev[c.ID] != nil && prev[c.ID].Finished():
 			d.Action, d.Reason = "kept", "finished earlier ("+string(prev[c.ID].Status)+"), --resume keeps it"
+		case len(only) > 0:
+			d.Action, d.Reason = "skipped", "not selected by --only"
 		}
 		out = append(out, d)
 	}
