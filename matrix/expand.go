@@ -469,8 +469,10 @@ func (m *Matrix) valueInfo(a *Axis, v Value) valueInfo {
 		maj, min, _ := parseSM(v.Text)
 		vi.sm = fmt.Sprintf("%d.%d", maj, min)
 	}
-	if a.Name == "tp" && v.Kind == "int" {
-		vi.tp, _ = strconv.Atoi(v.Text)
+	if a.Name == "tp" {
+		if n, err := strconv.Atoi(v.Text); err == nil && n > 0 {
+			vi.tp = n
+		}
 	}
 	return vi
 }
@@ -708,14 +710,14 @@ func (m *Matrix) assignIDs(cells []*Cell) error {
 		}
 		return nil
 	}
-	explicit := map[*Cell]string{}
+	explicit := map[*Cell]*Include{}
 	for _, inc := range m.Include {
 		if inc.ID == "" {
 			continue
 		}
 		for _, c := range cells {
 			if includeMatches(c, inc, m) {
-				explicit[c] = inc.ID
+				explicit[c] = inc
 			}
 		}
 	}
@@ -726,11 +728,15 @@ func (m *Matrix) assignIDs(cells []*Cell) error {
 			h := sha256.Sum256([]byte(cellKey(c)))
 			id += "-" + hex.EncodeToString(h[:])[:6]
 		}
-		if e, ok := explicit[c]; ok {
-			id = e
+		line := 0
+		if inc, ok := explicit[c]; ok {
+			id, line = inc.ID, inc.Line
 		}
 		if other, dup := seen[id]; dup {
-			return m.errf(0, "duplicate cell id %q (%s and %s): set id_prefix or an include id", id, describe(other), describe(c))
+			if inc, ok := explicit[other]; ok && line == 0 {
+				line = inc.Line
+			}
+			return m.errf(line, "duplicate cell id %q (%s and %s): set id_prefix or an include id", id, describe(other), describe(c))
 		}
 		c.ID = id
 		seen[id] = c

@@ -278,7 +278,7 @@ a = ["x", "y"]
 a = "x"
 id = "y"
 args = ["--v"]
-` + launch, `duplicate cell id "y"`},
+` + launch, `m.toml:3: duplicate cell id "y"`},
 		{"baseline matching nothing", `[axes]
 a = ["x", "y"]
 [launch]
