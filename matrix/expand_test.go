@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/smpatch/smpatch/probe"
 )
 
 const launch = `
@@ -628,5 +630,30 @@ id = "the-y"
 	}
 	if len(x.Notes) != 1 || !strings.Contains(x.Notes[0], "m.toml:4: include names a cell that exists and adds nothing") {
 		t.Errorf("notes = %q", x.Notes)
+	}
+}
+
+// TestProbeFromAnotherHost: a report taken on an H200 host (verdicts for
+// major 9 only) still judges SM120 cells from its flashinfer analysis.
+func TestProbeFromAnotherHost(t *testing.T) {
+	r := &probe.Report{
+		Host: &probe.Host{GPUs: []probe.GPU{{Index: 0, Name: "NVIDIA H200", SM: "9.0"}}},
+		FlashInfer: &probe.FlashInfer{Root: "/site/flashinfer", Layout: "wheel", Modules: map[string]*probe.Module{
+			"trtllm_comm": {SMMajors: []int{9, 10}, Source: "flashinfer/jit/comm.py:41", Gate: "supported_major_versions"},
+		}},
+		Verdicts: map[string]map[string]*probe.Verdict{"trtllm_comm": {"9": {Verdict: probe.Supported}}},
+	}
+	src := `[axes]
+patches = [[], ["sm120-fusion"]]
+sm = ["9.0", "12.0"]
+[launch]
+command = ["serve", "--disable-custom-all-reduce"]
+`
+	x := expand(t, src, ExpandOptions{Probe: FactsFromReport(r)})
+	for _, c := range x.Cells {
+		want := c.ID == "sm120-fusion.sm120"
+		if got := c.Pruned != nil && c.Pruned.Rule == "sm120-fusion-flashinfer-gate"; got != want {
+			t.Errorf("%s: pruned = %v, want %v", c.ID, c.Pruned, want)
+		}
 	}
 }
