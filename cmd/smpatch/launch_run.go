@@ -63,9 +63,11 @@ func init() {
 			Use:   "run FILE",
 			Short: "Run each cell: patch, start, wait for health, bench, triage, stop, revert; one results table",
 			Long: "Run the matrix's cells one after another (--concurrency for small cells). The local runner\n" +
-				"applies each cell's patches to --repo, starts the command in its own process group and\n" +
-				"reverts the patches afterwards, also on failure and on Ctrl-C. Logs go to OUT/logs/ID.log;\n" +
-				"results to OUT/results.{jsonl,json,csv,md} and OUT/junit.xml. Exit 6 when a cell failed.",
+				"applies each cell's patches to --repo, starts the cell's rendered run.sh (OUT/cells/ID/) in\n" +
+				"its own process group, waits for the health URL while watching the process and the log,\n" +
+				"runs the bench, stops the group and reverts the patches, also on failure and on Ctrl-C.\n" +
+				"Logs go to OUT/logs/ID.log; results to OUT/results.{jsonl,json,csv,md} and OUT/junit.xml\n" +
+				"(the markdown also to $GITHUB_STEP_SUMMARY). Exit 6 when a cell failed.",
 			Args: cobra.ExactArgs(1),
 			RunE: func(c *cobra.Command, args []string) error {
 				return runMatrix(c.Context(), g, args[0], o, c.OutOrStdout(), c.ErrOrStderr())
