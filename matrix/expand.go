@@ -122,6 +122,39 @@ func (m *Matrix) Expand(opts ExpandOptions) (*Expansion, error) {
 	}
 	x.Rules = rules
 
+	cells, err := m.productCells(x, limit)
+	if err != nil {
+		return nil, err
+	}
+	if cells, err = m.applyIncludes(x, cells, limit); err != nil {
+		return nil, err
+	}
+
+	if err := m.assignIDs(cells); err != nil {
+		return nil, err
+	}
+	if err := m.render(cells); err != nil {
+		return nil, err
+	}
+
+	applyRules(m, x, rules, cells, opts.Probe)
+
+	if err := m.resolveBaseline(x, cells); err != nil {
+		return nil, err
+	}
+
+	x.Total = len(cells)
+	if opts.Shard.Count > 1 {
+		lo := (opts.Shard.Index - 1) * len(cells) / opts.Shard.Count
+		hi := opts.Shard.Index * len(cells) / opts.Shard.Count
+		cells = cells[lo:hi]
+	}
+	x.Cells = cells
+	return x, nil
+}
+
+// productCells runs product, zip and exclude and builds the cells kept.
+func (m *Matrix) productCells(x *Expansion, limit int) ([]*Cell, error) {
 	// product and zip: dims are single axes or zip groups, in axis order
 	// (a group sits where its first axis is written).
 	type dim struct {
@@ -245,6 +278,11 @@ func (m *Matrix) Expand(opts ExpandOptions) (*Expansion, error) {
 		cells = append(cells, c)
 	}
 
+	return cells, nil
+}
+
+// applyIncludes runs the include entries in order over the cells.
+func (m *Matrix) applyIncludes(x *Expansion, cells []*Cell, limit int) ([]*Cell, error) {
 	// include
 	// Cells by their values, for include entries that name every axis.
 	var byKey map[string]*Cell
@@ -318,18 +356,17 @@ func (m *Matrix) Expand(opts ExpandOptions) (*Expansion, error) {
 	x.Steps.Extended = len(extended)
 	x.Steps.Include = len(cells)
 
-	if err := m.assignIDs(cells); err != nil {
-		return nil, err
-	}
-	if err := m.render(cells); err != nil {
-		return nil, err
-	}
+	return cells, nil
+}
 
+// applyRules evaluates every rule on every cell, in rule order; the first
+// prune ends a cell's evaluation.
+func applyRules(m *Matrix, x *Expansion, rules []*Rule, cells []*Cell, pf *ProbeFacts) {
 	// rules
 	evals, ft := prepareRules(m, rules, cells)
 	var probeMajors []int
-	if opts.Probe != nil {
-		probeMajors = opts.Probe.majors()
+	if pf != nil {
+		probeMajors = pf.majors()
 	}
 	e := evalCell{ft: ft}
 	majorOf := map[string][]int{}
@@ -352,7 +389,7 @@ func (m *Matrix) Expand(opts ExpandOptions) (*Expansion, error) {
 		}
 		scratch = scratch[:0]
 		for i, r := range evals {
-			if !r.match(&e, opts.Probe) {
+			if !r.match(&e, pf) {
 				continue
 			}
 			switch r.Action {
@@ -399,18 +436,6 @@ func (m *Matrix) Expand(opts ExpandOptions) (*Expansion, error) {
 		}
 	}
 
-	if err := m.resolveBaseline(x, cells); err != nil {
-		return nil, err
-	}
-
-	x.Total = len(cells)
-	if opts.Shard.Count > 1 {
-		lo := (opts.Shard.Index - 1) * len(cells) / opts.Shard.Count
-		hi := opts.Shard.Index * len(cells) / opts.Shard.Count
-		cells = cells[lo:hi]
-	}
-	x.Cells = cells
-	return x, nil
 }
 
 func satMul(a, b int64) int64 {
