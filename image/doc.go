@@ -6,7 +6,8 @@
 //
 // FS reads an image's merged filesystem by streaming layers top-down,
 // honouring whiteouts, without flattening it; Tree serves a project found
-// in it to the same patches.Plan that runs on a checkout. Build appends the
-// patch layer (base layers are reused by digest, never re-read), and the
-// Writer implementations put results in an OCI layout or a registry.
+// in it to the same patches.Plan that runs on a checkout. Base.Build appends
+// the patch layer (base layers are reused by digest, never re-read), the
+// Destination implementations (Layout, Registry) put results in an OCI
+// layout or a registry, and MatrixBuild does it for every cell of a matrix.
 package image

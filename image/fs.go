@@ -4,17 +4,22 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path"
+	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/renameio/v2"
 )
 
 // FS is a read-only view of an image's merged filesystem, built by streaming
@@ -38,7 +43,7 @@ type FS struct {
 	cache      map[string][]byte
 	cacheBytes int64
 	cacheMax   int64
-	reads      int // layer passes made to read files (for tests and stats)
+	reads      []int // per layer: passes made to read files (for tests and stats)
 }
 
 type entry struct {
@@ -59,6 +64,54 @@ type FSOptions struct {
 	// CacheBytes bounds the bytes of file contents kept after reads
 	// (default 64 MiB; files over 1 MiB are never kept beyond one read).
 	CacheBytes int64
+	// IndexCache is a directory keeping each layer's entry list by diff id,
+	// so a base's multi-GB layers are streamed once, not on every build
+	// ("" for none; DefaultIndexCache is smpatch's).
+	IndexCache string
+}
+
+// DefaultIndexCache is $XDG_CACHE_HOME/smpatch/image-index (or the
+// platform's user cache directory); "" when there is none.
+func DefaultIndexCache() string {
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(d, "smpatch", "image-index")
+}
+
+// indexCacheVersion changes whenever rawEntry or DefaultKeep changes.
+const indexCacheVersion = "2"
+
+type indexCacheFile struct {
+	Version string     `json:"version"`
+	Layer   string     `json:"layer"`
+	Entries []rawEntry `json:"entries"`
+}
+
+func readIndexCache(dir, key string) ([]rawEntry, bool) {
+	b, err := os.ReadFile(filepath.Join(dir, key+".json"))
+	if err != nil {
+		return nil, false
+	}
+	var c indexCacheFile
+	if json.Unmarshal(b, &c) != nil || c.Version != indexCacheVersion || c.Layer != key {
+		return nil, false
+	}
+	return c.Entries, true
+}
+
+// writeIndexCache stores a layer's list; a cache that cannot be written
+// only costs the next build a pass over the layer.
+func writeIndexCache(dir, key string, list []rawEntry) {
+	b, err := json.Marshal(indexCacheFile{Version: indexCacheVersion, Layer: key, Entries: list})
+	if err != nil {
+		return
+	}
+	if os.MkdirAll(dir, 0o755) != nil {
+		return
+	}
+	_ = renameio.WriteFile(filepath.Join(dir, key+".json"), b, 0o644)
 }
 
 // DefaultKeep indexes what smpatch reads in an image: everything under a
@@ -81,35 +134,81 @@ func DefaultKeep(name string, typ byte) bool {
 const (
 	defaultCacheBytes = 64 << 20
 	maxCachedFile     = 1 << 20
+	maxReadFile       = 256 << 20
 )
 
-// NewFS indexes img's layers top-down. ctx cancels the indexing between
-// entries.
+// NewFS indexes img's layers: each layer's tar is streamed once (several
+// layers at a time) into a list of the entries smpatch needs, or that list
+// is read from the index cache (FSOptions.IndexCache, keyed by the layer's
+// diff id); the lists are then merged top-down, honouring whiteouts. ctx
+// cancels the indexing between entries.
 func NewFS(ctx context.Context, img v1.Image, opts FSOptions) (*FS, error) {
 	layers, err := img.Layers()
 	if err != nil {
 		return nil, fmt.Errorf("reading image layers: %w", err)
 	}
+	// Cache keys are the diff ids the config lists: asking a layer for its
+	// own would hash the uncompressed stream.
+	var diffIDs []v1.Hash
+	if opts.IndexCache != "" {
+		if cf, err := img.ConfigFile(); err == nil && len(cf.RootFS.DiffIDs) == len(layers) {
+			diffIDs = cf.RootFS.DiffIDs
+		}
+	}
+	return newFS(ctx, layers, diffIDs, opts)
+}
+
+// newFS indexes layers (bottom first); diffIDs, when given, key the index
+// cache.
+func newFS(ctx context.Context, layers []v1.Layer, diffIDs []v1.Hash, opts FSOptions) (*FS, error) {
 	f := &FS{
 		layers:   layers,
+		reads:    make([]int, len(layers)),
 		entries:  map[string]*entry{},
 		keep:     opts.Keep,
 		cache:    map[string][]byte{},
 		cacheMax: opts.CacheBytes,
 	}
+	cacheDir := opts.IndexCache
 	if f.keep == nil {
 		f.keep = DefaultKeep
+	} else {
+		cacheDir = "" // the cache holds DefaultKeep's selection only
+	}
+	if len(diffIDs) != len(layers) {
+		cacheDir = ""
 	}
 	if f.cacheMax <= 0 {
 		f.cacheMax = defaultCacheBytes
 	}
-	whiteouts := map[string]bool{} // paths removed by an upper layer
-	opaques := map[string]bool{}   // directories made opaque by an upper layer
-	for i := len(layers) - 1; i >= 0; i-- {
-		lw, lo, err := f.indexLayer(ctx, i, whiteouts, opaques)
+	lists := make([][]rawEntry, len(layers))
+	errs := make([]error, len(layers))
+	sem := make(chan struct{}, max(1, min(runtime.GOMAXPROCS(0), 4)))
+	var wg sync.WaitGroup
+	for i := range layers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			key := ""
+			if cacheDir != "" {
+				key = diffIDs[i].Algorithm + "-" + diffIDs[i].Hex
+			}
+			lists[i], errs[i] = f.scanLayer(ctx, i, cacheDir, key)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
 		if err != nil {
 			return nil, err
 		}
+	}
+	whiteouts := map[string]bool{} // paths removed by an upper layer
+	opaques := map[string]bool{}   // directories made opaque by an upper layer
+	for i := len(layers) - 1; i >= 0; i-- {
+		lw, lo := f.mergeLayer(i, lists[i], whiteouts, opaques)
+		lists[i] = nil
 		for p := range lw {
 			whiteouts[p] = true
 		}
@@ -134,10 +233,42 @@ func cleanName(name string) string {
 	return strings.TrimPrefix(name, "/")
 }
 
-func (f *FS) indexLayer(ctx context.Context, i int, whiteouts, opaques map[string]bool) (map[string]bool, map[string]bool, error) {
-	layerWh := map[string]bool{}
-	layerOpq := map[string]bool{}
-	err := f.walkLayer(i, func(h *tar.Header, _ io.Reader) (bool, error) {
+// rawEntry is one tar entry of a layer as the index keeps it: directories,
+// symlinks, whiteouts, and the regular files and hard links Keep selects.
+type rawEntry struct {
+	Name string `json:"n"`
+	Typ  byte   `json:"t"`
+	Mode uint32 `json:"m,omitempty"`
+	Size int64  `json:"s,omitempty"`
+	Link string `json:"l,omitempty"`
+	// Data holds the bytes of the small files every lookup of a Python
+	// environment reads (prefetched), so finding distributions and
+	// editable installs costs no further pass over a big layer.
+	Data []byte `json:"d,omitempty"`
+}
+
+const maxPrefetch = 64 << 10
+
+// prefetched names the small files kept while a layer is indexed:
+// distribution metadata, PEP 610 direct_url.json, .pth and .egg-link files.
+func prefetched(name string) bool {
+	dir, base := path.Split(name)
+	dir = strings.TrimSuffix(dir, "/")
+	if strings.HasSuffix(dir, ".dist-info") || strings.HasSuffix(dir, ".egg-info") {
+		return base == "METADATA" || base == "PKG-INFO" || base == "direct_url.json"
+	}
+	return strings.HasSuffix(base, ".pth") || strings.HasSuffix(base, ".egg-link")
+}
+
+// scanLayer lists layer i's entries, from the index cache when it has them.
+func (f *FS) scanLayer(ctx context.Context, i int, cacheDir, key string) ([]rawEntry, error) {
+	if key != "" {
+		if list, ok := readIndexCache(cacheDir, key); ok {
+			return list, nil
+		}
+	}
+	var list []rawEntry
+	err := f.walkLayer(i, func(h *tar.Header, r io.Reader) (bool, error) {
 		if err := ctx.Err(); err != nil {
 			return false, err
 		}
@@ -145,45 +276,82 @@ func (f *FS) indexLayer(ctx context.Context, i int, whiteouts, opaques map[strin
 		if name == "" {
 			return true, nil
 		}
+		re := rawEntry{Name: name, Typ: h.Typeflag, Mode: uint32(fs.FileMode(h.Mode) & fs.ModePerm), Size: h.Size}
+		base := path.Base(name)
+		switch {
+		case strings.HasPrefix(base, ".wh."):
+			re = rawEntry{Name: name, Typ: tar.TypeReg}
+		case h.Typeflag == tar.TypeDir:
+			re.Size = 0
+		case h.Typeflag == tar.TypeSymlink:
+			re.Link, re.Size = h.Linkname, 0
+		case h.Typeflag == tar.TypeReg || h.Typeflag == tar.TypeRegA:
+			re.Typ = tar.TypeReg
+			if !f.keep(name, tar.TypeReg) {
+				return true, nil
+			}
+			if h.Size <= maxPrefetch && prefetched(name) {
+				b, err := io.ReadAll(r)
+				if err != nil {
+					return false, fmt.Errorf("reading %s: %w", name, err)
+				}
+				re.Data = b
+			}
+		case h.Typeflag == tar.TypeLink:
+			re.Link, re.Size = cleanName(h.Linkname), 0
+			if !f.keep(name, tar.TypeLink) {
+				return true, nil
+			}
+		default:
+			return true, nil // devices, fifos: nothing smpatch reads
+		}
+		list = append(list, re)
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if key != "" {
+		writeIndexCache(cacheDir, key, list)
+	}
+	return list, nil
+}
+
+// mergeLayer adds layer i's entries that the layers above leave visible,
+// and returns the layer's own whiteouts and opaque directories (which apply
+// to the layers below it).
+func (f *FS) mergeLayer(i int, list []rawEntry, whiteouts, opaques map[string]bool) (map[string]bool, map[string]bool) {
+	layerWh := map[string]bool{}
+	layerOpq := map[string]bool{}
+	for _, re := range list {
+		name := re.Name
 		dir, base := path.Split(name)
 		dir = strings.TrimSuffix(dir, "/")
 		if base == ".wh..wh..opq" {
 			layerOpq[dir] = true
-			return true, nil
+			continue
 		}
 		if strings.HasPrefix(base, ".wh.") {
 			layerWh[path.Join(dir, strings.TrimPrefix(base, ".wh."))] = true
-			return true, nil
+			continue
 		}
 		if f.hidden(name, i, whiteouts, opaques) {
-			return true, nil
+			continue
 		}
 		if old, ok := f.entries[name]; ok && old.layer != i {
-			return true, nil // an upper layer has it
+			continue // an upper layer has it
 		}
-		e := &entry{layer: i, typ: h.Typeflag, mode: fs.FileMode(h.Mode) & fs.ModePerm, size: h.Size}
-		switch h.Typeflag {
-		case tar.TypeDir, tar.TypeSymlink:
-		case tar.TypeReg, tar.TypeRegA:
-			e.typ = tar.TypeReg
-		case tar.TypeLink:
-			e.link = cleanName(h.Linkname)
-		default:
-			return true, nil // devices, fifos: nothing smpatch reads
+		f.entries[name] = &entry{layer: i, typ: re.Typ, mode: fs.FileMode(re.Mode), size: re.Size, link: re.Link}
+		if re.Data != nil {
+			f.cache[name] = re.Data
+			f.cacheBytes += int64(len(re.Data))
+		} else if old, ok := f.cache[name]; ok {
+			// A later entry of the same layer replaced a prefetched one.
+			delete(f.cache, name)
+			f.cacheBytes -= int64(len(old))
 		}
-		if h.Typeflag == tar.TypeSymlink {
-			e.link = h.Linkname
-		}
-		if e.typ != tar.TypeDir && e.typ != tar.TypeSymlink && !f.keep(name, e.typ) {
-			return true, nil
-		}
-		f.entries[name] = e
-		return true, nil
-	})
-	if err != nil {
-		return nil, nil, err
 	}
-	return layerWh, layerOpq, nil
+	return layerWh, layerOpq
 }
 
 // hidden reports whether a lower-layer entry is hidden by the layers above
@@ -317,7 +485,9 @@ func (f *FS) Glob(dir, pattern string) []string {
 }
 
 // SitePackages lists the directories named site-packages or dist-packages
-// in the image, sorted.
+// in the image, roughly in the order an interpreter in it would search
+// them: virtual environments and conda first, then /usr/local, then
+// /usr/lib.
 func (f *FS) SitePackages() []string {
 	var out []string
 	for n, e := range f.entries {
@@ -326,15 +496,15 @@ func (f *FS) SitePackages() []string {
 			out = append(out, n)
 		}
 	}
-	sort.Strings(out)
-	return out
+	return rankSitePackages(out)
 }
 
-// LayerPasses is how many times a layer was re-opened to read file bytes.
-func (f *FS) LayerPasses() int {
+// LayerPasses is how many times each layer (bottom first) was re-opened
+// to read file bytes after indexing.
+func (f *FS) LayerPasses() []int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.reads
+	return append([]int(nil), f.reads...)
 }
 
 const maxSymlinks = 40
@@ -430,6 +600,10 @@ func (f *FS) ReadFiles(names []string) (map[string][]byte, error) {
 }
 
 func (f *FS) readEntry(name string, e *entry) ([]byte, error) {
+	return f.readEntryHops(name, e, 0)
+}
+
+func (f *FS) readEntryHops(name string, e *entry, hops int) ([]byte, error) {
 	f.mu.Lock()
 	if b, ok := f.cache[name]; ok {
 		f.mu.Unlock()
@@ -443,13 +617,16 @@ func (f *FS) readEntry(name string, e *entry) ([]byte, error) {
 			return b, err
 		}
 		te, ok := f.entries[e.link]
-		if !ok || te == e {
+		if !ok || te == e || hops >= maxSymlinks {
 			return nil, fs.ErrNotExist
 		}
-		return f.readEntry(e.link, te)
+		return f.readEntryHops(e.link, te, hops+1)
 	}
 	if e.typ != tar.TypeReg {
 		return nil, fmt.Errorf("not a regular file")
+	}
+	if e.size > maxReadFile {
+		return nil, fmt.Errorf("%d bytes: too large to read whole (open it to stream it)", e.size)
 	}
 	b, ok, err := f.scanFor(e.layer, name, name)
 	if err != nil {
@@ -467,7 +644,7 @@ func (f *FS) readEntry(name string, e *entry) ([]byte, error) {
 // caller asked for, cached with the bytes.
 func (f *FS) scanFor(i int, want, key string) ([]byte, bool, error) {
 	f.mu.Lock()
-	f.reads++
+	f.reads[i]++
 	f.mu.Unlock()
 	group := packageGroup(want)
 	var found []byte
@@ -481,6 +658,9 @@ func (f *FS) scanFor(i int, want, key string) ([]byte, bool, error) {
 			return true, nil
 		}
 		if name == want {
+			if h.Size > maxReadFile {
+				return false, fmt.Errorf("%d bytes: too large to read whole", h.Size)
+			}
 			b, err := io.ReadAll(r)
 			if err != nil {
 				return false, fmt.Errorf("reading %s: %w", name, err)
@@ -550,6 +730,22 @@ func (f *FS) Open(name string) (fs.File, error) {
 	}
 	if e.isDir() {
 		return &dirFile{fs: f, path: n, info: info}, nil
+	}
+	if e.typ == tar.TypeReg && e.size > maxCachedFile {
+		// A big file (a shared library the probe scans) streams from its
+		// layer instead of being read into memory.
+		f.mu.Lock()
+		_, cached := f.cache[n]
+		f.mu.Unlock()
+		if !cached {
+			sf, err := f.openStream(e.layer, n)
+			if err != nil {
+				return nil, &fs.PathError{Op: "open", Path: name, Err: err}
+			}
+			info.size = e.size
+			sf.info = info
+			return sf, nil
+		}
 	}
 	b, err := f.readEntry(n, e)
 	if err != nil {
@@ -653,3 +849,41 @@ func (d *dirFile) ReadDir(n int) ([]fs.DirEntry, error) {
 	d.pos += n
 	return rest[:n], nil
 }
+
+// openStream opens layer i and positions a tar reader at the regular file
+// name.
+func (f *FS) openStream(i int, name string) (*streamFile, error) {
+	f.mu.Lock()
+	f.reads[i]++
+	f.mu.Unlock()
+	l := f.layers[i]
+	rc, err := l.Uncompressed()
+	if err != nil {
+		return nil, fmt.Errorf("opening layer %s: %w", layerName(l), err)
+	}
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			rc.Close()
+			if err == io.EOF {
+				return nil, fmt.Errorf("entry vanished from layer %s", layerName(l))
+			}
+			return nil, fmt.Errorf("reading layer %s: %w", layerName(l), err)
+		}
+		if cleanName(h.Name) == name && (h.Typeflag == tar.TypeReg || h.Typeflag == tar.TypeRegA) {
+			return &streamFile{r: tr, c: rc}, nil
+		}
+	}
+}
+
+// streamFile is a big file read straight from its layer's tar stream.
+type streamFile struct {
+	r    io.Reader
+	c    io.Closer
+	info *fileInfo
+}
+
+func (s *streamFile) Read(p []byte) (int, error) { return s.r.Read(p) }
+func (s *streamFile) Stat() (fs.FileInfo, error) { return s.info, nil }
+func (s *streamFile) Close() error               { return s.c.Close() }

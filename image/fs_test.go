@@ -3,9 +3,17 @@ package image
 import (
 	"context"
 	"errors"
+	"io"
 	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"testing/fstest"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/static"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 func keepAll(string, byte) bool { return true }
@@ -117,16 +125,117 @@ func TestFSReadAround(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := f.LayerPasses(); n != 1 {
-		t.Errorf("layer passes = %d, want 1", n)
+	if n := f.LayerPasses(); n[0] != 0 || n[1] != 1 {
+		t.Errorf("layer passes = %v, want [0 1]", n)
 	}
 	if _, err := f.ReadFile("usr/lib/python3/site-packages/other/d.py"); err != nil {
 		t.Fatal(err)
 	}
-	if n := f.LayerPasses(); n != 2 {
-		t.Errorf("layer passes = %d, want 2", n)
+	if n := f.LayerPasses(); n[0] != 0 || n[1] != 2 {
+		t.Errorf("layer passes = %v, want [0 2]", n)
 	}
 	if got := f.SitePackages(); len(got) != 1 || got[0] != "usr/lib/python3/site-packages" {
 		t.Errorf("SitePackages = %v", got)
+	}
+}
+
+// TestFSBigFileStreams checks that a file over the read-around limit is
+// opened as a stream with the right bytes.
+func TestFSBigFileStreams(t *testing.T) {
+	big := strings.Repeat("0123456789abcdef", (maxCachedFile/16)+100)
+	img := testImage(t, []tent{{Name: "sp/torch/lib/libtorch_cuda.so", Body: big}, {Name: "sp/torch/__init__.py", Body: ""}})
+	f, err := NewFS(context.Background(), img, FSOptions{Keep: keepAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fl, err := f.Open("sp/torch/lib/libtorch_cuda.so")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := fl.(*streamFile); !ok {
+		t.Errorf("big file opened as %T", fl)
+	}
+	st, _ := fl.Stat()
+	b, err := io.ReadAll(fl)
+	fl.Close()
+	if err != nil || string(b) != big || st.Size() != int64(len(big)) {
+		t.Errorf("read %d bytes (stat %d), %v", len(b), st.Size(), err)
+	}
+	if err := fstest.TestFS(f, "sp/torch/lib/libtorch_cuda.so", "sp/torch/__init__.py"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFSIndexCache checks that a layer's entry list is kept by diff id
+// and used instead of streaming the layer again.
+func TestFSIndexCache(t *testing.T) {
+	img := testImage(t, []tent{{Name: "sp/sglang/a.py", Body: "a"}}, []tent{{Name: "sp/sglang/b.py", Body: "b"}})
+	dir := t.TempDir()
+	if _, err := NewFS(context.Background(), img, FSOptions{IndexCache: dir}); err != nil {
+		t.Fatal(err)
+	}
+	ls, _ := img.Layers()
+	d, _ := ls[0].DiffID()
+	file := filepath.Join(dir, "sha256-"+d.Hex+".json")
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("no cache entry: %v", err)
+	}
+	// A list that differs from the layer shows the cache is what is read.
+	b = []byte(strings.Replace(string(b), `"sp/sglang/a.py"`, `"sp/sglang/cached.py"`, 1))
+	if err := os.WriteFile(file, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := NewFS(context.Background(), img, FSOptions{IndexCache: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !f.Exists("sp/sglang/cached.py") || f.Exists("sp/sglang/a.py") || !f.Exists("sp/sglang/b.py") {
+		t.Error("index cache not used")
+	}
+	// Another Keep does not use the cache.
+	f, err = NewFS(context.Background(), img, FSOptions{IndexCache: dir, Keep: keepAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !f.Exists("sp/sglang/a.py") {
+		t.Error("custom Keep read the cache")
+	}
+}
+
+// FuzzFS feeds arbitrary bytes as a layer's tar (above a fixed lower
+// layer): indexing and reading must fail cleanly or give a consistent view,
+// never panic.
+func FuzzFS(f *testing.F) {
+	f.Add(tarBytes(f, []tent{{Name: "sp/.wh.x"}, {Name: "sp/y", Body: "y"}}))
+	f.Add(tarBytes(f, []tent{{Name: "sp/.wh..wh..opq"}, {Name: "l", Link: "../../sp"}, {Name: "h", Hard: "sp/x"}}))
+	f.Add(tarBytes(f, []tent{{Name: "sp", Body: "file over a dir"}, {Name: "a/b/c/", Dir: true}}))
+	f.Add([]byte("not a tar"))
+	lower := static.NewLayer(tarBytes(f, []tent{{Name: "sp/x", Body: "x"}, {Name: "sp/d/z", Body: "z"}}), types.OCIUncompressedLayer)
+	f.Fuzz(func(t *testing.T, upper []byte) {
+		layers := []v1.Layer{lower, static.NewLayer(upper, types.OCIUncompressedLayer)}
+		fsys, err := newFS(context.Background(), layers, nil, FSOptions{Keep: keepAll})
+		if err != nil {
+			return
+		}
+		_ = fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				_, _ = fsys.ReadFile(p)
+			}
+			return nil
+		})
+	})
+}
+
+func TestFSHardLinkCycle(t *testing.T) {
+	img := testImage(t, []tent{{Name: "a", Hard: "b"}, {Name: "b", Hard: "a"}, {Name: "c", Link: "d"}, {Name: "d", Link: "c"}})
+	f, err := NewFS(context.Background(), img, FSOptions{Keep: keepAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"a", "b", "c", "d"} {
+		if _, err := f.ReadFile(n); err == nil {
+			t.Errorf("ReadFile(%s) of a link cycle succeeded", n)
+		}
 	}
 }

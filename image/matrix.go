@@ -127,9 +127,9 @@ func ExitError(outs []CellOutcome) error {
 
 // WriteRefs records each built or skipped cell's reference (cell id ->
 // "repo@sha256:...") in the JSON refs file that `matrix render --refs`
-// reads. Cells of an earlier build not in outs are kept; the file is
-// replaced atomically.
-func WriteRefs(path string, outs []CellOutcome) (map[string]string, error) {
+// reads. Cells of an earlier build not in outs are kept when keep says the
+// matrix still has them (keep nil: all); the file is replaced atomically.
+func WriteRefs(path string, outs []CellOutcome, keep func(id string) bool) (map[string]string, error) {
 	refs := map[string]string{}
 	b, err := os.ReadFile(path)
 	switch {
@@ -140,9 +140,16 @@ func WriteRefs(path string, outs []CellOutcome) (map[string]string, error) {
 	case !errors.Is(err, fs.ErrNotExist):
 		return nil, err
 	}
+	for id := range refs {
+		if keep != nil && !keep(id) {
+			delete(refs, id)
+		}
+	}
 	for _, o := range outs {
 		if o.Ref != "" {
 			refs[o.ID] = o.Ref
+		} else {
+			delete(refs, o.ID) // failed or pruned now: an old image would mislead
 		}
 	}
 	data, err := json.MarshalIndent(refs, "", "  ")

@@ -59,7 +59,7 @@ func TestMatrixBuild(t *testing.T) {
 		t.Errorf("ExitError without conflicts = %v", err)
 	}
 	refsFile := filepath.Join(out, "refs.json")
-	refs, err := WriteRefs(refsFile, outs)
+	refs, err := WriteRefs(refsFile, outs, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,12 +82,17 @@ func TestMatrixBuild(t *testing.T) {
 	if again[1].Digest != outs[1].Digest {
 		t.Errorf("digest changed: %s vs %s", again[1].Digest, outs[1].Digest)
 	}
-	if _, err := WriteRefs(refsFile, again[1:]); err != nil {
+	if _, err := WriteRefs(refsFile, again[1:], nil); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(refsFile)
 	var m map[string]string
 	if err := json.Unmarshal(b, &m); err != nil || len(m) != 2 {
 		t.Errorf("refs after partial run: %s", b)
+	}
+	// Cells the matrix no longer has are dropped.
+	refs, err = WriteRefs(refsFile, again[1:], func(id string) bool { return id != "baseline" })
+	if err != nil || len(refs) != 1 || refs["gate.fewchan"] == "" {
+		t.Errorf("refs after dropping a cell: %v, %v", refs, err)
 	}
 }

@@ -3,8 +3,11 @@ package image
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/smpatch/smpatch/image/imagetest"
 	"github.com/smpatch/smpatch/internal/exit"
@@ -86,6 +89,18 @@ func TestBuildPlans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Only the project's layer was read again, once (the random layers and
+	// the upper layer never); a second cell reads nothing more.
+	passes := base.FS.LayerPasses()
+	if fmt.Sprint(passes) != "[0 0 1 0]" {
+		t.Errorf("layer passes after one cell = %v, want [0 0 1 0]", passes)
+	}
+	if _, err := base.Build(ctx, Cell{ID: "again", Patches: []*patches.Patch{gate}}, BuildOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if p := base.FS.LayerPasses(); fmt.Sprint(p) != fmt.Sprint(passes) {
+		t.Errorf("layer passes after two cells = %v", p)
+	}
 	m := res.Built.Manifest
 	if len(m.Patches) != 2 || m.Patches[0].Variant != "c3" || m.Patches[0].Outcome != "applies" || m.Patches[1].Name != "sm120-flag" {
 		t.Errorf("manifest patches = %+v", m.Patches)
@@ -155,5 +170,89 @@ func TestBuildFailures(t *testing.T) {
 	}
 	if res.Built.Manifest.Env["NCCL_ALGO"] != "Ring" {
 		t.Errorf("env-only manifest: %+v", res.Built.Manifest)
+	}
+}
+
+// TestDockerBase checks that a Docker schema 2 base gets a Docker layer
+// (no mixed media types) and keeps its manifest type.
+func TestDockerBase(t *testing.T) {
+	base := openTestBase(t, imagetest.Options{Docker: true})
+	gate := testPatch(t, "sm120-gate", variantSpec{"c3", ">= 0.5", gateDiff})
+	res, err := base.Build(context.Background(), Cell{ID: "d", Patches: []*patches.Patch{gate}}, BuildOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := res.Built.Image.Manifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.MediaType != types.DockerManifestSchema2 {
+		t.Errorf("manifest media type %s", m.MediaType)
+	}
+	for _, l := range m.Layers {
+		if l.MediaType != types.DockerLayer {
+			t.Errorf("layer %s media type %s", l.Digest, l.MediaType)
+		}
+	}
+}
+
+// TestEditableInstall checks an image where sglang is installed editable
+// from a checkout (as sglang's own images do from /sgl-workspace/sglang):
+// the tree is the checkout, found through direct_url.json.
+func TestEditableInstall(t *testing.T) {
+	files := map[string]string{
+		"sglang-0.5.6.dist-info/METADATA":        "Metadata-Version: 2.1\nName: sglang\nVersion: 0.5.6\n\n",
+		"sglang-0.5.6.dist-info/direct_url.json": `{"url": "file:///sgl-workspace/sglang/python", "dir_info": {"editable": true}}`,
+		"__editable__.sglang-0.5.6.pth":          "/sgl-workspace/sglang/python\n",
+	}
+	extra := map[string]string{
+		"sgl-workspace/sglang/python/sglang/__init__.py":                                         "",
+		"sgl-workspace/sglang/python/sglang/version.py":                                          "__version__ = \"0.5.6\"\n",
+		"sgl-workspace/sglang/python/sglang/srt/layers/communicator.py":                          imagetest.Communicator,
+		"sgl-workspace/sglang/python/sglang/srt/layers/__pycache__/communicator.cpython-312.pyc": "\x00stale",
+		"sgl-workspace/sglang/python/pyproject.toml":                                             "[project]\nname = \"sglang\"\n",
+	}
+	base := openTestBase(t, imagetest.Options{Files: files, Extra: extra})
+	tr, err := base.Tree(source.SGLang)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if loc := tr.Location(); !loc.Checkout || loc.Root != "sgl-workspace/sglang" {
+		t.Errorf("location = %+v", loc)
+	}
+	if b, err := tr.ReadFile("python/pyproject.toml"); err != nil || !strings.Contains(string(b), "sglang") {
+		t.Errorf("pyproject: %q %v", b, err)
+	}
+	gate := testPatch(t, "sm120-gate", variantSpec{"c3", ">= 0.5", gateDiff})
+	res, err := base.Build(context.Background(), Cell{ID: "e", Patches: []*patches.Patch{gate}}, BuildOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := res.Built.Manifest
+	if len(m.Files) != 1 || m.Files[0].ImagePath != "/sgl-workspace/sglang/python/sglang/srt/layers/communicator.py" ||
+		len(m.Whiteouts) != 1 || m.Whiteouts[0] != "/sgl-workspace/sglang/python/sglang/srt/layers/__pycache__/communicator.cpython-312.pyc" {
+		t.Errorf("manifest = %+v", m)
+	}
+}
+
+// TestEggLinkInstall: an editable install that left only an .egg-link
+// (setup.py develop) is still found.
+func TestEggLinkInstall(t *testing.T) {
+	files := map[string]string{"sglang.egg-link": "/sgl-workspace/sglang/python\n.\n"}
+	extra := map[string]string{
+		"sgl-workspace/sglang/python/sglang/__init__.py":                "",
+		"sgl-workspace/sglang/python/sglang/version.py":                 "__version__ = \"0.5.6\"\n",
+		"sgl-workspace/sglang/python/sglang/srt/layers/communicator.py": imagetest.Communicator,
+	}
+	base := openTestBase(t, imagetest.Options{Files: files, Extra: extra})
+	tr, err := base.Tree(source.SGLang)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if loc := tr.Location(); !loc.Checkout || loc.Root != "sgl-workspace/sglang" || loc.Dist != nil {
+		t.Errorf("location = %+v", loc)
+	}
+	if v, _, _ := tr.Version(context.Background()); v == nil || v.String() != "0.5.6" {
+		t.Errorf("version = %v", v)
 	}
 }

@@ -59,9 +59,9 @@ type Ref struct {
 	// Registry reference (Kind "registry").
 	Name name.Reference
 	// Layout directory and selector (Kind "layout").
-	Dir    string
-	RefNm  string // ref.name annotation to select, "" for the only image
-	Digest string // manifest digest to select
+	Dir     string
+	RefName string // ref.name annotation to select, "" for the only image
+	Digest  string // manifest digest to select
 	// Tarball path (Kind "tarball").
 	Path string
 	Kind string // "registry", "layout", "tarball"
@@ -85,7 +85,7 @@ func ParseRef(s string) (*Ref, error) {
 		} else if i := strings.LastIndexByte(rest, ':'); i > 0 && !strings.Contains(rest[i:], "/") {
 			// oci:DIR:NAME, unless DIR itself (with its colon) exists.
 			if st, err := os.Stat(rest); err != nil || !st.IsDir() {
-				r.RefNm = rest[i+1:]
+				r.RefName = rest[i+1:]
 				rest = rest[:i]
 			}
 		}
@@ -150,8 +150,8 @@ func openLayout(r *Ref) (v1.Image, error) {
 			if d.Digest.String() == r.Digest {
 				picks = append(picks, d)
 			}
-		case r.RefNm != "":
-			if d.Annotations[RefNameAnnotation] == r.RefNm {
+		case r.RefName != "":
+			if d.Annotations[RefNameAnnotation] == r.RefName {
 				picks = append(picks, d)
 			}
 		default:
@@ -159,8 +159,8 @@ func openLayout(r *Ref) (v1.Image, error) {
 		}
 	}
 	switch {
-	case len(picks) == 0 && (r.Digest != "" || r.RefNm != ""):
-		return nil, fmt.Errorf("%s: no image %s%s in the layout", r.Dir, r.RefNm, r.Digest)
+	case len(picks) == 0 && (r.Digest != "" || r.RefName != ""):
+		return nil, fmt.Errorf("%s: no image %s%s in the layout", r.Dir, r.RefName, r.Digest)
 	case len(picks) == 0:
 		return nil, fmt.Errorf("%s: the layout holds no image", r.Dir)
 	case len(picks) > 1 && r.Digest == "":

@@ -73,7 +73,7 @@ func rankSitePackages(dirs []string) []string {
 // the bare package directory.
 func Locate(f *FS, p source.Project) (*Location, error) {
 	pkg := string(p)
-	sps := rankSitePackages(f.SitePackages())
+	sps := f.SitePackages()
 	for _, sp := range sps {
 		for _, dn := range distNames[p] {
 			d, err := source.FindDistFS(f, []string{sp}, dn)
@@ -95,6 +95,31 @@ func Locate(f *FS, p source.Project) (*Location, error) {
 	for _, sp := range sps {
 		if f.isFile(path.Join(sp, pkg, "__init__.py")) {
 			return &Location{Project: p, SitePackages: sp, Root: sp}, nil
+		}
+	}
+	// Older editable installs (setup.py develop) leave only a path in a
+	// .pth or .egg-link file.
+	for _, sp := range sps {
+		for _, pat := range []string{"*.egg-link", "*.pth"} {
+			for _, file := range f.Glob(sp, pat) {
+				b, err := f.ReadFile(file)
+				if err != nil {
+					continue
+				}
+				for _, line := range strings.Split(string(b), "\n") {
+					dir := strings.TrimSpace(line)
+					if !strings.HasPrefix(dir, "/") || !f.isFile(path.Join(cleanName(dir), pkg, "__init__.py")) {
+						continue
+					}
+					loc := &Location{Project: p, SitePackages: sp, Root: cleanName(dir)}
+					if p == source.SGLang && path.Base(loc.Root) == "python" {
+						loc.Root, loc.Checkout = path.Dir(loc.Root), true
+					} else if p == source.FlashInfer {
+						loc.Checkout = true
+					}
+					return loc, nil
+				}
+			}
 		}
 	}
 	where := "no site-packages directory in the image"

@@ -158,6 +158,9 @@ func (r *Registry) Has(ctx context.Context, nm string, d v1.Hash) (string, bool,
 		if errors.As(err, &te) && te.StatusCode == http.StatusNotFound {
 			return "", false, nil
 		}
+		if errors.As(err, &te) && (te.StatusCode == http.StatusUnauthorized || te.StatusCode == http.StatusForbidden) {
+			return "", false, fmt.Errorf("%s: unauthorized (%d): log in to %s (docker login; credentials come from the default keychain)", t, te.StatusCode, r.Repo.RegistryStr())
+		}
 		return "", false, fmt.Errorf("%s: %w", t, err)
 	}
 	if desc.Digest != d {
@@ -197,7 +200,7 @@ func ParseDestination(s string, rem Remote) (Destination, string, error) {
 		if r.Digest != "" {
 			return nil, "", fmt.Errorf("%s: a destination names a tag, not a digest", s)
 		}
-		return &Layout{Dir: r.Dir}, r.RefNm, nil
+		return &Layout{Dir: r.Dir}, r.RefName, nil
 	}
 	ref, err := name.ParseReference(s)
 	if err != nil {

@@ -222,7 +222,7 @@ func TestParseRef(t *testing.T) {
 			t.Errorf("ParseRef(%q): %v", tc.in, err)
 			continue
 		}
-		if r.Kind != tc.kind || r.Dir != tc.dir || r.RefNm != tc.name || r.Digest != tc.digest {
+		if r.Kind != tc.kind || r.Dir != tc.dir || r.RefName != tc.name || r.Digest != tc.digest {
 			t.Errorf("ParseRef(%q) = %+v", tc.in, r)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,17 +22,61 @@ type Local struct{}
 // Name implements Runner.
 func (Local) Name() string { return "local" }
 
-// Start implements Runner: the cell's command in a process group of its own,
-// with the cell's environment added to smpatch's.
+// Start implements Runner: the cell's rendered run.sh (or, without one, its
+// command) in a process group of its own, with the cell's environment added
+// to smpatch's. run.sh sends the server's output to $SMPATCH_LOG_DIR/<id>.log:
+// that is a named pipe here, read into log like the script's own output.
 func (Local) Start(ctx context.Context, c *Cell, log io.Writer) (Server, error) {
 	if len(c.Command) == 0 {
 		return nil, fmt.Errorf("cell %s: no command", c.ID)
 	}
-	g, err := startGroup(c.Command, c.Env, c.Workdir, log)
+	argv, env, dir := c.Command, c.Env, c.Workdir
+	if len(c.gpus) > 0 || c.script != "" {
+		env = make(map[string]string, len(c.Env)+2)
+		for k, v := range c.Env {
+			env[k] = v
+		}
+	}
+	if len(c.gpus) > 0 {
+		env["CUDA_VISIBLE_DEVICES"] = strings.Join(c.gpus, ",")
+	}
+	var fifo *os.File
+	var fifoDir string
+	if c.script != "" {
+		var err error
+		if fifoDir, err = os.MkdirTemp("", "smpatch-log-"); err != nil {
+			return nil, err
+		}
+		name := filepath.Join(fifoDir, c.ID+".log")
+		if err := syscall.Mkfifo(name, 0o600); err != nil {
+			os.RemoveAll(fifoDir)
+			return nil, fmt.Errorf("cell %s: %w", c.ID, err)
+		}
+		// Opened for reading and writing, the pipe never blocks the open
+		// and never reports end of file; Stop cuts the reading off.
+		if fifo, err = os.OpenFile(name, os.O_RDWR, 0); err != nil {
+			os.RemoveAll(fifoDir)
+			return nil, fmt.Errorf("cell %s: %w", c.ID, err)
+		}
+		env["SMPATCH_LOG_DIR"] = fifoDir
+		argv, dir = []string{"bash", c.script}, ""
+	}
+	g, err := startGroup(argv, env, dir, log)
 	if err != nil {
+		if fifo != nil {
+			fifo.Close()
+			os.RemoveAll(fifoDir)
+		}
 		return nil, fmt.Errorf("cell %s: %w", c.ID, err)
 	}
-	return &localServer{group: g, env: c.Env, dir: c.Workdir}, nil
+	if fifo != nil {
+		g.fifo, g.fifoDir, g.fifoDone = fifo, fifoDir, make(chan struct{})
+		go func() {
+			io.Copy(log, fifo)
+			close(g.fifoDone)
+		}()
+	}
+	return &localServer{group: g, env: env, dir: c.Workdir}, nil
 }
 
 type localServer struct {
@@ -69,6 +114,10 @@ type group struct {
 	err     error
 	out     *os.File      // read end of the output pipe
 	outDone chan struct{} // closed when the copy from out ends
+	// fifo is run.sh's log, a named pipe in fifoDir (nil without run.sh).
+	fifo     *os.File
+	fifoDir  string
+	fifoDone chan struct{}
 
 	stopOnce sync.Once
 	stopErr  error
@@ -188,6 +237,13 @@ func (g *group) drain() {
 		<-g.outDone
 	}
 	g.out.Close()
+	if g.fifo != nil {
+		// Every writer is gone: what is left is in the pipe's buffer.
+		g.fifo.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+		<-g.fifoDone
+		g.fifo.Close()
+		os.RemoveAll(g.fifoDir)
+	}
 }
 
 // waitGone waits up to d for the leader to be reaped and the group to be empty.

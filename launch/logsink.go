@@ -61,7 +61,7 @@ func (s *logSink) Note(text string) {
 		s.partial = s.partial[:0]
 		io.WriteString(s.w, "\n")
 	}
-	line := "### smpatch: " + text
+	line := NotePrefix + text
 	io.WriteString(s.w, line+"\n")
 	s.sc.Skip(line)
 }

@@ -6,13 +6,18 @@ import (
 	"github.com/smpatch/smpatch/matrix"
 )
 
-// FromExpansion turns a matrix expansion into cells to run, and fills the
-// options the matrix decides: metrics, timeouts, baseline, name. refs maps a
+// FromExpansion turns a matrix expansion into cells to run, with their
+// rendered launch files (matrix.Render), and fills the options the matrix
+// decides: metrics, timeouts, baseline, name. refs maps a
 // cell id to its image (matrix build's refs file) for the docker runner; a
 // cell without patches and without a ref runs the base image when that is a
 // registry reference.
-func FromExpansion(x *matrix.Expansion, refs map[string]string, o *Options) []*Cell {
+func FromExpansion(x *matrix.Expansion, refs map[string]string, o *Options) ([]*Cell, error) {
 	m := x.Matrix
+	rendered, err := matrix.Render(x, matrix.RenderOptions{Refs: refs})
+	if err != nil {
+		return nil, err
+	}
 	o.Name = m.Name
 	o.Baseline = x.Baseline
 	o.StartupTimeout = m.Launch.StartupTimeout
@@ -32,6 +37,15 @@ func FromExpansion(x *matrix.Expansion, refs map[string]string, o *Options) []*C
 			Bench:   mc.Bench,
 			Patches: mc.Patches,
 			Image:   refs[mc.ID],
+			TP:      mc.TP,
+		}
+		for _, name := range []string{"run.sh", "env", "sitecustomize.py"} {
+			if data, ok := rendered[mc.ID+"/"+name]; ok {
+				if c.Files == nil {
+					c.Files = map[string][]byte{}
+				}
+				c.Files[name] = data
+			}
 		}
 		if c.Image == "" && len(mc.Patches) == 0 && isRegistryRef(m.Base.Image) {
 			c.Image = m.Base.Image
@@ -51,7 +65,7 @@ func FromExpansion(x *matrix.Expansion, refs map[string]string, o *Options) []*C
 		}
 		cells = append(cells, c)
 	}
-	return cells
+	return cells, nil
 }
 
 func decisionText(d matrix.Decision) string {

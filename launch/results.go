@@ -130,6 +130,7 @@ const (
 	ResultsMD    = "results.md"
 	ResultsJUnit = "junit.xml"
 	LogsDir      = "logs"
+	CellsDir     = "cells" // per cell, the rendered run.sh, env and sitecustomize.py the local runner started
 )
 
 // readJSONL reads the results an earlier run appended; the last line for a
@@ -161,6 +162,12 @@ func readJSONL(path string) (map[string]*Result, error) {
 		out[r.ID] = &r
 	}
 	return out, nil
+}
+
+// ReadResults reads the results an earlier run left in dir's results.jsonl
+// (cell id -> its last result); an absent file is no results.
+func ReadResults(dir string) (map[string]*Result, error) {
+	return readJSONL(filepath.Join(dir, ResultsJSONL))
 }
 
 // appendJSONL appends one result as a line and syncs it.

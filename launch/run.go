@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,9 +19,12 @@ import (
 // Run runs the cells and writes the results into o.Out. Cells run in order,
 // o.Concurrency at a time; consecutive cells that share a patch set run
 // between one Apply and one Revert of that set, so the tree is patched as
-// each cell expects and ends as it began. A cancelled ctx stops the cells running now,
-// reverts, writes what finished and returns ctx's error; a cell that was
-// interrupted is not recorded, so --resume runs it again.
+// each cell expects and ends as it began. A cancelled ctx stops the cells
+// running now, reverts, writes what finished and returns ctx's error; a cell
+// that was interrupted is not recorded, so --resume runs it again.
+//
+// With o.Resume, cells results.jsonl has a result for are kept, except those
+// o.Only names: they run again (the way to redo one cell of a finished run).
 //
 // The error is for the run itself (bad options, I/O, a revert that failed);
 // failed cells are counted in the Summary.
@@ -57,16 +62,23 @@ func Run(ctx context.Context, cells []*Cell, o Options) (*Summary, error) {
 		switch p := prev[c.ID]; {
 		case c.Pruned != "":
 			r.Status, r.Reason = StatusPruned, c.Pruned
-		case len(only) > 0 && !only[c.ID]:
-			r.Status, r.Reason = StatusSkipped, "not selected by --only"
+		case only[c.ID]: // asked for by name: runs even if it finished before
+			todo = append(todo, c)
 		case p != nil && p.Finished():
 			r = p
 			r.Resumed = true
+		case len(only) > 0:
+			r.Status, r.Reason = StatusSkipped, "not selected by --only"
 		default:
 			todo = append(todo, c)
 		}
 		s.Results = append(s.Results, r)
 		index[c.ID] = i
+	}
+
+	o.pos = map[string]int{}
+	for i, c := range todo {
+		o.pos[c.ID] = i + 1
 	}
 
 	var mu sync.Mutex // guards s.Results entries and the jsonl file
@@ -131,6 +143,14 @@ func checkCells(cells []*Cell, o Options) error {
 		ids[c.ID] = true
 		if c.ID == "" || strings.ContainsAny(c.ID, `/\`) || c.ID == "." || c.ID == ".." {
 			return fmt.Errorf("cell id %q cannot name a log file", c.ID)
+		}
+		if c.Health != "" {
+			if u, err := url.Parse(c.Health); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return fmt.Errorf("cell %s: health %q is not an http(s) URL", c.ID, c.Health)
+			}
+		}
+		if c.Pruned == "" && len(c.Command) == 0 {
+			return fmt.Errorf("cell %s: no command to run", c.ID)
 		}
 	}
 	for _, id := range o.Only {
@@ -217,7 +237,7 @@ func runGroupOfCells(ctx context.Context, cells []*Cell, o Options, record func(
 				r.Status = StatusFailed
 				r.Reason = "patch: " + oneLineErr(err)
 				r.Triage = &Match{Label: "patch-not-applied", Fatal: true, Meaning: "the cell's patches do not apply to this tree", Try: "smpatch apply --dry-run " + strings.Join(names, " ")}
-				o.Progress("%s: failed: %s", c.ID, r.Reason)
+				o.Progress("%s: failed: %s", o.tag(c.ID), r.Reason)
 				if err := record(c, r); err != nil {
 					return errors.Join(err, rerr)
 				}
@@ -227,6 +247,10 @@ func runGroupOfCells(ctx context.Context, cells []*Cell, o Options, record func(
 	}
 	var recErr error
 	var errMu sync.Mutex
+	var pool *gpuPool
+	if len(o.GPUs) > 0 {
+		pool = newGPUPool(o.GPUs)
+	}
 	sem := make(chan struct{}, o.Concurrency)
 	var wg sync.WaitGroup
 	for _, c := range cells {
@@ -238,7 +262,20 @@ func runGroupOfCells(ctx context.Context, cells []*Cell, o Options, record func(
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			r := runCell(ctx, c, o)
+			var r *Result
+			if cc, gpus, err := lendGPUs(ctx, pool, c); err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				r = newResult(c, o)
+				r.Status, r.Reason = StatusFailed, "gpus: "+err.Error()
+				o.Progress("%s: failed: %s", o.tag(c.ID), r.Reason)
+			} else {
+				r = runCell(ctx, cc, o)
+				if pool != nil && gpus != nil {
+					pool.release(gpus)
+				}
+			}
 			if r == nil { // interrupted: not recorded
 				return
 			}
@@ -256,6 +293,24 @@ func runGroupOfCells(ctx context.Context, cells []*Cell, o Options, record func(
 		}
 	}
 	return recErr
+}
+
+// lendGPUs returns the cell to run: with a pool, a copy that uses TP GPUs
+// from it (the caller releases them), unless the cell picks its own.
+func lendGPUs(ctx context.Context, pool *gpuPool, c *Cell) (*Cell, []string, error) {
+	if pool == nil {
+		return c, nil, nil
+	}
+	if _, own := c.Env["CUDA_VISIBLE_DEVICES"]; own {
+		return c, nil, nil
+	}
+	gpus, err := pool.acquire(ctx, max(c.TP, 1))
+	if err != nil {
+		return nil, nil, err
+	}
+	cc := *c
+	cc.gpus = gpus
+	return &cc, gpus, nil
 }
 
 // revert runs even when the run's context is cancelled: the tree must end as
@@ -283,13 +338,35 @@ func newResult(c *Cell, o Options) *Result {
 		Warnings: c.Warnings, Log: filepath.Join(o.Out, LogsDir, c.ID+".log")}
 }
 
+// writeCellFiles writes a cell's rendered launch files into dir and returns
+// the path of its run.sh.
+func writeCellFiles(dir string, files map[string][]byte) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	for name, data := range files {
+		mode := os.FileMode(0o644)
+		if strings.HasSuffix(name, ".sh") {
+			mode = 0o755
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, mode); err != nil {
+			return "", err
+		}
+	}
+	abs, err := filepath.Abs(filepath.Join(dir, "run.sh"))
+	if err != nil {
+		return "", err
+	}
+	return abs, nil
+}
+
 // runCell runs one cell to its end. It returns nil when ctx was cancelled
 // before the cell finished.
 func runCell(ctx context.Context, c *Cell, o Options) *Result {
 	r := newResult(c, o)
 	start := time.Now()
 	r.Started = start.UTC().Format(time.RFC3339)
-	o.Progress("%s: start", c.ID)
+	o.Progress("%s: start", o.tag(c.ID))
 
 	f, err := os.Create(r.Log)
 	if err != nil {
@@ -299,6 +376,15 @@ func runCell(ctx context.Context, c *Cell, o Options) *Result {
 	defer f.Close()
 	sink := newLogSink(f, o.Signatures)
 	sink.Note(fmt.Sprintf("cell %s (runner %s): %s", c.ID, o.Runner.Name(), strings.Join(c.Command, " ")))
+	if _, local := o.Runner.(Local); local && c.Files["run.sh"] != nil {
+		script, err := writeCellFiles(filepath.Join(o.Out, CellsDir, c.ID), c.Files)
+		if err != nil {
+			r.Status, r.Reason = StatusFailed, oneLineErr(err)
+			return r
+		}
+		c.script = script
+		sink.Note("started through " + script)
+	}
 
 	failed := func(reason string) {
 		r.Status, r.Reason = StatusFailed, reason
@@ -318,7 +404,7 @@ func runCell(ctx context.Context, c *Cell, o Options) *Result {
 		}
 		if interrupted {
 			sink.Note("interrupted")
-			o.Progress("%s: interrupted", c.ID)
+			o.Progress("%s: interrupted", o.tag(c.ID))
 			return nil
 		}
 		// After Stop: the server's last output is in the log by now.
@@ -336,13 +422,13 @@ func runCell(ctx context.Context, c *Cell, o Options) *Result {
 		}
 	}
 	if r.Status == StatusOK {
-		o.Progress("%s: ok%s", c.ID, metricsText(r.Metrics))
+		o.Progress("%s: ok%s", o.tag(c.ID), metricsText(r.Metrics))
 	} else {
 		label := "unknown"
 		if r.Triage != nil {
 			label = r.Triage.Label
 		}
-		o.Progress("%s: failed: %s [%s]", c.ID, r.Reason, label)
+		o.Progress("%s: failed: %s [%s]", o.tag(c.ID), r.Reason, label)
 	}
 	return r
 }
@@ -355,9 +441,14 @@ func lastN(s []string, n int) []string {
 }
 
 func metricsText(m map[string]float64) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
 	var b strings.Builder
-	for k, v := range m {
-		b.WriteString(" " + k + "=" + formatFloat(v))
+	for _, k := range keys {
+		b.WriteString(" " + k + "=" + formatFloat(m[k]))
 	}
 	return b.String()
 }

@@ -76,8 +76,8 @@ func testOptions(t *testing.T) Options {
 		Out:            t.TempDir(),
 		Name:           "test",
 		Metrics:        []Metric{throughput},
-		StartupTimeout: 3 * time.Second,
-		BenchTimeout:   5 * time.Second,
+		StartupTimeout: 20 * time.Second, // generous: only the hang test waits it out, with its own 1s
+		BenchTimeout:   20 * time.Second,
 		StopGrace:      300 * time.Millisecond,
 		HealthInterval: 20 * time.Millisecond,
 	}
@@ -371,7 +371,9 @@ func TestRunRefusesBadInput(t *testing.T) {
 		{"baseline unknown", []*Cell{c}, func(o *Options) { o.Baseline = "zz" }, "baseline zz: no such cell"},
 		{"duplicate", []*Cell{c, c}, nil, `cell id "a" appears twice`},
 		{"bad id", []*Cell{{ID: "../x"}}, nil, `cell id "../x" cannot name a log file`},
-		{"patches without tree", []*Cell{{ID: "p", Patches: []string{"sm120-fusion"}}}, nil, "cell p has patches (sm120-fusion) but there is no tree to apply them to"},
+		{"bad health", []*Cell{{ID: "h", Command: []string{"true"}, Health: "127.0.0.1:30000/health"}}, nil, `cell h: health "127.0.0.1:30000/health" is not an http(s) URL`},
+		{"no command", []*Cell{{ID: "n"}}, nil, "cell n: no command to run"},
+		{"patches without tree", []*Cell{{ID: "p", Command: []string{"true"}, Patches: []string{"sm120-fusion"}}}, nil, "cell p has patches (sm120-fusion) but there is no tree to apply them to"},
 		{"no docker", []*Cell{c}, func(o *Options) { o.Runner = Docker{CLI: "no-such-docker-cli"} }, ErrNoDocker.Error()},
 	}
 	for _, tt := range tests {
@@ -428,5 +430,59 @@ func TestCaptureMetrics(t *testing.T) {
 	got, err := captureMetrics(ms[:2], []byte("Output token throughput (tok/s): 1\nOutput token throughput (tok/s): 2\nlatency: 3 s\n"))
 	if err != nil || got["throughput"] != 2 || got["latency"] != 3 {
 		t.Errorf("last match should win: %v %v", got, err)
+	}
+}
+
+// The docker runner against the fake docker CLI (testdata/fakeserver run
+// under the name "docker"): the container gets the cell's environment and the
+// GPU, IPC and shared-memory flags, the bench runs through docker exec, and
+// docker stop ends a container that ignores SIGTERM.
+func TestRunDocker(t *testing.T) {
+	bin := t.TempDir()
+	docker := filepath.Join(bin, "docker")
+	if err := os.Link(fakeServer, docker); err != nil {
+		data, rerr := os.ReadFile(fakeServer)
+		if rerr != nil {
+			t.Fatal(rerr)
+		}
+		if err := os.WriteFile(docker, data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	state := t.TempDir()
+	t.Setenv("FAKEDOCKER_STATE", state)
+	pids := t.TempDir()
+	o := testOptions(t)
+	o.Runner = Docker{CLI: docker, ShmSize: "1g", Prefix: "test"}
+	o.Baseline = "ok"
+	mk := func(id, mode string, extra ...string) *Cell {
+		c := fakeCell(t, id, mode, pids, extra...)
+		c.Image = "reg.example/sglang@sha256:0123"
+		c.Env = map[string]string{"NCCL_MAX_NCHANNELS": "2"}
+		return c
+	}
+	ok := mk("ok", "story", "--cuda-graph-max-bs", "128")
+	crash := mk("crash", "crash-arch")
+	stubborn := mk("stubborn", "ignore-term")
+	s, err := Run(context.Background(), []*Cell{ok, crash, stubborn}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertNoOrphans(t, pids)
+	if r := s.Results[0]; r.Status != StatusOK || r.Metrics["throughput"] != 93.6 || r.Runner != "docker" {
+		t.Errorf("ok: %s %q %v (the fewer-channels env should give 93.6)", r.Status, r.Reason, r.Metrics)
+	}
+	if r := s.Results[1]; r.Status != StatusFailed || r.Triage == nil || r.Triage.Label != "flashinfer-no-arch" {
+		t.Errorf("crash: %s %q %+v", r.Status, r.Reason, r.Triage)
+	}
+	if r := s.Results[2]; r.Status != StatusOK {
+		t.Errorf("stubborn: %s %q", r.Status, r.Reason)
+	}
+	run, err := os.ReadFile(filepath.Join(state, "test-ok.run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "run --rm --name test-ok --gpus all --ipc=host --network=host --shm-size 1g -e NCCL_MAX_NCHANNELS=2 reg.example/sglang@sha256:0123 " + fakeServer; !strings.HasPrefix(string(run), want) {
+		t.Errorf("docker %s\nwant prefix %s", run, want)
 	}
 }

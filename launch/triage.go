@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"regexp/syntax"
 	"strings"
 
 	"github.com/BurntSushi/toml"
@@ -32,6 +33,27 @@ type Signature struct {
 	Source string `toml:"-" json:"source"`
 
 	re *regexp.Regexp
+	// lits holds literals of which a matching line must contain at least
+	// one; nil when the pattern has no such literal. Checking them first
+	// keeps triage of long logs fast.
+	lits []string
+}
+
+// Match reports whether line matches the signature.
+func (s *Signature) match(line string) bool {
+	if s.lits != nil {
+		found := false
+		for _, l := range s.lits {
+			if strings.Contains(line, l) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return s.re.MatchString(line)
 }
 
 // Signatures is an ordered set of signatures; the first that matches a line
@@ -101,8 +123,72 @@ func ParseSignatures(name string, data []byte) (*Signatures, error) {
 			return nil, fmt.Errorf("%s:%d: signature %q: pattern matches every line", name, keyLine(data, "pattern", line), s.Label)
 		}
 		s.re = re
+		s.lits = requiredLiterals(s.Pattern)
 	}
 	return &Signatures{list: f.Signature}, nil
+}
+
+// requiredLiterals returns literals of which every match of pattern contains
+// at least one, or nil when it cannot tell.
+func requiredLiterals(pattern string) []string {
+	re, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil {
+		return nil
+	}
+	lits := literalsOf(re.Simplify())
+	for _, l := range lits {
+		if l == "" {
+			return nil
+		}
+	}
+	return lits
+}
+
+func literalsOf(re *syntax.Regexp) []string {
+	switch re.Op {
+	case syntax.OpLiteral:
+		if re.Flags&syntax.FoldCase != 0 {
+			return nil
+		}
+		return []string{string(re.Rune)}
+	case syntax.OpCapture:
+		return literalsOf(re.Sub[0])
+	case syntax.OpPlus:
+		return literalsOf(re.Sub[0])
+	case syntax.OpRepeat:
+		if re.Min >= 1 {
+			return literalsOf(re.Sub[0])
+		}
+	case syntax.OpConcat:
+		// The child whose shortest required literal is longest.
+		var best []string
+		bestLen := 0
+		for _, sub := range re.Sub {
+			ls := literalsOf(sub)
+			if ls == nil {
+				continue
+			}
+			short := len(ls[0])
+			for _, l := range ls {
+				short = min(short, len(l))
+			}
+			if short > bestLen {
+				best, bestLen = ls, short
+			}
+		}
+		return best
+	case syntax.OpAlternate:
+		var all []string
+		for _, sub := range re.Sub {
+			ls := literalsOf(sub)
+			if ls == nil {
+				return nil
+			}
+			all = append(all, ls...)
+		}
+		return all
+	}
+	return nil
 }
 
 // headerLines returns the 1-based line numbers of lines equal to header.
@@ -212,7 +298,7 @@ func truncate(s string, n int) string {
 func (s *Signatures) MatchLine(lineNo int, line string) *Match {
 	line = cleanLine(line)
 	for _, sig := range s.list {
-		if sig.re.MatchString(line) {
+		if sig.match(line) {
 			return &Match{
 				Signature: sig, Label: sig.Label, Fatal: sig.Fatal,
 				Meaning: sig.Meaning, Try: sig.Try,
@@ -262,6 +348,9 @@ func (s *Signatures) NewScanner() *Scanner { return &Scanner{sigs: s} }
 func (sc *Scanner) Line(text string) *Match {
 	clean := cleanLine(text)
 	sc.Skip(clean)
+	if strings.HasPrefix(clean, NotePrefix) {
+		return nil // the runner's own line, not the server's
+	}
 	m := sc.sigs.MatchLine(sc.n, clean)
 	if m == nil {
 		return nil
@@ -278,6 +367,10 @@ func (sc *Scanner) Line(text string) *Match {
 	}
 	return nil
 }
+
+// NotePrefix starts the lines the matrix runner writes into a cell's log;
+// triage never matches them.
+const NotePrefix = "### smpatch: "
 
 // Skip counts a line (and keeps it for the tail) without matching it: the
 // runner's own notes in a log.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -121,6 +122,11 @@ func TestTriageTextOutput(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+
+	v, _ = s.Triage("z.log", strings.NewReader(NotePrefix+"cell c: python3 -m x  # Capture cuda graph failed\n"))
+	if v.Known {
+		t.Errorf("the runner's own note was triaged: %+v", v.Cause)
 	}
 
 	v, _ = s.Triage("y.log", strings.NewReader(strings.Repeat("line\n", 30)+"Segmentation fault\n"))
@@ -244,5 +250,58 @@ func FuzzTriage(f *testing.F) {
 		}
 		var buf bytes.Buffer
 		v.WriteText(&buf)
+	})
+}
+
+func TestRequiredLiterals(t *testing.T) {
+	tests := []struct {
+		pattern string
+		want    string // joined with |; "-" for nil
+	}{
+		{`No supported CUDA architectures found`, "No supported CUDA architectures found"},
+		{`SM 12\.x requires CUDA >= 12\.9`, "SM 12.x requires CUDA >= 12.9"},
+		{`Not enough memory.*mem-fraction-static`, "mem-fraction-static"},
+		{`CUDA out of memory|CUDA error: out of memory|OutOfMemoryError`, "out of memory|error: out of memory|OutOfMemoryError"}, // the parser factors out "CUDA "
+		{`(ncclCommInitRank|NCCL error).*(internal error|unhandled system error)`, "internal error|unhandled system error"},
+		{`[Cc]ustom all-?reduce is disabled`, "reduce is disabled"},
+		{`(?i)killed`, "-"},
+		{`^Killed$`, "Killed"},
+		{`x*`, "-"},
+		{`a|b*`, "-"},
+		{`(?:abc){2,3}`, "abcabc|abc"},
+	}
+	for _, tt := range tests {
+		got := "-"
+		if ls := requiredLiterals(tt.pattern); ls != nil {
+			got = strings.Join(ls, "|")
+		}
+		// Simplify may expand repeats; only check that what we get is sound.
+		if tt.want == "abcabc|abc" {
+			if got == "-" {
+				t.Errorf("%s: no literal", tt.pattern)
+			}
+			continue
+		}
+		if got != tt.want {
+			t.Errorf("%s: got %q, want %q", tt.pattern, got, tt.want)
+		}
+	}
+}
+
+// The literal prefilter never changes what matches.
+func FuzzRequiredLiterals(f *testing.F) {
+	for _, s := range DefaultSignatures().All() {
+		f.Add(s.Pattern, "RuntimeError: No supported CUDA architectures found for major versions [9, 10].")
+	}
+	f.Add(`a(b|c)+d`, "xxabcbd")
+	f.Fuzz(func(t *testing.T, pattern, line string) {
+		re, err := regexp.Compile(pattern)
+		if err != nil {
+			return
+		}
+		sig := &Signature{re: re, lits: requiredLiterals(pattern)}
+		if got, want := sig.match(line), re.MatchString(line); got != want {
+			t.Fatalf("pattern %q line %q: prefiltered %v, regexp %v (literals %q)", pattern, line, got, want, sig.lits)
+		}
 	})
 }

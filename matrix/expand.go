@@ -105,15 +105,6 @@ func (x *Expansion) Cell(id string) *Cell {
 	return nil
 }
 
-// axisIndex returns the position of axis ai in c.Values (they are always in
-// axis order, one per axis).
-func (c *Cell) axisIndex(ai int) int {
-	if ai < len(c.Values) {
-		return ai
-	}
-	return -1
-}
-
 // Expand runs the fixed expansion order: product → zip → exclude → include
 // → rules, then gives ids, renders templates and selects the shard.
 func (m *Matrix) Expand(opts ExpandOptions) (*Expansion, error) {
@@ -149,7 +140,7 @@ func (m *Matrix) Expand(opts ExpandOptions) (*Expansion, error) {
 		}
 		d := dim{axes: []int{ai}, n: len(a.Values)}
 		for _, g := range m.Zip {
-			if g[0] == a.Name {
+			if slices.Contains(g, a.Name) {
 				d.axes = nil
 				for _, name := range g {
 					d.axes = append(d.axes, m.axis[name])
@@ -192,7 +183,8 @@ func (m *Matrix) Expand(opts ExpandOptions) (*Expansion, error) {
 	removed := make([]int, len(m.Exclude))
 	idx := make([]int, len(m.Axes))
 	pos := make([]int, len(dims))
-	var kept [][]int
+	var kept []int // len(m.Axes) value indexes per kept cell, back to back
+	nk := 0
 	for t := 0; t < x.Steps.Zip; t++ {
 		for di, d := range dims {
 			for _, ai := range d.axes {
@@ -215,10 +207,11 @@ func (m *Matrix) Expand(opts ExpandOptions) (*Expansion, error) {
 			}
 		}
 		if !out {
-			if len(kept) >= limit {
+			if nk >= limit {
 				return nil, m.errf(0, "more than %d cells after exclude: raise max_cells (in the file or with --max-cells) or exclude more", limit)
 			}
-			kept = append(kept, slices.Clone(idx))
+			kept = append(kept, idx...)
+			nk++
 		}
 		for di := len(dims) - 1; di >= 0; di-- {
 			pos[di]++
@@ -234,21 +227,36 @@ func (m *Matrix) Expand(opts ExpandOptions) (*Expansion, error) {
 			x.Notes = append(x.Notes, fmt.Sprintf("%s:%d: exclude matches no cell", m.File, e.Line))
 		}
 	}
-	x.Steps.Exclude = len(kept)
+	x.Steps.Exclude = nk
 
-	cells := make([]*Cell, 0, len(kept))
-	for _, id := range kept {
-		vals := make([]AxisValue, len(m.Axes))
+	// Cells, their values and their env maps come from a few large
+	// allocations: a 100k-cell matrix must expand in well under a second.
+	na := len(m.Axes)
+	info := m.valueInfos()
+	cells := make([]*Cell, 0, nk)
+	store := make([]Cell, nk)
+	values := make([]AxisValue, nk*na)
+	for i := range nk {
+		id := kept[i*na : (i+1)*na : (i+1)*na]
+		vals := values[i*na : (i+1)*na : (i+1)*na]
 		for ai, a := range m.Axes {
 			vals[ai] = AxisValue{Axis: a.Name, Value: a.Values[id[ai]]}
 		}
-		cells = append(cells, m.newCell(vals, id, "product"))
+		c := &store[i]
+		m.fillCell(c, vals, id, "product", info)
+		cells = append(cells, c)
 	}
 
 	// include
-	byKey := map[string]*Cell{}
-	for _, c := range cells {
-		byKey[cellKey(c)] = c
+	// Cells by their values, for include entries that name every axis.
+	var byKey map[string]*Cell
+	for _, inc := range m.Include {
+		if len(inc.Values) == len(m.Axes) && byKey == nil {
+			byKey = make(map[string]*Cell, len(cells))
+			for _, c := range cells {
+				byKey[cellKey(c)] = c
+			}
+		}
 	}
 	extended := map[*Cell]bool{}
 	for _, inc := range m.Include {
@@ -272,16 +280,19 @@ func (m *Matrix) Expand(opts ExpandOptions) (*Expansion, error) {
 					for vi, v := range a.Values {
 						if v.key() == vals[ai].key() {
 							id[ai] = vi
+							vals[ai].Value = v // the axis's own form (512, not "512")
 						}
 					}
 				}
-				c := m.newCell(vals, id, "include "+where)
+				c := &Cell{}
+				m.fillCell(c, vals, id, "include "+where, nil)
 				cells = append(cells, c)
 				byKey[cellKey(c)] = c
 				x.Steps.Added++
 				if err := m.extend(c, inc, where); err != nil {
 					return nil, err
 				}
+				c.Extended = nil // its own include, already its origin
 				continue
 			}
 		} else {
@@ -294,11 +305,16 @@ func (m *Matrix) Expand(opts ExpandOptions) (*Expansion, error) {
 				return nil, m.errf(inc.Line, "include names only some axes and matches no cell; name every axis to add a cell")
 			}
 		}
+		if len(inc.Env) == 0 && len(inc.Args) == 0 && inc.ID == "" {
+			x.Notes = append(x.Notes, fmt.Sprintf("%s: include names a cell that exists and adds nothing to it", where))
+		}
 		for _, c := range matched {
 			if err := m.extend(c, inc, where); err != nil {
 				return nil, err
 			}
-			extended[c] = true
+			if len(inc.Env) > 0 || len(inc.Args) > 0 {
+				extended[c] = true
+			}
 		}
 	}
 	x.Steps.Extended = len(extended)
@@ -312,63 +328,62 @@ func (m *Matrix) Expand(opts ExpandOptions) (*Expansion, error) {
 	}
 
 	// rules
-	varies := map[string]bool{}
-	for _, r := range rules {
-		for _, name := range r.when.varies {
-			if _, done := varies[name]; done {
-				continue
-			}
-			seen := map[string]bool{}
-			for _, c := range cells {
-				v, ok := c.Env[name]
-				if !ok {
-					v = "\x00unset"
-				}
-				seen[v] = true
-			}
-			varies[name] = len(seen) > 1
-		}
-	}
+	evals, ft := prepareRules(m, rules, cells)
 	var probeMajors []int
 	if opts.Probe != nil {
 		probeMajors = opts.Probe.majors()
 	}
-	for _, r := range rules {
-		if r.NeedsProbe && opts.Probe == nil {
-			x.Notes = append(x.Notes, fmt.Sprintf("rule %s (%s) reads probe facts: give --probe-file to evaluate it", r.Name, r.Where))
-		}
+	e := evalCell{ft: ft}
+	majorOf := map[string][]int{}
+	// Decisions: one per rule, shared by the cells it prunes; warnings are
+	// copied into chunks so that cells do not grow slices one by one.
+	decisions := make([]Decision, len(evals))
+	for i, r := range evals {
+		decisions[i] = Decision{Rule: r.Name, Action: r.Action, Reason: r.Reason, Source: r.Source, Where: r.Where}
 	}
+	var scratch, chunk []Decision
 	for _, c := range cells {
-		e := evalCell{cell: c}
+		e.reset(c)
+		e.majors = probeMajors
 		if c.SM != "" {
-			maj, _, _ := parseSM(c.SM)
-			e.majors = []int{maj}
-		} else {
-			e.majors = probeMajors
+			if e.majors = majorOf[c.SM]; e.majors == nil {
+				maj, _, _ := parseSM(c.SM)
+				e.majors = []int{maj}
+				majorOf[c.SM] = e.majors
+			}
 		}
-		for _, r := range rules {
-			if !r.when.match(&e, opts.Probe, varies) {
+		scratch = scratch[:0]
+		for i, r := range evals {
+			if !r.match(&e, opts.Probe) {
 				continue
 			}
-			d := Decision{Rule: r.Name, Action: r.Action, Reason: r.Reason, Source: r.Source, Where: r.Where}
 			switch r.Action {
 			case "prune":
-				c.Pruned = &d
+				c.Pruned = &decisions[i]
 			case "warn":
-				c.Warnings = append(c.Warnings, d)
+				scratch = append(scratch, decisions[i])
 			case "require-flag":
 				e.loadFlags()
-				if _, has := e.flags[r.Flag]; !has {
+				if !e.fset[r.flag] {
+					d := decisions[i]
 					d.Flag = r.Flag
 					c.Args = append(c.Args, r.Flag)
 					c.Command = append(c.Command, r.Flag)
-					e.flags[r.Flag] = ""
-					c.Warnings = append(c.Warnings, d)
+					e.fset[r.flag], e.fv[r.flag] = true, ""
+					scratch = append(scratch, d)
 				}
 			}
 			if c.Pruned != nil {
 				break
 			}
+		}
+		if len(scratch) > 0 {
+			if cap(chunk)-len(chunk) < len(scratch) {
+				chunk = make([]Decision, 0, max(4096, len(scratch)))
+			}
+			n := len(chunk)
+			chunk = append(chunk, scratch...)
+			c.Warnings = chunk[n:len(chunk):len(chunk)]
 		}
 		if c.Pruned != nil {
 			x.Steps.Pruned++
@@ -377,6 +392,12 @@ func (m *Matrix) Expand(opts ExpandOptions) (*Expansion, error) {
 			if len(c.Warnings) > 0 {
 				x.Steps.Warned++
 			}
+		}
+	}
+
+	for _, r := range evals {
+		if r.unprobed > 0 {
+			x.Notes = append(x.Notes, fmt.Sprintf("rule %s (%s) reads probe facts and was not checked on %d cell(s), first %s: give --probe-file", r.Name, r.Where, r.unprobed, r.first))
 		}
 	}
 
@@ -428,30 +449,80 @@ func (m *Matrix) allRules(opts ExpandOptions) ([]*Rule, error) {
 	return rules, nil
 }
 
-// newCell builds a cell from its values: patches, preset env and flags.
-func (m *Matrix) newCell(vals []AxisValue, idx []int, origin string) *Cell {
-	c := &Cell{Values: vals, Env: map[string]string{}, Patches: []string{}, Origin: origin, idx: idx}
-	for ai, a := range m.Axes {
-		v := vals[ai].Value
-		switch {
-		case a.Name == PatchesAxis:
-			c.Patches = v.List
-		case a.Presets:
-			p := m.Presets[a.Name][v.Text]
-			for k, e := range p.Env {
-				c.Env[k] = e
-			}
-			c.Args = append(c.Args, p.Args...)
-		}
-		if a.Name == m.ArchAxis {
-			maj, min, _ := parseSM(v.Text)
-			c.SM = fmt.Sprintf("%d.%d", maj, min)
-		}
-		if a.Name == "tp" && v.Kind == "int" {
-			c.TP, _ = strconv.Atoi(v.Text)
+// valueInfo is what an axis value contributes to a cell.
+type valueInfo struct {
+	preset *Preset
+	sm     string
+	tp     int
+}
+
+func (m *Matrix) valueInfo(a *Axis, v Value) valueInfo {
+	var vi valueInfo
+	if a.Presets {
+		vi.preset = m.Presets[a.Name][v.Text]
+	}
+	if a.Name == m.ArchAxis {
+		maj, min, _ := parseSM(v.Text)
+		vi.sm = fmt.Sprintf("%d.%d", maj, min)
+	}
+	if a.Name == "tp" {
+		if n, err := strconv.Atoi(v.Text); err == nil && n > 0 {
+			vi.tp = n
 		}
 	}
-	return c
+	return vi
+}
+
+// valueInfos computes valueInfo for every axis value, by axis and index.
+func (m *Matrix) valueInfos() [][]valueInfo {
+	out := make([][]valueInfo, len(m.Axes))
+	for ai, a := range m.Axes {
+		out[ai] = make([]valueInfo, len(a.Values))
+		for vi, v := range a.Values {
+			out[ai][vi] = m.valueInfo(a, v)
+		}
+	}
+	return out
+}
+
+// fillCell sets up a cell from its values: patches, preset env and flags,
+// GPU architecture and tp. info caches valueInfo by value index (nil: none).
+func (m *Matrix) fillCell(c *Cell, vals []AxisValue, idx []int, origin string, info [][]valueInfo) {
+	*c = Cell{Values: vals, Patches: []string{}, Origin: origin, idx: idx}
+	envN, argN := len(m.Launch.Env), 0
+	infos := make([]valueInfo, 0, 4)
+	for ai, a := range m.Axes {
+		var vi valueInfo
+		if info != nil && idx[ai] >= 0 {
+			vi = info[ai][idx[ai]]
+		} else {
+			vi = m.valueInfo(a, vals[ai].Value)
+		}
+		if a.Name == PatchesAxis {
+			c.Patches = vals[ai].List
+		}
+		if vi.preset != nil {
+			envN += len(vi.preset.Env)
+			argN += len(vi.preset.Args)
+			infos = append(infos, vi)
+		}
+		if vi.sm != "" {
+			c.SM = vi.sm
+		}
+		if vi.tp != 0 {
+			c.TP = vi.tp
+		}
+	}
+	c.Env = make(map[string]string, envN)
+	if argN > 0 {
+		c.Args = make([]string, 0, argN)
+	}
+	for _, vi := range infos {
+		for k, e := range vi.preset.Env {
+			c.Env[k] = e
+		}
+		c.Args = append(c.Args, vi.preset.Args...)
+	}
 }
 
 // cellKey identifies a cell by its values (patch sets as sets).
@@ -488,17 +559,22 @@ func (m *Matrix) extend(c *Cell, inc *Include, where string) error {
 		}
 		c.Env[k] = inc.Env[k]
 	}
-	have := flagMap(append(slices.Clone(m.Launch.Command), c.Args...))
 	add := flagMap(inc.Args)
+	flagOf := func(f string) (string, bool) {
+		if v, ok := argValue(c.Args, f); ok {
+			return v, true
+		}
+		return argValue(m.Launch.Command, f)
+	}
 	for _, f := range sortedKeys(add) {
-		if old, ok := have[f]; ok && old != add[f] {
+		if old, ok := flagOf(f); ok && old != add[f] {
 			return m.errf(inc.Line, "include sets %s %s but cell %s already has %s %s", f, add[f], describe(c), f, old)
 		}
 	}
 	for i := 0; i < len(inc.Args); i++ {
 		a := inc.Args[i]
 		f, _, _ := strings.Cut(a, "=")
-		if _, ok := have[f]; ok && strings.HasPrefix(a, "--") {
+		if _, ok := flagOf(f); ok && strings.HasPrefix(a, "--") {
 			// Same flag, same value: already there. Skip its value too.
 			if !strings.Contains(a, "=") && i+1 < len(inc.Args) && !strings.HasPrefix(inc.Args[i+1], "--") {
 				i++
@@ -509,6 +585,25 @@ func (m *Matrix) extend(c *Cell, inc *Include, where string) error {
 	}
 	c.Extended = append(c.Extended, "include "+where)
 	return nil
+}
+
+// argValue finds flag in args ("--f v", "--f=v", bare "--f" gives "").
+func argValue(args []string, flag string) (string, bool) {
+	for i, a := range args {
+		if !strings.HasPrefix(a, flag) {
+			continue
+		}
+		if a == flag {
+			if i+1 < len(args) && !strings.HasPrefix(args[i+1], "--") {
+				return args[i+1], true
+			}
+			return "", true
+		}
+		if a[len(flag)] == '=' {
+			return a[len(flag)+1:], true
+		}
+	}
+	return "", false
 }
 
 func describe(c *Cell) string {
@@ -535,50 +630,109 @@ func (m *Matrix) assignIDs(cells []*Cell) error {
 	varying := make([]bool, len(m.Axes))
 	any := false
 	for ai := range m.Axes {
+		first := cells[0].Values[ai].key()
 		for _, c := range cells[1:] {
-			if c.Values[ai].key() != cells[0].Values[ai].key() {
+			if c.idx[ai] >= 0 && c.idx[ai] == cells[0].idx[ai] {
+				continue
+			}
+			if c.Values[ai].key() != first {
 				varying[ai] = true
 				any = true
 				break
 			}
 		}
 	}
+	// Slugs of the axis values, computed once.
+	valSlugs := make([][]string, len(m.Axes))
+	for ai, a := range m.Axes {
+		valSlugs[ai] = make([]string, len(a.Values))
+		for vi, v := range a.Values {
+			valSlugs[ai][vi] = m.valueSlug(a, v)
+		}
+	}
+	// Ids are unique by construction when every cell comes from the product
+	// (distinct value tuples) and each axis's slugs are distinct and free of
+	// the '.' separator; only otherwise are they counted.
+	unique := true
+	for ai := range m.Axes {
+		seenSlug := map[string]bool{}
+		for _, sl := range valSlugs[ai] {
+			if seenSlug[sl] || strings.Contains(sl, ".") {
+				unique = false
+			}
+			seenSlug[sl] = true
+		}
+	}
+	for _, c := range cells {
+		if slices.Contains(c.idx, -1) {
+			unique = false
+			break
+		}
+	}
+	for _, inc := range m.Include {
+		if inc.ID != "" {
+			unique = false
+		}
+	}
 	slugs := make([]string, len(cells))
-	count := map[string]int{}
-	var parts []string
+	var count map[string]int
+	if !unique {
+		count = make(map[string]int, len(cells))
+	}
+	var b strings.Builder
 	for i, c := range cells {
-		parts = parts[:0]
+		b.Reset()
 		for ai, a := range m.Axes {
-			if varying[ai] || !any {
-				parts = append(parts, m.valueSlug(a, c.Values[ai].Value))
+			if !varying[ai] && any {
+				continue
+			}
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			if vi := c.idx[ai]; vi >= 0 {
+				b.WriteString(valSlugs[ai][vi])
+			} else {
+				b.WriteString(m.valueSlug(a, c.Values[ai].Value))
 			}
 		}
-		slugs[i] = strings.Join(parts, ".")
-		count[slugs[i]]++
+		slugs[i] = b.String()
+		if count != nil {
+			count[slugs[i]]++
+		}
 	}
-	explicit := map[*Cell]string{}
+	if unique {
+		for i, c := range cells {
+			c.ID = slugs[i]
+		}
+		return nil
+	}
+	explicit := map[*Cell]*Include{}
 	for _, inc := range m.Include {
 		if inc.ID == "" {
 			continue
 		}
 		for _, c := range cells {
 			if includeMatches(c, inc, m) {
-				explicit[c] = inc.ID
+				explicit[c] = inc
 			}
 		}
 	}
-	seen := map[string]*Cell{}
+	seen := make(map[string]*Cell, len(cells))
 	for i, c := range cells {
 		id := slugs[i]
 		if count[id] > 1 {
 			h := sha256.Sum256([]byte(cellKey(c)))
 			id += "-" + hex.EncodeToString(h[:])[:6]
 		}
-		if e, ok := explicit[c]; ok {
-			id = e
+		line := 0
+		if inc, ok := explicit[c]; ok {
+			id, line = inc.ID, inc.Line
 		}
 		if other, dup := seen[id]; dup {
-			return m.errf(0, "duplicate cell id %q (%s and %s): set id_prefix or an include id", id, describe(other), describe(c))
+			if inc, ok := explicit[other]; ok && line == 0 {
+				line = inc.Line
+			}
+			return m.errf(line, "duplicate cell id %q (%s and %s): set id_prefix or an include id", id, describe(other), describe(c))
 		}
 		c.ID = id
 		seen[id] = c
@@ -587,6 +741,16 @@ func (m *Matrix) assignIDs(cells []*Cell) error {
 }
 
 func (m *Matrix) valueSlug(a *Axis, v Value) string {
+	s := m.rawSlug(a, v)
+	if s == "" || s == m.IDPrefix[a.Name] {
+		// Nothing readable is left (" ", "+++"): name the axis and hash the value.
+		h := sha256.Sum256([]byte(v.key()))
+		s += slug(a.Name) + "-" + hex.EncodeToString(h[:])[:6]
+	}
+	return s
+}
+
+func (m *Matrix) rawSlug(a *Axis, v Value) string {
 	prefix, has := m.IDPrefix[a.Name]
 	var s string
 	switch {
@@ -617,11 +781,7 @@ func (m *Matrix) valueSlug(a *Axis, v Value) string {
 		}
 		return prefix + "-off"
 	}
-	s = slug(v.Text)
-	if s == "" {
-		s = slug(a.Name)
-	}
-	return prefix + s
+	return prefix + slug(v.Text)
 }
 
 // slug keeps [a-z0-9.-]: lower case, anything else becomes '-', runs of '-'
@@ -650,7 +810,7 @@ func (m *Matrix) render(cells []*Cell) error {
 	compile := func(ss []string) ([]*tmpl, error) {
 		out := make([]*tmpl, len(ss))
 		for i, s := range ss {
-			t, err := newTmpl(s)
+			t, err := newTmpl(s, m.axis)
 			if err != nil {
 				return nil, err
 			}
@@ -679,25 +839,29 @@ func (m *Matrix) render(cells []*Cell) error {
 	if err != nil {
 		return m.errf(m.lines.line("launch"), "launch: %v", err)
 	}
-	data := make(map[string]string, len(m.Axes)+1)
 	var b strings.Builder
-	run := func(ts []*tmpl) ([]string, error) {
-		out := make([]string, len(ts))
-		for i, t := range ts {
-			s, err := t.exec(data, &b)
+	var c *Cell
+	data := func() map[string]string {
+		d := make(map[string]string, len(c.Values)+1)
+		for _, v := range c.Values {
+			d[v.Axis] = v.Text
+		}
+		d["id"] = c.ID
+		return d
+	}
+	run := func(ts []*tmpl, out []string) ([]string, error) {
+		for _, t := range ts {
+			s, err := t.exec(c, data, &b)
 			if err != nil {
 				return nil, err
 			}
-			out[i] = s
+			out = append(out, s)
 		}
 		return out, nil
 	}
-	for _, c := range cells {
-		for _, v := range c.Values {
-			data[v.Axis] = v.Text
-		}
-		data["id"] = c.ID
-		out, err := run(cmd)
+	tpFlags := []string{"--tp", "--tp-size", "--tensor-parallel-size"}
+	for _, c = range cells {
+		out, err := run(cmd, make([]string, 0, len(cmd)+len(c.Args)+1))
 		if err != nil {
 			return m.errf(m.lines.line("launch", "command"), "launch.command for %s: %v", c.ID, err)
 		}
@@ -705,35 +869,48 @@ func (m *Matrix) render(cells []*Cell) error {
 		if c.Args == nil {
 			c.Args = []string{}
 		}
-		if c.Bench, err = run(bench); err != nil {
-			return m.errf(m.lines.line("launch", "bench"), "launch.bench for %s: %v", c.ID, err)
-		}
-		ev, err := run(env)
-		if err != nil {
-			return m.errf(m.lines.line("launch", "env"), "launch.env for %s: %v", c.ID, err)
+		if len(bench) > 0 {
+			if c.Bench, err = run(bench, nil); err != nil {
+				return m.errf(m.lines.line("launch", "bench"), "launch.bench for %s: %v", c.ID, err)
+			}
 		}
 		for i, k := range envKeys {
-			c.Env[k] = ev[i]
+			v, err := env[i].exec(c, data, &b)
+			if err != nil {
+				return m.errf(m.lines.line("launch", "env", k), "launch.env.%s for %s: %v", k, c.ID, err)
+			}
+			c.Env[k] = v
 		}
-		o, err := run(one)
-		if err != nil {
-			return m.errf(m.lines.line("launch"), "launch for %s: %v", c.ID, err)
+		if c.Workdir, err = one[0].exec(c, data, &b); err != nil {
+			return m.errf(m.lines.line("launch", "workdir"), "launch.workdir for %s: %v", c.ID, err)
 		}
-		c.Workdir, c.Health = o[0], o[1]
+		if c.Health, err = one[1].exec(c, data, &b); err != nil {
+			return m.errf(m.lines.line("launch", "health"), "launch.health for %s: %v", c.ID, err)
+		}
 		if c.TP == 0 {
 			c.TP = l.TP
 		}
 		if c.TP == 0 {
-			fl := flagMap(c.Command)
-			for _, f := range []string{"--tp", "--tp-size", "--tensor-parallel-size"} {
-				if n, err := strconv.Atoi(fl[f]); err == nil && n > 0 {
-					c.TP = n
-					break
-				}
-			}
+			c.TP = tpFromCommand(c.Command, tpFlags)
 		}
 	}
 	return nil
+}
+
+func tpFromCommand(cmd, flags []string) int {
+	for i, a := range cmd {
+		k, v, eq := strings.Cut(a, "=")
+		if !slices.Contains(flags, k) {
+			continue
+		}
+		if !eq && i+1 < len(cmd) {
+			v = cmd[i+1]
+		}
+		if n, err := strconv.Atoi(v); err == nil && n > 0 {
+			return n
+		}
+	}
+	return 0
 }
 
 func (m *Matrix) resolveBaseline(x *Expansion, cells []*Cell) error {

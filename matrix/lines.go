@@ -16,6 +16,11 @@ func keyPath(parts ...string) string { return strings.Join(parts, "\x00") }
 
 // line returns the line of the longest known prefix of the path, 0 if none.
 func (li lineIndex) line(parts ...string) int {
+	if l, ok := li["\x01"+keyPath(parts...)]; ok {
+		if _, exact := li[keyPath(parts...)]; !exact {
+			return l
+		}
+	}
 	for n := len(parts); n > 0; n-- {
 		if l, ok := li[keyPath(parts[:n]...)]; ok {
 			return l
@@ -27,9 +32,19 @@ func (li lineIndex) line(parts ...string) int {
 func indexLines(src string) lineIndex {
 	li := lineIndex{}
 	arrays := map[string]int{} // array-of-tables path -> last index
-	var table []string
-	depth := 0      // open brackets/braces of a value spanning lines
-	inML := ""      // open multi-line string delimiter
+	var table, rawTable []string
+	set := func(path, raw []string, l int) {
+		if _, ok := li[keyPath(path...)]; !ok {
+			li[keyPath(path...)] = l
+		}
+		// Undecoded keys name array-of-tables elements without their
+		// index; the first element's line stands for them.
+		if r := "\x01" + keyPath(raw...); raw != nil && li[r] == 0 {
+			li[r] = l
+		}
+	}
+	depth := 0 // open brackets/braces of a value spanning lines
+	inML := "" // open multi-line string delimiter
 	for n, raw := range strings.Split(src, "\n") {
 		lineNo := n + 1
 		s := raw
@@ -54,19 +69,21 @@ func indexLines(src string) lineIndex {
 		if strings.HasPrefix(t, "[[") {
 			keys, _ := parseKey(t[2:])
 			p := resolveArrays(keys, arrays, true)
-			table = p
+			table, rawTable = p, keys
 			li[keyPath(p...)] = lineNo
-			if len(p) > 0 {
-				li[keyPath(p[:len(p)-1]...)] = minLine(li, keyPath(p[:len(p)-1]...), lineNo)
+			for i := 1; i < len(p); i++ {
+				set(p[:i], nil, lineNo)
 			}
+			set(p, keys, lineNo)
 			continue
 		}
 		if t[0] == '[' {
 			keys, _ := parseKey(t[1:])
-			table = resolveArrays(keys, arrays, false)
-			if _, ok := li[keyPath(table...)]; !ok {
-				li[keyPath(table...)] = lineNo
+			table, rawTable = resolveArrays(keys, arrays, false), keys
+			for i := 1; i <= len(table); i++ {
+				set(table[:i], nil, lineNo)
 			}
+			set(table, keys, lineNo)
 			continue
 		}
 		keys, rest := parseKey(t)
@@ -74,10 +91,9 @@ func indexLines(src string) lineIndex {
 			continue
 		}
 		full := append(append([]string(nil), table...), keys...)
+		raw := append(append([]string(nil), rawTable...), keys...)
 		for i := len(table) + 1; i <= len(full); i++ {
-			if _, ok := li[keyPath(full[:i]...)]; !ok {
-				li[keyPath(full[:i]...)] = lineNo
-			}
+			set(full[:i], raw[:len(rawTable)+i-len(table)], lineNo)
 		}
 		rest = strings.TrimSpace(rest)
 		if strings.HasPrefix(rest, "=") {
@@ -85,13 +101,6 @@ func indexLines(src string) lineIndex {
 		}
 	}
 	return li
-}
-
-func minLine(li lineIndex, k string, l int) int {
-	if old, ok := li[k]; ok && old < l {
-		return old
-	}
-	return l
 }
 
 // resolveArrays inserts the current element index after every prefix that is

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -79,7 +80,11 @@ func Parse(file string, data []byte) (*Matrix, error) {
 		Presets:  map[string]map[string]*Preset{},
 		IDPrefix: map[string]string{},
 		lines:    indexLines(string(data)),
+		src:      strings.Split(string(data), "\n"),
 		axis:     map[string]int{},
+	}
+	if k := caseMismatch(md, reflect.TypeOf(fm)); k != nil {
+		return nil, m.errf(m.lines.line(k...), "unknown key %q (keys are lower case)", k.String())
 	}
 	if k := firstUndecoded(md, [][]string{{"axes"}, {"presets"}, {"exclude"}, {"include"}, {"launch", "baseline"}}); k != nil {
 		return nil, m.errf(m.lines.line(k...), "unknown key %q", k.String())
@@ -89,6 +94,11 @@ func Parse(file string, data []byte) (*Matrix, error) {
 			return nil, m.errf(m.lines.line("max_cells"), "max_cells must be a positive number, got %d", *fm.MaxCells)
 		}
 		m.MaxCells = int(*fm.MaxCells)
+	}
+	switch m.Project {
+	case "", "sglang", "flashinfer":
+	default:
+		return nil, m.errf(m.lines.line("project"), "project %q: want sglang or flashinfer", m.Project)
 	}
 	if m.Base.Image != "" && m.Base.Python != "" {
 		return nil, m.errf(m.lines.line("base"), "base: set image or python, not both")
@@ -151,6 +161,39 @@ func Parse(file string, data []byte) (*Matrix, error) {
 		m.rules = append(m.rules, rules...)
 	}
 	return m, nil
+}
+
+// caseMismatch finds a key that the decoder matched to a field of t only
+// case-insensitively ("[Axes]"): the format is case-sensitive.
+func caseMismatch(md toml.MetaData, t reflect.Type) toml.Key {
+	for _, k := range md.Keys() {
+		st := t
+		for _, part := range k {
+			if st.Kind() != reflect.Struct {
+				break
+			}
+			var next reflect.Type
+			for i := 0; i < st.NumField(); i++ {
+				f := st.Field(i)
+				name, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
+				if name == part {
+					next = f.Type
+					break
+				}
+				if strings.EqualFold(name, part) {
+					return k
+				}
+			}
+			if next == nil {
+				break
+			}
+			for next.Kind() == reflect.Pointer || next.Kind() == reflect.Slice {
+				next = next.Elem()
+			}
+			st = next
+		}
+	}
+	return nil
 }
 
 // firstUndecoded returns the first key the decoder did not use, leaving out
@@ -631,7 +674,7 @@ func (m *Matrix) parseInclude(e map[string]any, i int) (*Include, error) {
 	if len(inc.Values) == 0 {
 		return nil, m.errf(line, "include[%d]: names no axis", i)
 	}
-	if len(inc.Env) == 0 && len(inc.Args) == 0 && len(inc.Values) < len(m.Axes) {
+	if len(inc.Env) == 0 && len(inc.Args) == 0 && inc.ID == "" && len(inc.Values) < len(m.Axes) {
 		return nil, m.errf(line, "include[%d]: names only some axes and adds no env or args: it would do nothing", i)
 	}
 	return inc, nil
@@ -701,7 +744,7 @@ func (m *Matrix) loadLaunch(fl fileLaunch) error {
 	// Every template field must name an axis (or the cell id).
 	check := func(where string, line int, s string) error {
 		if err := checkTemplate(s, m.axis); err != nil {
-			return m.errf(line, "%s: %v%s", where, err, m.axisHint())
+			return m.errf(m.lineOf(line, s), "%s: %v%s", where, err, m.axisHint())
 		}
 		return nil
 	}
@@ -724,6 +767,20 @@ func (m *Matrix) loadLaunch(fl fileLaunch) error {
 		return err
 	}
 	return check("launch.health", m.lines.line("launch", "health"), l.Health)
+}
+
+// lineOf finds the line at or after start (a key's line) that holds text,
+// for the elements of a list written over several lines.
+func (m *Matrix) lineOf(start int, text string) int {
+	if start <= 0 || text == "" {
+		return start
+	}
+	for i := start - 1; i < len(m.src) && i < start+500; i++ {
+		if strings.Contains(m.src[i], text) {
+			return i + 1
+		}
+	}
+	return start
 }
 
 func duration(s string, def time.Duration) (time.Duration, error) {
@@ -817,6 +874,19 @@ func (m *Matrix) CheckPatches(check func(name string) error) error {
 			for _, p := range v.List {
 				if err := check(p); err != nil {
 					return m.errf(inc.Line, "include: %v", err)
+				}
+			}
+		}
+	}
+	matches := append([]*Match(nil), m.Exclude...)
+	if m.Launch.Baseline != nil {
+		matches = append(matches, m.Launch.Baseline)
+	}
+	for _, x := range matches {
+		for _, v := range x.Values[PatchesAxis] {
+			for _, p := range v.List {
+				if err := check(p); err != nil {
+					return m.errf(x.Line, "patches: %v", err)
 				}
 			}
 		}

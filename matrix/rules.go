@@ -2,15 +2,17 @@ package matrix
 
 import (
 	_ "embed"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/smpatch/smpatch/probe"
 )
 
 // RulesVersion is the rules file format this package reads.
@@ -38,18 +40,28 @@ type Rule struct {
 }
 
 type cond struct {
-	axis         map[int][]string // axis index -> value keys
-	env          map[string][]string
+	axis         []axisCond
+	env          []namedCond // variable -> wanted values
 	flags        []string
 	noFlags      []string
-	flagValues   map[string][]string
+	flagValues   []namedCond // flag -> wanted values
 	patches      []string
 	cudaGraphs   *bool
 	smMajor      []int
-	probeVerdict map[string][]string
+	probeVerdict []namedCond // module -> wanted verdicts
 	varies       []string
 
 	needFlags bool
+}
+
+type axisCond struct {
+	ai   int
+	keys []string // value keys
+}
+
+type namedCond struct {
+	name string
+	want []string
 }
 
 type rulesFile struct {
@@ -97,6 +109,9 @@ func ParseRules(file string, data []byte, m *Matrix) ([]*Rule, error) {
 			return fmt.Errorf("%s:%d: %s", file, line, fmt.Sprintf(format, args...))
 		}
 		return fmt.Errorf("%s: %s", file, fmt.Sprintf(format, args...))
+	}
+	if k := caseMismatch(md, reflect.TypeOf(rf)); k != nil {
+		return nil, errf(li.line(k...), "unknown key %q (keys are lower case)", k.String())
 	}
 	if k := firstUndecoded(md, [][]string{{"rule", "when"}}); k != nil {
 		return nil, errf(li.line(k...), "unknown key %q", k.String())
@@ -184,7 +199,6 @@ func parseCond(w map[string]any, m *Matrix, line func(string) int) (cond, error)
 			if !ok {
 				return c, fail(k, "when.axis: want a table of axis = value(s)")
 			}
-			c.axis = map[int][]string{}
 			for _, name := range sortedKeys(t) {
 				ai, ok := m.axis[name]
 				if !ok {
@@ -194,22 +208,23 @@ func parseCond(w map[string]any, m *Matrix, line func(string) int) (cond, error)
 				if err != nil {
 					return c, fail(k, "when.axis.%s: %v", name, err)
 				}
+				ac := axisCond{ai: ai}
 				for _, v := range vals {
-					c.axis[ai] = append(c.axis[ai], v.key())
+					ac.keys = append(ac.keys, v.key())
 				}
+				c.axis = append(c.axis, ac)
 			}
 		case "env":
 			t, ok := x.(map[string]any)
 			if !ok {
 				return c, fail(k, "when.env: want a table of NAME = value(s)")
 			}
-			c.env = map[string][]string{}
 			for _, name := range sortedKeys(t) {
 				vs, err := stringsOf(t[name])
 				if err != nil {
 					return c, fail(k, "when.env.%s: %v", name, err)
 				}
-				c.env[name] = vs
+				c.env = append(c.env, namedCond{name, vs})
 			}
 		case "flags", "no_flags", "varies", "patches":
 			vs, err := stringsOf(x)
@@ -233,13 +248,12 @@ func parseCond(w map[string]any, m *Matrix, line func(string) int) (cond, error)
 			if !ok {
 				return c, fail(k, "when.flag_values: want a table of \"--flag\" = value(s)")
 			}
-			c.flagValues = map[string][]string{}
 			for _, f := range sortedKeys(t) {
 				vs, err := stringsOf(t[f])
 				if err != nil {
 					return c, fail(k, "when.flag_values.%s: %v", f, err)
 				}
-				c.flagValues[f] = vs
+				c.flagValues = append(c.flagValues, namedCond{f, vs})
 			}
 			c.needFlags = true
 		case "cuda_graphs":
@@ -266,7 +280,6 @@ func parseCond(w map[string]any, m *Matrix, line func(string) int) (cond, error)
 			if !ok {
 				return c, fail(k, "when.probe_verdict: want a table of module = verdict(s)")
 			}
-			c.probeVerdict = map[string][]string{}
 			for _, mod := range sortedKeys(t) {
 				vs, err := stringsOf(t[mod])
 				if err != nil {
@@ -279,7 +292,7 @@ func parseCond(w map[string]any, m *Matrix, line func(string) int) (cond, error)
 						return c, fail(k, "when.probe_verdict.%s: %q is not supported, unsupported-gate, unsupported-header or unknown", mod, v)
 					}
 				}
-				c.probeVerdict[mod] = vs
+				c.probeVerdict = append(c.probeVerdict, namedCond{mod, vs})
 			}
 		default:
 			return c, fail(k, "when: unknown condition %q (known: %s)", k, strings.Join(conditionKeys, ", "))
@@ -316,62 +329,58 @@ type ProbeFacts struct {
 	// Verdicts maps a flashinfer module and a GPU major ("12") to its
 	// verdict: supported, unsupported-gate, unsupported-header or unknown.
 	Verdicts map[string]map[string]string
+	// FlashInfer is the report's static analysis of flashinfer, used to
+	// judge a major the probed host did not have (an SM120 cell probed on
+	// an H200 build host).
+	FlashInfer *probe.FlashInfer
 }
 
-// ReadProbeFacts reads a probe report written by smpatch probe --json (or -o).
+// verdict is the verdict for a module on a GPU major: the report's, else
+// judged from the report's flashinfer analysis, else unknown.
+func (f *ProbeFacts) verdict(module string, major int) string {
+	if v := f.Verdicts[module][strconv.Itoa(major)]; v != "" {
+		return v
+	}
+	if f.FlashInfer != nil {
+		if v := probe.ModuleVerdict(f.FlashInfer, module, major); v != nil && v.Verdict != "" {
+			return v.Verdict
+		}
+	}
+	return probe.Unknown
+}
+
+// ReadProbeFacts reads a probe report written by smpatch probe --json -o FILE.
 func ReadProbeFacts(file string) (*ProbeFacts, error) {
-	data, err := os.ReadFile(file)
+	r, err := probe.ReadReport(file)
 	if err != nil {
 		return nil, err
 	}
-	return ParseProbeFacts(file, data)
+	f := FactsFromReport(r)
+	f.File = file
+	return f, nil
 }
 
-// ParseProbeFacts decodes the JSON keys of DESIGN.md's probe report that
-// rules use. A verdict is a string or an object with a "verdict" (or
-// "status") field.
-func ParseProbeFacts(file string, data []byte) (*ProbeFacts, error) {
-	var r struct {
-		Host struct {
-			GPUs []struct {
-				SM string `json:"sm"`
-			} `json:"gpus"`
-		} `json:"host"`
-		Verdicts map[string]map[string]json.RawMessage `json:"verdicts"`
-	}
-	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, fmt.Errorf("%s: not a probe report: %v", file, err)
-	}
-	f := &ProbeFacts{File: file, Verdicts: map[string]map[string]string{}}
-	for _, g := range r.Host.GPUs {
-		if g.SM != "" {
-			f.SMs = append(f.SMs, g.SM)
+// FactsFromReport takes from a probe report what rules read.
+func FactsFromReport(r *probe.Report) *ProbeFacts {
+	f := &ProbeFacts{Verdicts: map[string]map[string]string{}, FlashInfer: r.FlashInfer}
+	if r.Host != nil {
+		for _, g := range r.Host.GPUs {
+			if g.SM != "" {
+				f.SMs = append(f.SMs, g.SM)
+			}
 		}
 	}
 	for mod, per := range r.Verdicts {
 		f.Verdicts[mod] = map[string]string{}
-		for major, raw := range per {
-			var s string
-			if json.Unmarshal(raw, &s) != nil {
-				var o struct {
-					Verdict string `json:"verdict"`
-					Status  string `json:"status"`
-				}
-				if err := json.Unmarshal(raw, &o); err != nil {
-					return nil, fmt.Errorf("%s: verdicts.%s.%s: %v", file, mod, major, err)
-				}
-				s = o.Verdict
-				if s == "" {
-					s = o.Status
-				}
-			}
-			if s == "" {
-				s = "unknown"
+		for major, v := range per {
+			s := probe.Unknown
+			if v != nil && v.Verdict != "" {
+				s = v.Verdict
 			}
 			f.Verdicts[mod][strings.TrimSuffix(major, ".0")] = s
 		}
 	}
-	return f, nil
+	return f
 }
 
 // majors returns the distinct GPU majors of the probed host.
@@ -385,21 +394,158 @@ func (f *ProbeFacts) majors() []int {
 	return out
 }
 
-// evalCell is what a rule condition looks at for one cell.
+// flagTable numbers the flags rules ask about, so that each cell's command
+// is read once into a slice instead of a map.
+type flagTable struct {
+	idx map[string]int
+}
+
+func (ft *flagTable) add(f string) int {
+	if i, ok := ft.idx[f]; ok {
+		return i
+	}
+	ft.idx[f] = len(ft.idx)
+	return ft.idx[f]
+}
+
+// ruleEval is a rule prepared for one expansion: axis conditions as
+// lookups by value index, flags as flag table indexes.
+type ruleEval struct {
+	*Rule
+	axisOK   [][]bool
+	flags    []int
+	noFlags  []int
+	flagVals []int
+	flag     int
+	varies   bool
+	// unprobed counts the cells that matched every condition but the probe
+	// facts, when no probe report was given; first is the first of them.
+	unprobed int
+	first    string
+}
+
+const cudaGraphFlag = "--disable-cuda-graph"
+
+func prepareRules(m *Matrix, rules []*Rule, cells []*Cell) ([]*ruleEval, *flagTable) {
+	ft := &flagTable{idx: map[string]int{}}
+	ft.add(cudaGraphFlag)
+	variesCache := map[string]bool{}
+	varies := func(name string) bool {
+		if v, ok := variesCache[name]; ok {
+			return v
+		}
+		var first string
+		firstSet, diff := false, false
+		for i, c := range cells {
+			v, ok := c.Env[name]
+			if i == 0 {
+				first, firstSet = v, ok
+			} else if ok != firstSet || v != first {
+				diff = true
+				break
+			}
+		}
+		variesCache[name] = diff
+		return diff
+	}
+	var out []*ruleEval
+	for _, r := range rules {
+		re := &ruleEval{Rule: r, flag: -1}
+		for _, ac := range r.when.axis {
+			vals := m.Axes[ac.ai].Values
+			ok := make([]bool, len(vals))
+			for vi, v := range vals {
+				ok[vi] = slices.Contains(ac.keys, v.key())
+			}
+			re.axisOK = append(re.axisOK, ok)
+		}
+		for _, f := range r.when.flags {
+			re.flags = append(re.flags, ft.add(f))
+		}
+		for _, f := range r.when.noFlags {
+			re.noFlags = append(re.noFlags, ft.add(f))
+		}
+		for _, fv := range r.when.flagValues {
+			re.flagVals = append(re.flagVals, ft.add(fv.name))
+		}
+		if r.Flag != "" {
+			re.flag = ft.add(r.Flag)
+		}
+		re.varies = len(r.when.varies) == 0
+		for _, name := range r.when.varies {
+			if varies(name) {
+				re.varies = true
+			}
+		}
+		out = append(out, re)
+	}
+	return out, ft
+}
+
+// evalCell is what a rule condition looks at for one cell. Its slices are
+// reused from cell to cell.
 type evalCell struct {
 	cell   *Cell
 	majors []int
-	flags  map[string]string // flag -> value ("" when bare)
-	cg     bool
+	ft     *flagTable
+	loaded bool
+	fv     []string // flag value ("" when bare), by flag table index
+	fset   []bool
+	// verdicts caches ProbeFacts.verdict by module and major.
+	verdicts map[verdictKey]string
+}
+
+type verdictKey struct {
+	module string
+	major  int
+}
+
+func (e *evalCell) verdict(pf *ProbeFacts, module string, major int) string {
+	k := verdictKey{module, major}
+	if v, ok := e.verdicts[k]; ok {
+		return v
+	}
+	if e.verdicts == nil {
+		e.verdicts = map[verdictKey]string{}
+	}
+	v := pf.verdict(module, major)
+	e.verdicts[k] = v
+	return v
+}
+
+func (e *evalCell) reset(c *Cell) {
+	e.cell = c
+	e.loaded = false
 }
 
 func (e *evalCell) loadFlags() {
-	if e.flags != nil {
+	if e.loaded {
 		return
 	}
-	e.flags = flagMap(e.cell.Command)
-	_, off := e.flags["--disable-cuda-graph"]
-	e.cg = !off
+	e.loaded = true
+	n := len(e.ft.idx)
+	if len(e.fset) != n {
+		e.fv, e.fset = make([]string, n), make([]bool, n)
+	}
+	clear(e.fset)
+	cmd := e.cell.Command
+	for i, a := range cmd {
+		if !strings.HasPrefix(a, "--") {
+			continue
+		}
+		k, v, eq := strings.Cut(a, "=")
+		j, ok := e.ft.idx[k]
+		if !ok {
+			continue
+		}
+		if !eq {
+			v = ""
+			if i+1 < len(cmd) && !strings.HasPrefix(cmd[i+1], "--") {
+				v = cmd[i+1]
+			}
+		}
+		e.fv[j], e.fset[j] = v, true
+	}
 }
 
 // flagMap reads "--flag value" and "--flag=value" pairs from a command.
@@ -422,17 +568,24 @@ func flagMap(cmd []string) map[string]string {
 	return fl
 }
 
-func (c *cond) match(e *evalCell, probe *ProbeFacts, varies map[string]bool) bool {
+func (r *ruleEval) match(e *evalCell, pf *ProbeFacts) bool {
+	c := &r.when
 	cell := e.cell
-	for ai, keys := range c.axis {
-		i := cell.axisIndex(ai)
-		if i < 0 || !slices.Contains(keys, cell.Values[i].key()) {
+	if !r.varies {
+		return false
+	}
+	for i, ac := range c.axis {
+		if vi := cell.idx[ac.ai]; vi >= 0 {
+			if !r.axisOK[i][vi] {
+				return false
+			}
+		} else if !slices.Contains(ac.keys, cell.Values[ac.ai].key()) {
 			return false
 		}
 	}
-	for name, want := range c.env {
-		v, set := cell.Env[name]
-		if !envMatch(want, v, set) {
+	for _, ec := range c.env {
+		v, set := cell.Env[ec.name]
+		if !envMatch(ec.want, v, set) {
 			return false
 		}
 	}
@@ -452,51 +605,42 @@ func (c *cond) match(e *evalCell, probe *ProbeFacts, varies map[string]bool) boo
 			return false
 		}
 	}
-	if len(c.varies) > 0 {
-		ok := false
-		for _, v := range c.varies {
-			if varies[v] {
-				ok = true
-			}
-		}
-		if !ok {
-			return false
-		}
-	}
 	if c.needFlags {
 		e.loadFlags()
-		for _, f := range c.flags {
-			if _, ok := e.flags[f]; !ok {
+		for _, j := range r.flags {
+			if !e.fset[j] {
 				return false
 			}
 		}
-		for _, f := range c.noFlags {
-			if _, ok := e.flags[f]; ok {
+		for _, j := range r.noFlags {
+			if e.fset[j] {
 				return false
 			}
 		}
-		for f, want := range c.flagValues {
-			v, ok := e.flags[f]
-			if !ok || !envMatch(want, v, true) {
+		for i, j := range r.flagVals {
+			if !e.fset[j] || !envMatch(c.flagValues[i].want, e.fv[j], true) {
 				return false
 			}
 		}
-		if c.cudaGraphs != nil && *c.cudaGraphs != e.cg {
+		if c.cudaGraphs != nil && *c.cudaGraphs == e.fset[e.ft.idx[cudaGraphFlag]] {
 			return false
 		}
 	}
 	if len(c.probeVerdict) > 0 {
-		if probe == nil || len(e.majors) == 0 {
+		if pf == nil {
+			if r.unprobed == 0 {
+				r.first = cell.ID
+			}
+			r.unprobed++
 			return false
 		}
-		for mod, want := range c.probeVerdict {
+		if len(e.majors) == 0 {
+			return false
+		}
+		for _, pv := range c.probeVerdict {
 			ok := false
 			for _, maj := range e.majors {
-				v := probe.Verdicts[mod][strconv.Itoa(maj)]
-				if v == "" {
-					v = "unknown"
-				}
-				if slices.Contains(want, v) {
+				if slices.Contains(pv.want, e.verdict(pf, pv.name, maj)) {
 					ok = true
 				}
 			}

@@ -38,6 +38,7 @@ type Matrix struct {
 
 	rules []*Rule // loaded from RuleFiles
 	lines lineIndex
+	src   []string // the file's lines
 	axis  map[string]int
 }
 
@@ -46,9 +47,9 @@ type Matrix struct {
 type Base struct {
 	// Image is a registry reference, oci:DIR (an OCI layout) or a
 	// docker-save tarball.
-	Image string `json:"image,omitempty"`
+	Image string `json:"image,omitempty" toml:"image"`
 	// Python is the interpreter of a host environment (a venv's bin/python).
-	Python string `json:"python,omitempty"`
+	Python string `json:"python,omitempty" toml:"python"`
 }
 
 // Axis is one dimension of the matrix.
@@ -157,7 +158,8 @@ type Cell struct {
 	idx []int // value index per axis (-1: a value only an include named)
 }
 
-// Decision is what a rule did to a cell.
+// Decision is what a rule did to a cell. A pruning Decision is shared by
+// every cell the rule pruned: treat it as read-only.
 type Decision struct {
 	Rule   string `json:"rule"`
 	Action string `json:"action"` // prune, warn, require-flag

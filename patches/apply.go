@@ -52,6 +52,7 @@ type PatchOutcome struct {
 // FileOutcome is one file of a PatchOutcome.
 type FileOutcome struct {
 	Path       string       `json:"path"`
+	Note       string       `json:"note,omitempty"` // how a moved target was found
 	Hunks      []HunkResult `json:"hunks"`
 	Original   string       `json:"original_sha256,omitempty"`
 	Patched    string       `json:"patched_sha256,omitempty"`
@@ -129,7 +130,7 @@ func planProblem(p *Plan, strict bool) string {
 // before it. Errors carry exit codes (exit.Conflict when a plan does not
 // resolve).
 func Apply(ctx context.Context, t source.WritableTree, plans []*Plan, opts ApplyOptions) (*ApplyResult, error) {
-	res := &ApplyResult{Tree: t.Root(), Kind: string(t.Kind())}
+	res := &ApplyResult{Tree: t.Root(), Kind: string(t.Kind()), Patches: []*PatchOutcome{}}
 	// Refuse read-only targets before the journal directory is even created.
 	for _, p := range plans {
 		if prob := planProblem(p, opts.Strict); prob != "" {
@@ -228,7 +229,7 @@ func outcomeOf(p *Plan, status string) *PatchOutcome {
 		po.Variant = p.Variant.Name
 	}
 	for _, fp := range p.Files {
-		po.Files = append(po.Files, &FileOutcome{Path: fp.Path, Hunks: fp.Hunks})
+		po.Files = append(po.Files, &FileOutcome{Path: fp.Path, Note: fp.Note, Hunks: fp.Hunks})
 	}
 	return po
 }

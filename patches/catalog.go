@@ -120,6 +120,18 @@ func (c *Catalog) Get(name string) (*Patch, error) {
 }
 
 func (c *Catalog) suggest(name string) string {
+	// A unique patch whose name contains what was typed ("sm120").
+	if len(name) >= 3 {
+		var hits []string
+		for _, p := range c.all {
+			if strings.Contains(strings.ToLower(p.Name), strings.ToLower(name)) {
+				hits = append(hits, p.Name)
+			}
+		}
+		if len(hits) == 1 {
+			return hits[0]
+		}
+	}
 	best, bestD := "", -1
 	for _, p := range c.all {
 		d := editDistance(strings.ToLower(name), strings.ToLower(p.Name))

@@ -168,6 +168,9 @@ func TestCatalogOverridesAndGet(t *testing.T) {
 	if _, err := c.Get("dmeo"); err == nil || !strings.Contains(err.Error(), `did you mean "demo"`) {
 		t.Fatalf("did-you-mean: %v", err)
 	}
+	if _, err := c.Get("dem"); err == nil || !strings.Contains(err.Error(), `did you mean "demo"`) {
+		t.Fatalf("substring: %v", err)
+	}
 	if _, err := c.Get("something-else-entirely"); err == nil || strings.Contains(err.Error(), "did you mean") {
 		t.Fatalf("far name: %v", err)
 	}

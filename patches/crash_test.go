@@ -180,3 +180,79 @@ func TestCrashSIGKILL(t *testing.T) {
 	}
 	t.Logf("%d rounds, kills within %v of the start: %v", rounds, window, seen)
 }
+
+// TestCrashConcurrentChild is one of the two processes of
+// TestCrashConcurrentProcesses: it applies the fixture patch once and prints
+// what Apply reported.
+func TestCrashConcurrentChild(t *testing.T) {
+	root, catDir := os.Getenv("SMPATCH_CONC_CHILD_TREE"), os.Getenv("SMPATCH_CONC_CHILD_CATALOG")
+	if root == "" {
+		t.Skip("run by TestCrashConcurrentProcesses")
+	}
+	ctx := context.Background()
+	cat, err := loadCatalog(catFS(nil), []string{catDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := cat.Get("demo")
+	tr, err := source.OpenCheckout(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := NewPlan(ctx, p, tr, PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Apply(ctx, tr, []*Plan{pl}, ApplyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Println("status=" + res.Patches[0].Status)
+}
+
+// TestCrashConcurrentProcesses runs two processes that apply the same patch
+// to one tree at the same time: one writes, the other waits for the lock and
+// finds the patch applied; the files are patched exactly once.
+func TestCrashConcurrentProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	for round := 0; round < 3; round++ {
+		root, _ := engineTree(t)
+		padTree(t, root)
+		catDir := t.TempDir()
+		writeCatalog(t, catDir, map[string]string{"demo.toml": engineTOML, "demo/a.diff": engineDiff})
+		var cmds []*exec.Cmd
+		var outs []*strings.Builder
+		for i := 0; i < 2; i++ {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestCrashConcurrentChild$", "-test.count=1")
+			cmd.Env = append(os.Environ(), "SMPATCH_CONC_CHILD_TREE="+root, "SMPATCH_CONC_CHILD_CATALOG="+catDir)
+			var b strings.Builder
+			cmd.Stdout, cmd.Stderr = &b, &b
+			cmds, outs = append(cmds, cmd), append(outs, &b)
+		}
+		for _, c := range cmds {
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got := map[string]int{}
+		for i, c := range cmds {
+			if err := c.Wait(); err != nil {
+				t.Fatalf("process %d: %v\n%s", i, err, outs[i])
+			}
+			for _, l := range strings.Split(outs[i].String(), "\n") {
+				if s, ok := strings.CutPrefix(l, "status="); ok {
+					got[s]++
+				}
+			}
+		}
+		if got["applied"] != 1 || got["already-applied"] != 1 {
+			t.Fatalf("round %d: statuses %v\n%s\n%s", round, got, outs[0], outs[1])
+		}
+		b, _ := os.ReadFile(filepath.Join(root, commPath))
+		if strings.Count(string(b), "_is_sm120_supported = is_sm120()") != 1 {
+			t.Fatal("patched twice")
+		}
+	}
+}

@@ -468,3 +468,75 @@ func TestUnifiedDiffRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// Two patches on the same file in one call: the second is planned again on
+// the first one's result; revert with no names takes both out, newest first.
+func TestApplyTwoPatchesOneFile(t *testing.T) {
+	ctx := context.Background()
+	root, tr := engineTree(t)
+	orig := snapshot(t, root)
+	second := `name = "demo2"
+project = "sglang"
+[[variant]]
+diffs = ["demo2/b.diff"]
+versions = ">= 0.5"
+`
+	secondDiff := `--- a/python/sglang/srt/layers/comm.py
++++ b/python/sglang/srt/layers/comm.py
+@@ -2,2 +2,3 @@
+ def gate():
++    # widened for SM120
+     return _is_sm90_supported
+`
+	dir := t.TempDir()
+	writeCatalog(t, dir, map[string]string{"demo.toml": engineTOML, "demo/a.diff": engineDiff, "demo2.toml": second, "demo2/b.diff": secondDiff})
+	cat, err := loadCatalog(catFS(nil), []string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1, _ := cat.Get("demo")
+	p2, _ := cat.Get("demo2")
+	pl2 := plan(t, p2, tr)
+	pl1 := plan(t, p1, tr)
+	if _, err := Apply(ctx, tr, []*Plan{pl2, pl1}, ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := tr.ReadFile(commPath)
+	if !strings.Contains(string(b), "# widened for SM120\n    return _is_sm90_supported or _is_sm120_supported") {
+		t.Fatalf("both patches not applied:\n%s", b)
+	}
+	// Reverting the older one alone is refused: its file changed since
+	// (the newer patch's edit).
+	if _, err := Revert(ctx, tr, cat, []string{"demo2"}, RevertOptions{}); exit.Code(err) != exit.RevertRefused {
+		t.Fatalf("revert of the older patch alone: %v", err)
+	}
+	if _, err := Revert(ctx, tr, cat, nil, RevertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if d := diffSnap(orig, snapshot(t, root)); d != "" {
+		t.Fatalf("not back to the original: %s", d)
+	}
+}
+
+// A damaged or hostile state.json is refused; nothing outside is touched.
+func TestDamagedState(t *testing.T) {
+	ctx := context.Background()
+	root, tr := engineTree(t)
+	outside := t.TempDir()
+	os.WriteFile(filepath.Join(outside, "keep"), []byte("x"), 0o644)
+	for _, state := range []string{
+		`{"format": 1, "patches": [{"name": "../../../../` + strings.TrimPrefix(outside, "/") + `", "state": "pending", "files": []}]}`,
+		`{"format": 1, "patches": [{"name": "demo", "state": "pending", "files": [{"path": "../../etc/passwd"}]}]}`,
+		`{"format": 1, "patches": [`,
+		`{"format": 99, "patches": []}`,
+	} {
+		os.MkdirAll(filepath.Join(root, source.StateDirName), 0o755)
+		os.WriteFile(filepath.Join(root, source.StateDirName, "state.json"), []byte(state), 0o644)
+		if _, err := ReadState(ctx, tr); err == nil || strings.Contains(err.Error(), "\n") {
+			t.Errorf("state %s: %v", state, err)
+		}
+		if _, err := os.Stat(filepath.Join(outside, "keep")); err != nil {
+			t.Fatal("a file outside the tree was removed")
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -225,7 +226,15 @@ func ScanBinary(r io.ReaderAt, size int64, keepEntries bool) (*BinaryScan, error
 	scan := &BinaryScan{Class: h.class, Cubins: []string{}, PTX: []string{}}
 	if h.machine == emCUDA {
 		scan.Kind = "cubin"
-		scan.Cubins = []string{CubinTarget(h.abi, h.flags)}
+		target := CubinTarget(h.abi, h.flags)
+		// nvcc 13.0 writes the same e_flags for sm_120, sm_120a and
+		// sm_120f; the tool note keeps the -arch it was built for.
+		if secs, err := h.sections(r, size); err == nil {
+			if a := cubinNoteArch(r, size, secs, h.shstrndx); a != "" && strings.TrimRight(a, "af") == strings.TrimRight(target, "af") {
+				target = a
+			}
+		}
+		scan.Cubins = []string{target}
 		return scan, nil
 	}
 	scan.Kind = "host-elf"
@@ -364,9 +373,32 @@ const (
 	flagFamily       = 1 << 21
 )
 
+var noteArchRe = regexp.MustCompile(`-arch[ =](sm_\d+[af]?)\b`)
+
+// cubinNoteArch reads "-arch sm_120a" from a cubin's .note.nv.tkinfo.
+func cubinNoteArch(r io.ReaderAt, size int64, secs []elfSection, strndx uint32) string {
+	for _, s := range secs {
+		if s.size == 0 || s.size > 64<<10 || s.offset > uint64(size) || s.size > uint64(size)-s.offset {
+			continue
+		}
+		if sectionName(r, size, secs, strndx, s) != ".note.nv.tkinfo" {
+			continue
+		}
+		buf := make([]byte, s.size)
+		if _, err := r.ReadAt(buf, int64(s.offset)); err != nil && err != io.EOF {
+			return ""
+		}
+		if m := noteArchRe.FindSubmatch(buf); m != nil {
+			return string(m[1])
+		}
+	}
+	return ""
+}
+
 // CubinTarget names a cubin's target from its ELF header: before ABI version
 // 8 the SM is the low byte of e_flags with 0x800 marking "a"; from ABI
-// version 8 (CUDA 13) the SM is bits 8..15 with 0x8 marking "a".
+// version 8 (CUDA 13) the SM is bits 8..15 with 0x8 marking "a" (nvcc 13.0
+// leaves that bit clear even for sm_90a: the tool note says more).
 func CubinTarget(abi byte, flags uint32) string {
 	if abi >= 8 {
 		s := "sm_" + strconv.Itoa(int(flags>>8&0xff))

@@ -196,6 +196,16 @@ func variantsLike() []byte {
 	return hostELF(64, 62, 0, 0, tSection{name: ".nv_fatbin", data: c})
 }
 
+// tkinfo is a .note.nv.tkinfo section as ptxas writes it into a cubin.
+func tkinfo(arch string) tSection {
+	desc := "\x00\x00Tool Name: ptxas\x00Tool Version: 13.0\x00Tool Command Line Arguments: -arch " + arch + " -m 64 \x00"
+	var b bytes.Buffer
+	binary.Write(&b, binary.LittleEndian, [3]uint32{8, uint32(len(desc)), 2000})
+	b.WriteString("NVIDIA\x00\x00")
+	b.WriteString(desc)
+	return tSection{name: ".note.nv.tkinfo", typ: 7, data: b.Bytes()}
+}
+
 func TestScanBinary(t *testing.T) {
 	tests := []struct {
 		name       string
@@ -216,6 +226,11 @@ func TestScanBinary(t *testing.T) {
 		{"cubin ABI 7 sm_80 ELF32", hostELF(32, emCUDA, 0x50, 7), 32, []string{"sm_80"}, []string{}, 0},
 		{"cubin ABI 8 sm_120a", hostELF(64, emCUDA, 0x06007808, 8), 64, []string{"sm_120a"}, []string{}, 0},
 		{"cubin ABI 8 sm_100", hostELF(64, emCUDA, 0x06006402, 8), 64, []string{"sm_100"}, []string{}, 0},
+		// nvcc 13.0: the same e_flags for sm_120, sm_120a, sm_120f; the tool note tells.
+		{"cubin ABI 8 sm_120a by its note", hostELF(64, emCUDA, 0x06007802, 8, tkinfo("sm_120a")), 64, []string{"sm_120a"}, []string{}, 0},
+		{"cubin ABI 8 sm_100f by its note", hostELF(64, emCUDA, 0x06006402, 8, tkinfo("sm_100f")), 64, []string{"sm_100f"}, []string{}, 0},
+		{"cubin ABI 8 sm_90a by its note", hostELF(64, emCUDA, 0x06005a04, 8, tkinfo("sm_90a")), 64, []string{"sm_90a"}, []string{}, 0},
+		{"cubin note for another arch ignored", hostELF(64, emCUDA, 0x06005a04, 8, tkinfo("sm_120a")), 64, []string{"sm_90"}, []string{}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -323,6 +338,7 @@ func FuzzScanBinary(f *testing.F) {
 	f.Add(variantsLike())
 	f.Add(hostELF(64, emCUDA, 0x06007808, 8))
 	f.Add(hostELF(32, emCUDA, 0x5a, 7))
+	f.Add(hostELF(64, emCUDA, 0x06007802, 8, tkinfo("sm_120a")))
 	f.Add([]byte("\x7fELF"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := ScanBinary(bytes.NewReader(data), int64(len(data)), true)

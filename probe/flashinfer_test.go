@@ -216,3 +216,16 @@ func FuzzParseGenerators(f *testing.F) {
 		ParseHeaderExclusions("f.cuh", data)
 	})
 }
+
+func TestArchListOverridesDetection(t *testing.T) {
+	r := staticOf(t, "wheel-gate-9-10-12.txtar", "lib/python3.12/site-packages")
+	r.FlashInfer.ArchList = "9.0a 10.0a"
+	v := ModuleVerdict(r.FlashInfer, "trtllm_comm", 12)
+	if v.Verdict != UnsupportedGate || !strings.Contains(strings.Join(v.Reasons, "; "), `FLASHINFER_CUDA_ARCH_LIST="9.0a 10.0a"`) {
+		t.Fatalf("got %s %v", v.Verdict, v.Reasons)
+	}
+	r.FlashInfer.ArchList = "9.0a 12.0f"
+	if v := ModuleVerdict(r.FlashInfer, "trtllm_comm", 12); v.Verdict != Supported {
+		t.Fatalf("12.0f listed: %s %v", v.Verdict, v.Reasons)
+	}
+}

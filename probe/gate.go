@@ -3,10 +3,9 @@ package probe
 import (
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 
-	"github.com/hashicorp/go-version"
+	"github.com/smpatch/smpatch/source"
 )
 
 // Requirements is what a patch needs from a machine. It mirrors
@@ -270,33 +269,17 @@ func checkPackage(r *Report, name, constraint string) Finding {
 		f.Evidence = name + " not installed in " + strings.Join(r.Python.sitePackages(), ", ")
 		return f
 	}
-	cs, err := version.NewConstraint(constraint)
+	cs, err := source.ParseConstraints(constraint)
 	if err != nil {
 		f.Evidence = fmt.Sprintf("constraint %q: %v", constraint, err)
 		return f
 	}
-	v, err := version.NewVersion(pep440Core(p.Version))
+	v, err := source.ParseVersion(p.Version)
 	if err != nil {
 		f.Evidence = fmt.Sprintf("%s %s at %s: version not read: %v", name, p.Version, p.Location, err)
 		return f
 	}
-	f.OK = cs.Check(v)
+	f.OK = source.Satisfies(cs, v)
 	f.Evidence = fmt.Sprintf("%s %s at %s", name, p.Version, p.Location)
 	return f
-}
-
-// pep440Core keeps the release numbers of a PEP 440 version ("0.6.17.post1+cu130" → "0.6.17").
-func pep440Core(s string) string {
-	s = baseVersion(strings.TrimPrefix(strings.TrimSpace(s), "v"))
-	var parts []string
-	for _, p := range strings.Split(s, ".") {
-		if _, err := strconv.Atoi(p); err != nil {
-			break
-		}
-		parts = append(parts, p)
-	}
-	if len(parts) == 0 {
-		return s
-	}
-	return strings.Join(parts, ".")
 }

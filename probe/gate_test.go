@@ -84,9 +84,10 @@ func TestCheckRequirements(t *testing.T) {
 				r.Host.P2P = m
 				return r
 			}(),
-			req: Requirements{P2PAll: true, Packages: map[string]string{"flashinfer-python": ">= 0.6.17", "sglang": ">= 0.5.0"}},
+			req: Requirements{P2PAll: true, Packages: map[string]string{"flashinfer-python": ">= 0.6.17", "flashinfer-jit-cache": "< 0.6.17", "sglang": ">= 0.5.0"}},
 			results: []want{
 				{false, "1 of 56 pairs not OK: GPU0→GPU4 NS"},
+				{false, "flashinfer-jit-cache 0.6.17+cu130 at /lib/python3.12/site-packages"},
 				{true, "flashinfer-python 0.6.17 at /lib/python3.12/site-packages"},
 				{false, "sglang not installed in lib/python3.12/site-packages"},
 			},

@@ -56,6 +56,9 @@ func ModuleVerdict(fi *FlashInfer, module string, major int) *Verdict {
 			v.Verdict = UnsupportedGate
 			v.Reasons = append(v.Reasons, fmt.Sprintf("%s: %s passes supported_major_versions=%s: no target for SM %d.x (JIT raises \"No supported CUDA architectures found for major versions %s\")",
 				m.Source, m.Generator, intList(m.SMMajors), major, intList(m.SMMajors)))
+			if hits := headerHits(fi, m, major); len(hits) > 0 {
+				v.Reasons = append(v.Reasons, "widening the gate would not do: "+hitsReason(hits, major))
+			}
 			return v
 		} else {
 			v.Reasons = append(v.Reasons, fmt.Sprintf("%s: %s passes supported_major_versions=%s, which admits %d", m.Source, m.Generator, intList(m.SMMajors), major))
@@ -85,20 +88,9 @@ func ModuleVerdict(fi *FlashInfer, module string, major int) *Verdict {
 		return v
 	}
 	// Header exclusions in the comm headers the module's sources use.
-	var hits []HeaderExclusion
-	for _, h := range fi.HeaderExclusions {
-		if h.FromMajor > major {
-			continue
-		}
-		for _, mh := range m.Headers {
-			if path.Base(h.File) == mh {
-				hits = append(hits, h)
-			}
-		}
-	}
-	if len(hits) > 0 {
+	if hits := headerHits(fi, m, major); len(hits) > 0 {
 		v.Verdict = UnsupportedHeader
-		v.Reasons = append(v.Reasons, fmt.Sprintf("%d kernel bodies compiled out for SM %d.x: %s:%d %s%s", len(hits), major, hits[0].File, hits[0].Line, hits[0].Text, more(len(hits)-1)))
+		v.Reasons = append(v.Reasons, hitsReason(hits, major))
 		return v
 	}
 	if isCommModule(m) && len(m.Headers) == 0 {
@@ -201,4 +193,24 @@ func computeVerdicts(r *Report, majors []int) {
 		}
 		r.Verdicts[name] = per
 	}
+}
+
+// headerHits are the exclusions in the module's headers that cover major.
+func headerHits(fi *FlashInfer, m *Module, major int) []HeaderExclusion {
+	var hits []HeaderExclusion
+	for _, h := range fi.HeaderExclusions {
+		if h.FromMajor > major {
+			continue
+		}
+		for _, mh := range m.Headers {
+			if path.Base(h.File) == mh {
+				hits = append(hits, h)
+			}
+		}
+	}
+	return hits
+}
+
+func hitsReason(hits []HeaderExclusion, major int) string {
+	return fmt.Sprintf("%d kernel bodies compiled out for SM %d.x: %s:%d %s%s", len(hits), major, hits[0].File, hits[0].Line, hits[0].Text, more(len(hits)-1))
 }

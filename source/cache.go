@@ -15,9 +15,11 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -25,6 +27,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 	"github.com/go-git/go-git/v5/plumbing/transport/server"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/gofrs/flock"
 )
 
@@ -170,7 +173,7 @@ func (c *RepoCache) openOrInit(ctx context.Context, url, path string) (*git.Repo
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return initBare(path, url)
 	}
-	repo, err := git.PlainOpen(path)
+	repo, err := openStore(path)
 	if err == nil {
 		err = verify(repo, url)
 	}
@@ -190,6 +193,16 @@ func (c *RepoCache) notice(format string, args ...any) {
 	}
 }
 
+// openStore opens a bare repository keeping its packfiles open between
+// reads: a range walk reads thousands of objects.
+func openStore(path string) (*git.Repository, error) {
+	if _, err := os.Stat(filepath.Join(path, "config")); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, git.ErrRepositoryNotExists)
+	}
+	st := filesystem.NewStorageWithOptions(osfs.New(path), cache.NewObjectLRUDefault(), filesystem.Options{KeepDescriptors: true})
+	return git.Open(st, nil)
+}
+
 func initBare(path, url string) (*git.Repository, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("cache: %w", err)
@@ -202,7 +215,7 @@ func initBare(path, url string) (*git.Repository, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cache %s: %w", path, err)
 	}
-	return repo, nil
+	return openStore(path)
 }
 
 // verify checks that the repository is the one for url and that every

@@ -12,6 +12,9 @@ import (
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/transport/client"
+	"github.com/go-git/go-git/v5/plumbing/transport/file"
+	"github.com/go-git/go-git/v5/plumbing/transport/server"
 
 	"github.com/smpatch/smpatch/internal/gitbuild"
 )
@@ -272,5 +275,56 @@ func TestDefaultCacheDir(t *testing.T) {
 	t.Setenv("XDG_CACHE_HOME", "/x/cache")
 	if d, err := DefaultCacheDir(); err != nil || d != "/x/cache/smpatch/repos" {
 		t.Fatalf("DefaultCacheDir = %q, %v", d, err)
+	}
+}
+
+// Without a git binary, file:// URLs are served in process by go-git.
+func TestCacheWithoutGitBinary(t *testing.T) {
+	client.InstallProtocol("file", server.DefaultServer)
+	defer client.InstallProtocol("file", file.DefaultClient)
+	ctx := context.Background()
+	b, hs := upstreamRepo(t)
+	c := &RepoCache{Dir: t.TempDir()}
+	u, err := c.Open(ctx, b.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, err := u.Resolve(ctx, "v0.5.7rc1"); err != nil || h != hs["third"] {
+		t.Fatalf("Resolve: %s %v", h, err)
+	}
+	dir := filepath.Join(t.TempDir(), "w")
+	if err := u.Checkout(ctx, hs["third"], dir, "v0.5.7rc1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "python/sglang/version.py")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("version.py was removed at this commit: %v", err)
+	}
+}
+
+// Two processes' worth of opens on one URL at once: the lock serialises the
+// clone, and both see the same commits.
+func TestCacheConcurrentOpen(t *testing.T) {
+	ctx := context.Background()
+	b, hs := upstreamRepo(t)
+	dir := t.TempDir()
+	errs := make(chan error, 4)
+	for i := 0; i < 4; i++ {
+		go func() {
+			c := &RepoCache{Dir: dir}
+			u, err := c.Open(ctx, b.URL())
+			if err == nil {
+				var h plumbing.Hash
+				h, err = u.Resolve(ctx, "main")
+				if err == nil && h != hs["fourth"] {
+					err = errors.New("main resolved to " + h.String())
+				}
+			}
+			errs <- err
+		}()
+	}
+	for i := 0; i < 4; i++ {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/google/renameio/v2"
 	"github.com/hashicorp/go-version"
@@ -285,8 +286,25 @@ func (t *dirTree) WriteFiles(files map[string][]byte) error {
 // WriteFileAtomic replaces name with data by temp + fsync + rename in the
 // same directory, keeping the mode of an existing file (perm otherwise), and
 // syncs the directory so the rename is durable.
+//
+// When an existing file belongs to another user (smpatch run with sudo on
+// a user's tree), the new file gets the same owner where permitted.
 func WriteFileAtomic(name string, data []byte, perm os.FileMode) error {
-	if err := renameio.WriteFile(name, data, perm, renameio.WithTempDir(filepath.Dir(name))); err != nil {
+	pf, err := renameio.NewPendingFile(name, renameio.WithTempDir(filepath.Dir(name)),
+		renameio.WithPermissions(perm), renameio.WithExistingPermissions())
+	if err != nil {
+		return err
+	}
+	defer pf.Cleanup()
+	if _, err := pf.Write(data); err != nil {
+		return err
+	}
+	if st, err := os.Lstat(name); err == nil && st.Mode().IsRegular() {
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Geteuid() {
+			_ = pf.Chown(int(sys.Uid), int(sys.Gid))
+		}
+	}
+	if err := pf.CloseAtomicallyReplace(); err != nil {
 		return err
 	}
 	return syncDir(filepath.Dir(name))

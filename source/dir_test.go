@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -106,6 +107,12 @@ func TestWriteFilesKeepsMode(t *testing.T) {
 	if err := os.Chmod(p, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	asRoot := os.Geteuid() == 0
+	if asRoot {
+		if err := os.Chown(p, 1234, 1234); err != nil {
+			t.Fatal(err)
+		}
+	}
 	tr, _ := OpenCheckout(root)
 	if err := tr.WriteFiles(map[string][]byte{"python/sglang/srt/layers/comm.py": []byte("y = 2\n"), "python/sglang/srt/new/mod.py": []byte("z\n")}); err != nil {
 		t.Fatal(err)
@@ -113,6 +120,9 @@ func TestWriteFilesKeepsMode(t *testing.T) {
 	st, _ := os.Stat(p)
 	if st.Mode().Perm() != 0o755 {
 		t.Fatalf("mode %v", st.Mode())
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); asRoot && ok && sys.Uid != 1234 {
+		t.Fatalf("owner not kept: uid %d", sys.Uid)
 	}
 	if b, _ := tr.ReadFile("python/sglang/srt/new/mod.py"); string(b) != "z\n" {
 		t.Fatal("new file not written")

@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"fmt"
+	"io"
 	"sort"
 
 	"github.com/smpatch/smpatch/patches"
@@ -59,6 +60,9 @@ type Result struct {
 // Options tune a check.
 type Options struct {
 	Strict bool
+	// Progress receives progress lines of range walks (nil: none); the
+	// command sets it only when stderr is a terminal.
+	Progress io.Writer
 }
 
 // StatusOf classifies a plan.

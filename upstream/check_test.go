@@ -2,8 +2,12 @@ package upstream
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/smpatch/smpatch/patches"
 	"github.com/smpatch/smpatch/source"
 )
 
@@ -69,5 +73,43 @@ func TestStatusFailed(t *testing.T) {
 		if tc.s.Failed(false) != tc.normal || tc.s.Failed(true) != tc.strict {
 			t.Errorf("%s: Failed = %v/%v, want %v/%v", tc.s, tc.s.Failed(false), tc.s.Failed(true), tc.normal, tc.strict)
 		}
+	}
+}
+
+// A patch whose only variant is for other versions and does not resolve is
+// no-variant; every patch is still attempted and reported in order.
+func TestCheckTreeNoVariant(t *testing.T) {
+	ctx := context.Background()
+	fx := newFixture(t)
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "old-gate"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	toml := "name = \"old-gate\"\nproject = \"flashinfer\"\nsummary = \"x\"\n\n[[variant]]\nversions = \"< 0.5\"\ndiffs = [\"old-gate/a.diff\"]\n"
+	diff := "diff --git a/flashinfer/comm/trtllm_ar.py b/flashinfer/comm/trtllm_ar.py\n--- a/flashinfer/comm/trtllm_ar.py\n+++ b/flashinfer/comm/trtllm_ar.py\n@@ -1,1 +1,1 @@\n-gate = [9, 10]\n+gate = [9, 10, 12]\n"
+	if err := os.WriteFile(filepath.Join(dir, "old-gate.toml"), []byte(toml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "old-gate", "a.diff"), []byte(diff), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	extra, err := patches.LoadCatalogFS(os.DirFS(dir), dir, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := source.NewRevisionTree(fx.b.Repo, fx.commits["v0.6.0"], source.FlashInfer, fx.b.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := CheckTree(ctx, tr, append(extra, fx.patches...), Options{})
+	if len(rs) != 2 || rs[0].Patch != "old-gate" || rs[0].Status != NoVariant || rs[1].Status != Applies {
+		t.Fatalf("results %+v", rs)
+	}
+	if !strings.Contains(rs[0].Detail, "0.6.0") {
+		t.Errorf("no-variant detail %q does not name the version", rs[0].Detail)
+	}
+	rp := &Report{Results: rs}
+	if rp.Failed() != 1 {
+		t.Errorf("Failed = %d", rp.Failed())
 	}
 }

@@ -3,15 +3,19 @@ package upstream
 import (
 	"context"
 	"fmt"
+	"io"
 	"path"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/hashicorp/go-version"
 
 	"github.com/smpatch/smpatch/patches"
 	"github.com/smpatch/smpatch/source"
@@ -75,54 +79,32 @@ func Range(ctx context.Context, repo *git.Repository, url string, p source.Proje
 	}
 	w := &entryWalker{repo: repo, memo: map[memoKey][]plumbing.Hash{}, trie: buildTrie(paths), idx: map[*trie][]int{}}
 
-	type state struct {
-		key    string
-		status Status
-		res    Result
-	}
-	cur := make([]state, len(ps))
-	memo := make([]map[string]Result, len(ps))
-	results := make([]Result, len(ps))
-
-	plan := func(i int, c *object.Commit, key string) (Result, error) {
-		if r, ok := memo[i][key]; ok {
-			return r, nil
-		}
-		t, err := source.OpenRevision(repo, c.Hash, p, url)
-		if err != nil {
-			return Result{}, err
-		}
-		r := checkOne(ctx, t, ps[i], opts)
-		r.Commit = c.Hash.String()
-		memo[i][key] = r
-		return r, nil
-	}
-
 	baseCommit, err := repo.CommitObject(base)
 	if err != nil {
 		return nil, fmt.Errorf("commit %s: %w", base, err)
 	}
-	tag := nearestTagOnChain(ctx, repo, base, tags)
-	hashes, err := w.hashes(baseCommit)
-	if err != nil {
-		return nil, err
+	commits := append([]*object.Commit{baseCommit}, chain...)
+
+	// Pass 1: the key of every patch at every commit (tree entries only),
+	// and one plan job per patch and distinct key.
+	type job struct {
+		i   int
+		c   *object.Commit
+		key string
 	}
+	var jobs []job
+	keyAt := make([][]string, len(commits))
+	seen := make([]map[string]bool, len(ps))
 	for i := range ps {
-		memo[i] = map[string]Result{}
-		k := keyOf(hashes, idx, keys[i], tag)
-		r, err := plan(i, baseCommit, k)
-		if err != nil {
-			return nil, err
-		}
-		cur[i] = state{key: k, status: r.Status, res: r}
-		results[i] = r
-		results[i].Range = &RangeInfo{From: rng[0], To: rng[1], Base: base.String(), Start: r.Status, Changes: []Change{}, Planned: 1}
+		seen[i] = map[string]bool{}
 	}
-	for n, c := range chain {
+	tag := nearestTagOnChain(ctx, repo, base, tags)
+	for n, c := range commits {
 		if n%64 == 0 {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
+			progress(opts.Progress, "reading trees: commit %d of %d", n, len(commits))
 		}
 		if t, ok := tags[c.Hash]; ok {
 			tag = t
@@ -131,38 +113,128 @@ func Range(ctx context.Context, repo *git.Repository, url string, p source.Proje
 		if err != nil {
 			return nil, err
 		}
+		keyAt[n] = make([]string, len(ps))
 		for i := range ps {
 			k := keyOf(hashes, idx, keys[i], tag)
-			if k == cur[i].key {
+			keyAt[n][i] = k
+			if !seen[i][k] && (n == 0 || k != keyAt[n-1][i]) {
+				seen[i][k] = true
+				jobs = append(jobs, job{i, c, k})
+			}
+		}
+	}
+
+	// Pass 2: plan the jobs. Matching runs in parallel; reads from the
+	// object store are serialised (go-git's storage is not safe for
+	// concurrent use).
+	memo := make([]map[string]Result, len(ps))
+	for i := range ps {
+		memo[i] = map[string]Result{}
+	}
+	var mu, gitMu sync.Mutex
+	var firstErr error
+	work := make(chan job)
+	var wg sync.WaitGroup
+	for range max(1, min(runtime.GOMAXPROCS(0), len(jobs))) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range work {
+				gitMu.Lock()
+				rt, err := source.OpenRevision(repo, j.c.Hash, p, url)
+				gitMu.Unlock()
+				var r Result
+				if err == nil {
+					r = checkOne(ctx, &lockedTree{Tree: rt, mu: &gitMu}, ps[j.i], opts)
+					r.Commit = j.c.Hash.String()
+				}
+				mu.Lock()
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+				memo[j.i][j.key] = r
+				mu.Unlock()
+			}
+		}()
+	}
+	for n, j := range jobs {
+		if ctx.Err() != nil {
+			break
+		}
+		if n%8 == 0 {
+			progress(opts.Progress, "planning: %d of %d changed states", n, len(jobs))
+		}
+		work <- j
+	}
+	close(work)
+	wg.Wait()
+	if opts.Progress != nil {
+		fmt.Fprint(opts.Progress, "\r\033[K")
+	}
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+
+	// Pass 3: walk the statuses in order.
+	results := make([]Result, len(ps))
+	for i := range ps {
+		start := memo[i][keyAt[0][i]]
+		ri := &RangeInfo{From: rng[0], To: rng[1], Base: base.String(), Start: start.Status, Changes: []Change{}, Commits: len(chain), Planned: len(seen[i])}
+		cur := start
+		for n := 1; n < len(commits); n++ {
+			if keyAt[n][i] == keyAt[n-1][i] {
 				continue
 			}
-			ri := results[i].Range
-			ri.Planned++
-			r, err := plan(i, c, k)
-			if err != nil {
-				return nil, err
-			}
-			if r.Status != cur[i].status {
+			r := memo[i][keyAt[n][i]]
+			if r.Status != cur.Status {
+				c := commits[n]
 				ri.Changes = append(ri.Changes, Change{
 					Commit: c.Hash.String(), Date: c.Committer.When.UTC(), Subject: subject(c.Message),
-					From: cur[i].status, To: r.Status, Detail: r.Detail,
+					From: cur.Status, To: r.Status, Detail: r.Detail,
 				})
 			}
-			cur[i] = state{key: k, status: r.Status, res: r}
+			cur = r
 		}
-	}
-	for i := range ps {
-		ri := results[i].Range
-		ri.Commits = len(chain)
-		r := cur[i].res
-		r.Range = ri
-		if len(chain) > 0 {
-			r.Commit = to.String()
-		}
-		r.Revision = url + "@" + to.String()
-		results[i] = r
+		cur.Range = ri
+		cur.Commit = to.String()
+		cur.Revision = url + "@" + to.String()
+		results[i] = cur
 	}
 	return results, nil
+}
+
+// progress overwrites the current terminal line.
+func progress(w io.Writer, format string, args ...any) {
+	if w != nil {
+		fmt.Fprintf(w, "\r\033[K"+format, args...)
+	}
+}
+
+// lockedTree serialises a tree's reads from the object store.
+type lockedTree struct {
+	source.Tree
+	mu *sync.Mutex
+}
+
+func (t *lockedTree) Version(ctx context.Context) (*version.Version, string, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.Tree.Version(ctx)
+}
+
+func (t *lockedTree) ReadFile(rel string) ([]byte, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.Tree.ReadFile(rel)
+}
+
+func (t *lockedTree) ListFiles(dir string) ([]string, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.Tree.ListFiles(dir)
 }
 
 // subject is a commit message's first line.

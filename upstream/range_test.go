@@ -1,8 +1,10 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/smpatch/smpatch/source"
@@ -12,9 +14,13 @@ func TestRange(t *testing.T) {
 	ctx := context.Background()
 	fx := newFixture(t)
 	from, to := fx.commits["v0.6.0"], fx.commits["post"]
-	rs, err := Range(ctx, fx.b.Repo, fx.b.URL(), source.FlashInfer, from, to, [2]string{"v0.6.0", "v0.6.2.post1"}, fx.patches, Options{})
+	var prog bytes.Buffer
+	rs, err := Range(ctx, fx.b.Repo, fx.b.URL(), source.FlashInfer, from, to, [2]string{"v0.6.0", "v0.6.2.post1"}, fx.patches, Options{Progress: &prog})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !strings.Contains(prog.String(), "planning: 0 of 7 changed states") {
+		t.Errorf("progress %q", prog.String())
 	}
 	if len(rs) != 1 {
 		t.Fatalf("%d results", len(rs))

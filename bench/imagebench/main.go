@@ -1,29 +1,56 @@
-// Command imagebench writes the synthetic base images behind
-// bench/image.bench.sh: an OCI layout with random, incompressible layers
-// (streamed to disk, never held in memory) under an installed sglang in one
-// of the upstream shapes the built-in sm120-fusion patch meets.
+// Command imagebench is the helper behind bench/image.bench.sh.
 //
-//	imagebench -dir DIR -bytes N [-layers K] [-shape c5-s5]
+//	imagebench gen -dir DIR -bytes N [-layers K] [-shape c5-s5]
+//	imagebench measure CMD [ARGS...]
+//
+// gen writes a synthetic base image: an OCI layout with random,
+// incompressible layers (streamed to disk, never held in memory) under an
+// installed sglang in one of the upstream shapes the built-in sm120-fusion
+// patch meets. measure runs a command and prints its wall time in seconds
+// and its peak resident set size in MiB ("1.234 56.7"), with the command's
+// own output sent to stderr.
 package main
 
 import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
+	"syscall"
+	"time"
 
 	"github.com/smpatch/smpatch/image/imagetest"
 )
 
 func main() {
-	dir := flag.String("dir", "", "OCI layout directory to create")
-	total := flag.Int64("bytes", 40<<20, "total bytes of the random layers")
-	layers := flag.Int("layers", 4, "number of random layers")
-	shape := flag.String("shape", "c5-s5", "sglang shape (internal/synth)")
-	seed := flag.Uint64("seed", 1, "random seed")
-	flag.Parse()
+	if len(os.Args) < 2 {
+		usage()
+	}
+	switch os.Args[1] {
+	case "gen":
+		gen(os.Args[2:])
+	case "measure":
+		measure(os.Args[2:])
+	default:
+		usage()
+	}
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: imagebench gen -dir DIR -bytes N [-layers K] [-shape NAME] | imagebench measure CMD [ARGS...]")
+	os.Exit(2)
+}
+
+func gen(args []string) {
+	fl := flag.NewFlagSet("gen", flag.ExitOnError)
+	dir := fl.String("dir", "", "OCI layout directory to create")
+	total := fl.Int64("bytes", 40<<20, "total bytes of the random layers")
+	layers := fl.Int("layers", 4, "number of random layers")
+	shape := fl.String("shape", "c5-s5", "sglang shape (internal/synth)")
+	seed := fl.Uint64("seed", 1, "random seed")
+	_ = fl.Parse(args)
 	if *dir == "" || *layers < 1 {
-		fmt.Fprintln(os.Stderr, "usage: imagebench -dir DIR -bytes N [-layers K] [-shape NAME]")
-		os.Exit(2)
+		usage()
 	}
 	d, err := imagetest.Write(*dir, imagetest.Options{
 		RandomLayers: *layers,
@@ -36,4 +63,24 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Println(d)
+}
+
+func measure(args []string) {
+	if len(args) == 0 {
+		usage()
+	}
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	start := time.Now()
+	err := cmd.Run()
+	wall := time.Since(start)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "imagebench:", err)
+		os.Exit(1)
+	}
+	var rss float64
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		rss = float64(ru.Maxrss) / 1024 // KiB on Linux
+	}
+	fmt.Printf("%.3f %.1f\n", wall.Seconds(), rss)
 }

@@ -175,7 +175,7 @@ func planToJSON(pl *patches.Plan) *planJSON {
 		Files: []*patches.FileOutcome{},
 	}
 	for _, fp := range pl.Files {
-		pj.Files = append(pj.Files, &patches.FileOutcome{Path: fp.Path, Hunks: fp.Hunks})
+		pj.Files = append(pj.Files, &patches.FileOutcome{Path: fp.Path, Note: fp.Note, Hunks: fp.Hunks})
 	}
 	if pl.OK(false) {
 		pj.Diff = string(pl.UnifiedDiff())
@@ -587,6 +587,9 @@ func newApplyCmd(g *globalOptions) *cobra.Command {
 						hs = append(hs, fmt.Sprintf("#%d %s", h.Index+1, engHunkWords(h)))
 					}
 					fmt.Fprintf(w, "  %s: %s\n", f.Path, strings.Join(hs, "; "))
+					if f.Note != "" {
+						fmt.Fprintf(w, "    %s\n", f.Note)
+					}
 					for _, pyc := range f.PycRemoved {
 						fmt.Fprintf(w, "    removed stale bytecode %s\n", pyc)
 					}
@@ -621,12 +624,15 @@ func newRevertCmd(g *globalOptions) *cobra.Command {
 		RunE: func(c *cobra.Command, args []string) error {
 			ctx := c.Context()
 			w := c.OutOrStdout()
+			// The journal has all a revert needs: a broken catalog only
+			// costs the did-you-mean.
 			cat, err := engLoadCatalog(g)
 			if err != nil {
-				return err
+				fmt.Fprintf(c.ErrOrStderr(), "smpatch: warning: %v\n", err)
+				cat = nil
 			}
 			var project source.Project
-			if len(args) > 0 {
+			if len(args) > 0 && cat != nil {
 				if p, err := cat.Get(args[0]); err == nil {
 					project = p.Project
 				}
@@ -709,7 +715,8 @@ func newStatusCmd(g *globalOptions) *cobra.Command {
 			w := c.OutOrStdout()
 			cat, err := engLoadCatalog(g)
 			if err != nil {
-				return err
+				fmt.Fprintf(c.ErrOrStderr(), "smpatch: warning: %v\n", err)
+				cat = nil
 			}
 			t, err := engResolve(ctx, g, repo, "")
 			if err != nil {

@@ -95,3 +95,28 @@ func TestProbeImageUnset(t *testing.T) {
 		t.Fatalf("code %d stderr %q", code, errb.String())
 	}
 }
+
+// TestApplyCheckArchExitCode runs apply --check-arch end to end: refused
+// with exit 3 and the checkout untouched.
+func TestApplyCheckArchExitCode(t *testing.T) {
+	t.Setenv("SMPATCH_CATALOG", "")
+	t.Setenv("SMPATCH_REPO", "")
+	repo := t.TempDir()
+	comm := filepath.Join(repo, "python", "sglang", "srt", "layers", "communicator.py")
+	os.MkdirAll(filepath.Dir(comm), 0o755)
+	os.WriteFile(filepath.Join(repo, "python", "sglang", "__init__.py"), nil, 0o644)
+	os.WriteFile(filepath.Join(repo, "python", "sglang", "version.py"), []byte("__version__ = \"0.5.9\"\n"), 0o644)
+	before := []byte("_is_sm100_supported = is_cuda() and is_sm100_supported()\n")
+	os.WriteFile(comm, before, 0o644)
+	var out, errb bytes.Buffer
+	code := run([]string{"apply", "sm120-fusion", "--repo", repo, "--check-arch", "--probe-file", savedReport(t, []int{9, 10})}, &out, &errb)
+	if code != exit.Refused {
+		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exit.Refused, out.String(), errb.String())
+	}
+	if got, _ := os.ReadFile(comm); !bytes.Equal(got, before) {
+		t.Fatalf("communicator.py changed:\n%s", got)
+	}
+	if _, err := os.Stat(filepath.Join(repo, ".smpatch", "state.json")); err == nil {
+		t.Fatal("a journal was written")
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,11 +17,28 @@ import (
 	"github.com/smpatch/smpatch/internal/exit"
 	"github.com/smpatch/smpatch/matrix"
 	"github.com/smpatch/smpatch/patches"
+	"github.com/smpatch/smpatch/probe"
 )
 
 func init() {
 	registerCommand(newImageCmd)
 	registerMatrixCommand(newMatrixBuildCmd)
+	probeImage = probeImageStatic
+}
+
+// probeImageStatic runs the static part of the probe (distributions,
+// flashinfer gates and headers, binaries' SM targets) on an image's
+// filesystem, read layer by layer without flattening it.
+func probeImageStatic(ctx context.Context, ref string) (*probe.Report, error) {
+	base, err := image.OpenBase(ctx, ref, image.Remote{}, imageFSOptions())
+	if err != nil {
+		return nil, err
+	}
+	var sps []string
+	for _, sp := range base.FS.SitePackages() {
+		sps = append(sps, "/"+sp)
+	}
+	return probe.Static(ctx, base.FS, sps)
 }
 
 func newImageCmd(g *globalOptions) *cobra.Command {
@@ -54,7 +72,7 @@ func newImageShowCmd(g *globalOptions) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			ctx := c.Context()
-			base, err := image.OpenBase(ctx, args[0], image.Remote{}, image.FSOptions{})
+			base, err := image.OpenBase(ctx, args[0], image.Remote{}, imageFSOptions())
 			if err != nil {
 				return err
 			}
@@ -219,7 +237,7 @@ func newImageApplyCmd(g *globalOptions) *cobra.Command {
 				name = "latest"
 			}
 			ctx := c.Context()
-			base, err := image.OpenBase(ctx, o.Base, image.Remote{}, image.FSOptions{})
+			base, err := image.OpenBase(ctx, o.Base, image.Remote{}, imageFSOptions())
 			if err != nil {
 				return err
 			}
@@ -373,7 +391,7 @@ func newMatrixBuildCmd(g *globalOptions) *cobra.Command {
 				}
 			}
 			ctx := c.Context()
-			base, err := image.OpenBase(ctx, baseRef, image.Remote{}, image.FSOptions{})
+			base, err := image.OpenBase(ctx, baseRef, image.Remote{}, imageFSOptions())
 			if err != nil {
 				return err
 			}
@@ -389,8 +407,16 @@ func newMatrixBuildCmd(g *globalOptions) *cobra.Command {
 				Resolve: cat.Get,
 				Options: image.BuildOptions{Strict: o.Strict, CatalogDigest: cat.Digest(), Tool: version},
 			}
+			if errw := c.ErrOrStderr(); isTerminal(errw) {
+				done := 0
+				mb.Progress = func(o image.CellOutcome) {
+					done++
+					fmt.Fprintf(errw, "[%d/%d] %s %s\n", done, len(cells), o.Status, o.ID)
+				}
+			}
 			outs := mb.Run(ctx, cells)
-			if _, err := image.WriteRefs(refs, outs); err != nil {
+			inMatrix := func(id string) bool { return x.Cell(id) != nil || x.Shard.Count > 1 }
+			if _, err := image.WriteRefs(refs, outs, inMatrix); err != nil {
 				return err
 			}
 			w := c.OutOrStdout()
@@ -456,4 +482,10 @@ func printMatrixBuild(w io.Writer, outs []image.CellOutcome, refs string) {
 	tw.Flush()
 	fmt.Fprintf(w, "%d built, %d skipped, %d failed, %d pruned; refs in %s\n",
 		n[image.StatusBuilt], n[image.StatusSkipped], n[image.StatusFailed], n[image.StatusPruned], refs)
+}
+
+// imageFSOptions index base images with smpatch's layer index cache, so a
+// multi-GB base is streamed once, not on every build.
+func imageFSOptions() image.FSOptions {
+	return image.FSOptions{IndexCache: image.DefaultIndexCache()}
 }

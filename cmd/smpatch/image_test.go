@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/rogpeppe/go-internal/testscript"
+	"github.com/rogpeppe/go-internal/txtar"
 
 	"github.com/smpatch/smpatch/image/imagetest"
 )
@@ -42,8 +43,13 @@ func imageScriptSetup(e *testscript.Env) error {
 	e.Setenv("DOCKER_CONFIG", e.WorkDir+"/.docker")
 	e.Setenv("SOURCE_DATE_EPOCH", "")
 	bases := filepath.Join(e.WorkDir, "bases")
+	fi, err := flashinferFixture("../../probe/testdata/wheel-gate-9-10.txtar")
+	if err != nil {
+		return err
+	}
 	for dir, o := range map[string]imagetest.Options{
 		"c5":      {Shape: "c5-s5"},
+		"c5fi":    {Shape: "c5-s5", Extra: fi},
 		"c2":      {Shape: "c2"},
 		"applied": {Shape: "c5-s5-applied"},
 		"empty":   {NoProject: true},
@@ -95,6 +101,22 @@ func imageScriptSetup(e *testscript.Env) error {
 	}
 	e.Setenv("CLOSED", l.Addr().String())
 	return l.Close()
+}
+
+// flashinferFixture reads one of the probe's installed-flashinfer fixtures
+// and places its site-packages files in the synthetic base's.
+func flashinferFixture(file string) (map[string]string, error) {
+	a, err := txtar.ParseFile(file)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, f := range a.Files {
+		if rest, ok := strings.CutPrefix(f.Name, "lib/python3.12/site-packages/"); ok {
+			out[imagetest.SitePackages+"/"+rest] = string(f.Data)
+		}
+	}
+	return out, nil
 }
 
 // cmdExitCode runs a program like exec and checks its exit code:

@@ -16,6 +16,7 @@ import (
 
 	"github.com/smpatch/smpatch/internal/exit"
 	"github.com/smpatch/smpatch/launch"
+	"github.com/smpatch/smpatch/matrix"
 	"github.com/smpatch/smpatch/source"
 )
 
@@ -31,6 +32,7 @@ type matrixRunOptions struct {
 	Refs        string
 	Signatures  []string
 	Concurrency int
+	GPUs        string
 	StopGrace   time.Duration
 	ShmSize     string
 	JSON        bool
@@ -40,7 +42,7 @@ func (o *matrixRunOptions) AddFlags(c *cobra.Command) {
 	o.matrixOptions.AddFlags(c)
 	f := c.Flags()
 	f.StringArrayVar(&o.Only, "only", nil, "run only this cell (repeatable)")
-	f.BoolVar(&o.Resume, "resume", false, "keep the cells results.jsonl in --out already has; run the rest")
+	f.BoolVar(&o.Resume, "resume", false, "keep the cells results.jsonl in --out already has and run the rest (with --only: run those again, keep the others)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print what each cell would run; start nothing, change nothing")
 	f.StringVar(&o.Runner, "runner", "local", "where cells run: local (process groups on this host) or docker")
 	f.StringVar(&o.Out, "out", "", "results directory (default results/NAME, NAME from the matrix)")
@@ -48,6 +50,7 @@ func (o *matrixRunOptions) AddFlags(c *cobra.Command) {
 	f.StringVar(&o.Refs, "refs", "", "docker: a JSON file of cell id to image (matrix build writes it)")
 	f.StringArrayVar(&o.Signatures, "signatures", nil, "a TOML file of extra triage signatures (repeatable)")
 	f.IntVar(&o.Concurrency, "concurrency", 1, "cells at once (only for cells small enough to share the GPUs)")
+	f.StringVar(&o.GPUs, "gpus", "", "GPU indices cells may use (0,1,...): each cell gets TP of them (CUDA_VISIBLE_DEVICES; docker --gpus device=), cells running at once never share one")
 	f.DurationVar(&o.StopGrace, "stop-grace", 10*time.Second, "time between SIGTERM and SIGKILL when a server is stopped")
 	f.StringVar(&o.ShmSize, "shm-size", "32g", "docker: --shm-size of each container")
 	f.BoolVar(&o.JSON, "json", false, "print the results as JSON")
@@ -60,9 +63,11 @@ func init() {
 			Use:   "run FILE",
 			Short: "Run each cell: patch, start, wait for health, bench, triage, stop, revert; one results table",
 			Long: "Run the matrix's cells one after another (--concurrency for small cells). The local runner\n" +
-				"applies each cell's patches to --repo, starts the command in its own process group and\n" +
-				"reverts the patches afterwards, also on failure and on Ctrl-C. Logs go to OUT/logs/ID.log;\n" +
-				"results to OUT/results.{jsonl,json,csv,md} and OUT/junit.xml. Exit 6 when a cell failed.",
+				"applies each cell's patches to --repo, starts the cell's rendered run.sh (OUT/cells/ID/) in\n" +
+				"its own process group, waits for the health URL while watching the process and the log,\n" +
+				"runs the bench, stops the group and reverts the patches, also on failure and on Ctrl-C.\n" +
+				"Logs go to OUT/logs/ID.log; results to OUT/results.{jsonl,json,csv,md} and OUT/junit.xml\n" +
+				"(the markdown also to $GITHUB_STEP_SUMMARY). Exit 6 when a cell failed.",
 			Args: cobra.ExactArgs(1),
 			RunE: func(c *cobra.Command, args []string) error {
 				return runMatrix(c.Context(), g, args[0], o, c.OutOrStdout(), c.ErrOrStderr())
@@ -78,9 +83,11 @@ func runMatrix(ctx context.Context, g *globalOptions, file string, o *matrixRunO
 	if err != nil {
 		return err
 	}
-	refs, err := readRefs(o.Refs)
-	if err != nil {
-		return err
+	var refs map[string]string
+	if o.Refs != "" {
+		if refs, err = matrix.ReadRefs(o.Refs); err != nil {
+			return err
+		}
 	}
 	sigs, err := launch.LoadSignatures(o.Signatures)
 	if err != nil {
@@ -94,10 +101,25 @@ func runMatrix(ctx context.Context, g *globalOptions, file string, o *matrixRunO
 		StopGrace:   o.StopGrace,
 		StepSummary: os.Getenv("GITHUB_STEP_SUMMARY"),
 	}
-	cells := launch.FromExpansion(x, refs, &opts)
+	cells, err := launch.FromExpansion(x, refs, &opts)
+	if err != nil {
+		return err
+	}
 	opts.Out = o.Out
 	if opts.Out == "" {
 		opts.Out = filepath.Join("results", x.Matrix.Name)
+	}
+	if o.GPUs != "" {
+		for _, id := range strings.Split(o.GPUs, ",") {
+			id = strings.TrimSpace(id)
+			if id == "" {
+				return exit.With(exit.Usage, fmt.Errorf("--gpus %q: want a comma-separated list of GPU indices", o.GPUs))
+			}
+			opts.GPUs = append(opts.GPUs, id)
+		}
+	}
+	if o.Concurrency < 1 {
+		return exit.With(exit.Usage, fmt.Errorf("--concurrency %d: want 1 or more", o.Concurrency))
 	}
 	switch o.Runner {
 	case "local":
@@ -108,7 +130,13 @@ func runMatrix(ctx context.Context, g *globalOptions, file string, o *matrixRunO
 		return exit.With(exit.Usage, fmt.Errorf("--runner %q: want local or docker", o.Runner))
 	}
 	if o.DryRun {
-		return printDryRun(stdout, cells, opts, o)
+		var prev map[string]*launch.Result
+		if o.Resume {
+			if prev, err = launch.ReadResults(opts.Out); err != nil {
+				return err
+			}
+		}
+		return printDryRun(stdout, cells, prev, opts, o)
 	}
 	if o.Runner == "local" {
 		if names := patchesToRun(cells, o.Only); len(names) > 0 {
@@ -189,26 +217,10 @@ func newTreePatcher(ctx context.Context, g *globalOptions, repo string, names []
 	return tp, nil
 }
 
-// readRefs reads matrix build's refs file: a JSON object of cell id to image.
-func readRefs(path string) (map[string]string, error) {
-	if path == "" {
-		return nil, nil
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var refs map[string]string
-	if err := json.Unmarshal(data, &refs); err != nil {
-		return nil, fmt.Errorf("%s: want a JSON object of cell id to image: %w", path, err)
-	}
-	return refs, nil
-}
-
 // dryRunCell is the stable JSON of one cell in matrix run --dry-run --json.
 type dryRunCell struct {
 	ID      string             `json:"id"`
-	Action  string             `json:"action"` // run, pruned, skipped
+	Action  string             `json:"action"` // run, pruned, skipped, kept (--resume)
 	Reason  string             `json:"reason,omitempty"`
 	Values  []launch.AxisValue `json:"values"`
 	Patches []string           `json:"patches"`
@@ -220,7 +232,7 @@ type dryRunCell struct {
 	Log     string             `json:"log"`
 }
 
-func printDryRun(w io.Writer, cells []*launch.Cell, opts launch.Options, o *matrixRunOptions) error {
+func printDryRun(w io.Writer, cells []*launch.Cell, prev map[string]*launch.Result, opts launch.Options, o *matrixRunOptions) error {
 	only := map[string]bool{}
 	for _, id := range o.Only {
 		only[id] = true
@@ -238,7 +250,10 @@ func printDryRun(w io.Writer, cells []*launch.Cell, opts launch.Options, o *matr
 		switch {
 		case c.Pruned != "":
 			d.Action, d.Reason = "pruned", c.Pruned
-		case len(only) > 0 && !only[c.ID]:
+		case only[c.ID]:
+		case prev[c.ID] != nil && prev[c.ID].Finished():
+			d.Action, d.Reason = "kept", "finished earlier ("+string(prev[c.ID].Status)+"), --resume keeps it"
+		case len(only) > 0:
 			d.Action, d.Reason = "skipped", "not selected by --only"
 		}
 		out = append(out, d)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/smpatch/smpatch/matrix"
+	"github.com/smpatch/smpatch/patches"
 )
 
 // matrixOptions are the flags expand and render share.
@@ -71,16 +74,19 @@ func init() {
 				if err != nil {
 					return err
 				}
-				w := c.OutOrStdout()
-				if asJSON {
-					return writeExpansionJSON(w, x)
-				}
-				if explain {
+				w := bufio.NewWriterSize(c.OutOrStdout(), 1<<16)
+				switch {
+				case asJSON:
+					err = writeExpansionJSON(w, x)
+				case explain:
 					printExplain(w, x)
-					return nil
+				default:
+					printCells(w, x)
 				}
-				printCells(w, x)
-				return nil
+				if ferr := w.Flush(); err == nil {
+					err = ferr
+				}
+				return err
 			},
 		}
 		o.AddFlags(c)
@@ -90,18 +96,49 @@ func init() {
 	})
 }
 
-// expansionJSON is the stable JSON of matrix expand --json.
-type expansionJSON struct {
-	Name     string         `json:"name"`
-	File     string         `json:"file"`
-	Axes     []*matrix.Axis `json:"axes"`
-	*matrix.Expansion
-}
-
+// writeExpansionJSON writes the stable JSON of matrix expand --json: the
+// expansion's fields with name, file and axes, cells last. Cells are
+// encoded one at a time so that a large matrix is not held twice in memory.
 func writeExpansionJSON(w io.Writer, x *matrix.Expansion) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(expansionJSON{Name: x.Matrix.Name, File: x.Matrix.File, Axes: x.Matrix.Axes, Expansion: x})
+	head := map[string]any{
+		"name": x.Matrix.Name, "file": x.Matrix.File, "axes": x.Matrix.Axes,
+		"total": x.Total, "steps": x.Steps, "excluded": x.Excluded, "rules": x.Rules,
+		"baseline": x.Baseline, "notes": x.Notes, "shard": x.Shard, "max_cells": x.MaxCells,
+	}
+	if x.Excluded == nil {
+		head["excluded"] = []any{}
+	}
+	if x.Notes == nil {
+		head["notes"] = []string{}
+	}
+	b, err := json.MarshalIndent(head, "", "  ")
+	if err != nil {
+		return err
+	}
+	// Reopen the object to append "cells".
+	b = bytes.TrimRight(bytes.TrimSuffix(bytes.TrimSpace(b), []byte("}")), "\n ")
+	if _, err := fmt.Fprintf(w, "%s,\n  \"cells\": [", b); err != nil {
+		return err
+	}
+	for i, c := range x.Cells {
+		cb, err := json.MarshalIndent(c, "    ", "  ")
+		if err != nil {
+			return err
+		}
+		sep := ","
+		if i == 0 {
+			sep = ""
+		}
+		if _, err := fmt.Fprintf(w, "%s\n    %s", sep, cb); err != nil {
+			return err
+		}
+	}
+	if len(x.Cells) > 0 {
+		_, err = io.WriteString(w, "\n  ]\n}\n")
+	} else {
+		_, err = io.WriteString(w, "]\n}\n")
+	}
+	return err
 }
 
 func printCells(w io.Writer, x *matrix.Expansion) {
@@ -158,14 +195,34 @@ func printExplain(w io.Writer, x *matrix.Expansion) {
 	for _, g := range m.Zip {
 		zips = append(zips, "["+strings.Join(g, ", ")+"]")
 	}
+	if len(zips) == 0 {
+		zips = []string{"(no zip groups)"}
+	}
 	fmt.Fprintf(w, "  zip      %6d  %s\n", st.Zip, strings.Join(zips, " "))
 	var ex []string
 	for _, e := range x.Excluded {
 		ex = append(ex, fmt.Sprintf("-%d %s", e.Removed, e.Where))
 	}
+	if len(ex) == 0 {
+		ex = []string{"(no exclude entries)"}
+	}
 	fmt.Fprintf(w, "  exclude  %6d  %s\n", st.Exclude, strings.Join(ex, ", "))
 	fmt.Fprintf(w, "  include  %6d  (%d added, %d extended)\n", st.Include, st.Added, st.Extended)
 	fmt.Fprintf(w, "  rules    %6d  to run (%d pruned, %d with warnings; %d rules)\n", st.Runnable, st.Pruned, st.Warned, len(x.Rules))
+	hits := map[string]int{}
+	for _, c := range x.Cells {
+		if c.Pruned != nil {
+			hits[c.Pruned.Rule]++
+		}
+		for _, d := range c.Warnings {
+			hits[d.Rule]++
+		}
+	}
+	for _, r := range x.Rules {
+		if n := hits[r.Name]; n > 0 {
+			fmt.Fprintf(w, "           %-32s %-12s %d cells\n", r.Name, r.Action, n)
+		}
+	}
 	if x.Baseline != "" {
 		fmt.Fprintf(w, "  baseline %s\n", x.Baseline)
 	}
@@ -221,5 +278,12 @@ func printDecision(w io.Writer, d matrix.Decision) {
 // checkMatrixPatches validates the names of the patches axis against the
 // catalog (built-in plus --catalog directories).
 func checkMatrixPatches(g *globalOptions, m *matrix.Matrix) error {
-	return nil
+	cat, err := patches.LoadCatalog(g.CatalogDirs())
+	if err != nil {
+		return err
+	}
+	return m.CheckPatches(func(name string) error {
+		_, err := cat.Get(name)
+		return err
+	})
 }

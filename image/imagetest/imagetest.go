@@ -135,6 +135,8 @@ type Options struct {
 	// Shape installs one of internal/synth's upstream shapes of sglang
 	// ("c5-s5", ...) instead, with a dist-info of its version.
 	Shape string
+	// Extra files (paths from the image root) go into the project layer.
+	Extra map[string]string
 	// Docker writes Docker schema 2 media types instead of OCI ones.
 	Docker bool
 }
@@ -203,13 +205,20 @@ func Write(dir string, o Options) (v1.Hash, error) {
 		if err := writeFile(tw, "etc/os-release", "ID=synthetic\n"); err != nil {
 			return err
 		}
-		names := make([]string, 0, len(files))
-		for n := range files {
+		all := map[string]string{}
+		for n, b := range files {
+			all[SitePackages+"/"+n] = b
+		}
+		for n, b := range o.Extra {
+			all[n] = b
+		}
+		names := make([]string, 0, len(all))
+		for n := range all {
 			names = append(names, n)
 		}
 		sort.Strings(names)
 		for _, n := range names {
-			if err := writeFile(tw, SitePackages+"/"+n, files[n]); err != nil {
+			if err := writeFile(tw, n, all[n]); err != nil {
 				return err
 			}
 		}
@@ -339,6 +348,9 @@ func writeLayer(blobs string, level int, write func(*tar.Writer) error) (v1.Hash
 	}
 	defer os.Remove(tmp.Name())
 	defer tmp.Close()
+	if err := tmp.Chmod(0o644); err != nil {
+		return v1.Hash{}, v1.Hash{}, 0, err
+	}
 	zh := sha256.New()
 	cw := &countWriter{w: io.MultiWriter(tmp, zh)}
 	zw, err := gzip.NewWriterLevel(cw, level)

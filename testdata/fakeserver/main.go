@@ -6,6 +6,7 @@
 //
 //	fakeserver [-mode M] [-port N] [-delay D] [-tps X] [-pidfile F] [-child-pidfile F] [server flags...]
 //	fakeserver bench -url http://127.0.0.1:N
+//	docker run|exec|stop|rm ...   (installed under the name docker: see docker.go)
 //
 // Modes (flag -mode, else $FAKESERVER_MODE, else ok):
 //
@@ -45,6 +46,9 @@ import (
 )
 
 func main() {
+	if filepath.Base(os.Args[0]) == "docker" {
+		os.Exit(fakeDocker(os.Args[1:]))
+	}
 	if len(os.Args) > 1 && os.Args[1] == "bench" {
 		os.Exit(bench(os.Args[2:]))
 	}

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# smpatch check --range over a synthetic upstream history (500 commits, a
+# ~250 KB target file), beside what a user would otherwise script: git
+# checkout + git apply --check for every commit. Both run here, on the same
+# repository, in the same run. Two histories: the target changes in 10% of
+# the commits (flashinfer's most edited file, fused_moe/core.py at 282 KB,
+# changed in 7% of the 981 commits from v0.6.0 to v0.6.18rc7), and a stress
+# case where it changes in 60%.
+# usage: bench/check.bench.sh [path/to/smpatch]   (COMMITS=500, TOUCH="10 60")
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin="$(realpath "${1:-bin/smpatch}")"
+commits="${COMMITS:-500}"
+command -v git >/dev/null || { echo "check.bench: git not found; skipped"; exit 0; }
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+go build -o "$tmp/gencheck" ./bench/gencheck
+now() { date +%s%N; }
+ms() { echo $(( ($2 - $1) / 1000000 )); }
+# The last release tag ends the range: a tag is never re-fetched, so the warm
+# run is the walk alone (a branch name would ask the remote for news first).
+end="v0.6.$((commits / 100))"
+
+for touch in ${TOUCH:-10 60}; do
+  gen="$tmp/gen$touch"
+  "$tmp/gencheck" -out "$gen" -commits "$commits" -touch "$touch"
+  repo="$gen/repo.git"
+  export XDG_CACHE_HOME="$gen/cache"
+  args=(check --upstream "flashinfer=file://$repo@$end" --range "v0.6.0..$end" --catalog "$gen/catalog")
+
+  # smpatch: the first run fills the cache (clone), the second is the walk alone.
+  t0=$(now); "$bin" "${args[@]}" >"$gen/cold.txt" || true
+  t1=$(now); "$bin" "${args[@]}" >"$gen/warm.txt" || true
+  t2=$(now)
+  cold=$(ms "$t0" "$t1"); warm=$(ms "$t1" "$t2")
+  sed -n '/ over /,/^$/p' "$gen/warm.txt"
+
+  # The alternative: a clone, then checkout + apply --check per commit.
+  git clone -q "$repo" "$gen/work"
+  diff="$gen/catalog/trtllm-comm-sm12/gate.diff"
+  t3=$(now)
+  n=0; ok=0
+  for c in $(git -C "$gen/work" rev-list --first-parent --reverse "v0.6.0..$end"); do
+    git -C "$gen/work" checkout -q "$c"
+    if git -C "$gen/work" apply --check "$diff" 2>/dev/null; then ok=$((ok+1)); fi
+    n=$((n+1))
+  done
+  t4=$(now)
+  loop=$(ms "$t3" "$t4")
+
+  echo "target changed in $touch% of commits; commits walked: $n (git apply --check succeeded on $ok)"
+  echo "  smpatch check --range (cache warm):      ${warm} ms"
+  echo "  smpatch check --range (incl. clone):     ${cold} ms"
+  echo "  git checkout + git apply --check loop:   ${loop} ms"
+  awk -v a="$loop" -v b="$warm" -v c="$cold" 'BEGIN {
+    if (b < 1) b = 1; if (c < 1) c = 1
+    printf "  ratio loop / smpatch: %.1fx warm, %.1fx including the clone (target >= 20x)\n", a / b, a / c }'
+  echo
+done

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# make demo: the main job on the bundled sample tree.
+#
+# Copies examples/sample/sglang (a small synthetic sglang checkout) to a
+# temporary directory, applies the built-in sm120-fusion patch, prints the
+# diff it made and the status, reverts it, and shows the tree is back byte
+# for byte (sha256 of every file before and after).
+#
+# usage: examples/demo.sh [path/to/smpatch]
+set -euo pipefail
+bin="$(realpath "${1:-bin/smpatch}")"
+here="$(cd "$(dirname "$0")" && pwd)"
+sample="$here/sample/sglang"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+tree="$work/sglang"
+cp -R "$sample" "$tree"
+cp -R "$sample" "$work/untouched"
+export SMPATCH_CATALOG=""
+
+# Every file of the tree with its sha256, the journal directory left out
+# (it exists only while a patch is applied).
+sums() {
+  (cd "$tree" && find . -name .smpatch -prune -o -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum)
+}
+if [ -t 1 ]; then
+  step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; }
+else
+  step() { printf '\n$ %s\n' "$*"; }
+fi
+
+sums >"$work/before.sha256"
+
+step smpatch list
+"$bin" list
+
+step smpatch apply sm120-fusion --repo "$tree" --dry-run
+"$bin" apply sm120-fusion --repo "$tree" --dry-run
+
+step smpatch apply sm120-fusion --repo "$tree"
+"$bin" apply sm120-fusion --repo "$tree"
+
+step diff -ru untouched sglang
+(cd "$work" && diff -ru --exclude=.smpatch untouched sglang | sed -E 's/^((---|\+\+\+) [^\t]*)\t.*/\1/') || true
+
+step smpatch status --repo "$tree"
+"$bin" status --repo "$tree"
+
+step smpatch apply sm120-fusion --repo "$tree"   "# again: nothing to do"
+"$bin" apply sm120-fusion --repo "$tree"
+
+step smpatch revert --repo "$tree"
+"$bin" revert --repo "$tree"
+
+step smpatch status --repo "$tree"
+"$bin" status --repo "$tree"
+
+sums >"$work/after.sha256"
+step "sha256 of every file, before apply and after revert"
+n=$(wc -l <"$work/before.sha256")
+if cmp -s "$work/before.sha256" "$work/after.sha256" && [ ! -e "$tree/.smpatch" ]; then
+  echo "identical: all $n files are back byte for byte, and no journal is left"
+else
+  diff "$work/before.sha256" "$work/after.sha256" || true
+  echo "DIFFERENT: the tree did not come back" >&2
+  exit 1
+fi

@@ -1,0 +1,421 @@
+package matrix
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// GitHubMatrixLimit is the most jobs a GitHub Actions matrix may hold.
+const GitHubMatrixLimit = 256
+
+// RenderOptions change what Render writes.
+type RenderOptions struct {
+	// Refs pins images: cell id -> repo@sha256:... (written by matrix build).
+	Refs map[string]string
+}
+
+// Render returns the launch specs of an expansion as files, relative path
+// -> contents: per runnable cell <id>/run.sh, <id>/env, <id>/sitecustomize.py
+// and <id>/job.yaml; for the whole matrix index.json, SUMMARY.md,
+// github-matrix.json (github-matrix-N.json past 256 cells) and slurm.sbatch.
+// Nothing is written: WriteRender puts the files on disk.
+func Render(x *Expansion, opts RenderOptions) (map[string][]byte, error) {
+	files := map[string][]byte{}
+	type indexCell struct {
+		ID       string            `json:"id"`
+		Dir      string            `json:"dir,omitempty"`
+		Runnable bool              `json:"runnable"`
+		Values   map[string]string `json:"values"`
+		Patches  []string          `json:"patches"`
+		Image    string            `json:"image,omitempty"`
+		Job      string            `json:"job,omitempty"`
+		NoJob    string            `json:"no_job,omitempty"` // why job.yaml is missing
+		Pruned   *Decision         `json:"pruned,omitempty"`
+		Warnings []Decision        `json:"warnings,omitempty"`
+	}
+	index := struct {
+		Name     string      `json:"name"`
+		File     string      `json:"file"`
+		Baseline string      `json:"baseline,omitempty"`
+		Shard    Shard       `json:"shard"`
+		Steps    Steps       `json:"steps"`
+		Cells    []indexCell `json:"cells"`
+	}{Name: x.Matrix.Name, File: filepath.ToSlash(x.Matrix.File), Baseline: x.Baseline, Shard: x.Shard, Steps: x.Steps, Cells: []indexCell{}}
+
+	for _, c := range x.Cells {
+		ic := indexCell{ID: c.ID, Runnable: c.Pruned == nil, Values: map[string]string{}, Patches: c.Patches, Pruned: c.Pruned, Warnings: c.Warnings}
+		for _, v := range c.Values {
+			ic.Values[v.Axis] = v.Text
+		}
+		if c.Pruned == nil {
+			ic.Dir = c.ID
+			files[c.ID+"/run.sh"] = runScript(x, c)
+			files[c.ID+"/env"] = envFile(c)
+			files[c.ID+"/sitecustomize.py"] = sitecustomize(c)
+			image, why := cellImage(x.Matrix, c, opts.Refs)
+			ic.Image = image
+			if image == "" {
+				ic.NoJob = why
+			} else {
+				y, err := jobYAML(x, c, image)
+				if err != nil {
+					return nil, fmt.Errorf("cell %s: %w", c.ID, err)
+				}
+				files[c.ID+"/job.yaml"] = y
+				ic.Job = c.ID + "/job.yaml"
+			}
+		}
+		index.Cells = append(index.Cells, ic)
+	}
+	b, err := json.MarshalIndent(index, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	files["index.json"] = append(b, '\n')
+	for name, data := range githubMatrix(x) {
+		files[name] = data
+	}
+	files["SUMMARY.md"] = summary(x, opts)
+	files["slurm.sbatch"] = slurm(x)
+	return files, nil
+}
+
+// ReadRefs reads a refs file: a JSON object of cell id -> image reference.
+func ReadRefs(path string) (map[string]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var refs map[string]string
+	if err := json.Unmarshal(data, &refs); err != nil {
+		return nil, fmt.Errorf("%s: want a JSON object of cell id to image reference: %v", path, err)
+	}
+	return refs, nil
+}
+
+// cellImage picks the image of a cell's Job: its pinned ref, else the base
+// image when the cell has no patches and the base is a registry reference.
+func cellImage(m *Matrix, c *Cell, refs map[string]string) (string, string) {
+	if r := refs[c.ID]; r != "" {
+		return r, ""
+	}
+	b := m.Base.Image
+	switch {
+	case b == "":
+		return "", "the base is not an image"
+	case strings.HasPrefix(b, "oci:") || strings.HasSuffix(b, ".tar") || strings.HasSuffix(b, ".tar.gz") || strings.HasPrefix(b, "/") || strings.HasPrefix(b, "."):
+		return "", "the base image is local (" + b + "): push it and pass --refs"
+	case len(c.Patches) > 0:
+		return "", "the cell has patches: build its image (smpatch matrix build) and pass --refs"
+	}
+	return b, ""
+}
+
+// shellQuote quotes s for bash when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=,+@%", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func shellJoin(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = shellQuote(a)
+	}
+	return strings.Join(q, " ")
+}
+
+func runScript(x *Expansion, c *Cell) []byte {
+	m := x.Matrix
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "#!/usr/bin/env bash\n")
+	fmt.Fprintf(&b, "# Cell %s of matrix %s (%s), written by smpatch matrix render.\n", c.ID, m.Name, filepath.ToSlash(m.File))
+	if len(c.Patches) > 0 {
+		fmt.Fprintf(&b, "# Patches: %s (the environment must have them: smpatch apply %s).\n", strings.Join(c.Patches, " "), strings.Join(c.Patches, " "))
+	} else {
+		fmt.Fprintf(&b, "# Patches: none.\n")
+	}
+	for _, d := range c.Warnings {
+		fmt.Fprintf(&b, "# %s %s: %s\n", d.Action, d.Rule, d.Reason)
+	}
+	b.WriteString("set -euo pipefail\n")
+	b.WriteString("here=\"$(cd \"$(dirname \"${BASH_SOURCE[0]}\")\" && pwd)\"\n")
+	for _, k := range sortedKeys(c.Env) {
+		fmt.Fprintf(&b, "export %s=%s\n", k, shellQuote(c.Env[k]))
+	}
+	b.WriteString("# sitecustomize.py sets the NCCL variables again inside Python, before torch loads.\n")
+	b.WriteString("export PYTHONPATH=\"$here${PYTHONPATH:+:$PYTHONPATH}\"\n")
+	if m.Base.Python != "" {
+		fmt.Fprintf(&b, "export PATH=%s\"${PATH:+:$PATH}\"\n", shellQuote(filepath.Dir(m.Base.Python)))
+	}
+	fmt.Fprintf(&b, "log=\"${SMPATCH_LOG_DIR:-$here}/%s.log\"\n", c.ID)
+	if c.Workdir != "" {
+		fmt.Fprintf(&b, "cd %s\n", shellQuote(c.Workdir))
+	}
+	fmt.Fprintf(&b, "echo \"cell %s: log $log\" >&2\n", c.ID)
+	b.WriteString("rc=0\n")
+	fmt.Fprintf(&b, "%s >\"$log\" 2>&1 || rc=$?\n", shellJoin(c.Command))
+	fmt.Fprintf(&b, "echo \"cell %s: exit $rc\" >&2\n", c.ID)
+	b.WriteString("exit \"$rc\"\n")
+	return b.Bytes()
+}
+
+// envFile is KEY=VALUE per line, as docker --env-file and systemd read it.
+func envFile(c *Cell) []byte {
+	var b bytes.Buffer
+	for _, k := range sortedKeys(c.Env) {
+		fmt.Fprintf(&b, "%s=%s\n", k, strings.ReplaceAll(c.Env[k], "\n", " "))
+	}
+	return b.Bytes()
+}
+
+func sitecustomize(c *Cell) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# Cell %s, written by smpatch matrix render: sets the cell's NCCL\n", c.ID)
+	b.WriteString("# variables when Python starts, before anything imports torch or NCCL.\n")
+	b.WriteString("# run.sh puts this directory first on PYTHONPATH.\n")
+	b.WriteString("import os\n")
+	n := 0
+	for _, k := range sortedKeys(c.Env) {
+		if strings.HasPrefix(k, "NCCL_") {
+			v, _ := json.Marshal(c.Env[k])
+			fmt.Fprintf(&b, "os.environ[%q] = %s\n", k, v)
+			n++
+		}
+	}
+	if n == 0 {
+		b.WriteString("# (this cell sets no NCCL variables)\n")
+	}
+	return b.Bytes()
+}
+
+func githubMatrix(x *Expansion) map[string][]byte {
+	var include []map[string]string
+	for _, c := range x.Cells {
+		if c.Pruned != nil {
+			continue
+		}
+		e := map[string]string{"id": c.ID}
+		for _, v := range c.Values {
+			e[v.Axis] = v.Text
+		}
+		include = append(include, e)
+	}
+	out := map[string][]byte{}
+	enc := func(part []map[string]string) []byte {
+		if part == nil {
+			part = []map[string]string{}
+		}
+		b, _ := json.MarshalIndent(map[string]any{"include": part}, "", "  ")
+		return append(b, '\n')
+	}
+	if len(include) <= GitHubMatrixLimit {
+		out["github-matrix.json"] = enc(include)
+		return out
+	}
+	for i := 0; i*GitHubMatrixLimit < len(include); i++ {
+		end := min((i+1)*GitHubMatrixLimit, len(include))
+		out[fmt.Sprintf("github-matrix-%d.json", i+1)] = enc(include[i*GitHubMatrixLimit : end])
+	}
+	return out
+}
+
+func mdEscape(s string) string {
+	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
+}
+
+func summary(x *Expansion, opts RenderOptions) []byte {
+	m := x.Matrix
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# Matrix %s\n\n", m.Name)
+	fmt.Fprintf(&b, "From `%s`: %d cells, %d to run, %d pruned", filepath.ToSlash(m.File), len(x.Cells), x.Steps.Runnable, x.Steps.Pruned)
+	if x.Shard.Count > 1 {
+		fmt.Fprintf(&b, " (shard %d/%d of %d cells)", x.Shard.Index, x.Shard.Count, x.Total)
+	}
+	b.WriteString(".\n")
+	if x.Baseline != "" {
+		fmt.Fprintf(&b, "Baseline: `%s`.\n", x.Baseline)
+	}
+	fmt.Fprintf(&b, "\nExpansion: product %d → zip %d → exclude %d → include %d (%d added, %d extended) → rules %d to run.\n\n",
+		x.Steps.Product, x.Steps.Zip, x.Steps.Exclude, x.Steps.Include, x.Steps.Added, x.Steps.Extended, x.Steps.Runnable)
+	b.WriteString("| cell |")
+	for _, a := range m.Axes {
+		fmt.Fprintf(&b, " %s |", mdEscape(a.Name))
+	}
+	b.WriteString(" status |\n|---|")
+	for range m.Axes {
+		b.WriteString("---|")
+	}
+	b.WriteString("---|\n")
+	for _, c := range x.Cells {
+		fmt.Fprintf(&b, "| `%s` |", c.ID)
+		for _, v := range c.Values {
+			t := v.Text
+			if v.Kind == "list" {
+				t = "[" + t + "]"
+			}
+			fmt.Fprintf(&b, " %s |", mdEscape(t))
+		}
+		var st []string
+		if c.ID == x.Baseline {
+			st = append(st, "baseline")
+		}
+		if c.Pruned != nil {
+			st = append(st, fmt.Sprintf("**pruned** by `%s`: %s", c.Pruned.Rule, mdEscape(c.Pruned.Reason)))
+		} else {
+			st = append(st, "run")
+			if _, why := cellImage(m, c, opts.Refs); why != "" {
+				st = append(st, "no job.yaml: "+why)
+			}
+		}
+		for _, d := range c.Warnings {
+			what := d.Action
+			if d.Flag != "" {
+				what += " " + d.Flag
+			}
+			st = append(st, fmt.Sprintf("%s `%s`", what, d.Rule))
+		}
+		fmt.Fprintf(&b, " %s |\n", strings.Join(st, "; "))
+	}
+	// Reasons once per rule, with their sources.
+	seen := map[string]Decision{}
+	for _, c := range x.Cells {
+		if c.Pruned != nil {
+			seen[c.Pruned.Rule] = *c.Pruned
+		}
+		for _, d := range c.Warnings {
+			seen[d.Rule] = d
+		}
+	}
+	if len(seen) > 0 {
+		b.WriteString("\n## Rules that matched\n\n")
+		for _, n := range sortedKeys(seen) {
+			d := seen[n]
+			fmt.Fprintf(&b, "- `%s` (%s): %s (source: %s)\n", n, d.Action, mdEscape(d.Reason), d.Source)
+		}
+	}
+	if len(x.Notes) > 0 {
+		b.WriteString("\n## Notes\n\n")
+		for _, n := range x.Notes {
+			fmt.Fprintf(&b, "- %s\n", mdEscape(n))
+		}
+	}
+	return b.Bytes()
+}
+
+func slurm(x *Expansion) []byte {
+	var ids []string
+	gpus := 1
+	for _, c := range x.Cells {
+		if c.Pruned == nil {
+			ids = append(ids, c.ID)
+			gpus = max(gpus, c.TP)
+		}
+	}
+	var b bytes.Buffer
+	b.WriteString("#!/usr/bin/env bash\n")
+	fmt.Fprintf(&b, "# Matrix %s as a Slurm job array, one task per runnable cell:\n", x.Matrix.Name)
+	b.WriteString("#   sbatch slurm.sbatch   (from this directory)\n")
+	fmt.Fprintf(&b, "#SBATCH --job-name=%s\n", shellQuote(slugOr(x.Matrix.Name, "smpatch")))
+	if len(ids) > 0 {
+		fmt.Fprintf(&b, "#SBATCH --array=0-%d\n", len(ids)-1)
+	}
+	fmt.Fprintf(&b, "#SBATCH --gres=gpu:%d\n", gpus)
+	b.WriteString("#SBATCH --nodes=1\n#SBATCH --exclusive\n#SBATCH --output=slurm-%A_%a.out\n")
+	b.WriteString("set -euo pipefail\n")
+	b.WriteString("cells=(\n")
+	for _, id := range ids {
+		fmt.Fprintf(&b, "  %s\n", id)
+	}
+	b.WriteString(")\n")
+	b.WriteString("dir=\"${SLURM_SUBMIT_DIR:-$(pwd)}\"\n")
+	b.WriteString("exec bash \"$dir/${cells[$SLURM_ARRAY_TASK_ID]}/run.sh\"\n")
+	return b.Bytes()
+}
+
+func slugOr(s, def string) string {
+	if t := slug(s); t != "" {
+		return t
+	}
+	return def
+}
+
+// WriteRender puts rendered files under dir. It writes a fresh tree next to
+// dir and swaps it in, so a failed render leaves dir as it was. An existing
+// dir is replaced only when empty or written by an earlier render (it has
+// index.json).
+func WriteRender(dir string, files map[string][]byte) error {
+	if fi, err := os.Stat(dir); err == nil {
+		if !fi.IsDir() {
+			return fmt.Errorf("%s exists and is not a directory", dir)
+		}
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return err
+		}
+		if len(entries) > 0 {
+			if _, err := os.Stat(filepath.Join(dir, "index.json")); err != nil {
+				return fmt.Errorf("%s is not empty and was not written by smpatch matrix render (no index.json); choose another --out", dir)
+			}
+		}
+	} else if !os.IsNotExist(err) {
+		return err
+	}
+	parent := filepath.Dir(filepath.Clean(dir))
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".tmp-")
+	if err != nil {
+		return err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			os.RemoveAll(tmp)
+		}
+	}()
+	names := sortedKeys(files)
+	for _, name := range names {
+		p := filepath.Join(tmp, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		mode := os.FileMode(0o644)
+		if strings.HasSuffix(name, ".sh") || strings.HasSuffix(name, ".sbatch") {
+			mode = 0o755
+		}
+		if err := os.WriteFile(p, files[name], mode); err != nil {
+			return err
+		}
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return err
+	}
+	old := ""
+	if _, err := os.Stat(dir); err == nil {
+		old = tmp + ".old"
+		if err := os.Rename(dir, old); err != nil {
+			return err
+		}
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		if old != "" {
+			os.Rename(old, dir)
+		}
+		return err
+	}
+	ok = true
+	if old != "" {
+		return os.RemoveAll(old)
+	}
+	return nil
+}

@@ -1,0 +1,290 @@
+package matrix
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/render")
+
+// goldenMatrix is the story example with a probe report and refs, so that
+// every render output appears: jobs pinned by digest, a pruned cell, a cell
+// without an image.
+func storyExpansion(t *testing.T, probe *ProbeFacts) *Expansion {
+	t.Helper()
+	m, err := Load(filepath.Join("..", "examples", "story", "matrix.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.File = "examples/story/matrix.toml" // stable across machines
+	x, err := m.Expand(ExpandOptions{Probe: probe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
+func TestRenderGolden(t *testing.T) {
+	story := storyExpansion(t, nil)
+	host, err := Load(filepath.Join("testdata", "host.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	host.File = "testdata/host.toml"
+	hostX, err := host.Expand(ExpandOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		x    *Expansion
+		refs map[string]string
+	}{
+		{"story", story, map[string]string{
+			"sm120-fusion.fewchan.cgbs128": "registry.example/story@sha256:1111111111111111111111111111111111111111111111111111111111111111",
+			"unpatched.default.cgbs512":    "registry.example/story@sha256:2222222222222222222222222222222222222222222222222222222222222222",
+		}},
+		{"host", hostX, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			files, err := Render(tc.x, RenderOptions{Refs: tc.refs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkGolden(t, filepath.Join("testdata", "render", tc.name), files)
+		})
+	}
+}
+
+func checkGolden(t *testing.T, dir string, files map[string][]byte) {
+	t.Helper()
+	if *update {
+		os.RemoveAll(dir)
+		for name, data := range files {
+			p := filepath.Join(dir, filepath.FromSlash(name))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return
+	}
+	var want []string
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(dir, p)
+			want = append(want, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	got := sortedKeys(files)
+	if !slices.Equal(got, want) {
+		t.Fatalf("files = %q\nwant %q (go test ./matrix -run TestRenderGolden -update)", got, want)
+	}
+	for _, name := range got {
+		w, _ := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name)))
+		if !bytes.Equal(files[name], w) {
+			t.Errorf("%s differs from the golden file (go test ./matrix -run TestRenderGolden -update):\n%s", name, files[name])
+		}
+	}
+}
+
+// TestRenderJobs decodes every job.yaml strictly back into a batch/v1 Job
+// and checks what a cluster relies on.
+func TestRenderJobs(t *testing.T) {
+	x := storyExpansion(t, nil)
+	digest := "registry.example/story@sha256:2222222222222222222222222222222222222222222222222222222222222222"
+	files, err := Render(x, RenderOptions{Refs: map[string]string{"unpatched.default.cgbs512": digest}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for name, data := range files {
+		if !strings.HasSuffix(name, "/job.yaml") {
+			continue
+		}
+		n++
+		var job batchv1.Job
+		if err := yaml.UnmarshalStrict(data, &job); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		id := strings.TrimSuffix(name, "/job.yaml")
+		c := x.Cell(id)
+		if job.APIVersion != "batch/v1" || job.Kind != "Job" || len(job.Name) > 63 || strings.Contains(job.Name, ".") {
+			t.Errorf("%s: type/name %s %s %q", name, job.APIVersion, job.Kind, job.Name)
+		}
+		if job.Spec.BackoffLimit == nil || *job.Spec.BackoffLimit != 0 {
+			t.Errorf("%s: backoffLimit %v", name, job.Spec.BackoffLimit)
+		}
+		pod := job.Spec.Template.Spec
+		if pod.RestartPolicy != corev1.RestartPolicyNever {
+			t.Errorf("%s: restartPolicy %s", name, pod.RestartPolicy)
+		}
+		if pod.NodeSelector["nvidia.com/gpu.compute.major"] != "12" {
+			t.Errorf("%s: nodeSelector %v", name, pod.NodeSelector)
+		}
+		if len(pod.Containers) != 1 {
+			t.Fatalf("%s: %d containers", name, len(pod.Containers))
+		}
+		ctr := pod.Containers[0]
+		if q := ctr.Resources.Limits["nvidia.com/gpu"]; q.Value() != 8 {
+			t.Errorf("%s: gpu limit %v", name, q.String())
+		}
+		if got := append(slices.Clone(ctr.Command), ctr.Args...); !slices.Equal(got, c.Command) {
+			t.Errorf("%s: command %q, want %q", name, got, c.Command)
+		}
+		env := map[string]string{}
+		for _, e := range ctr.Env {
+			env[e.Name] = e.Value
+		}
+		if !maps(env, c.Env) {
+			t.Errorf("%s: env %v, want %v", name, env, c.Env)
+		}
+		if len(pod.Volumes) != 1 || pod.Volumes[0].EmptyDir == nil || pod.Volumes[0].EmptyDir.Medium != corev1.StorageMediumMemory ||
+			len(ctr.VolumeMounts) != 1 || ctr.VolumeMounts[0].MountPath != "/dev/shm" {
+			t.Errorf("%s: /dev/shm volume missing", name)
+		}
+		wantImage := "lmsysorg/sglang:v0.5.9-cu129"
+		if id == "unpatched.default.cgbs512" {
+			wantImage = digest
+		}
+		if ctr.Image != wantImage {
+			t.Errorf("%s: image %s, want %s", name, ctr.Image, wantImage)
+		}
+	}
+	// Three unpatched runnable cells; the patched one has no ref, so no Job.
+	if n != 3 {
+		t.Errorf("%d jobs, want 3", n)
+	}
+	if _, ok := files["sm120-fusion.fewchan.cgbs128/job.yaml"]; ok {
+		t.Error("a patched cell got a Job running the unpatched base image")
+	}
+	if _, ok := files["unpatched.tree.cgbs128/run.sh"]; ok {
+		t.Error("a pruned cell was rendered")
+	}
+}
+
+func maps(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func TestRenderIndexAndGitHub(t *testing.T) {
+	x := storyExpansion(t, nil)
+	files, err := Render(x, RenderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var idx struct {
+		Cells []struct {
+			ID       string
+			Runnable bool
+			Pruned   *Decision
+		}
+	}
+	if err := json.Unmarshal(files["index.json"], &idx); err != nil {
+		t.Fatal(err)
+	}
+	if len(idx.Cells) != 5 || idx.Cells[3].Runnable || idx.Cells[3].Pruned == nil || idx.Cells[3].Pruned.Rule != "nccl-tree-cuda-graphs" {
+		t.Errorf("index = %+v", idx)
+	}
+	var gh struct{ Include []map[string]string }
+	if err := json.Unmarshal(files["github-matrix.json"], &gh); err != nil {
+		t.Fatal(err)
+	}
+	if len(gh.Include) != 4 || gh.Include[0]["id"] != "unpatched.default.cgbs512" || gh.Include[0]["nccl"] != "default" {
+		t.Errorf("github matrix = %+v", gh)
+	}
+}
+
+func TestGitHubMatrixSplits(t *testing.T) {
+	x := expand(t, "[axes]\na = "+intRange(300)+"\n"+launch, ExpandOptions{MaxCells: 300, NoDefaultRules: true})
+	files := githubMatrix(x)
+	if len(files) != 2 {
+		t.Fatalf("files = %v", sortedKeys(files))
+	}
+	for name, want := range map[string]int{"github-matrix-1.json": 256, "github-matrix-2.json": 44} {
+		var gh struct{ Include []map[string]string }
+		if err := json.Unmarshal(files[name], &gh); err != nil || len(gh.Include) != want {
+			t.Errorf("%s: %d entries, %v", name, len(gh.Include), err)
+		}
+	}
+}
+
+func intRange(n int) string {
+	var s []string
+	for i := 0; i < n; i++ {
+		s = append(s, strconv.Itoa(i))
+	}
+	return "[" + strings.Join(s, ", ") + "]"
+}
+
+func TestWriteRender(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	if err := WriteRender(dir, map[string][]byte{"index.json": []byte("{}"), "a/run.sh": []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "a", "run.sh")); err != nil || fi.Mode()&0o111 == 0 {
+		t.Fatalf("run.sh: %v %v", fi, err)
+	}
+	// A second render replaces the first: stale cells go.
+	if err := WriteRender(dir, map[string][]byte{"index.json": []byte("{}"), "b/run.sh": []byte("y")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "a")); !os.IsNotExist(err) {
+		t.Errorf("stale cell dir kept: %v", err)
+	}
+	// A directory that is not ours is refused and left alone.
+	other := t.TempDir()
+	os.WriteFile(filepath.Join(other, "notes.txt"), []byte("mine"), 0o644)
+	if err := WriteRender(other, map[string][]byte{"index.json": []byte("{}")}); err == nil {
+		t.Fatal("overwrote a directory not written by render")
+	}
+	if b, _ := os.ReadFile(filepath.Join(other, "notes.txt")); string(b) != "mine" {
+		t.Error("foreign directory changed")
+	}
+}
+
+func TestShellQuote(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain": "plain", "a b": "'a b'", "it's": `'it'\''s'`, "": "''", "$HOME": "'$HOME'",
+		`Output \(tok/s\)`: `'Output \(tok/s\)'`, "--x=1": "--x=1",
+	} {
+		if got := shellQuote(in); got != want {
+			t.Errorf("shellQuote(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+func TestJobName(t *testing.T) {
+	long := strings.Repeat("sm120-fusion.", 10)
+	for _, id := range []string{"unpatched.default.cgbs512", long} {
+		n := jobName(id)
+		if len(n) > 63 || strings.Contains(n, ".") || strings.HasSuffix(n, "-") {
+			t.Errorf("jobName(%q) = %q", id, n)
+		}
+		if l := labelValue(id); len(l) > 63 {
+			t.Errorf("labelValue(%q) = %q", id, l)
+		}
+	}
+}

@@ -1,0 +1,5 @@
+# Cell big.tp4.fusion-off, written by smpatch matrix render: sets the cell's NCCL
+# variables when Python starts, before anything imports torch or NCCL.
+# run.sh puts this directory first on PYTHONPATH.
+import os
+os.environ["NCCL_DEBUG"] = "INFO"

@@ -1,0 +1,52 @@
+package patches
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/smpatch/smpatch/internal/synth"
+	"github.com/smpatch/smpatch/source"
+)
+
+// BenchmarkApplyRevert applies and reverts the built-in sm120-fusion patch
+// on a full-size synthetic C4+S3 tree (communicator.py ~140 KB,
+// server_args.py ~250 KB), journal and fsyncs included.
+func BenchmarkApplyRevert(b *testing.B) {
+	ctx := context.Background()
+	cat, err := LoadCatalog(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := cat.Get("sm120-fusion")
+	if err != nil {
+		b.Skip(err)
+	}
+	root := b.TempDir()
+	for n, data := range synth.SGLangTree("c4-s3", true) {
+		f := filepath.Join(root, filepath.FromSlash(n))
+		os.MkdirAll(filepath.Dir(f), 0o755)
+		if err := os.WriteFile(f, data, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(root, "python/sglang/__init__.py"), nil, 0o644)
+	tr, err := source.OpenCheckout(root)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		pl, err := NewPlan(ctx, p, tr, PlanOptions{})
+		if err != nil || !pl.OK(false) {
+			b.Fatalf("plan: %v %v", err, pl.Reason)
+		}
+		if _, err := Apply(ctx, tr, []*Plan{pl}, ApplyOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := Revert(ctx, tr, cat, nil, RevertOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
