@@ -19,9 +19,12 @@ import (
 // Run runs the cells and writes the results into o.Out. Cells run in order,
 // o.Concurrency at a time; consecutive cells that share a patch set run
 // between one Apply and one Revert of that set, so the tree is patched as
-// each cell expects and ends as it began. A cancelled ctx stops the cells running now,
-// reverts, writes what finished and returns ctx's error; a cell that was
-// interrupted is not recorded, so --resume runs it again.
+// each cell expects and ends as it began. A cancelled ctx stops the cells
+// running now, reverts, writes what finished and returns ctx's error; a cell
+// that was interrupted is not recorded, so --resume runs it again.
+//
+// With o.Resume, cells results.jsonl has a result for are kept, except those
+// o.Only names: they run again (the way to redo one cell of a finished run).
 //
 // The error is for the run itself (bad options, I/O, a revert that failed);
 // failed cells are counted in the Summary.
@@ -59,11 +62,13 @@ func Run(ctx context.Context, cells []*Cell, o Options) (*Summary, error) {
 		switch p := prev[c.ID]; {
 		case c.Pruned != "":
 			r.Status, r.Reason = StatusPruned, c.Pruned
-		case len(only) > 0 && !only[c.ID]:
-			r.Status, r.Reason = StatusSkipped, "not selected by --only"
+		case only[c.ID]: // asked for by name: runs even if it finished before
+			todo = append(todo, c)
 		case p != nil && p.Finished():
 			r = p
 			r.Resumed = true
+		case len(only) > 0:
+			r.Status, r.Reason = StatusSkipped, "not selected by --only"
 		default:
 			todo = append(todo, c)
 		}

@@ -674,7 +674,7 @@ func (m *Matrix) parseInclude(e map[string]any, i int) (*Include, error) {
 	if len(inc.Values) == 0 {
 		return nil, m.errf(line, "include[%d]: names no axis", i)
 	}
-	if len(inc.Env) == 0 && len(inc.Args) == 0 && len(inc.Values) < len(m.Axes) {
+	if len(inc.Env) == 0 && len(inc.Args) == 0 && inc.ID == "" && len(inc.Values) < len(m.Axes) {
 		return nil, m.errf(line, "include[%d]: names only some axes and adds no env or args: it would do nothing", i)
 	}
 	return inc, nil

@@ -60,6 +60,21 @@ func (t *RevisionTree) Root() string {
 func (t *RevisionTree) Kind() Kind       { return KindRevision }
 func (t *RevisionTree) Project() Project { return t.project }
 
+// CheckProject returns an error when the commit does not hold the tree's
+// project (python/sglang/ for sglang, flashinfer/ for flashinfer): a URL
+// given for the wrong project.
+func (t *RevisionTree) CheckProject() error {
+	roots := ProjectRoots(t.project)
+	if len(roots) == 0 {
+		return fmt.Errorf("unknown project %q", t.project)
+	}
+	dir := strings.TrimSuffix(roots[0], "/")
+	if e, err := t.tree.FindEntry(dir); err != nil || e.Mode != filemode.Dir {
+		return fmt.Errorf("%s is not %s: it has no %s/", t.Root(), t.project, dir)
+	}
+	return nil
+}
+
 // Commit is the commit the tree is read from.
 func (t *RevisionTree) Commit() *object.Commit { return t.commit }
 

@@ -31,6 +31,13 @@ func TestRevisionTree(t *testing.T) {
 			t.Errorf("ReadFile(%q) succeeded", bad)
 		}
 	}
+	if err := tr.(*RevisionTree).CheckProject(); err != nil {
+		t.Errorf("CheckProject: %v", err)
+	}
+	wrong, _ := OpenRevision(b.Repo, hs["second"], FlashInfer, b.URL())
+	if err := wrong.CheckProject(); err == nil || !strings.Contains(err.Error(), "is not flashinfer: it has no flashinfer/") {
+		t.Errorf("CheckProject on the wrong project: %v", err)
+	}
 	if _, err := tr.ReadFile("missing.py"); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("missing file: %v, want fs.ErrNotExist", err)
 	}

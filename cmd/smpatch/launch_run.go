@@ -42,7 +42,7 @@ func (o *matrixRunOptions) AddFlags(c *cobra.Command) {
 	o.matrixOptions.AddFlags(c)
 	f := c.Flags()
 	f.StringArrayVar(&o.Only, "only", nil, "run only this cell (repeatable)")
-	f.BoolVar(&o.Resume, "resume", false, "keep the cells results.jsonl in --out already has; run the rest")
+	f.BoolVar(&o.Resume, "resume", false, "keep the cells results.jsonl in --out already has and run the rest (with --only: run those again, keep the others)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print what each cell would run; start nothing, change nothing")
 	f.StringVar(&o.Runner, "runner", "local", "where cells run: local (process groups on this host) or docker")
 	f.StringVar(&o.Out, "out", "", "results directory (default results/NAME, NAME from the matrix)")
@@ -63,9 +63,11 @@ func init() {
 			Use:   "run FILE",
 			Short: "Run each cell: patch, start, wait for health, bench, triage, stop, revert; one results table",
 			Long: "Run the matrix's cells one after another (--concurrency for small cells). The local runner\n" +
-				"applies each cell's patches to --repo, starts the command in its own process group and\n" +
-				"reverts the patches afterwards, also on failure and on Ctrl-C. Logs go to OUT/logs/ID.log;\n" +
-				"results to OUT/results.{jsonl,json,csv,md} and OUT/junit.xml. Exit 6 when a cell failed.",
+				"applies each cell's patches to --repo, starts the cell's rendered run.sh (OUT/cells/ID/) in\n" +
+				"its own process group, waits for the health URL while watching the process and the log,\n" +
+				"runs the bench, stops the group and reverts the patches, also on failure and on Ctrl-C.\n" +
+				"Logs go to OUT/logs/ID.log; results to OUT/results.{jsonl,json,csv,md} and OUT/junit.xml\n" +
+				"(the markdown also to $GITHUB_STEP_SUMMARY). Exit 6 when a cell failed.",
 			Args: cobra.ExactArgs(1),
 			RunE: func(c *cobra.Command, args []string) error {
 				return runMatrix(c.Context(), g, args[0], o, c.OutOrStdout(), c.ErrOrStderr())
@@ -248,10 +250,11 @@ func printDryRun(w io.Writer, cells []*launch.Cell, prev map[string]*launch.Resu
 		switch {
 		case c.Pruned != "":
 			d.Action, d.Reason = "pruned", c.Pruned
-		case len(only) > 0 && !only[c.ID]:
-			d.Action, d.Reason = "skipped", "not selected by --only"
+		case only[c.ID]:
 		case prev[c.ID] != nil && prev[c.ID].Finished():
 			d.Action, d.Reason = "kept", "finished earlier ("+string(prev[c.ID].Status)+"), --resume keeps it"
+		case len(only) > 0:
+			d.Action, d.Reason = "skipped", "not selected by --only"
 		}
 		out = append(out, d)
 	}

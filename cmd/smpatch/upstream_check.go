@@ -139,7 +139,10 @@ func runCheck(c *cobra.Command, g *globalOptions, o *checkOptions) error {
 				fail(t.Project, ps, t.URL+"@"+t.Ref, err)
 				continue
 			}
-			tr, err := source.NewRevisionTree(u.Repo, h, t.Project, t.URL)
+			tr, err := source.OpenRevision(u.Repo, h, t.Project, t.URL)
+			if err == nil {
+				err = tr.CheckProject()
+			}
 			if err != nil {
 				fail(t.Project, ps, t.URL+"@"+t.Ref, err)
 				continue
@@ -159,6 +162,12 @@ func runCheck(c *cobra.Command, g *globalOptions, o *checkOptions) error {
 		for i, rev := range []string{rng[0], to} {
 			if hs[i], rerr = u.Resolve(ctx, rev); rerr != nil {
 				break
+			}
+		}
+		if rerr == nil {
+			var tr *source.RevisionTree
+			if tr, rerr = source.OpenRevision(u.Repo, hs[1], t.Project, t.URL); rerr == nil {
+				rerr = tr.CheckProject()
 			}
 		}
 		if rerr != nil {
