@@ -76,9 +76,9 @@ gen some
 
 measure() { # measure LABEL CMD...
   local out="$work/time.txt"
-  /usr/bin/time -f '%e %M' -o "$out" "${@:2}" >/dev/null
-  read -r secs kib <"$out"
-  printf '%-58s %6.2f s  %6d MiB peak\n' "$1" "$secs" $((kib / 1024))
+  /usr/bin/time -f '%e %U %S %M' -o "$out" "${@:2}" >/dev/null
+  read -r secs user sys kib <"$out"
+  printf '%-56s %6.2f s wall %6.2f s cpu %6d MiB peak\n' "$1" "$secs" "$(awk "BEGIN{print $user + $sys}")" $((kib / 1024))
 }
 
 "$bin" matrix expand "$work/bench-some.toml" | tail -1

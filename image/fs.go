@@ -43,7 +43,7 @@ type FS struct {
 	cache      map[string][]byte
 	cacheBytes int64
 	cacheMax   int64
-	reads      int // layer passes made to read files (for tests and stats)
+	reads      []int // per layer: passes made to read files (for tests and stats)
 }
 
 type entry struct {
@@ -81,7 +81,7 @@ func DefaultIndexCache() string {
 }
 
 // indexCacheVersion changes whenever rawEntry or DefaultKeep changes.
-const indexCacheVersion = "1"
+const indexCacheVersion = "2"
 
 type indexCacheFile struct {
 	Version string     `json:"version"`
@@ -163,6 +163,7 @@ func NewFS(ctx context.Context, img v1.Image, opts FSOptions) (*FS, error) {
 func newFS(ctx context.Context, layers []v1.Layer, diffIDs []v1.Hash, opts FSOptions) (*FS, error) {
 	f := &FS{
 		layers:   layers,
+		reads:    make([]int, len(layers)),
 		entries:  map[string]*entry{},
 		keep:     opts.Keep,
 		cache:    map[string][]byte{},
@@ -240,6 +241,23 @@ type rawEntry struct {
 	Mode uint32 `json:"m,omitempty"`
 	Size int64  `json:"s,omitempty"`
 	Link string `json:"l,omitempty"`
+	// Data holds the bytes of the small files every lookup of a Python
+	// environment reads (prefetched), so finding distributions and
+	// editable installs costs no further pass over a big layer.
+	Data []byte `json:"d,omitempty"`
+}
+
+const maxPrefetch = 64 << 10
+
+// prefetched names the small files kept while a layer is indexed:
+// distribution metadata, PEP 610 direct_url.json, .pth and .egg-link files.
+func prefetched(name string) bool {
+	dir, base := path.Split(name)
+	dir = strings.TrimSuffix(dir, "/")
+	if strings.HasSuffix(dir, ".dist-info") || strings.HasSuffix(dir, ".egg-info") {
+		return base == "METADATA" || base == "PKG-INFO" || base == "direct_url.json"
+	}
+	return strings.HasSuffix(base, ".pth") || strings.HasSuffix(base, ".egg-link")
 }
 
 // scanLayer lists layer i's entries, from the index cache when it has them.
@@ -250,7 +268,7 @@ func (f *FS) scanLayer(ctx context.Context, i int, cacheDir, key string) ([]rawE
 		}
 	}
 	var list []rawEntry
-	err := f.walkLayer(i, func(h *tar.Header, _ io.Reader) (bool, error) {
+	err := f.walkLayer(i, func(h *tar.Header, r io.Reader) (bool, error) {
 		if err := ctx.Err(); err != nil {
 			return false, err
 		}
@@ -271,6 +289,13 @@ func (f *FS) scanLayer(ctx context.Context, i int, cacheDir, key string) ([]rawE
 			re.Typ = tar.TypeReg
 			if !f.keep(name, tar.TypeReg) {
 				return true, nil
+			}
+			if h.Size <= maxPrefetch && prefetched(name) {
+				b, err := io.ReadAll(r)
+				if err != nil {
+					return false, fmt.Errorf("reading %s: %w", name, err)
+				}
+				re.Data = b
 			}
 		case h.Typeflag == tar.TypeLink:
 			re.Link, re.Size = cleanName(h.Linkname), 0
@@ -317,6 +342,14 @@ func (f *FS) mergeLayer(i int, list []rawEntry, whiteouts, opaques map[string]bo
 			continue // an upper layer has it
 		}
 		f.entries[name] = &entry{layer: i, typ: re.Typ, mode: fs.FileMode(re.Mode), size: re.Size, link: re.Link}
+		if re.Data != nil {
+			f.cache[name] = re.Data
+			f.cacheBytes += int64(len(re.Data))
+		} else if old, ok := f.cache[name]; ok {
+			// A later entry of the same layer replaced a prefetched one.
+			delete(f.cache, name)
+			f.cacheBytes -= int64(len(old))
+		}
 	}
 	return layerWh, layerOpq
 }
@@ -466,11 +499,12 @@ func (f *FS) SitePackages() []string {
 	return rankSitePackages(out)
 }
 
-// LayerPasses is how many times a layer was re-opened to read file bytes.
-func (f *FS) LayerPasses() int {
+// LayerPasses is how many times each layer (bottom first) was re-opened
+// to read file bytes after indexing.
+func (f *FS) LayerPasses() []int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.reads
+	return append([]int(nil), f.reads...)
 }
 
 const maxSymlinks = 40
@@ -610,7 +644,7 @@ func (f *FS) readEntryHops(name string, e *entry, hops int) ([]byte, error) {
 // caller asked for, cached with the bytes.
 func (f *FS) scanFor(i int, want, key string) ([]byte, bool, error) {
 	f.mu.Lock()
-	f.reads++
+	f.reads[i]++
 	f.mu.Unlock()
 	group := packageGroup(want)
 	var found []byte
@@ -820,7 +854,7 @@ func (d *dirFile) ReadDir(n int) ([]fs.DirEntry, error) {
 // name.
 func (f *FS) openStream(i int, name string) (*streamFile, error) {
 	f.mu.Lock()
-	f.reads++
+	f.reads[i]++
 	f.mu.Unlock()
 	l := f.layers[i]
 	rc, err := l.Uncompressed()

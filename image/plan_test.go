@@ -3,6 +3,7 @@ package image
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -87,6 +88,18 @@ func TestBuildPlans(t *testing.T) {
 	res, err := base.Build(ctx, Cell{ID: "fusion.fewchan", Patches: []*patches.Patch{gate, flag}, Env: map[string]string{"NCCL_MAX_NCHANNELS": "2"}}, BuildOptions{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Only the project's layer was read again, once (the random layers and
+	// the upper layer never); a second cell reads nothing more.
+	passes := base.FS.LayerPasses()
+	if fmt.Sprint(passes) != "[0 0 1 0]" {
+		t.Errorf("layer passes after one cell = %v, want [0 0 1 0]", passes)
+	}
+	if _, err := base.Build(ctx, Cell{ID: "again", Patches: []*patches.Patch{gate}}, BuildOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if p := base.FS.LayerPasses(); fmt.Sprint(p) != fmt.Sprint(passes) {
+		t.Errorf("layer passes after two cells = %v", p)
 	}
 	m := res.Built.Manifest
 	if len(m.Patches) != 2 || m.Patches[0].Variant != "c3" || m.Patches[0].Outcome != "applies" || m.Patches[1].Name != "sm120-flag" {

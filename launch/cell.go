@@ -26,11 +26,14 @@ type Cell struct {
 	// sitecustomize.py). When they hold a run.sh, the local runner writes
 	// them to OUT/cells/<id>/ and starts run.sh instead of Command.
 	Files map[string][]byte
+	// TP is how many GPUs the cell uses (its tensor-parallel size); 0 is 1.
+	TP int
 	// Pruned is why a rule removed the cell ("" when it runs).
 	Pruned   string
 	Warnings []string
 
-	script string // the written run.sh, set by Run
+	script string   // the written run.sh, set by Run
+	gpus   []string // the GPUs Options.GPUs lent the cell for this run
 }
 
 // AxisValue is a cell's value on one axis.
@@ -69,9 +72,14 @@ type Options struct {
 	StopGrace      time.Duration // SIGTERM to SIGKILL; 10s when 0
 	HealthInterval time.Duration // between health probes; 1s when 0
 
-	Concurrency int      // cells at once; 1 when 0 (a TP-8 cell owns every GPU)
-	Only        []string // run only these cell ids
-	Resume      bool     // keep the results of cells results.jsonl already has
+	Concurrency int // cells at once; 1 when 0 (a TP-8 cell owns every GPU)
+	// GPUs are the GPU indices cells may use ("0", "1", ...). When set, each
+	// cell gets TP of them for its run, as CUDA_VISIBLE_DEVICES (local) or
+	// --gpus device=... (docker), and cells running at once never share
+	// one. A cell whose env sets CUDA_VISIBLE_DEVICES keeps its own.
+	GPUs   []string
+	Only   []string // run only these cell ids
+	Resume bool     // keep the results of cells results.jsonl already has
 	// StepSummary is a file the markdown table is appended to
 	// ($GITHUB_STEP_SUMMARY); "" for none.
 	StepSummary string

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -74,6 +75,10 @@ func (d Docker) RunArgs(c *Cell) ([]string, error) {
 	gpus := d.GPUs
 	if gpus == "" {
 		gpus = "all"
+	}
+	if len(c.gpus) > 0 {
+		// The quotes keep docker from splitting the list at its commas.
+		gpus = `"device=` + strings.Join(c.gpus, ",") + `"`
 	}
 	args := []string{"run", "--rm", "--name", d.ContainerName(c),
 		"--gpus", gpus, "--ipc=host", "--network=host", "--shm-size", shm}

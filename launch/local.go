@@ -31,6 +31,15 @@ func (Local) Start(ctx context.Context, c *Cell, log io.Writer) (Server, error) 
 		return nil, fmt.Errorf("cell %s: no command", c.ID)
 	}
 	argv, env, dir := c.Command, c.Env, c.Workdir
+	if len(c.gpus) > 0 || c.script != "" {
+		env = make(map[string]string, len(c.Env)+2)
+		for k, v := range c.Env {
+			env[k] = v
+		}
+	}
+	if len(c.gpus) > 0 {
+		env["CUDA_VISIBLE_DEVICES"] = strings.Join(c.gpus, ",")
+	}
 	var fifo *os.File
 	var fifoDir string
 	if c.script != "" {
@@ -48,10 +57,6 @@ func (Local) Start(ctx context.Context, c *Cell, log io.Writer) (Server, error) 
 		if fifo, err = os.OpenFile(name, os.O_RDWR, 0); err != nil {
 			os.RemoveAll(fifoDir)
 			return nil, fmt.Errorf("cell %s: %w", c.ID, err)
-		}
-		env = make(map[string]string, len(c.Env)+1)
-		for k, v := range c.Env {
-			env[k] = v
 		}
 		env["SMPATCH_LOG_DIR"] = fifoDir
 		argv, dir = []string{"bash", c.script}, ""
@@ -71,7 +76,7 @@ func (Local) Start(ctx context.Context, c *Cell, log io.Writer) (Server, error) 
 			close(g.fifoDone)
 		}()
 	}
-	return &localServer{group: g, env: c.Env, dir: c.Workdir}, nil
+	return &localServer{group: g, env: env, dir: c.Workdir}, nil
 }
 
 type localServer struct {

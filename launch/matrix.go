@@ -37,6 +37,7 @@ func FromExpansion(x *matrix.Expansion, refs map[string]string, o *Options) ([]*
 			Bench:   mc.Bench,
 			Patches: mc.Patches,
 			Image:   refs[mc.ID],
+			TP:      mc.TP,
 		}
 		for _, name := range []string{"run.sh", "env", "sitecustomize.py"} {
 			if data, ok := rendered[mc.ID+"/"+name]; ok {

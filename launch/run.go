@@ -19,9 +19,12 @@ import (
 // Run runs the cells and writes the results into o.Out. Cells run in order,
 // o.Concurrency at a time; consecutive cells that share a patch set run
 // between one Apply and one Revert of that set, so the tree is patched as
-// each cell expects and ends as it began. A cancelled ctx stops the cells running now,
-// reverts, writes what finished and returns ctx's error; a cell that was
-// interrupted is not recorded, so --resume runs it again.
+// each cell expects and ends as it began. A cancelled ctx stops the cells
+// running now, reverts, writes what finished and returns ctx's error; a cell
+// that was interrupted is not recorded, so --resume runs it again.
+//
+// With o.Resume, cells results.jsonl has a result for are kept, except those
+// o.Only names: they run again (the way to redo one cell of a finished run).
 //
 // The error is for the run itself (bad options, I/O, a revert that failed);
 // failed cells are counted in the Summary.
@@ -59,11 +62,13 @@ func Run(ctx context.Context, cells []*Cell, o Options) (*Summary, error) {
 		switch p := prev[c.ID]; {
 		case c.Pruned != "":
 			r.Status, r.Reason = StatusPruned, c.Pruned
-		case len(only) > 0 && !only[c.ID]:
-			r.Status, r.Reason = StatusSkipped, "not selected by --only"
+		case only[c.ID]: // asked for by name: runs even if it finished before
+			todo = append(todo, c)
 		case p != nil && p.Finished():
 			r = p
 			r.Resumed = true
+		case len(only) > 0:
+			r.Status, r.Reason = StatusSkipped, "not selected by --only"
 		default:
 			todo = append(todo, c)
 		}
@@ -242,6 +247,10 @@ func runGroupOfCells(ctx context.Context, cells []*Cell, o Options, record func(
 	}
 	var recErr error
 	var errMu sync.Mutex
+	var pool *gpuPool
+	if len(o.GPUs) > 0 {
+		pool = newGPUPool(o.GPUs)
+	}
 	sem := make(chan struct{}, o.Concurrency)
 	var wg sync.WaitGroup
 	for _, c := range cells {
@@ -253,7 +262,20 @@ func runGroupOfCells(ctx context.Context, cells []*Cell, o Options, record func(
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			r := runCell(ctx, c, o)
+			var r *Result
+			if cc, gpus, err := lendGPUs(ctx, pool, c); err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				r = newResult(c, o)
+				r.Status, r.Reason = StatusFailed, "gpus: "+err.Error()
+				o.Progress("%s: failed: %s", o.tag(c.ID), r.Reason)
+			} else {
+				r = runCell(ctx, cc, o)
+				if pool != nil && gpus != nil {
+					pool.release(gpus)
+				}
+			}
 			if r == nil { // interrupted: not recorded
 				return
 			}
@@ -271,6 +293,24 @@ func runGroupOfCells(ctx context.Context, cells []*Cell, o Options, record func(
 		}
 	}
 	return recErr
+}
+
+// lendGPUs returns the cell to run: with a pool, a copy that uses TP GPUs
+// from it (the caller releases them), unless the cell picks its own.
+func lendGPUs(ctx context.Context, pool *gpuPool, c *Cell) (*Cell, []string, error) {
+	if pool == nil {
+		return c, nil, nil
+	}
+	if _, own := c.Env["CUDA_VISIBLE_DEVICES"]; own {
+		return c, nil, nil
+	}
+	gpus, err := pool.acquire(ctx, max(c.TP, 1))
+	if err != nil {
+		return nil, nil, err
+	}
+	cc := *c
+	cc.gpus = gpus
+	return &cc, gpus, nil
 }
 
 // revert runs even when the run's context is cancelled: the tree must end as

@@ -151,3 +151,66 @@ func FuzzReadJSONL(f *testing.F) {
 		}
 	})
 }
+
+func TestGPUPool(t *testing.T) {
+	p := newGPUPool([]string{"0", "1", "2"})
+	ctx := context.Background()
+	a, err := p.acquire(ctx, 2)
+	if err != nil || strings.Join(a, ",") != "0,1" {
+		t.Fatalf("got %v %v", a, err)
+	}
+	got := make(chan []string)
+	go func() {
+		g, _ := p.acquire(ctx, 2) // only "2" is free: waits for a release
+		got <- g
+	}()
+	p.release([]string{"0"})
+	if g := <-got; strings.Join(g, ",") != "0,2" {
+		t.Errorf("after release got %v, want [0 2]", g)
+	}
+	if _, err := p.acquire(ctx, 4); err == nil || err.Error() != "needs 4 GPUs, --gpus lists 3" {
+		t.Errorf("too many: %v", err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := p.acquire(cctx, 1); err != context.Canceled { // "1" is taken: waits, then gives up
+		t.Errorf("cancelled: %v", err)
+	}
+}
+
+func TestRunLendsGPUs(t *testing.T) {
+	o := testOptions(t)
+	o.Concurrency = 2
+	o.GPUs = []string{"0", "1"}
+	job := func(id string, tp int, env map[string]string) *Cell {
+		return &Cell{ID: id, TP: tp, Env: env, Command: []string{"sh", "-c",
+			`echo "devices=[$CUDA_VISIBLE_DEVICES]"; echo "Output token throughput (tok/s): 1"`}}
+	}
+	cells := []*Cell{job("a", 1, nil), job("b", 0, nil), job("both", 2, nil), job("three", 3, nil),
+		job("own", 2, map[string]string{"CUDA_VISIBLE_DEVICES": "7"})}
+	s, err := Run(context.Background(), cells, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"a": "devices=[0]|devices=[1]", "b": "devices=[0]|devices=[1]", "both": "devices=[0,1]", "own": "devices=[7]"}
+	for _, r := range s.Results {
+		if r.ID == "three" {
+			if r.Status != StatusFailed || r.Reason != "gpus: needs 3 GPUs, --gpus lists 2" {
+				t.Errorf("three: %s %q", r.Status, r.Reason)
+			}
+			continue
+		}
+		log := string(mustRead(t, r.Log))
+		ok := false
+		for _, w := range strings.Split(want[r.ID], "|") {
+			ok = ok || strings.Contains(log, w+"\n")
+		}
+		if r.Status != StatusOK || !ok {
+			t.Errorf("%s: %s %q, log:\n%s", r.ID, r.Status, r.Reason, log)
+		}
+	}
+	args, _ := Docker{}.RunArgs(&Cell{ID: "d", Image: "i", Command: []string{"x"}, gpus: []string{"1", "2"}})
+	if got := strings.Join(args, " "); !strings.Contains(got, ` --gpus "device=1,2" `) {
+		t.Errorf("docker: %s", got)
+	}
+}

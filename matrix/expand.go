@@ -105,15 +105,6 @@ func (x *Expansion) Cell(id string) *Cell {
 	return nil
 }
 
-// axisIndex returns the position of axis ai in c.Values (they are always in
-// axis order, one per axis).
-func (c *Cell) axisIndex(ai int) int {
-	if ai < len(c.Values) {
-		return ai
-	}
-	return -1
-}
-
 // Expand runs the fixed expansion order: product → zip → exclude → include
 // → rules, then gives ids, renders templates and selects the shard.
 func (m *Matrix) Expand(opts ExpandOptions) (*Expansion, error) {
@@ -314,11 +305,16 @@ func (m *Matrix) Expand(opts ExpandOptions) (*Expansion, error) {
 				return nil, m.errf(inc.Line, "include names only some axes and matches no cell; name every axis to add a cell")
 			}
 		}
+		if len(inc.Env) == 0 && len(inc.Args) == 0 && inc.ID == "" {
+			x.Notes = append(x.Notes, fmt.Sprintf("%s: include names a cell that exists and adds nothing to it", where))
+		}
 		for _, c := range matched {
 			if err := m.extend(c, inc, where); err != nil {
 				return nil, err
 			}
-			extended[c] = true
+			if len(inc.Env) > 0 || len(inc.Args) > 0 {
+				extended[c] = true
+			}
 		}
 	}
 	x.Steps.Extended = len(extended)
@@ -469,8 +465,10 @@ func (m *Matrix) valueInfo(a *Axis, v Value) valueInfo {
 		maj, min, _ := parseSM(v.Text)
 		vi.sm = fmt.Sprintf("%d.%d", maj, min)
 	}
-	if a.Name == "tp" && v.Kind == "int" {
-		vi.tp, _ = strconv.Atoi(v.Text)
+	if a.Name == "tp" {
+		if n, err := strconv.Atoi(v.Text); err == nil && n > 0 {
+			vi.tp = n
+		}
 	}
 	return vi
 }
@@ -652,8 +650,35 @@ func (m *Matrix) assignIDs(cells []*Cell) error {
 			valSlugs[ai][vi] = m.valueSlug(a, v)
 		}
 	}
+	// Ids are unique by construction when every cell comes from the product
+	// (distinct value tuples) and each axis's slugs are distinct and free of
+	// the '.' separator; only otherwise are they counted.
+	unique := true
+	for ai := range m.Axes {
+		seenSlug := map[string]bool{}
+		for _, sl := range valSlugs[ai] {
+			if seenSlug[sl] || strings.Contains(sl, ".") {
+				unique = false
+			}
+			seenSlug[sl] = true
+		}
+	}
+	for _, c := range cells {
+		if slices.Contains(c.idx, -1) {
+			unique = false
+			break
+		}
+	}
+	for _, inc := range m.Include {
+		if inc.ID != "" {
+			unique = false
+		}
+	}
 	slugs := make([]string, len(cells))
-	count := make(map[string]int, len(cells))
+	var count map[string]int
+	if !unique {
+		count = make(map[string]int, len(cells))
+	}
 	var b strings.Builder
 	for i, c := range cells {
 		b.Reset()
@@ -671,16 +696,24 @@ func (m *Matrix) assignIDs(cells []*Cell) error {
 			}
 		}
 		slugs[i] = b.String()
-		count[slugs[i]]++
+		if count != nil {
+			count[slugs[i]]++
+		}
 	}
-	explicit := map[*Cell]string{}
+	if unique {
+		for i, c := range cells {
+			c.ID = slugs[i]
+		}
+		return nil
+	}
+	explicit := map[*Cell]*Include{}
 	for _, inc := range m.Include {
 		if inc.ID == "" {
 			continue
 		}
 		for _, c := range cells {
 			if includeMatches(c, inc, m) {
-				explicit[c] = inc.ID
+				explicit[c] = inc
 			}
 		}
 	}
@@ -691,11 +724,15 @@ func (m *Matrix) assignIDs(cells []*Cell) error {
 			h := sha256.Sum256([]byte(cellKey(c)))
 			id += "-" + hex.EncodeToString(h[:])[:6]
 		}
-		if e, ok := explicit[c]; ok {
-			id = e
+		line := 0
+		if inc, ok := explicit[c]; ok {
+			id, line = inc.ID, inc.Line
 		}
 		if other, dup := seen[id]; dup {
-			return m.errf(0, "duplicate cell id %q (%s and %s): set id_prefix or an include id", id, describe(other), describe(c))
+			if inc, ok := explicit[other]; ok && line == 0 {
+				line = inc.Line
+			}
+			return m.errf(line, "duplicate cell id %q (%s and %s): set id_prefix or an include id", id, describe(other), describe(c))
 		}
 		c.ID = id
 		seen[id] = c

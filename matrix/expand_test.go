@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/smpatch/smpatch/probe"
 )
 
 const launch = `
@@ -278,7 +280,7 @@ a = ["x", "y"]
 a = "x"
 id = "y"
 args = ["--v"]
-` + launch, `duplicate cell id "y"`},
+` + launch, `m.toml:3: duplicate cell id "y"`},
 		{"baseline matching nothing", `[axes]
 a = ["x", "y"]
 [launch]
@@ -604,6 +606,54 @@ func TestDeterminism(t *testing.T) {
 		got := render(expand(t, strings.Join(s, "\n"), ExpandOptions{}))
 		if got != want {
 			t.Fatalf("shuffled input %d expanded differently:\n%s\nwant:\n%s\ninput:\n%s", i, got, want, strings.Join(s, "\n"))
+		}
+	}
+}
+
+func TestIncludeNamingAnExistingCell(t *testing.T) {
+	x := expand(t, `[axes]
+a = ["x", "y"]
+b = [1, 2]
+[[include]]
+a = "x"
+b = 1
+[[include]]
+a = "y"
+b = 2
+id = "the-y"
+`+launch, ExpandOptions{NoDefaultRules: true})
+	if x.Steps.Added != 0 || x.Steps.Extended != 0 || len(x.Cells) != 4 {
+		t.Errorf("steps = %+v", x.Steps)
+	}
+	if x.Cells[3].ID != "the-y" {
+		t.Errorf("ids = %q", ids(x))
+	}
+	if len(x.Notes) != 1 || !strings.Contains(x.Notes[0], "m.toml:4: include names a cell that exists and adds nothing") {
+		t.Errorf("notes = %q", x.Notes)
+	}
+}
+
+// TestProbeFromAnotherHost: a report taken on an H200 host (verdicts for
+// major 9 only) still judges SM120 cells from its flashinfer analysis.
+func TestProbeFromAnotherHost(t *testing.T) {
+	r := &probe.Report{
+		Host: &probe.Host{GPUs: []probe.GPU{{Index: 0, Name: "NVIDIA H200", SM: "9.0"}}},
+		FlashInfer: &probe.FlashInfer{Root: "/site/flashinfer", Layout: "wheel", Modules: map[string]*probe.Module{
+			"trtllm_comm": {SMMajors: []int{9, 10}, Source: "flashinfer/jit/comm.py:41", Gate: "supported_major_versions"},
+		}},
+		Verdicts: map[string]map[string]*probe.Verdict{"trtllm_comm": {"9": {Verdict: probe.Supported}}},
+	}
+	src := `[axes]
+patches = [[], ["sm120-fusion"]]
+sm = ["9.0", "12.0"]
+[launch]
+command = ["serve", "--disable-custom-all-reduce"]
+`
+	x := expand(t, src, ExpandOptions{Probe: FactsFromReport(r)})
+	for _, c := range x.Cells {
+		want := c.ID == "sm120-fusion.sm120"
+		if got := c.Pruned != nil && c.Pruned.Rule == "sm120-fusion-flashinfer-gate"; got != want {
+			t.Errorf("%s: pruned = %v, want %v", c.ID, c.Pruned, want)
 		}
 	}
 }

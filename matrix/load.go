@@ -95,6 +95,11 @@ func Parse(file string, data []byte) (*Matrix, error) {
 		}
 		m.MaxCells = int(*fm.MaxCells)
 	}
+	switch m.Project {
+	case "", "sglang", "flashinfer":
+	default:
+		return nil, m.errf(m.lines.line("project"), "project %q: want sglang or flashinfer", m.Project)
+	}
 	if m.Base.Image != "" && m.Base.Python != "" {
 		return nil, m.errf(m.lines.line("base"), "base: set image or python, not both")
 	}
@@ -669,7 +674,7 @@ func (m *Matrix) parseInclude(e map[string]any, i int) (*Include, error) {
 	if len(inc.Values) == 0 {
 		return nil, m.errf(line, "include[%d]: names no axis", i)
 	}
-	if len(inc.Env) == 0 && len(inc.Args) == 0 && len(inc.Values) < len(m.Axes) {
+	if len(inc.Env) == 0 && len(inc.Args) == 0 && inc.ID == "" && len(inc.Values) < len(m.Axes) {
 		return nil, m.errf(line, "include[%d]: names only some axes and adds no env or args: it would do nothing", i)
 	}
 	return inc, nil
@@ -869,6 +874,19 @@ func (m *Matrix) CheckPatches(check func(name string) error) error {
 			for _, p := range v.List {
 				if err := check(p); err != nil {
 					return m.errf(inc.Line, "include: %v", err)
+				}
+			}
+		}
+	}
+	matches := append([]*Match(nil), m.Exclude...)
+	if m.Launch.Baseline != nil {
+		matches = append(matches, m.Launch.Baseline)
+	}
+	for _, x := range matches {
+		for _, v := range x.Values[PatchesAxis] {
+			for _, p := range v.List {
+				if err := check(p); err != nil {
+					return m.errf(x.Line, "patches: %v", err)
 				}
 			}
 		}

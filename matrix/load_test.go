@@ -202,3 +202,19 @@ func TestKeysAreCaseSensitive(t *testing.T) {
 		t.Errorf("rules: err = %v", err)
 	}
 }
+
+func TestCheckPatchesInExcludeAndBaseline(t *testing.T) {
+	m := mustParse(t, "[axes]\npatches = [[], [\"known\"]]\n[[exclude]]\npatches = [\"knwon\"]\n[launch]\ncommand = [\"x\"]\n")
+	err := m.CheckPatches(func(name string) error {
+		if name != "known" {
+			return os.ErrNotExist
+		}
+		return nil
+	})
+	if err == nil || !strings.Contains(err.Error(), "m.toml:3: patches:") {
+		t.Errorf("err = %v", err)
+	}
+	if _, err := Parse("m.toml", []byte("project = \"vllm\"\n[axes]\na = 1\n"+launch)); err == nil || !strings.Contains(err.Error(), "m.toml:1: project \"vllm\"") {
+		t.Errorf("err = %v", err)
+	}
+}

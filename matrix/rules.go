@@ -329,6 +329,24 @@ type ProbeFacts struct {
 	// Verdicts maps a flashinfer module and a GPU major ("12") to its
 	// verdict: supported, unsupported-gate, unsupported-header or unknown.
 	Verdicts map[string]map[string]string
+	// FlashInfer is the report's static analysis of flashinfer, used to
+	// judge a major the probed host did not have (an SM120 cell probed on
+	// an H200 build host).
+	FlashInfer *probe.FlashInfer
+}
+
+// verdict is the verdict for a module on a GPU major: the report's, else
+// judged from the report's flashinfer analysis, else unknown.
+func (f *ProbeFacts) verdict(module string, major int) string {
+	if v := f.Verdicts[module][strconv.Itoa(major)]; v != "" {
+		return v
+	}
+	if f.FlashInfer != nil {
+		if v := probe.ModuleVerdict(f.FlashInfer, module, major); v != nil && v.Verdict != "" {
+			return v.Verdict
+		}
+	}
+	return probe.Unknown
 }
 
 // ReadProbeFacts reads a probe report written by smpatch probe --json -o FILE.
@@ -344,7 +362,7 @@ func ReadProbeFacts(file string) (*ProbeFacts, error) {
 
 // FactsFromReport takes from a probe report what rules read.
 func FactsFromReport(r *probe.Report) *ProbeFacts {
-	f := &ProbeFacts{Verdicts: map[string]map[string]string{}}
+	f := &ProbeFacts{Verdicts: map[string]map[string]string{}, FlashInfer: r.FlashInfer}
 	if r.Host != nil {
 		for _, g := range r.Host.GPUs {
 			if g.SM != "" {
@@ -473,6 +491,26 @@ type evalCell struct {
 	loaded bool
 	fv     []string // flag value ("" when bare), by flag table index
 	fset   []bool
+	// verdicts caches ProbeFacts.verdict by module and major.
+	verdicts map[verdictKey]string
+}
+
+type verdictKey struct {
+	module string
+	major  int
+}
+
+func (e *evalCell) verdict(pf *ProbeFacts, module string, major int) string {
+	k := verdictKey{module, major}
+	if v, ok := e.verdicts[k]; ok {
+		return v
+	}
+	if e.verdicts == nil {
+		e.verdicts = map[verdictKey]string{}
+	}
+	v := pf.verdict(module, major)
+	e.verdicts[k] = v
+	return v
 }
 
 func (e *evalCell) reset(c *Cell) {
@@ -530,7 +568,7 @@ func flagMap(cmd []string) map[string]string {
 	return fl
 }
 
-func (r *ruleEval) match(e *evalCell, probe *ProbeFacts) bool {
+func (r *ruleEval) match(e *evalCell, pf *ProbeFacts) bool {
 	c := &r.when
 	cell := e.cell
 	if !r.varies {
@@ -589,7 +627,7 @@ func (r *ruleEval) match(e *evalCell, probe *ProbeFacts) bool {
 		}
 	}
 	if len(c.probeVerdict) > 0 {
-		if probe == nil {
+		if pf == nil {
 			if r.unprobed == 0 {
 				r.first = cell.ID
 			}
@@ -602,11 +640,7 @@ func (r *ruleEval) match(e *evalCell, probe *ProbeFacts) bool {
 		for _, pv := range c.probeVerdict {
 			ok := false
 			for _, maj := range e.majors {
-				v := probe.Verdicts[pv.name][strconv.Itoa(maj)]
-				if v == "" {
-					v = "unknown"
-				}
-				if slices.Contains(pv.want, v) {
+				if slices.Contains(pv.want, e.verdict(pf, pv.name, maj)) {
 					ok = true
 				}
 			}

@@ -130,7 +130,7 @@ func planProblem(p *Plan, strict bool) string {
 // before it. Errors carry exit codes (exit.Conflict when a plan does not
 // resolve).
 func Apply(ctx context.Context, t source.WritableTree, plans []*Plan, opts ApplyOptions) (*ApplyResult, error) {
-	res := &ApplyResult{Tree: t.Root(), Kind: string(t.Kind())}
+	res := &ApplyResult{Tree: t.Root(), Kind: string(t.Kind()), Patches: []*PatchOutcome{}}
 	// Refuse read-only targets before the journal directory is even created.
 	for _, p := range plans {
 		if prob := planProblem(p, opts.Strict); prob != "" {

@@ -517,3 +517,26 @@ versions = ">= 0.5"
 		t.Fatalf("not back to the original: %s", d)
 	}
 }
+
+// A damaged or hostile state.json is refused; nothing outside is touched.
+func TestDamagedState(t *testing.T) {
+	ctx := context.Background()
+	root, tr := engineTree(t)
+	outside := t.TempDir()
+	os.WriteFile(filepath.Join(outside, "keep"), []byte("x"), 0o644)
+	for _, state := range []string{
+		`{"format": 1, "patches": [{"name": "../../../../` + strings.TrimPrefix(outside, "/") + `", "state": "pending", "files": []}]}`,
+		`{"format": 1, "patches": [{"name": "demo", "state": "pending", "files": [{"path": "../../etc/passwd"}]}]}`,
+		`{"format": 1, "patches": [`,
+		`{"format": 99, "patches": []}`,
+	} {
+		os.MkdirAll(filepath.Join(root, source.StateDirName), 0o755)
+		os.WriteFile(filepath.Join(root, source.StateDirName, "state.json"), []byte(state), 0o644)
+		if _, err := ReadState(ctx, tr); err == nil || strings.Contains(err.Error(), "\n") {
+			t.Errorf("state %s: %v", state, err)
+		}
+		if _, err := os.Stat(filepath.Join(outside, "keep")); err != nil {
+			t.Fatal("a file outside the tree was removed")
+		}
+	}
+}

@@ -202,12 +202,8 @@ func openJournal(ctx context.Context, t source.WritableTree) (*journal, error) {
 // first when nothing is applied any more.
 func (j *journal) close() {
 	if j.state != nil && len(j.state.Patches) == 0 {
-		for _, d := range []string{"orig", "patched", "target"} {
-			_ = os.RemoveAll(filepath.Join(j.dir, d))
-		}
-		_ = os.Remove(filepath.Join(j.dir, "state.json"))
-		_ = os.Remove(filepath.Join(j.dir, "lock"))
-		_ = os.Remove(j.dir)
+		// Everything in it is ours, temporary files of killed writes included.
+		_ = os.RemoveAll(j.dir)
 	}
 	_ = j.lock.Unlock()
 }
@@ -229,6 +225,21 @@ func (j *journal) load() error {
 	}
 	if s.Format > stateFormat {
 		return fmt.Errorf("%s: written by a newer smpatch (format %d)", j.statePath(), s.Format)
+	}
+	// Names and paths become file names under the journal and the tree:
+	// refuse anything that could lead elsewhere.
+	for _, e := range s.Patches {
+		if e == nil || !patchNameRE.MatchString(e.Name) {
+			return fmt.Errorf("%s: damaged: bad patch name in an entry", j.statePath())
+		}
+		for _, f := range e.Files {
+			if f == nil {
+				return fmt.Errorf("%s: damaged: empty file record in %s", j.statePath(), e.Name)
+			}
+			if _, err := source.CleanRel(f.Path); err != nil {
+				return fmt.Errorf("%s: damaged: entry %s: %v", j.statePath(), e.Name, err)
+			}
+		}
 	}
 	j.state = &s
 	return nil

@@ -73,7 +73,7 @@ type revertStep struct {
 // error with a did-you-mean; a known patch that is not applied is listed in
 // NotApplied.
 func Revert(ctx context.Context, t source.WritableTree, cat *Catalog, names []string, opts RevertOptions) (*RevertResult, error) {
-	res := &RevertResult{Tree: t.Root(), Kind: string(t.Kind())}
+	res := &RevertResult{Tree: t.Root(), Kind: string(t.Kind()), Patches: []*RevertOutcome{}}
 	if _, err := readStateFile(t); err != nil {
 		if errors.Is(err, errNoState) {
 			for _, n := range names {

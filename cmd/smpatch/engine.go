@@ -624,12 +624,15 @@ func newRevertCmd(g *globalOptions) *cobra.Command {
 		RunE: func(c *cobra.Command, args []string) error {
 			ctx := c.Context()
 			w := c.OutOrStdout()
+			// The journal has all a revert needs: a broken catalog only
+			// costs the did-you-mean.
 			cat, err := engLoadCatalog(g)
 			if err != nil {
-				return err
+				fmt.Fprintf(c.ErrOrStderr(), "smpatch: warning: %v\n", err)
+				cat = nil
 			}
 			var project source.Project
-			if len(args) > 0 {
+			if len(args) > 0 && cat != nil {
 				if p, err := cat.Get(args[0]); err == nil {
 					project = p.Project
 				}
@@ -712,7 +715,8 @@ func newStatusCmd(g *globalOptions) *cobra.Command {
 			w := c.OutOrStdout()
 			cat, err := engLoadCatalog(g)
 			if err != nil {
-				return err
+				fmt.Fprintf(c.ErrOrStderr(), "smpatch: warning: %v\n", err)
+				cat = nil
 			}
 			t, err := engResolve(ctx, g, repo, "")
 			if err != nil {

@@ -32,6 +32,7 @@ type matrixRunOptions struct {
 	Refs        string
 	Signatures  []string
 	Concurrency int
+	GPUs        string
 	StopGrace   time.Duration
 	ShmSize     string
 	JSON        bool
@@ -41,7 +42,7 @@ func (o *matrixRunOptions) AddFlags(c *cobra.Command) {
 	o.matrixOptions.AddFlags(c)
 	f := c.Flags()
 	f.StringArrayVar(&o.Only, "only", nil, "run only this cell (repeatable)")
-	f.BoolVar(&o.Resume, "resume", false, "keep the cells results.jsonl in --out already has; run the rest")
+	f.BoolVar(&o.Resume, "resume", false, "keep the cells results.jsonl in --out already has and run the rest (with --only: run those again, keep the others)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print what each cell would run; start nothing, change nothing")
 	f.StringVar(&o.Runner, "runner", "local", "where cells run: local (process groups on this host) or docker")
 	f.StringVar(&o.Out, "out", "", "results directory (default results/NAME, NAME from the matrix)")
@@ -49,6 +50,7 @@ func (o *matrixRunOptions) AddFlags(c *cobra.Command) {
 	f.StringVar(&o.Refs, "refs", "", "docker: a JSON file of cell id to image (matrix build writes it)")
 	f.StringArrayVar(&o.Signatures, "signatures", nil, "a TOML file of extra triage signatures (repeatable)")
 	f.IntVar(&o.Concurrency, "concurrency", 1, "cells at once (only for cells small enough to share the GPUs)")
+	f.StringVar(&o.GPUs, "gpus", "", "GPU indices cells may use (0,1,...): each cell gets TP of them (CUDA_VISIBLE_DEVICES; docker --gpus device=), cells running at once never share one")
 	f.DurationVar(&o.StopGrace, "stop-grace", 10*time.Second, "time between SIGTERM and SIGKILL when a server is stopped")
 	f.StringVar(&o.ShmSize, "shm-size", "32g", "docker: --shm-size of each container")
 	f.BoolVar(&o.JSON, "json", false, "print the results as JSON")
@@ -61,9 +63,11 @@ func init() {
 			Use:   "run FILE",
 			Short: "Run each cell: patch, start, wait for health, bench, triage, stop, revert; one results table",
 			Long: "Run the matrix's cells one after another (--concurrency for small cells). The local runner\n" +
-				"applies each cell's patches to --repo, starts the command in its own process group and\n" +
-				"reverts the patches afterwards, also on failure and on Ctrl-C. Logs go to OUT/logs/ID.log;\n" +
-				"results to OUT/results.{jsonl,json,csv,md} and OUT/junit.xml. Exit 6 when a cell failed.",
+				"applies each cell's patches to --repo, starts the cell's rendered run.sh (OUT/cells/ID/) in\n" +
+				"its own process group, waits for the health URL while watching the process and the log,\n" +
+				"runs the bench, stops the group and reverts the patches, also on failure and on Ctrl-C.\n" +
+				"Logs go to OUT/logs/ID.log; results to OUT/results.{jsonl,json,csv,md} and OUT/junit.xml\n" +
+				"(the markdown also to $GITHUB_STEP_SUMMARY). Exit 6 when a cell failed.",
 			Args: cobra.ExactArgs(1),
 			RunE: func(c *cobra.Command, args []string) error {
 				return runMatrix(c.Context(), g, args[0], o, c.OutOrStdout(), c.ErrOrStderr())
@@ -104,6 +108,18 @@ func runMatrix(ctx context.Context, g *globalOptions, file string, o *matrixRunO
 	opts.Out = o.Out
 	if opts.Out == "" {
 		opts.Out = filepath.Join("results", x.Matrix.Name)
+	}
+	if o.GPUs != "" {
+		for _, id := range strings.Split(o.GPUs, ",") {
+			id = strings.TrimSpace(id)
+			if id == "" {
+				return exit.With(exit.Usage, fmt.Errorf("--gpus %q: want a comma-separated list of GPU indices", o.GPUs))
+			}
+			opts.GPUs = append(opts.GPUs, id)
+		}
+	}
+	if o.Concurrency < 1 {
+		return exit.With(exit.Usage, fmt.Errorf("--concurrency %d: want 1 or more", o.Concurrency))
 	}
 	switch o.Runner {
 	case "local":
@@ -234,10 +250,11 @@ func printDryRun(w io.Writer, cells []*launch.Cell, prev map[string]*launch.Resu
 		switch {
 		case c.Pruned != "":
 			d.Action, d.Reason = "pruned", c.Pruned
-		case len(only) > 0 && !only[c.ID]:
-			d.Action, d.Reason = "skipped", "not selected by --only"
+		case only[c.ID]:
 		case prev[c.ID] != nil && prev[c.ID].Finished():
 			d.Action, d.Reason = "kept", "finished earlier ("+string(prev[c.ID].Status)+"), --resume keeps it"
+		case len(only) > 0:
+			d.Action, d.Reason = "skipped", "not selected by --only"
 		}
 		out = append(out, d)
 	}

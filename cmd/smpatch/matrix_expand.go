@@ -209,6 +209,20 @@ func printExplain(w io.Writer, x *matrix.Expansion) {
 	fmt.Fprintf(w, "  exclude  %6d  %s\n", st.Exclude, strings.Join(ex, ", "))
 	fmt.Fprintf(w, "  include  %6d  (%d added, %d extended)\n", st.Include, st.Added, st.Extended)
 	fmt.Fprintf(w, "  rules    %6d  to run (%d pruned, %d with warnings; %d rules)\n", st.Runnable, st.Pruned, st.Warned, len(x.Rules))
+	hits := map[string]int{}
+	for _, c := range x.Cells {
+		if c.Pruned != nil {
+			hits[c.Pruned.Rule]++
+		}
+		for _, d := range c.Warnings {
+			hits[d.Rule]++
+		}
+	}
+	for _, r := range x.Rules {
+		if n := hits[r.Name]; n > 0 {
+			fmt.Fprintf(w, "           %-32s %-12s %d cells\n", r.Name, r.Action, n)
+		}
+	}
 	if x.Baseline != "" {
 		fmt.Fprintf(w, "  baseline %s\n", x.Baseline)
 	}
