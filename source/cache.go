@@ -193,8 +193,11 @@ func (c *RepoCache) notice(format string, args ...any) {
 	}
 }
 
-// openStore opens a bare repository keeping its packfiles open between
-// reads: a range walk reads thousands of objects.
+// OpenStore opens the cached repository at path for reading, keeping its
+// packfiles open between reads: a range walk reads thousands of objects.
+// Each handle is for one goroutine at a time.
+func OpenStore(path string) (*git.Repository, error) { return openStore(path) }
+
 func openStore(path string) (*git.Repository, error) {
 	if _, err := os.Stat(filepath.Join(path, "config")); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, git.ErrRepositoryNotExists)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+
+	"github.com/go-git/go-git/v5"
 	"sort"
 
 	"github.com/smpatch/smpatch/patches"
@@ -63,6 +65,9 @@ type Options struct {
 	// Progress receives progress lines of range walks (nil: none); the
 	// command sets it only when stderr is a terminal.
 	Progress io.Writer
+	// OpenRepo, when set, opens another handle on the repository a range is
+	// walked in, so that range planning reads blobs in parallel.
+	OpenRepo func() (*git.Repository, error)
 }
 
 // StatusOf classifies a plan.

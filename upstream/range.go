@@ -124,28 +124,41 @@ func Range(ctx context.Context, repo *git.Repository, url string, p source.Proje
 		}
 	}
 
-	// Pass 2: plan the jobs. Matching runs in parallel; reads from the
-	// object store are serialised (go-git's storage is not safe for
-	// concurrent use).
+	// Pass 2: plan the jobs in parallel. go-git's storage is not safe for
+	// concurrent use: each worker reads through a repository handle of its
+	// own when opts.OpenRepo can make one, else reads are serialised.
 	memo := make([]map[string]Result, len(ps))
 	for i := range ps {
 		memo[i] = map[string]Result{}
 	}
-	var mu, gitMu sync.Mutex
+	var mu, sharedMu sync.Mutex
 	var firstErr error
-	work := make(chan job)
+	var done int
+	// Each worker takes a contiguous run of jobs: neighbouring commits share
+	// delta chains, which a handle's object cache then resolves once.
+	workers := max(1, min(runtime.GOMAXPROCS(0), len(jobs)))
 	var wg sync.WaitGroup
-	for range max(1, min(runtime.GOMAXPROCS(0), len(jobs))) {
+	for w := range workers {
+		chunk := jobs[w*len(jobs)/workers : (w+1)*len(jobs)/workers]
+		wr, lock := repo, &sharedMu
+		if w > 0 && opts.OpenRepo != nil {
+			if r, err := opts.OpenRepo(); err == nil {
+				wr, lock = r, &sync.Mutex{}
+			}
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for j := range work {
-				gitMu.Lock()
-				rt, err := source.OpenRevision(repo, j.c.Hash, p, url)
-				gitMu.Unlock()
+			for _, j := range chunk {
+				if ctx.Err() != nil {
+					return
+				}
+				lock.Lock()
+				rt, err := source.OpenRevision(wr, j.c.Hash, p, url)
+				lock.Unlock()
 				var r Result
 				if err == nil {
-					r = checkOne(ctx, &lockedTree{Tree: rt, mu: &gitMu}, ps[j.i], opts)
+					r = checkOne(ctx, &lockedTree{Tree: rt, mu: lock}, ps[j.i], opts)
 					r.Commit = j.c.Hash.String()
 				}
 				mu.Lock()
@@ -153,20 +166,14 @@ func Range(ctx context.Context, repo *git.Repository, url string, p source.Proje
 					firstErr = err
 				}
 				memo[j.i][j.key] = r
+				done++
+				if done%8 == 0 || done == len(jobs) {
+					progress(opts.Progress, "planning: %d of %d changed states", done, len(jobs))
+				}
 				mu.Unlock()
 			}
 		}()
 	}
-	for n, j := range jobs {
-		if ctx.Err() != nil {
-			break
-		}
-		if n%8 == 0 {
-			progress(opts.Progress, "planning: %d of %d changed states", n, len(jobs))
-		}
-		work <- j
-	}
-	close(work)
 	wg.Wait()
 	if opts.Progress != nil {
 		fmt.Fprint(opts.Progress, "\r\033[K")

@@ -19,7 +19,7 @@ func TestRange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(prog.String(), "planning: 0 of 7 changed states") {
+	if !strings.Contains(prog.String(), "planning: 7 of 7 changed states") {
 		t.Errorf("progress %q", prog.String())
 	}
 	if len(rs) != 1 {

@@ -174,7 +174,9 @@ func runCheck(c *cobra.Command, g *globalOptions, o *checkOptions) error {
 			fail(t.Project, ps, t.URL, rerr)
 			continue
 		}
-		rs, err := upstream.Range(ctx, u.Repo, t.URL, t.Project, hs[0], hs[1], [2]string{rng[0], to}, ps, opts)
+		ropts := opts
+		ropts.OpenRepo = func() (*git.Repository, error) { return source.OpenStore(u.Path) }
+		rs, err := upstream.Range(ctx, u.Repo, t.URL, t.Project, hs[0], hs[1], [2]string{rng[0], to}, ps, ropts)
 		if err != nil {
 			fail(t.Project, ps, t.URL, err)
 			continue
@@ -217,6 +219,9 @@ func checkRepo(c *cobra.Command, cat *patches.Catalog, dir string, rng [2]string
 		if hs[i], err = source.ResolveRevision(repo, rev); err != nil {
 			return fmt.Errorf("check: %s: %w", dir, err)
 		}
+	}
+	opts.OpenRepo = func() (*git.Repository, error) {
+		return git.PlainOpenWithOptions(tree.Root(), &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
 	}
 	rs, err := upstream.Range(ctx, repo, tree.Root(), tree.Project(), hs[0], hs[1], [2]string{rng[0], to}, ps, opts)
 	if err != nil {
