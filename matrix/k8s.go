@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 )
 
@@ -25,8 +28,13 @@ const (
 	sourceAnnotation = "smpatch.io/matrix-file"
 )
 
-// Job builds the batch/v1 Job of a cell: one container running the cell's
-// command with its env, a GPU limit from tp, /dev/shm in memory, no retries.
+// Job builds the batch/v1 Job of a cell. When the cell has a bench command
+// and a local health URL, the server runs as a native sidecar (an init
+// container with restartPolicy Always and a startup probe on the health
+// URL) and the bench is the main container, so the Job completes when the
+// bench does and the deadline is startup_timeout + bench_timeout. Otherwise
+// the server is the only container. GPUs come from tp, /dev/shm is in
+// memory, nothing is retried.
 func Job(x *Expansion, c *Cell, image string) *batchv1.Job {
 	m := x.Matrix
 	gpus := max(c.TP, 1)
@@ -40,7 +48,7 @@ func Job(x *Expansion, c *Cell, image string) *batchv1.Job {
 	for _, k := range sortedKeys(c.Env) {
 		env = append(env, corev1.EnvVar{Name: k, Value: c.Env[k]})
 	}
-	ctr := corev1.Container{
+	server := corev1.Container{
 		Name:       "server",
 		Image:      image,
 		Command:    c.Command[:1],
@@ -52,16 +60,39 @@ func Job(x *Expansion, c *Cell, image string) *batchv1.Job {
 		},
 		VolumeMounts: []corev1.VolumeMount{{Name: "dshm", MountPath: "/dev/shm"}},
 	}
-	if len(ctr.Args) == 0 {
-		ctr.Args = nil
+	if len(server.Args) == 0 {
+		server.Args = nil
 	}
 	pod := corev1.PodSpec{
 		RestartPolicy: corev1.RestartPolicyNever,
-		Containers:    []corev1.Container{ctr},
 		Volumes: []corev1.Volume{{
 			Name:         "dshm",
 			VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}},
 		}},
+	}
+	var deadline *int64
+	probe := healthProbe(c.Health, m.Launch.StartupTimeout)
+	if len(c.Bench) > 0 && probe != nil {
+		always := corev1.ContainerRestartPolicyAlways
+		server.RestartPolicy = &always
+		server.StartupProbe = probe
+		pod.InitContainers = []corev1.Container{server}
+		bench := corev1.Container{
+			Name:       "bench",
+			Image:      image,
+			Command:    c.Bench[:1],
+			Args:       c.Bench[1:],
+			Env:        env,
+			WorkingDir: c.Workdir,
+		}
+		if len(bench.Args) == 0 {
+			bench.Args = nil
+		}
+		pod.Containers = []corev1.Container{bench}
+		d := int64((m.Launch.StartupTimeout + m.Launch.BenchTimeout).Seconds())
+		deadline = &d
+	} else {
+		pod.Containers = []corev1.Container{server}
 	}
 	if c.SM != "" {
 		maj, _, _ := parseSM(c.SM)
@@ -80,12 +111,57 @@ func Job(x *Expansion, c *Cell, image string) *batchv1.Job {
 			Annotations: ann,
 		},
 		Spec: batchv1.JobSpec{
-			BackoffLimit: &backoff,
+			BackoffLimit:          &backoff,
+			ActiveDeadlineSeconds: deadline,
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec:       pod,
 			},
 		},
+	}
+}
+
+// healthProbe turns a health URL on the pod itself (127.0.0.1, localhost)
+// into a startup probe that waits up to the startup timeout.
+func healthProbe(health string, startup time.Duration) *corev1.Probe {
+	u, err := url.Parse(health)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return nil
+	}
+	switch u.Hostname() {
+	case "127.0.0.1", "localhost", "0.0.0.0", "::1":
+	default:
+		return nil
+	}
+	port := 80
+	if u.Scheme == "https" {
+		port = 443
+	}
+	if p := u.Port(); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil {
+			return nil
+		}
+		port = n
+	}
+	scheme := corev1.URISchemeHTTP
+	if u.Scheme == "https" {
+		scheme = corev1.URISchemeHTTPS
+	}
+	path := u.EscapedPath()
+	if path == "" {
+		path = "/"
+	}
+	if u.RawQuery != "" {
+		path += "?" + u.RawQuery
+	}
+	const period = 10
+	return &corev1.Probe{
+		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+			Path: path, Port: intstr.FromInt32(int32(port)), Scheme: scheme,
+		}},
+		PeriodSeconds:    period,
+		FailureThreshold: int32(max(1, int(startup.Seconds())/period)),
 	}
 }
 

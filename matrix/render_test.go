@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -136,10 +137,29 @@ func TestRenderJobs(t *testing.T) {
 		if pod.NodeSelector["nvidia.com/gpu.compute.major"] != "12" {
 			t.Errorf("%s: nodeSelector %v", name, pod.NodeSelector)
 		}
-		if len(pod.Containers) != 1 {
-			t.Fatalf("%s: %d containers", name, len(pod.Containers))
+		// The story has a bench and a local health URL: the server is a
+		// native sidecar with a startup probe, the bench the main container.
+		if len(pod.InitContainers) != 1 || len(pod.Containers) != 1 {
+			t.Fatalf("%s: %d init containers, %d containers", name, len(pod.InitContainers), len(pod.Containers))
 		}
-		ctr := pod.Containers[0]
+		ctr := pod.InitContainers[0]
+		if ctr.Name != "server" || ctr.RestartPolicy == nil || *ctr.RestartPolicy != corev1.ContainerRestartPolicyAlways {
+			t.Errorf("%s: server is not a sidecar: %+v", name, ctr.RestartPolicy)
+		}
+		if p := ctr.StartupProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/health" || p.HTTPGet.Port.IntValue() != 30000 ||
+			int(p.PeriodSeconds*p.FailureThreshold) != int(x.Matrix.Launch.StartupTimeout.Seconds()) {
+			t.Errorf("%s: startup probe %+v", name, p)
+		}
+		bench := pod.Containers[0]
+		if got := append(slices.Clone(bench.Command), bench.Args...); !slices.Equal(got, c.Bench) {
+			t.Errorf("%s: bench %q, want %q", name, got, c.Bench)
+		}
+		if d := job.Spec.ActiveDeadlineSeconds; d == nil || *d != 50*60 {
+			t.Errorf("%s: activeDeadlineSeconds %v", name, d)
+		}
+		if _, ok := bench.Resources.Limits["nvidia.com/gpu"]; ok {
+			t.Errorf("%s: the bench container asks for GPUs", name)
+		}
 		if q := ctr.Resources.Limits["nvidia.com/gpu"]; q.Value() != 8 {
 			t.Errorf("%s: gpu limit %v", name, q.String())
 		}
@@ -161,8 +181,8 @@ func TestRenderJobs(t *testing.T) {
 		if id == "unpatched.default.cgbs512" {
 			wantImage = digest
 		}
-		if ctr.Image != wantImage {
-			t.Errorf("%s: image %s, want %s", name, ctr.Image, wantImage)
+		if ctr.Image != wantImage || bench.Image != wantImage {
+			t.Errorf("%s: images %s, %s, want %s", name, ctr.Image, bench.Image, wantImage)
 		}
 	}
 	// Three unpatched runnable cells; the patched one has no ref, so no Job.
@@ -272,6 +292,33 @@ func TestShellQuote(t *testing.T) {
 	} {
 		if got := shellQuote(in); got != want {
 			t.Errorf("shellQuote(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+func TestHealthProbe(t *testing.T) {
+	for _, tt := range []struct {
+		url     string
+		path    string
+		port    int
+		noProbe bool
+	}{
+		{url: "http://127.0.0.1:30000/health", path: "/health", port: 30000},
+		{url: "http://localhost/v1/models?x=1", path: "/v1/models?x=1", port: 80},
+		{url: "https://localhost:8443", path: "/", port: 8443},
+		{url: "http://gpu-node-3:30000/health", noProbe: true},
+		{url: "", noProbe: true},
+		{url: "tcp://127.0.0.1:1", noProbe: true},
+	} {
+		p := healthProbe(tt.url, 30*time.Minute)
+		if tt.noProbe {
+			if p != nil {
+				t.Errorf("%q: probe %+v", tt.url, p)
+			}
+			continue
+		}
+		if p == nil || p.HTTPGet.Path != tt.path || p.HTTPGet.Port.IntValue() != tt.port || p.FailureThreshold != 180 {
+			t.Errorf("%q: probe %+v", tt.url, p)
 		}
 	}
 }

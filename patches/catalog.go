@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path"
 	"regexp"
 	"sort"
 	"strconv"
@@ -689,9 +688,4 @@ func normKey(s string) string {
 		parts[i] = p
 	}
 	return strings.Join(parts, ".")
-}
-
-// CatalogPath is the display path of a patch's diff file, for messages.
-func CatalogPath(p *Patch, diff string) string {
-	return path.Join(path.Dir(p.File), diff)
 }

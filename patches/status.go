@@ -1,7 +1,9 @@
 package patches
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/smpatch/smpatch/source"
@@ -95,4 +97,20 @@ func Status(ctx context.Context, t source.WritableTree, cat *Catalog) (*StatusRe
 		res.Patches = append(res.Patches, ps)
 	}
 	return res, nil
+}
+
+// UpstreamMarker reports whether t already carries the patch's change
+// upstream: the [upstream] marker text is in marker_file. It is false when
+// the patch declares no marker or the file is absent.
+func UpstreamMarker(t source.Tree, p *Patch) (bool, string) {
+	u := p.Upstream
+	if u.Marker == "" || u.MarkerFile == "" {
+		return false, ""
+	}
+	b, err := t.ReadFile(u.MarkerFile)
+	if err != nil || !bytes.Contains(b, []byte(u.Marker)) {
+		return false, ""
+	}
+	line := 1 + bytes.Count(b[:bytes.Index(b, []byte(u.Marker))], []byte("\n"))
+	return true, fmt.Sprintf("%s:%d", u.MarkerFile, line)
 }

@@ -255,23 +255,6 @@ func TestVersionFromGitTag(t *testing.T) {
 	}
 }
 
-func TestDirVersionLiteral(t *testing.T) {
-	for _, tt := range []struct {
-		in   string
-		want string
-		line int
-	}{
-		{"__version__ = \"0.5.6.post2\"\n", "0.5.6.post2", 1},
-		{"# comment\n__version__: str = '0.0.0.dev9596+g29b7f22d8'\n", "0.0.0.dev9596+g29b7f22d8", 2},
-		{"version = 1\n", "", 0},
-	} {
-		got, line, ok := VersionLiteral([]byte(tt.in))
-		if got != tt.want || line != tt.line || ok != (tt.want != "") {
-			t.Errorf("VersionLiteral(%q) = %q, %d, %v", tt.in, got, line, ok)
-		}
-	}
-}
-
 func TestResolve(t *testing.T) {
 	ctx := context.Background()
 	root := sglangCheckout(t, "0.5.6")

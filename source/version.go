@@ -1,36 +1,16 @@
 package source
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
-	"regexp"
 	"strings"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/hashicorp/go-version"
 )
-
-var versionLiteral = regexp.MustCompile(`^\s*__version__\s*(?::\s*str\s*)?=\s*["']([^"']+)["']`)
-
-// VersionLiteral finds `__version__ = "..."` in a Python file and returns the
-// string and its 1-based line.
-func VersionLiteral(data []byte) (string, int, bool) {
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
-	n := 0
-	for sc.Scan() {
-		n++
-		if m := versionLiteral.FindSubmatch(sc.Bytes()); m != nil {
-			return string(m[1]), n, true
-		}
-	}
-	return "", 0, false
-}
 
 // detectVersion reads the version of t: version.py literal, dist-info
 // METADATA, nearest git tag. An unknown version is (nil, reason, nil).

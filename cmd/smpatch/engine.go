@@ -240,6 +240,9 @@ func newShowCmd(g *globalOptions) *cobra.Command {
 					Tree      *treeJSON     `json:"tree"`
 					TreeError string        `json:"tree_error,omitempty"`
 					Plan      *planJSON     `json:"plan"`
+					// UpstreamMarker is where the tree shows the change is
+					// upstream ([upstream] marker), or "".
+					UpstreamMarker string `json:"upstream_marker"`
 				}{
 					Name: p.Name, Project: string(p.Project), Summary: p.Summary, Links: orEmpty(p.Links), Origin: p.Origin,
 					File: p.File, Overrides: p.Overrides,
@@ -253,6 +256,9 @@ func newShowCmd(g *globalOptions) *cobra.Command {
 				if t != nil {
 					out.Tree = engTreeJSON(ctx, t)
 					out.Plan = planToJSON(plan)
+					if ok, where := patches.UpstreamMarker(t, p); ok {
+						out.UpstreamMarker = where
+					}
 				} else if treeErr != nil {
 					out.TreeError = treeErr.Error()
 				}
@@ -341,6 +347,16 @@ func newShowCmd(g *globalOptions) *cobra.Command {
 				return nil
 			}
 			fmt.Fprintf(w, "tree: %s\n", engTreeLine(ctx, t))
+			applied := false
+			if st, err := patches.ReadState(ctx, t); err == nil {
+				if e := st.Get(p.Name); e != nil {
+					applied = true
+					fmt.Fprintf(w, "applied: yes, variant %s, %s\n", e.Variant, e.AppliedAt.Format("2006-01-02 15:04:05Z07:00"))
+				}
+			}
+			if ok, where := patches.UpstreamMarker(t, p); ok && !applied {
+				fmt.Fprintf(w, "upstream: the tree already has the upstream change (marker %q at %s)\n", p.Upstream.Marker, where)
+			}
 			engPrintPlan(w, plan)
 			if plan.OK(false) && plan.Outcome() != patches.OutcomeAlreadyApplied {
 				fmt.Fprintln(w, "diff it would make:")
@@ -526,6 +542,9 @@ func newApplyCmd(g *globalOptions) *cobra.Command {
 				why := pl.Reason
 				if why == "" {
 					why = string(pl.Outcome())
+				}
+				if ok, where := patches.UpstreamMarker(t, pl.Patch); ok {
+					why += fmt.Sprintf(" (the tree already has the upstream change: marker at %s)", where)
 				}
 				if pl.Outcome() == patches.OutcomeFuzzy && strict {
 					why = "a hunk only matches fuzzily and --strict is set"
