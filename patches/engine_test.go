@@ -540,3 +540,40 @@ func TestDamagedState(t *testing.T) {
 		}
 	}
 }
+
+// A forced revert killed between its writes is finished by the next
+// command, with the forced bytes (the user's edit kept), not the originals.
+func TestCrashForcedRevert(t *testing.T) {
+	ctx := context.Background()
+	root, tr := engineTree(t)
+	p := enginePatch(t)
+	cat := engineCatalog(t)
+	if _, err := apply(t, p, tr); err != nil {
+		t.Fatal(err)
+	}
+	full := filepath.Join(root, commPath)
+	b, _ := os.ReadFile(full)
+	os.WriteFile(full, append([]byte("# my edit\n"), b...), 0o644)
+	testHook = func(s string) error {
+		if s == "revert-write:1" {
+			return errCrash
+		}
+		return nil
+	}
+	_, err := Revert(ctx, tr, cat, nil, RevertOptions{Force: true})
+	testHook = nil
+	if !errors.Is(err, errCrash) {
+		t.Fatalf("hook: %v", err)
+	}
+	notes, err := Recover(ctx, tr)
+	if err != nil || len(notes) != 1 || !strings.Contains(notes[0], "finished an interrupted revert") {
+		t.Fatalf("recover: %v %v", notes, err)
+	}
+	got, _ := os.ReadFile(full)
+	if string(got) != "# my edit\n"+commOrig {
+		t.Fatalf("comm.py: %q", got)
+	}
+	if a, _ := tr.ReadFile(argsPath); string(a) != argsOrig {
+		t.Fatal("server_args.py not restored")
+	}
+}

@@ -59,7 +59,7 @@ func Status(ctx context.Context, t source.WritableTree, cat *Catalog) (*StatusRe
 	v, from, err := t.Version(ctx)
 	if err == nil {
 		if v != nil {
-			res.Version = v.Original()
+			res.Version = source.VersionString(v)
 		}
 		res.VersionFrom = from
 	}

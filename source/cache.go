@@ -100,10 +100,11 @@ func CacheSlug(url string) string {
 	if i := strings.Index(s, "://"); i >= 0 {
 		s = s[i+3:]
 	}
-	if i := strings.LastIndex(s, "@"); i >= 0 && !strings.Contains(s[i:], "/") {
-		// user@host:path (scp-like): drop the user
-	} else if i >= 0 && strings.Index(s, "/") > i {
-		s = s[i+1:]
+	// Drop user and credentials: what comes before an '@' in the host part.
+	if at := strings.Index(s, "@"); at >= 0 {
+		if slash := strings.Index(s, "/"); slash < 0 || at < slash {
+			s = s[at+1:]
+		}
 	}
 	s = strings.TrimSuffix(strings.TrimSuffix(s, "/"), ".git")
 	s = strings.Trim(slugUnsafe.ReplaceAllString(s, "-"), "-.")

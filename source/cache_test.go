@@ -259,6 +259,8 @@ func TestCacheSlug(t *testing.T) {
 		{"https://user:tok@github.com/a/b", "github.com-a-b-"},
 		{"git@github.com:a/b.git", "github.com-a-b-"},
 		{"file:///tmp/x y/repo", "tmp-x-y-repo-"},
+		{"file:///srv/a@b/repo", "srv-a-b-repo-"},
+		{"ssh://git@example.org:2222/team/repo.git", "example.org-2222-team-repo-"},
 		{"", "repo-"},
 	} {
 		got := CacheSlug(tc.url)

@@ -135,7 +135,7 @@ func NearestTag(ctx context.Context, dir string) (*version.Version, string, erro
 		if ts := tags[it.h]; len(ts) > 0 {
 			best := ts[0]
 			for _, t := range ts[1:] {
-				if t.v.GreaterThan(best.v) {
+				if ComparePEP440(t.v, best.v) > 0 {
 					best = t
 				}
 			}

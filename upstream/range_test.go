@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-git/go-git/v5"
+
 	"github.com/smpatch/smpatch/source"
 )
 
@@ -79,5 +81,23 @@ func TestWatchedPaths(t *testing.T) {
 	want := []string{"flashinfer/jit/comm.py", "flashinfer/version.py", "flashinfer/version.txt", "version.txt"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("watchedPaths = %v, want %v", got, want)
+	}
+}
+
+// Workers with repository handles of their own find the same changes.
+func TestRangeParallelHandles(t *testing.T) {
+	ctx := context.Background()
+	fx := newFixture(t)
+	opts := Options{OpenRepo: func() (*git.Repository, error) { return source.OpenStore(fx.b.Dir) }}
+	rs, err := Range(ctx, fx.b.Repo, fx.b.URL(), source.FlashInfer, fx.commits["v0.6.0"], fx.commits["post"], [2]string{"a", "b"}, fx.patches, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range rs[0].Range.Changes {
+		got = append(got, string(c.To))
+	}
+	if want := []string{"fuzzy", "conflict", "already-upstream"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("changes %v, want %v", got, want)
 	}
 }
