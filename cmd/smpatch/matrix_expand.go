@@ -199,14 +199,14 @@ func printExplain(w io.Writer, x *matrix.Expansion) {
 		zips = []string{"(no zip groups)"}
 	}
 	fmt.Fprintf(w, "  zip      %6d  %s\n", st.Zip, strings.Join(zips, " "))
-	var ex []string
+	if len(x.Excluded) == 0 {
+		fmt.Fprintf(w, "  exclude  %6d  (no exclude entries)\n", st.Exclude)
+	} else {
+		fmt.Fprintf(w, "  exclude  %6d\n", st.Exclude)
+	}
 	for _, e := range x.Excluded {
-		ex = append(ex, fmt.Sprintf("-%d %s", e.Removed, e.Where))
+		fmt.Fprintf(w, "           -%-5d %s  %s\n", e.Removed, e.Where, e.Match)
 	}
-	if len(ex) == 0 {
-		ex = []string{"(no exclude entries)"}
-	}
-	fmt.Fprintf(w, "  exclude  %6d  %s\n", st.Exclude, strings.Join(ex, ", "))
 	fmt.Fprintf(w, "  include  %6d  (%d added, %d extended)\n", st.Include, st.Added, st.Extended)
 	fmt.Fprintf(w, "  rules    %6d  to run (%d pruned, %d with warnings; %d rules)\n", st.Runnable, st.Pruned, st.Warned, len(x.Rules))
 	hits := map[string]int{}
