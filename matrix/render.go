@@ -197,8 +197,10 @@ func sitecustomize(c *Cell) []byte {
 	return b.Bytes()
 }
 
-func githubMatrix(x *Expansion) map[string][]byte {
-	var include []map[string]string
+// GitHubInclude is the include list of a GitHub Actions matrix: one entry
+// per runnable cell with its id and axis values.
+func GitHubInclude(x *Expansion) []map[string]string {
+	include := []map[string]string{}
 	for _, c := range x.Cells {
 		if c.Pruned != nil {
 			continue
@@ -209,11 +211,13 @@ func githubMatrix(x *Expansion) map[string][]byte {
 		}
 		include = append(include, e)
 	}
+	return include
+}
+
+func githubMatrix(x *Expansion) map[string][]byte {
+	include := GitHubInclude(x)
 	out := map[string][]byte{}
 	enc := func(part []map[string]string) []byte {
-		if part == nil {
-			part = []map[string]string{}
-		}
 		b, _ := json.MarshalIndent(map[string]any{"include": part}, "", "  ")
 		return append(b, '\n')
 	}

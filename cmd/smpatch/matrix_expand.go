@@ -62,7 +62,7 @@ func expandMatrix(g *globalOptions, file string, o *matrixOptions) (*matrix.Expa
 func init() {
 	registerMatrixCommand(func(g *globalOptions) *cobra.Command {
 		var o matrixOptions
-		var asJSON, explain bool
+		var asJSON, explain, github bool
 		c := &cobra.Command{
 			Use:   "expand FILE",
 			Short: "Expand a matrix file into cells: product, zip, exclude, include, rules",
@@ -76,6 +76,8 @@ func init() {
 				}
 				w := bufio.NewWriterSize(c.OutOrStdout(), 1<<16)
 				switch {
+				case github:
+					err = writeGitHubMatrix(w, x)
 				case asJSON:
 					err = writeExpansionJSON(w, x)
 				case explain:
@@ -92,8 +94,26 @@ func init() {
 		o.AddFlags(c)
 		c.Flags().BoolVar(&asJSON, "json", false, "print the expansion as JSON")
 		c.Flags().BoolVar(&explain, "explain", false, "show every step, every cell's values and every rule decision")
+		c.Flags().BoolVar(&github, "github", false, "print the runnable cells as a one-line GitHub Actions matrix ({\"include\": [...]}, at most 256: use --shard)")
+		c.MarkFlagsMutuallyExclusive("json", "explain", "github")
 		return c
 	})
+}
+
+// writeGitHubMatrix prints {"include": [...]} on one line, for
+// $GITHUB_OUTPUT and fromJSON.
+func writeGitHubMatrix(w io.Writer, x *matrix.Expansion) error {
+	include := matrix.GitHubInclude(x)
+	if len(include) > matrix.GitHubMatrixLimit {
+		return fmt.Errorf("%s: %d cells to run; a GitHub Actions matrix holds at most %d: use --shard i/%d",
+			x.Matrix.File, len(include), matrix.GitHubMatrixLimit, (len(include)+matrix.GitHubMatrixLimit-1)/matrix.GitHubMatrixLimit)
+	}
+	b, err := json.Marshal(map[string]any{"include": include})
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
 }
 
 // writeExpansionJSON writes the stable JSON of matrix expand --json: the
