@@ -181,6 +181,10 @@ func printCells(w io.Writer, x *matrix.Expansion) {
 		if c.ID == x.Baseline {
 			status = strings.TrimSpace("baseline " + status)
 		}
+		if status == "" {
+			fmt.Fprintln(w, c.ID)
+			continue
+		}
 		fmt.Fprintf(w, "%-*s  %s\n", width, c.ID, status)
 	}
 	fmt.Fprintln(w, summaryLine(x))
