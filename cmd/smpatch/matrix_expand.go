@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/smpatch/smpatch/internal/exit"
 	"github.com/smpatch/smpatch/matrix"
 	"github.com/smpatch/smpatch/patches"
 )
@@ -70,6 +72,9 @@ func init() {
 				"and list the cells. Pruned cells are listed with the rule and its reason.",
 			Args: cobra.ExactArgs(1),
 			RunE: func(c *cobra.Command, args []string) error {
+				if n := btoi(asJSON) + btoi(explain) + btoi(github); n > 1 {
+					return exit.With(exit.Usage, errors.New("matrix expand: choose one of --json, --explain and --github"))
+				}
 				x, err := expandMatrix(g, args[0], &o)
 				if err != nil {
 					return err
@@ -95,9 +100,15 @@ func init() {
 		c.Flags().BoolVar(&asJSON, "json", false, "print the expansion as JSON")
 		c.Flags().BoolVar(&explain, "explain", false, "show every step, every cell's values and every rule decision")
 		c.Flags().BoolVar(&github, "github", false, "print the runnable cells as a one-line GitHub Actions matrix ({\"include\": [...]}, at most 256: use --shard)")
-		c.MarkFlagsMutuallyExclusive("json", "explain", "github")
 		return c
 	})
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // writeGitHubMatrix prints {"include": [...]} on one line, for
