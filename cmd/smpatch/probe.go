@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -126,8 +127,31 @@ func joinOrNone(ss []string) string {
 }
 
 func writeFileAtomic(path string, data []byte) error {
+	if err := writeFileAtomicTemp(path, data); err != nil {
+		// Name the file asked for, not the temporary one beside it.
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+// writeFileAtomicTemp writes data to a temporary file beside path and
+// renames it over path. The file is readable by all, as a report meant to
+// be copied to another machine should be.
+func writeFileAtomicTemp(path string, data []byte) error {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return errors.New("is a directory")
+	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
 		return err
 	}
 	defer os.Remove(tmp.Name())
