@@ -172,8 +172,12 @@ func writeFileAtomicTemp(path string, data []byte) error {
 // printReport writes the report for people.
 func printReport(w io.Writer, r *probe.Report) {
 	if h := r.Host; h != nil {
-		if len(h.GPUs) == 0 {
-			fmt.Fprintf(w, "GPUs: none found (%s)\n", r.Unknown["host.gpus"])
+		if why, ok := r.Unknown["host.gpus"]; ok && len(h.GPUs) == 0 {
+			// nvidia-smi hung, printed garbage or is absent: that says
+			// nothing about whether there are GPUs.
+			fmt.Fprintf(w, "GPUs: unknown (%s)\n", why)
+		} else if len(h.GPUs) == 0 {
+			fmt.Fprintf(w, "GPUs: none (%s listed none)\n", h.GPUSource)
 		} else {
 			fmt.Fprintf(w, "GPUs (%s):\n", h.GPUSource)
 			for _, g := range h.GPUs {
