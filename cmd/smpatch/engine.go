@@ -471,6 +471,15 @@ func newApplyCmd(g *globalOptions) *cobra.Command {
 		RunE: func(c *cobra.Command, args []string) error {
 			ctx := c.Context()
 			w := c.OutOrStdout()
+			if !checkArchFlag {
+				// These only mean something to the gate: without it they
+				// would be ignored and the patch applied unchecked.
+				for _, name := range []string{"probe-file", "sm", "site-packages", "force"} {
+					if c.Flags().Changed(name) {
+						return exit.With(exit.Usage, fmt.Errorf("apply: --%s needs --check-arch", name))
+					}
+				}
+			}
 			info := w
 			if asJSON {
 				info = c.ErrOrStderr()
