@@ -92,7 +92,13 @@ func runProbe(ctx context.Context, w io.Writer, g *globalOptions, o *probeOption
 		enc.SetIndent("", "  ")
 		return enc.Encode(r)
 	}
-	printReport(w, r)
+	// Without an interpreter, the site-packages came from --site-packages
+	// or from the image.
+	from := "--site-packages"
+	if o.Image != "" {
+		from = "image " + o.Image
+	}
+	printReport(w, r, from)
 	return nil
 }
 
@@ -146,7 +152,7 @@ func writeFileAtomic(path string, data []byte) error {
 }
 
 // printReport writes the report for people.
-func printReport(w io.Writer, r *probe.Report) {
+func printReport(w io.Writer, r *probe.Report, from string) {
 	if h := r.Host; h != nil {
 		if len(h.GPUs) == 0 {
 			fmt.Fprintf(w, "GPUs: none found (%s)\n", r.Unknown["host.gpus"])
@@ -182,7 +188,7 @@ func printReport(w io.Writer, r *probe.Report) {
 	if py := r.Python; py != nil {
 		label := py.Executable
 		if label == "" {
-			label = "--site-packages"
+			label = from
 		}
 		if py.Version != "" {
 			label += " (Python " + py.Version + ")"
