@@ -37,10 +37,13 @@ func (o *matrixOptions) AddFlags(c *cobra.Command) {
 // expands it.
 func expandMatrix(g *globalOptions, file string, o *matrixOptions) (*matrix.Expansion, error) {
 	opts := matrix.ExpandOptions{MaxCells: o.MaxCells, RuleFiles: o.Rules, NoDefaultRules: o.NoDefault}
+	if o.MaxCells < 0 {
+		return nil, exit.With(exit.Usage, fmt.Errorf("--max-cells %d: want a positive number (0: the file's max_cells)", o.MaxCells))
+	}
 	if o.Shard != "" {
 		s, err := matrix.ParseShard(o.Shard)
 		if err != nil {
-			return nil, err
+			return nil, exit.With(exit.Usage, err)
 		}
 		opts.Shard = s
 	}

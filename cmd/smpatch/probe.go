@@ -93,7 +93,13 @@ func runProbe(ctx context.Context, w io.Writer, g *globalOptions, o *probeOption
 		enc.SetIndent("", "  ")
 		return enc.Encode(r)
 	}
-	printReport(w, r)
+	// Without an interpreter, the site-packages came from --site-packages
+	// or from the image.
+	from := "--site-packages"
+	if o.Image != "" {
+		from = "image " + o.Image
+	}
+	printReport(w, r, from)
 	return nil
 }
 
@@ -170,7 +176,7 @@ func writeFileAtomicTemp(path string, data []byte) error {
 }
 
 // printReport writes the report for people.
-func printReport(w io.Writer, r *probe.Report) {
+func printReport(w io.Writer, r *probe.Report, from string) {
 	if h := r.Host; h != nil {
 		if why, ok := r.Unknown["host.gpus"]; ok && len(h.GPUs) == 0 {
 			// nvidia-smi hung, printed garbage or is absent: that says
@@ -210,7 +216,7 @@ func printReport(w io.Writer, r *probe.Report) {
 	if py := r.Python; py != nil {
 		label := py.Executable
 		if label == "" {
-			label = "--site-packages"
+			label = from
 		}
 		if py.Version != "" {
 			label += " (Python " + py.Version + ")"
