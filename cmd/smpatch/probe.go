@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/smpatch/smpatch/internal/exit"
 	"github.com/smpatch/smpatch/probe"
 )
 
@@ -63,6 +64,12 @@ torch or flashinfer. Whatever it cannot read is listed as unknown, with why.
 }
 
 func runProbe(ctx context.Context, w io.Writer, g *globalOptions, o *probeOptions) error {
+	if o.Entries && len(o.Scan) == 0 {
+		return exit.With(exit.Usage, errors.New("probe: --entries needs --scan"))
+	}
+	if len(o.Scan) > 0 && (o.Output != "" || o.Image != "" || len(o.SitePackages) > 0) {
+		return exit.With(exit.Usage, errors.New("probe: --scan lists one binary's targets; it takes no -o, --image or --site-packages"))
+	}
 	if len(o.Scan) > 0 {
 		return runScan(w, o)
 	}
