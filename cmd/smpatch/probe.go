@@ -209,7 +209,11 @@ func printReport(w io.Writer, r *probe.Report, from string) {
 			fmt.Fprintf(w, "P2P reads: unknown (%s)\n", why)
 		}
 		if tk := h.CUDAToolkit; tk != nil {
-			fmt.Fprintf(w, "CUDA toolkit: %s at %s (%s)\n", orDash(tk.Version), tk.Root, orDash(tk.VersionFrom))
+			if tk.Version == "" {
+				fmt.Fprintf(w, "CUDA toolkit: at %s, version unknown (%s)\n", tk.Root, r.Unknown["host.cuda_toolkit.version"])
+			} else {
+				fmt.Fprintf(w, "CUDA toolkit: %s at %s (%s)\n", tk.Version, tk.Root, orDash(tk.VersionFrom))
+			}
 			if tk.NVCC != "" {
 				fmt.Fprintf(w, "  nvcc: %s\n", tk.NVCC)
 			}
