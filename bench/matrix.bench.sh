@@ -76,6 +76,14 @@ gen some
 
 measure() { # measure LABEL CMD...
   local out="$work/time.txt"
+  if ! /usr/bin/time -f '%e' true 2>/dev/null; then # no GNU time: wall clock only
+    local t0 t1
+    t0=$(date +%s.%N)
+    "${@:2}" >/dev/null
+    t1=$(date +%s.%N)
+    printf '%-56s %6.2f s wall\n' "$1" "$(awk "BEGIN{print $t1 - $t0}")"
+    return
+  fi
   /usr/bin/time -f '%e %U %S %M' -o "$out" "${@:2}" >/dev/null
   read -r secs user sys kib <"$out"
   printf '%-56s %6.2f s wall %6.2f s cpu %6d MiB peak\n' "$1" "$secs" "$(awk "BEGIN{print $user + $sys}")" $((kib / 1024))

@@ -68,6 +68,9 @@ func (d Docker) RunArgs(c *Cell) ([]string, error) {
 	if c.Image == "" {
 		return nil, fmt.Errorf("cell %s: no image to run (build the cells' images first: smpatch matrix build, then pass --refs)", c.ID)
 	}
+	if !isRegistryRef(c.Image) {
+		return nil, fmt.Errorf("cell %s: image %s is not in a registry, and docker runs only registry images (build with smpatch matrix build --push REPO, then pass those refs)", c.ID, c.Image)
+	}
 	shm := d.ShmSize
 	if shm == "" {
 		shm = "32g"

@@ -1,6 +1,9 @@
 package launch
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/smpatch/smpatch/matrix"
@@ -66,6 +69,29 @@ func FromExpansion(x *matrix.Expansion, refs map[string]string, o *Options) ([]*
 		cells = append(cells, c)
 	}
 	return cells, nil
+}
+
+// HostWorkdirs makes every relative launch workdir of x relative to the
+// directory of the matrix file, for cells that run on this host: a matrix
+// then runs the same from any current directory. Inside a container (the
+// docker runner, Kubernetes) the workdir is a path in the image and is left
+// as written.
+func HostWorkdirs(x *matrix.Expansion) error {
+	base, err := filepath.Abs(filepath.Dir(x.Matrix.File))
+	if err != nil {
+		return fmt.Errorf("%s: %w", x.Matrix.File, err)
+	}
+	for _, c := range x.Cells {
+		if c.Workdir == "" || filepath.IsAbs(c.Workdir) {
+			continue
+		}
+		dir := filepath.Join(base, c.Workdir)
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			return fmt.Errorf("%s: cell %s: workdir %s (relative to the matrix file) is not a directory", x.Matrix.File, c.ID, dir)
+		}
+		c.Workdir = dir
+	}
+	return nil
 }
 
 func decisionText(d matrix.Decision) string {

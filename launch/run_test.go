@@ -407,6 +407,10 @@ func TestDockerRunArgs(t *testing.T) {
 	if _, err := (Docker{}).RunArgs(&Cell{ID: "x"}); err == nil || !strings.Contains(err.Error(), "no image") {
 		t.Errorf("no image: %v", err)
 	}
+	// matrix build --out writes refs to an OCI layout: docker cannot run those.
+	if _, err := (Docker{}).RunArgs(&Cell{ID: "x", Image: "oci:/tmp/out@sha256:abc"}); err == nil || !strings.Contains(err.Error(), "--push") {
+		t.Errorf("OCI layout ref: %v", err)
+	}
 	if n := (Docker{}).ContainerName(&Cell{ID: "a b/c"}); n != "smpatch-a_b_c" {
 		t.Errorf("container name %q", n)
 	}

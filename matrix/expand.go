@@ -61,6 +61,7 @@ type Steps struct {
 // ExcludeCount says how many cells one exclude entry removed.
 type ExcludeCount struct {
 	Where   string `json:"where"`
+	Match   string `json:"match"` // the entry, as axis=value|value ...
 	Removed int    `json:"removed"`
 }
 
@@ -253,7 +254,7 @@ func (m *Matrix) productCells(x *Expansion, limit int) ([]*Cell, error) {
 		}
 	}
 	for i, e := range m.Exclude {
-		x.Excluded = append(x.Excluded, ExcludeCount{Where: fmt.Sprintf("%s:%d", m.File, e.Line), Removed: removed[i]})
+		x.Excluded = append(x.Excluded, ExcludeCount{Where: fmt.Sprintf("%s:%d", m.File, e.Line), Match: m.describeMatch(e), Removed: removed[i]})
 		if removed[i] == 0 {
 			x.Notes = append(x.Notes, fmt.Sprintf("%s:%d: exclude matches no cell", m.File, e.Line))
 		}
@@ -436,6 +437,28 @@ func applyRules(m *Matrix, x *Expansion, rules []*Rule, cells []*Cell, pf *Probe
 		}
 	}
 
+}
+
+// describeMatch shows an exclude entry as "nccl=default|tree
+// patches=[sm120-fusion]", in axis order.
+func (m *Matrix) describeMatch(x *Match) string {
+	var parts []string
+	for _, a := range m.Axes {
+		vals, ok := x.Values[a.Name]
+		if !ok {
+			continue
+		}
+		var vs []string
+		for _, v := range vals {
+			if v.Kind == "list" {
+				vs = append(vs, "["+v.Text+"]")
+			} else {
+				vs = append(vs, v.Text)
+			}
+		}
+		parts = append(parts, a.Name+"="+strings.Join(vs, "|"))
+	}
+	return strings.Join(parts, " ")
 }
 
 func satMul(a, b int64) int64 {

@@ -547,7 +547,12 @@ func zipLens(m *Matrix, g []string) string {
 // is any of those sets (patches = [] matches the empty set).
 func (m *Matrix) parseMatch(e map[string]any, where ...string) (*Match, error) {
 	line := m.lines.line(where...)
-	what := strings.Join(where, "[") + strings.Repeat("]", len(where)-1)
+	what := strings.Join(where, ".")
+	if len(where) == 2 {
+		if _, err := strconv.Atoi(where[1]); err == nil {
+			what = where[0] + "[" + where[1] + "]"
+		}
+	}
 	if len(e) == 0 {
 		return nil, m.errf(line, "%s: empty entry matches every cell", what)
 	}

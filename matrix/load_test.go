@@ -218,3 +218,18 @@ func TestCheckPatchesInExcludeAndBaseline(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+func TestBaselineErrors(t *testing.T) {
+	_, err := Parse("m.toml", []byte("[axes]\na = [1, 2]\n[launch]\ncommand = [\"x\"]\nbaseline = { b = 1 }\n"))
+	if err == nil || !strings.Contains(err.Error(), `m.toml:5: launch.baseline: unknown axis "b"`) {
+		t.Errorf("err = %v", err)
+	}
+	m := mustParse(t, "[axes]\na = [1, 2]\nb = [3, 4]\n[launch]\ncommand = [\"x\"]\nbaseline = { a = 1 }\n")
+	if _, err := m.Expand(ExpandOptions{}); err == nil || !strings.Contains(err.Error(), "m.toml:6: launch.baseline matches 2 cells") {
+		t.Errorf("err = %v", err)
+	}
+	m = mustParse(t, "[axes]\na = [1, 2]\n[launch]\ncommand = [\"x\"]\nbaseline = \"a3\"\n")
+	if _, err := m.Expand(ExpandOptions{}); err == nil || !strings.Contains(err.Error(), `m.toml:5: launch.baseline: no cell has id "a3"`) {
+		t.Errorf("err = %v", err)
+	}
+}

@@ -58,7 +58,7 @@ func Render(x *Expansion, opts RenderOptions) (map[string][]byte, error) {
 			files[c.ID+"/sitecustomize.py"] = sitecustomize(c)
 			image, why := cellImage(x.Matrix, c, opts.Refs)
 			ic.Image = image
-			if image == "" {
+			if why != "" {
 				ic.NoJob = why
 			} else {
 				y, err := jobYAML(x, c, image)
@@ -99,20 +99,32 @@ func ReadRefs(path string) (map[string]string, error) {
 
 // cellImage picks the image of a cell's Job: its pinned ref, else the base
 // image when the cell has no patches and the base is a registry reference.
+// A non-empty reason means the cell gets no Job; the image may still be
+// known (a ref to a local OCI layout, which a cluster cannot pull).
 func cellImage(m *Matrix, c *Cell, refs map[string]string) (string, string) {
 	if r := refs[c.ID]; r != "" {
+		if isLocalImage(r) {
+			return r, "its image is local (" + r + "): a cluster cannot pull it; build with smpatch matrix build --push REPO and pass those refs"
+		}
 		return r, ""
 	}
 	b := m.Base.Image
 	switch {
 	case b == "":
 		return "", "the base is not an image"
-	case strings.HasPrefix(b, "oci:") || strings.HasSuffix(b, ".tar") || strings.HasSuffix(b, ".tar.gz") || strings.HasPrefix(b, "/") || strings.HasPrefix(b, "."):
+	case isLocalImage(b):
 		return "", "the base image is local (" + b + "): push it and pass --refs"
 	case len(c.Patches) > 0:
 		return "", "the cell has patches: build its image (smpatch matrix build) and pass --refs"
 	}
 	return b, ""
+}
+
+// isLocalImage reports whether an image reference names something on this
+// machine (an OCI layout, a docker-save tarball, a path) rather than a
+// registry.
+func isLocalImage(s string) bool {
+	return strings.HasPrefix(s, "oci:") || strings.HasSuffix(s, ".tar") || strings.HasSuffix(s, ".tar.gz") || strings.HasPrefix(s, "/") || strings.HasPrefix(s, ".")
 }
 
 // shellQuote quotes s for bash when it needs it.
@@ -197,8 +209,10 @@ func sitecustomize(c *Cell) []byte {
 	return b.Bytes()
 }
 
-func githubMatrix(x *Expansion) map[string][]byte {
-	var include []map[string]string
+// GitHubInclude is the include list of a GitHub Actions matrix: one entry
+// per runnable cell with its id and axis values.
+func GitHubInclude(x *Expansion) []map[string]string {
+	include := []map[string]string{}
 	for _, c := range x.Cells {
 		if c.Pruned != nil {
 			continue
@@ -209,11 +223,13 @@ func githubMatrix(x *Expansion) map[string][]byte {
 		}
 		include = append(include, e)
 	}
+	return include
+}
+
+func githubMatrix(x *Expansion) map[string][]byte {
+	include := GitHubInclude(x)
 	out := map[string][]byte{}
 	enc := func(part []map[string]string) []byte {
-		if part == nil {
-			part = []map[string]string{}
-		}
 		b, _ := json.MarshalIndent(map[string]any{"include": part}, "", "  ")
 		return append(b, '\n')
 	}

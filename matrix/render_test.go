@@ -335,3 +335,45 @@ func TestJobName(t *testing.T) {
 		}
 	}
 }
+
+// TestRenderLocalRefNoJob: matrix build --out writes refs to an OCI layout
+// on this machine (oci:DIR@sha256:...); a cluster cannot pull those, so the
+// cell gets no Job, and index.json and SUMMARY.md say why.
+func TestRenderLocalRefNoJob(t *testing.T) {
+	x := storyExpansion(t, nil)
+	local := "oci:/tmp/out@sha256:3333333333333333333333333333333333333333333333333333333333333333"
+	files, err := Render(x, RenderOptions{Refs: map[string]string{"unpatched.default.cgbs512": local}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if y, ok := files["unpatched.default.cgbs512/job.yaml"]; ok {
+		t.Fatalf("a Job for a cell whose image is an OCI layout on this machine:\n%s", y)
+	}
+	if _, ok := files["unpatched.default.cgbs128/job.yaml"]; !ok {
+		t.Error("the other unpatched cells lost their Jobs")
+	}
+	var idx struct {
+		Cells []struct {
+			ID, Image, Job string
+			NoJob          string `json:"no_job"`
+		}
+	}
+	if err := json.Unmarshal(files["index.json"], &idx); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, c := range idx.Cells {
+		if c.ID == "unpatched.default.cgbs512" {
+			found = true
+			if c.Image != local || c.Job != "" || !strings.Contains(c.NoJob, "--push") {
+				t.Errorf("index.json: image %q job %q no_job %q", c.Image, c.Job, c.NoJob)
+			}
+		}
+	}
+	if !found {
+		t.Error("index.json lacks the cell")
+	}
+	if !strings.Contains(string(files["SUMMARY.md"]), "its image is local ("+local+")") {
+		t.Errorf("SUMMARY.md does not say why the Job is missing:\n%s", files["SUMMARY.md"])
+	}
+}

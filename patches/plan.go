@@ -211,15 +211,15 @@ func NewPlan(ctx context.Context, p *Patch, t source.Tree, opts PlanOptions) (*P
 		pl.choose(c, len(pl.Attempts)-1)
 		switch {
 		case len(cands) == 1 && i == 0:
-			pl.VariantReason = fmt.Sprintf("%s matches %s", verText, c.Versions)
+			pl.VariantReason = fmt.Sprintf("%s matches %s", verText, rangeText(c))
 		case i < len(cands):
 			pl.VariantReason = fmt.Sprintf("%s matches %d variants; %s is the first that resolves", verText, len(cands), VariantLabel(c))
 		case len(cands) > 0:
-			pl.VariantReason = fmt.Sprintf("%s matches %s, which does not resolve; %s (%s) resolves", verText, labels(cands), VariantLabel(c), c.Versions)
+			pl.VariantReason = fmt.Sprintf("%s matches %s, which does not resolve; %s (%s) resolves", verText, labels(cands), VariantLabel(c), rangeText(c))
 		case v != nil:
-			pl.VariantReason = fmt.Sprintf("%s matches no variant's range; %s (%s) resolves", verText, VariantLabel(c), c.Versions)
+			pl.VariantReason = fmt.Sprintf("%s matches no variant's range; %s (%s) resolves", verText, VariantLabel(c), rangeText(c))
 		default:
-			pl.VariantReason = fmt.Sprintf("%s; %s (%s) is the first variant that resolves", verText, VariantLabel(c), c.Versions)
+			pl.VariantReason = fmt.Sprintf("%s; %s (%s) is the first variant that resolves", verText, VariantLabel(c), rangeText(c))
 		}
 		if i > 0 {
 			pl.VariantReason += fmt.Sprintf(" (tried %s)", labels(order[:i]))
@@ -231,7 +231,7 @@ func NewPlan(ctx context.Context, p *Patch, t source.Tree, opts PlanOptions) (*P
 	switch {
 	case len(cands) > 0:
 		pl.choose(cands[0], 0)
-		pl.VariantReason = fmt.Sprintf("%s matches %s", verText, cands[0].Versions)
+		pl.VariantReason = fmt.Sprintf("%s matches %s", verText, rangeText(cands[0]))
 	case v != nil:
 		pl.Reason = fmt.Sprintf("%s matches no variant's range (%s), and no variant resolves", verText, ranges(p.Variants))
 		return pl, nil
@@ -264,9 +264,18 @@ func labels(vs []*Variant) string {
 func ranges(vs []*Variant) string {
 	s := make([]string, len(vs))
 	for i, v := range vs {
-		s[i] = v.Versions
+		s[i] = rangeText(v)
 	}
 	return strings.Join(s, "; ")
+}
+
+// rangeText is a variant's version range for people: an empty range
+// admits every version.
+func rangeText(v *Variant) string {
+	if v.Versions == "" {
+		return "any version"
+	}
+	return v.Versions
 }
 
 // try plans variant c and records the attempt.

@@ -49,6 +49,10 @@ func TestVariantSelection(t *testing.T) {
 			"matches no variant's range (>= 0.5.0, < 0.5.7; >= 0.5.7), and no variant resolves", 2},
 		{"none resolves, version matches", []*Variant{c4(), c5()}, "0.5.6", "other\n", PlanOptions{}, "c4", OutcomeConflict,
 			"matches >= 0.5.0, < 0.5.7", 2},
+		{"a range that admits any version says so", []*Variant{variant(t, "any", "", diffC4)}, "0.5.9", shapeC4, PlanOptions{}, "any", OutcomeApplies,
+			"version 0.5.9 from python/sglang/version.py:1 matches any version", 1},
+		{"any-version variant that does not resolve, version known", []*Variant{variant(t, "any", "", diffC4)}, "0.5.9", "other\n", PlanOptions{}, "any", OutcomeConflict,
+			"matches any version", 1},
 		{"already applied counts as resolved", []*Variant{c4(), c5()}, "", strings.Replace(shapeC5, "is_sm100\n", "is_sm100\n_is_sm120_supported = _is_cuda and get_platform().is_sm120\n", 1), PlanOptions{}, "c5", OutcomeAlreadyApplied,
 			"c5 (>= 0.5.7) is the first variant that resolves", 2},
 	}

@@ -173,6 +173,16 @@ func ReadReport(path string) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Any JSON object would decode into an empty Report, which every
+	// requirement check then fails for the wrong reason: ask for at least
+	// one of the keys smpatch probe always writes.
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil {
+		return nil, fmt.Errorf("%s: not a probe report: %w", path, err)
+	}
+	if top == nil || (top["packages"] == nil && top["verdicts"] == nil && top["findings"] == nil) {
+		return nil, fmt.Errorf("%s: not a probe report: no \"packages\", \"verdicts\" or \"findings\" key (write one with smpatch probe -o FILE)", path)
+	}
 	var r Report
 	if err := json.Unmarshal(data, &r); err != nil {
 		return nil, fmt.Errorf("%s: not a probe report: %w", path, err)

@@ -2,7 +2,9 @@ package source
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -79,11 +81,15 @@ func isDir(p string) bool {
 // the interpreter python. project "" accepts either project. A directory
 // given explicitly may be a checkout or a site-packages directory.
 func Resolve(ctx context.Context, repoFlag string, project Project, python string) (WritableTree, error) {
-	if repoFlag == "" {
-		repoFlag = os.Getenv("SMPATCH_REPO")
-	}
 	if repoFlag != "" {
 		return openDir(repoFlag, project)
+	}
+	if env := os.Getenv("SMPATCH_REPO"); env != "" {
+		t, err := openDir(env, project)
+		if err != nil {
+			return nil, fmt.Errorf("$SMPATCH_REPO: %w", err)
+		}
+		return t, nil
 	}
 	if cwd, err := os.Getwd(); err == nil {
 		for d := cwd; ; {
@@ -135,6 +141,9 @@ func Resolve(ctx context.Context, repoFlag string, project Project, python strin
 // site-packages directory holding project.
 func openDir(dir string, project Project) (WritableTree, error) {
 	root, err := cleanRoot(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s: no such directory", dir)
+	}
 	if err != nil {
 		return nil, err
 	}

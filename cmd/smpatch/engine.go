@@ -456,6 +456,35 @@ func engHunkWords(h patches.HunkResult) string {
 
 // ---- apply ----
 
+// applyJSON is apply's --json document when nothing is written (a dry
+// run, or a plan that does not resolve). It has the keys of the document
+// an apply that writes prints (patches.ApplyResult), and each patch adds
+// its plan's attempts and, when it resolves, its diff.
+type applyJSON struct {
+	Tree    string            `json:"tree"`
+	Kind    string            `json:"kind"`
+	DryRun  bool              `json:"dry_run,omitempty"`
+	Patches []*applyPatchJSON `json:"patches"`
+}
+
+type applyPatchJSON struct {
+	Name   string `json:"name"`
+	Status string `json:"status"` // would-apply | already-applied | not-applied
+	*planJSON
+}
+
+func applyPlansJSON(t source.Tree, plans []*patches.Plan, dryRun bool, status string) *applyJSON {
+	out := &applyJSON{Tree: t.Root(), Kind: string(t.Kind()), DryRun: dryRun, Patches: []*applyPatchJSON{}}
+	for _, pl := range plans {
+		st := status
+		if pl.Outcome() == patches.OutcomeAlreadyApplied {
+			st = "already-applied"
+		}
+		out.Patches = append(out.Patches, &applyPatchJSON{Name: pl.Patch.Name, Status: st, planJSON: planToJSON(pl)})
+	}
+	return out
+}
+
 func newApplyCmd(g *globalOptions) *cobra.Command {
 	var (
 		repo                          string
@@ -471,6 +500,15 @@ func newApplyCmd(g *globalOptions) *cobra.Command {
 		RunE: func(c *cobra.Command, args []string) error {
 			ctx := c.Context()
 			w := c.OutOrStdout()
+			if !checkArchFlag {
+				// These only mean something to the gate: without it they
+				// would be ignored and the patch applied unchecked.
+				for _, name := range []string{"probe-file", "sm", "site-packages", "force"} {
+					if c.Flags().Changed(name) {
+						return exit.With(exit.Usage, fmt.Errorf("apply: --%s needs --check-arch", name))
+					}
+				}
+			}
 			info := w
 			if asJSON {
 				info = c.ErrOrStderr()
@@ -529,11 +567,7 @@ func newApplyCmd(g *globalOptions) *cobra.Command {
 					continue
 				}
 				if asJSON {
-					_ = engJSON(w, struct {
-						Tree *treeJSON `json:"tree"`
-						Name string    `json:"name"`
-						Plan *planJSON `json:"plan"`
-					}{engTreeJSON(ctx, t), pl.Patch.Name, planToJSON(pl)})
+					_ = engJSON(w, applyPlansJSON(t, plans, false, "not-applied"))
 				} else {
 					fmt.Fprintf(w, "%s: does not apply to %s\n", pl.Patch.Name, engTreeLine(ctx, t))
 					engPrintPlan(w, pl)
@@ -553,15 +587,7 @@ func newApplyCmd(g *globalOptions) *cobra.Command {
 			}
 			if dryRun {
 				if asJSON {
-					out := struct {
-						Tree   *treeJSON   `json:"tree"`
-						DryRun bool        `json:"dry_run"`
-						Plans  []*planJSON `json:"plans"`
-					}{engTreeJSON(ctx, t), true, nil}
-					for _, pl := range plans {
-						out.Plans = append(out.Plans, planToJSON(pl))
-					}
-					return engJSON(w, out)
+					return engJSON(w, applyPlansJSON(t, plans, true, "would-apply"))
 				}
 				for _, pl := range plans {
 					_, _ = w.Write(pl.UnifiedDiff())

@@ -49,6 +49,9 @@ func checkArch(ctx context.Context, w io.Writer, opts archGateOptions, ps []*pat
 			return nil, fmt.Errorf("--check-arch: %w", err)
 		}
 	}
+	if opts.SM != "" {
+		from += ", --sm " + opts.SM
+	}
 	var failed []string
 	for _, p := range ps {
 		req := toProbeRequirements(p.Requires)
@@ -71,7 +74,7 @@ func checkArch(ctx context.Context, w io.Writer, opts archGateOptions, ps []*pat
 	if opts.Force {
 		fmt.Fprintf(w, "check-arch: warning: --force: applying although %d requirement(s) are not met (%s)\n", len(failed), from)
 		for _, f := range failed {
-			notes = append(notes, "--force over failed --check-arch requirement: "+f)
+			notes = append(notes, fmt.Sprintf("--force over failed --check-arch requirement (%s): %s", from, f))
 		}
 		return notes, nil
 	}

@@ -101,6 +101,11 @@ func runMatrix(ctx context.Context, g *globalOptions, file string, o *matrixRunO
 		StopGrace:   o.StopGrace,
 		StepSummary: os.Getenv("GITHUB_STEP_SUMMARY"),
 	}
+	if o.Runner == "local" {
+		if err := launch.HostWorkdirs(x); err != nil {
+			return err
+		}
+	}
 	cells, err := launch.FromExpansion(x, refs, &opts)
 	if err != nil {
 		return err

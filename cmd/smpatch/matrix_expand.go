@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/smpatch/smpatch/internal/exit"
 	"github.com/smpatch/smpatch/matrix"
 	"github.com/smpatch/smpatch/patches"
 )
@@ -35,10 +37,13 @@ func (o *matrixOptions) AddFlags(c *cobra.Command) {
 // expands it.
 func expandMatrix(g *globalOptions, file string, o *matrixOptions) (*matrix.Expansion, error) {
 	opts := matrix.ExpandOptions{MaxCells: o.MaxCells, RuleFiles: o.Rules, NoDefaultRules: o.NoDefault}
+	if o.MaxCells < 0 {
+		return nil, exit.With(exit.Usage, fmt.Errorf("--max-cells %d: want a positive number (0: the file's max_cells)", o.MaxCells))
+	}
 	if o.Shard != "" {
 		s, err := matrix.ParseShard(o.Shard)
 		if err != nil {
-			return nil, err
+			return nil, exit.With(exit.Usage, err)
 		}
 		opts.Shard = s
 	}
@@ -62,7 +67,7 @@ func expandMatrix(g *globalOptions, file string, o *matrixOptions) (*matrix.Expa
 func init() {
 	registerMatrixCommand(func(g *globalOptions) *cobra.Command {
 		var o matrixOptions
-		var asJSON, explain bool
+		var asJSON, explain, github bool
 		c := &cobra.Command{
 			Use:   "expand FILE",
 			Short: "Expand a matrix file into cells: product, zip, exclude, include, rules",
@@ -70,12 +75,17 @@ func init() {
 				"and list the cells. Pruned cells are listed with the rule and its reason.",
 			Args: cobra.ExactArgs(1),
 			RunE: func(c *cobra.Command, args []string) error {
+				if n := btoi(asJSON) + btoi(explain) + btoi(github); n > 1 {
+					return exit.With(exit.Usage, errors.New("matrix expand: choose one of --json, --explain and --github"))
+				}
 				x, err := expandMatrix(g, args[0], &o)
 				if err != nil {
 					return err
 				}
 				w := bufio.NewWriterSize(c.OutOrStdout(), 1<<16)
 				switch {
+				case github:
+					err = writeGitHubMatrix(w, x)
 				case asJSON:
 					err = writeExpansionJSON(w, x)
 				case explain:
@@ -92,8 +102,32 @@ func init() {
 		o.AddFlags(c)
 		c.Flags().BoolVar(&asJSON, "json", false, "print the expansion as JSON")
 		c.Flags().BoolVar(&explain, "explain", false, "show every step, every cell's values and every rule decision")
+		c.Flags().BoolVar(&github, "github", false, "print the runnable cells as a one-line GitHub Actions matrix ({\"include\": [...]}, at most 256: use --shard)")
 		return c
 	})
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// writeGitHubMatrix prints {"include": [...]} on one line, for
+// $GITHUB_OUTPUT and fromJSON.
+func writeGitHubMatrix(w io.Writer, x *matrix.Expansion) error {
+	include := matrix.GitHubInclude(x)
+	if len(include) > matrix.GitHubMatrixLimit {
+		return fmt.Errorf("%s: %d cells to run; a GitHub Actions matrix holds at most %d: use --shard i/%d",
+			x.Matrix.File, len(include), matrix.GitHubMatrixLimit, (len(include)+matrix.GitHubMatrixLimit-1)/matrix.GitHubMatrixLimit)
+	}
+	b, err := json.Marshal(map[string]any{"include": include})
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
 }
 
 // writeExpansionJSON writes the stable JSON of matrix expand --json: the
@@ -161,6 +195,10 @@ func printCells(w io.Writer, x *matrix.Expansion) {
 		if c.ID == x.Baseline {
 			status = strings.TrimSpace("baseline " + status)
 		}
+		if status == "" {
+			fmt.Fprintln(w, c.ID)
+			continue
+		}
 		fmt.Fprintf(w, "%-*s  %s\n", width, c.ID, status)
 	}
 	fmt.Fprintln(w, summaryLine(x))
@@ -199,14 +237,14 @@ func printExplain(w io.Writer, x *matrix.Expansion) {
 		zips = []string{"(no zip groups)"}
 	}
 	fmt.Fprintf(w, "  zip      %6d  %s\n", st.Zip, strings.Join(zips, " "))
-	var ex []string
+	if len(x.Excluded) == 0 {
+		fmt.Fprintf(w, "  exclude  %6d  (no exclude entries)\n", st.Exclude)
+	} else {
+		fmt.Fprintf(w, "  exclude  %6d\n", st.Exclude)
+	}
 	for _, e := range x.Excluded {
-		ex = append(ex, fmt.Sprintf("-%d %s", e.Removed, e.Where))
+		fmt.Fprintf(w, "           -%-5d %s  %s\n", e.Removed, e.Where, e.Match)
 	}
-	if len(ex) == 0 {
-		ex = []string{"(no exclude entries)"}
-	}
-	fmt.Fprintf(w, "  exclude  %6d  %s\n", st.Exclude, strings.Join(ex, ", "))
 	fmt.Fprintf(w, "  include  %6d  (%d added, %d extended)\n", st.Include, st.Added, st.Extended)
 	fmt.Fprintf(w, "  rules    %6d  to run (%d pruned, %d with warnings; %d rules)\n", st.Runnable, st.Pruned, st.Warned, len(x.Rules))
 	hits := map[string]int{}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -92,7 +93,13 @@ func runProbe(ctx context.Context, w io.Writer, g *globalOptions, o *probeOption
 		enc.SetIndent("", "  ")
 		return enc.Encode(r)
 	}
-	printReport(w, r)
+	// Without an interpreter, the site-packages came from --site-packages
+	// or from the image.
+	from := "--site-packages"
+	if o.Image != "" {
+		from = "image " + o.Image
+	}
+	printReport(w, r, from)
 	return nil
 }
 
@@ -126,8 +133,31 @@ func joinOrNone(ss []string) string {
 }
 
 func writeFileAtomic(path string, data []byte) error {
+	if err := writeFileAtomicTemp(path, data); err != nil {
+		// Name the file asked for, not the temporary one beside it.
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+// writeFileAtomicTemp writes data to a temporary file beside path and
+// renames it over path. The file is readable by all, as a report meant to
+// be copied to another machine should be.
+func writeFileAtomicTemp(path string, data []byte) error {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return errors.New("is a directory")
+	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
 		return err
 	}
 	defer os.Remove(tmp.Name())
@@ -146,10 +176,14 @@ func writeFileAtomic(path string, data []byte) error {
 }
 
 // printReport writes the report for people.
-func printReport(w io.Writer, r *probe.Report) {
+func printReport(w io.Writer, r *probe.Report, from string) {
 	if h := r.Host; h != nil {
-		if len(h.GPUs) == 0 {
-			fmt.Fprintf(w, "GPUs: none found (%s)\n", r.Unknown["host.gpus"])
+		if why, ok := r.Unknown["host.gpus"]; ok && len(h.GPUs) == 0 {
+			// nvidia-smi hung, printed garbage or is absent: that says
+			// nothing about whether there are GPUs.
+			fmt.Fprintf(w, "GPUs: unknown (%s)\n", why)
+		} else if len(h.GPUs) == 0 {
+			fmt.Fprintf(w, "GPUs: none (%s listed none)\n", h.GPUSource)
 		} else {
 			fmt.Fprintf(w, "GPUs (%s):\n", h.GPUSource)
 			for _, g := range h.GPUs {
@@ -182,7 +216,7 @@ func printReport(w io.Writer, r *probe.Report) {
 	if py := r.Python; py != nil {
 		label := py.Executable
 		if label == "" {
-			label = "--site-packages"
+			label = from
 		}
 		if py.Version != "" {
 			label += " (Python " + py.Version + ")"
