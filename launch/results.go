@@ -257,9 +257,13 @@ func healthy(r *Result) string {
 	return strconv.FormatFloat(*r.HealthySeconds, 'f', 1, 64) + "s"
 }
 
-// note is the triage label, or the reason, for the tables.
+// note is the triage label, or the reason, for the tables; line is empty
+// when the label names no log line (a patch that did not apply).
 func note(r *Result) (label, line string) {
 	if r.Triage != nil {
+		if r.Triage.Line == 0 {
+			return r.Triage.Label, ""
+		}
 		return r.Triage.Label, fmt.Sprintf("line %d: %s", r.Triage.Line, r.Triage.Text)
 	}
 	if r.Status == StatusFailed && len(r.Tail) > 0 {
@@ -376,6 +380,8 @@ func (s *Summary) WriteMarkdown(w io.Writer) {
 		label, line := note(r)
 		tri := ""
 		switch {
+		case label != "" && line == "":
+			tri = "**" + mdEscape(label) + "**"
 		case label != "":
 			tri = "**" + mdEscape(label) + "** `" + mdEscape(truncate(line, 160)) + "`"
 		case r.Reason != "":
@@ -427,6 +433,10 @@ func (s *Summary) WriteText(w io.Writer) {
 		}
 		label, line := note(r)
 		switch {
+		case label != "" && line == "" && r.Reason != "":
+			row = append(row, label+" ("+r.Reason+")")
+		case label != "" && line == "":
+			row = append(row, label)
 		case label != "":
 			row = append(row, label+" ("+line+")")
 		default:
@@ -507,8 +517,11 @@ func (s *Summary) WriteJUnit(w io.Writer) error {
 		case StatusFailed:
 			label, line := note(r)
 			body := r.Reason
-			if label != "" {
+			switch {
+			case label != "" && line != "":
 				body += "\n" + label + " at " + line
+			case label != "":
+				body += "\n" + label
 			}
 			if r.Triage != nil {
 				body += "\nmeans: " + r.Triage.Meaning + "\ntry: " + r.Triage.Try

@@ -236,6 +236,7 @@ func runGroupOfCells(ctx context.Context, cells []*Cell, o Options, record func(
 				r := newResult(c, o)
 				r.Status = StatusFailed
 				r.Reason = "patch: " + oneLineErr(err)
+				r.Log = "" // the cell never started: it has no log
 				r.Triage = &Match{Label: "patch-not-applied", Fatal: true, Meaning: "the cell's patches do not apply to this tree", Try: "smpatch apply --dry-run " + strings.Join(names, " ")}
 				o.Progress("%s: failed: %s", o.tag(c.ID), r.Reason)
 				if err := record(c, r); err != nil {

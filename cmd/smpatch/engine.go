@@ -669,12 +669,18 @@ func newRevertCmd(g *globalOptions) *cobra.Command {
 		RunE: func(c *cobra.Command, args []string) error {
 			ctx := c.Context()
 			w := c.OutOrStdout()
-			// The journal has all a revert needs: a broken catalog only
-			// costs the did-you-mean.
-			cat, err := engLoadCatalog(g)
-			if err != nil {
-				fmt.Fprintf(c.ErrOrStderr(), "smpatch: warning: %v\n", err)
-				cat = nil
+			// The journal has all a revert needs: the catalog serves names
+			// (their project, the did-you-mean) and warns about a broken
+			// --catalog directory. With neither, the built-in catalog alone
+			// has nothing to add, so it is not loaded. A broken catalog
+			// only costs the did-you-mean.
+			var cat *patches.Catalog
+			if len(args) > 0 || len(g.CatalogDirs()) > 0 {
+				var err error
+				if cat, err = engLoadCatalog(g); err != nil {
+					fmt.Fprintf(c.ErrOrStderr(), "smpatch: warning: %v\n", err)
+					cat = nil
+				}
 			}
 			var project source.Project
 			if len(args) > 0 && cat != nil {
