@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -48,6 +49,7 @@ func loadCatalog(builtin fs.FS, dirs []string) (*Catalog, error) {
 	for _, p := range ps {
 		c.byName[p.Name] = p
 	}
+	var loaded []os.FileInfo
 	for _, d := range dirs {
 		st, err := os.Stat(d)
 		if err != nil {
@@ -56,6 +58,12 @@ func loadCatalog(builtin fs.FS, dirs []string) (*Catalog, error) {
 		if !st.IsDir() {
 			return nil, fmt.Errorf("catalog %s: not a directory", d)
 		}
+		// One directory named twice (--catalog and $SMPATCH_CATALOG, or
+		// through a symlink) is one catalog, not two with clashing names.
+		if slices.ContainsFunc(loaded, func(o os.FileInfo) bool { return os.SameFile(o, st) }) {
+			continue
+		}
+		loaded = append(loaded, st)
 		ps, err := LoadCatalogFS(os.DirFS(d), strings.TrimSuffix(d, "/"), d)
 		if err != nil {
 			return nil, err

@@ -193,6 +193,19 @@ func TestCatalogOverridesAndGet(t *testing.T) {
 	if _, err := loadCatalog(builtin, []string{filepath.Join(user, "nope")}); err == nil {
 		t.Fatal("missing catalog dir loaded")
 	}
+	// One directory named twice (--catalog and $SMPATCH_CATALOG, or
+	// through a symlink) is loaded once.
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(user, link); err != nil {
+		t.Fatal(err)
+	}
+	c3, err := loadCatalog(builtin, []string{user, user + "/", link})
+	if err != nil {
+		t.Fatalf("one catalog named three times: %v", err)
+	}
+	if p, err := c3.Get("demo"); err != nil || p.Origin != user {
+		t.Fatalf("Get: %+v %v", p, err)
+	}
 }
 
 func TestBuiltinCatalogLoads(t *testing.T) {
