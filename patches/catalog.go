@@ -363,9 +363,18 @@ func (l *loader) requirements(p *Patch, r requiresFile) error {
 			return l.errf(l.line("requires", -1, "cuda_min"), "cuda_min %q: %v", r.CUDAMin, err)
 		}
 	}
-	for dist, c := range r.Packages {
-		if _, err := source.ParseConstraints(c); err != nil {
-			return l.errf(keyLine(l.data, "requires.packages", -1, dist), "requires.packages.%s: %v", dist, err)
+	dists := make([]string, 0, len(r.Packages))
+	for dist := range r.Packages {
+		dists = append(dists, dist)
+	}
+	sort.Strings(dists) // the first bad one, the same every time
+	for _, dist := range dists {
+		if _, err := source.ParseConstraints(r.Packages[dist]); err != nil {
+			n := keyLine(l.data, "requires.packages", -1, dist)
+			if n == 0 { // an inline table: packages = { torch = "..." }
+				n = l.line("requires", -1, "packages")
+			}
+			return l.errf(n, "requires.packages.%s: %v", dist, err)
 		}
 	}
 	p.Requires = Requirements{
