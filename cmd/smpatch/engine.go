@@ -214,7 +214,11 @@ func newShowCmd(g *globalOptions) *cobra.Command {
 				return treeErr
 			}
 			if t != nil {
-				if _, err := patches.Recover(ctx, t); err != nil {
+				recovered, err := patches.Recover(ctx, t)
+				for _, r := range recovered {
+					fmt.Fprintf(c.ErrOrStderr(), "smpatch: %s\n", r)
+				}
+				if err != nil {
 					return err
 				}
 				if plan, err = patches.NewPlan(ctx, p, t, patches.PlanOptions{}); err != nil {
