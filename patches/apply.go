@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -254,7 +255,20 @@ func planStale(t source.WritableTree, p *Plan) (bool, error) {
 	return false, nil
 }
 
-// applyOne writes one plan under the journal.
+// applyOne writes one plan under the journal. The disk is waited for in
+// four rounds, each syncing several files at once:
+//
+//  1. the original copies (with their directories) and the pending entry's
+//     temporary file; then the entry is renamed into place;
+//  2. the state directory (the pending entry is durable) and the temporary
+//     files of the new contents; then each is renamed over its target;
+//  3. the target directories and the applied entry's temporary file; then
+//     everything is read back and checked;
+//  4. the state directory, after the applied entry is renamed into place.
+//
+// No target changes before the pending entry and the originals are
+// durable, and a process killed at any point leaves an entry the next
+// command rolls back.
 func (j *journal) applyOne(ctx context.Context, p *Plan, opts ApplyOptions) (*Entry, *PatchOutcome, error) {
 	changes := planChanges(p)
 	var rels []string
@@ -283,45 +297,72 @@ func (j *journal) applyOne(ctx context.Context, p *Plan, opts ApplyOptions) (*En
 	}
 	// 1. Originals (durable) and the bytes we will write, then the pending entry.
 	j.dropBlobs(e.Name)
+	bw := j.newBlobWriter()
+	defer bw.close()
+	newFiles := map[string][]byte{}
 	for _, c := range changes {
 		if c.old != nil {
-			if err := j.writeBlob("orig", e.Name, c.fp.Path, c.old, true); err != nil {
+			if err := bw.write("orig", e.Name, c.fp.Path, c.old, true); err != nil {
 				return nil, nil, fmt.Errorf("journal: %w", err)
 			}
 		}
 		if c.new != nil {
-			if err := j.writeBlob("patched", e.Name, c.fp.Path, c.new, false); err != nil {
+			if err := bw.write("patched", e.Name, c.fp.Path, c.new, false); err != nil {
 				return nil, nil, fmt.Errorf("journal: %w", err)
 			}
 		}
+		newFiles[c.fp.Path] = c.new
 		e.Files = append(e.Files, &FileRecord{Path: c.fp.Path, Original: sha256Hex(c.old), Patched: sha256Hex(c.new)})
 	}
 	if err := hook("before-pending"); err != nil {
 		return nil, nil, err
 	}
 	j.state.Patches = append(j.state.Patches, e)
-	if err := j.save(); err != nil {
+	dropPending := func(err error) (*Entry, *PatchOutcome, error) {
 		j.state.remove(e.Name)
+		_ = bw.close()
 		j.dropBlobs(e.Name)
 		return nil, nil, fmt.Errorf("journal: %w", err)
 	}
-	// 2. Each file, atomically.
-	po := outcomeOf(p, "applied")
-	byPath := map[string]*FileOutcome{}
-	for _, f := range po.Files {
-		byPath[f.Path] = f
+	pending, err := j.stageState()
+	if err != nil {
+		return dropPending(err)
+	}
+	if err := bw.sync(pending.f); err != nil {
+		pending.discard()
+		return dropPending(err)
+	}
+	if err := bw.close(); err != nil {
+		pending.discard()
+		return dropPending(err)
+	}
+	if err := pending.commit(); err != nil {
+		return dropPending(err)
+	}
+	// 2. The new contents beside their targets, synced with the pending
+	// entry; then each file put in place.
+	w, err := prepareTreeWrite(j.t, rels, newFiles)
+	if err != nil {
+		return nil, nil, j.undo(e, err)
+	}
+	if err := w.syncTemps(nil, []string{j.dir}); err != nil {
+		w.cleanup()
+		return nil, nil, j.undo(e, fmt.Errorf("journal: %w", err))
 	}
 	for i, c := range changes {
 		if err := hook(fmt.Sprintf("write:%d", i)); err != nil {
 			if errors.Is(err, errCrash) {
 				return nil, nil, err
 			}
+			w.cleanup()
 			return nil, nil, j.undo(e, err)
 		}
 		if err := ctx.Err(); err != nil {
+			w.cleanup()
 			return nil, nil, j.undo(e, err)
 		}
-		if err := j.t.WriteFiles(map[string][]byte{c.fp.Path: c.new}); err != nil {
+		if err := w.commit(i); err != nil {
+			w.cleanup()
 			return nil, nil, j.undo(e, fmt.Errorf("writing %s: %w", c.fp.Path, err))
 		}
 	}
@@ -331,54 +372,83 @@ func (j *journal) applyOne(ctx context.Context, p *Plan, opts ApplyOptions) (*En
 		}
 		return nil, nil, j.undo(e, err)
 	}
-	// 3. Read back: every file has the bytes we meant, every rule holds.
+	// 3. The directories, synced with the applied entry's temporary file;
+	// then read back: every file has the bytes we meant, every rule holds.
+	e.State = StateApplied
+	applied, err := j.stageState()
+	e.State = StatePending
+	if err != nil {
+		return nil, nil, j.undo(e, fmt.Errorf("journal: %w", err))
+	}
+	if err := w.syncDirs([]*os.File{applied.f}); err != nil {
+		applied.discard()
+		return nil, nil, j.undo(e, err)
+	}
 	if err := verifyWritten(j.t, p, changes); err != nil {
+		applied.discard()
 		return nil, nil, j.undo(e, err)
 	}
 	// 4. Mark applied.
+	if err := applied.commit(); err != nil {
+		return nil, nil, j.undo(e, fmt.Errorf("journal: %w", err))
+	}
 	e.State = StateApplied
-	if err := j.save(); err != nil {
+	if err := source.SyncDir(j.dir); err != nil {
 		e.State = StatePending
 		return nil, nil, j.undo(e, fmt.Errorf("journal: %w", err))
 	}
-	for _, c := range changes {
+	po := outcomeOf(p, "applied")
+	byPath := map[string]*FileOutcome{}
+	for _, f := range po.Files {
+		byPath[f.Path] = f
+	}
+	for i, c := range changes {
 		f := byPath[c.fp.Path]
 		if f == nil {
 			f = &FileOutcome{Path: c.fp.Path}
 			po.Files = append(po.Files, f)
 		}
-		f.Original, f.Patched = sha256Hex(c.old), sha256Hex(c.new)
+		f.Original, f.Patched = e.Files[i].Original, e.Files[i].Patched
 		f.PycRemoved = removePyc(j.t, c.fp.Path)
 	}
 	return e, po, nil
 }
 
 // verifyWritten re-reads every written file and checks the patch's rules.
-func verifyWritten(t source.WritableTree, p *Plan, changes []changedFile) error {
+func verifyWritten(t source.Tree, p *Plan, changes []changedFile) error {
+	read := map[string][]byte{}
 	for _, c := range changes {
 		cur, err := readCurrent(t, c.fp.Path)
 		if err != nil {
 			return fmt.Errorf("reading back %s: %w", c.fp.Path, err)
 		}
-		if sha256Hex(cur) != sha256Hex(c.new) {
+		if !bytes.Equal(cur, c.new) || (cur == nil) != (c.new == nil) {
 			return fmt.Errorf("reading back %s: sha256 %s, expected %s", c.fp.Path, shortHash(sha256Hex(cur)), shortHash(sha256Hex(c.new)))
 		}
+		read[c.fp.Path] = cur
 	}
-	return checkRules(t, p)
+	return checkRulesOn(t, p, read)
 }
 
 // checkRules checks the verify rules of p's patch on the tree. A rule on a
 // file that neither exists nor was part of the plan (a target that moved)
 // is skipped.
-func checkRules(t source.Tree, p *Plan) error {
+func checkRules(t source.Tree, p *Plan) error { return checkRulesOn(t, p, nil) }
+
+// checkRulesOn is checkRules with some files already read (path → bytes,
+// nil for absent).
+func checkRulesOn(t source.Tree, p *Plan, read map[string][]byte) error {
 	touched := map[string]bool{}
 	for _, fp := range p.Files {
 		touched[fp.Path] = true
 	}
 	for _, r := range p.Patch.Verify {
-		b, err := readCurrent(t, r.File)
-		if err != nil {
-			return fmt.Errorf("verify %s: %w", r.File, err)
+		b, ok := read[r.File]
+		if !ok {
+			var err error
+			if b, err = readCurrent(t, r.File); err != nil {
+				return fmt.Errorf("verify %s: %w", r.File, err)
+			}
 		}
 		if b == nil {
 			if touched[r.File] {

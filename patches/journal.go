@@ -1,6 +1,8 @@
 package patches
 
 import (
+	"archive/tar"
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -8,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -26,13 +29,15 @@ import (
 // directory:
 //
 //	.smpatch/state.json           applied patches; entries in flight are "pending" or "reverting"
-//	.smpatch/orig/NAME/PATH       original bytes of every file a patch changed
-//	.smpatch/patched/NAME/PATH    the bytes the patch wrote (to show drift, and to reverse-apply)
-//	.smpatch/target/NAME/PATH     bytes a forced revert writes
+//	.smpatch/orig/NAME.tar        original bytes of every file a patch changed, each at PATH
+//	.smpatch/patched/NAME.tar     the bytes the patch wrote (to show drift, and to reverse-apply)
+//	.smpatch/target/NAME.tar      bytes a forced revert writes
 //	.smpatch/lock                 gofrs/flock; held by every command that reads or writes state
 //
-// Apply records a pending entry with the originals first, then writes each
-// file (temp + fsync + rename), then marks the entry applied. Any command
+// (Journals written before the tar files kept KIND/NAME/PATH; they are
+// still read.) Apply records a pending entry with the originals first, then
+// writes each file (temp + fsync + rename), then marks the entry applied.
+// The syncs of each step are done together (source.SyncAll). Any command
 // that finds an entry in flight first finishes it the safe way: a pending
 // apply is rolled back, an interrupted revert is completed.
 
@@ -133,6 +138,11 @@ type journal struct {
 	dir   string
 	lock  *flock.Flock
 	state *State
+	// created is set when this command made the state directory: its entry
+	// in the tree root is synced with the first durable write.
+	created bool
+	// blobCache holds the journal copies read, by "KIND/NAME".
+	blobCache map[string]map[string][]byte
 }
 
 // diskPather is implemented by trees on disk: it maps a repository-relative
@@ -152,7 +162,9 @@ func diskPath(t source.WritableTree, rel string) (string, error) {
 // waiting for another smpatch until ctx ends.
 func openJournal(ctx context.Context, t source.WritableTree) (*journal, error) {
 	dir := t.StateDir()
+	created := false
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		created = true
 		if err := checkDirWritable(filepath.Dir(dir)); err != nil {
 			return nil, err
 		}
@@ -184,7 +196,7 @@ func openJournal(ctx context.Context, t source.WritableTree) (*journal, error) {
 		held, err1 := l.Stat()
 		cur, err2 := os.Stat(lockPath)
 		if err1 == nil && err2 == nil && os.SameFile(held, cur) {
-			j := &journal{t: t, dir: dir, lock: l}
+			j := &journal{t: t, dir: dir, lock: l, created: created}
 			if err := j.load(); err != nil {
 				_ = l.Unlock()
 				return nil, err
@@ -245,39 +257,260 @@ func (j *journal) load() error {
 	return nil
 }
 
+// save writes state.json durably: temporary file, sync, rename, sync of
+// the state directory.
 func (j *journal) save() error {
-	data, err := json.MarshalIndent(j.state, "", "  ")
+	st, err := j.stageState()
 	if err != nil {
 		return err
 	}
-	data = append(data, '\n')
-	return source.WriteFileAtomic(j.statePath(), data, 0o644)
+	if err := source.SyncAll([]*os.File{st.f}, nil); err != nil {
+		st.discard()
+		return err
+	}
+	if err := st.commit(); err != nil {
+		return err
+	}
+	return source.SyncDir(j.dir)
 }
 
-func (j *journal) blob(kind, name, rel string) string {
+// stagedState is state.json written to a temporary file beside it, not yet
+// in place: sync st.f (with other files, source.SyncAll), then commit, then
+// sync the state directory.
+type stagedState struct {
+	f    *os.File
+	path string
+}
+
+// stageState writes the current state to a temporary file.
+func (j *journal) stageState() (*stagedState, error) {
+	data, err := json.MarshalIndent(j.state, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	data = append(data, '\n')
+	f, err := source.WriteTemp(j.statePath(), data)
+	if err != nil {
+		return nil, err
+	}
+	return &stagedState{f: f, path: j.statePath()}, nil
+}
+
+// commit renames the synced temporary file over state.json.
+func (st *stagedState) commit() error {
+	if err := st.f.Close(); err != nil {
+		_ = os.Remove(st.f.Name())
+		return err
+	}
+	if err := os.Rename(st.f.Name(), st.path); err != nil {
+		_ = os.Remove(st.f.Name())
+		return err
+	}
+	return nil
+}
+
+// discard removes the temporary file.
+func (st *stagedState) discard() {
+	_ = st.f.Close()
+	_ = os.Remove(st.f.Name())
+}
+
+// Journal copies. Every copy of one kind ("orig", "patched", "target") for
+// one entry is one tar file, KIND/NAME.tar, holding each file under its
+// repository path (a forced revert that removes a file records an empty
+// PATH.deleted). One file per kind keeps an apply to a few creations and
+// syncs however deep the patched paths are; `tar -x` recovers the
+// originals by hand. Journals written before kept one file per copy,
+// KIND/NAME/PATH: those are still read and dropped.
+
+func (j *journal) blobTar(kind, name string) string {
+	return filepath.Join(j.dir, kind, name+".tar")
+}
+
+// blobLegacy is where journals before the tar files kept a copy.
+func (j *journal) blobLegacy(kind, name, rel string) string {
 	return filepath.Join(j.dir, kind, name, filepath.FromSlash(rel))
 }
 
-func (j *journal) writeBlob(kind, name, rel string, data []byte, durable bool) error {
-	p := j.blob(kind, name, rel)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return err
+// blobSet reads (once) the tar file of one kind and entry: path → bytes;
+// nil without error when there is none.
+func (j *journal) blobSet(kind, name string) (map[string][]byte, error) {
+	key := kind + "/" + name
+	if set, ok := j.blobCache[key]; ok {
+		return set, nil
 	}
-	if durable {
-		return source.WriteFileAtomic(p, data, 0o644)
+	p := j.blobTar(kind, name)
+	f, err := os.Open(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
 	}
-	return os.WriteFile(p, data, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	set := map[string][]byte{}
+	tr := tar.NewReader(bufio.NewReaderSize(f, 64<<10))
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		if h.Typeflag != tar.TypeReg {
+			continue
+		}
+		b := make([]byte, h.Size)
+		if _, err := io.ReadFull(tr, b); err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", p, h.Name, err)
+		}
+		set[h.Name] = b
+	}
+	if j.blobCache == nil {
+		j.blobCache = map[string]map[string][]byte{}
+	}
+	j.blobCache[key] = set
+	return set, nil
 }
 
-// readBlob reads a journal copy; a missing copy is (nil, nil) when ok to miss.
+// readBlob reads a journal copy; a missing one is an error satisfying
+// errors.Is(err, fs.ErrNotExist).
 func (j *journal) readBlob(kind, name, rel string) ([]byte, error) {
-	return os.ReadFile(j.blob(kind, name, rel))
+	set, err := j.blobSet(kind, name)
+	if err != nil {
+		return nil, err
+	}
+	if set == nil {
+		return os.ReadFile(j.blobLegacy(kind, name, rel))
+	}
+	if b, ok := set[rel]; ok {
+		return b, nil
+	}
+	return nil, &fs.PathError{Op: "read", Path: j.blobTar(kind, name) + ": " + rel, Err: fs.ErrNotExist}
+}
+
+// hasBlob reports whether a journal copy exists.
+func (j *journal) hasBlob(kind, name, rel string) bool {
+	set, err := j.blobSet(kind, name)
+	if err != nil {
+		return true // let the read report it
+	}
+	if set == nil {
+		_, err := os.Lstat(j.blobLegacy(kind, name, rel))
+		return err == nil
+	}
+	_, ok := set[rel]
+	return ok
 }
 
 func (j *journal) dropBlobs(name string) {
 	for _, d := range []string{"orig", "patched", "target"} {
+		_ = os.Remove(j.blobTar(d, name))
 		_ = os.RemoveAll(filepath.Join(j.dir, d, name))
+		delete(j.blobCache, d+"/"+name)
 	}
+}
+
+// blobWriter writes the journal copies of one entry and collects what must
+// be synced for the durable kinds: their tar files, the directories holding
+// them, the parents of the directories it made (and the tree root when the
+// state directory is new).
+type blobWriter struct {
+	j     *journal
+	tars  map[string]*blobTarFile // by kind
+	order []string
+	dirs  []string
+	seen  map[string]bool
+}
+
+type blobTarFile struct {
+	f       *os.File
+	bw      *bufio.Writer
+	tw      *tar.Writer
+	durable bool
+}
+
+func (j *journal) newBlobWriter() *blobWriter {
+	bw := &blobWriter{j: j, tars: map[string]*blobTarFile{}, seen: map[string]bool{}}
+	if j.created {
+		bw.dir(filepath.Dir(j.dir))
+	}
+	return bw
+}
+
+func (bw *blobWriter) dir(d string) {
+	if !bw.seen[d] {
+		bw.seen[d] = true
+		bw.dirs = append(bw.dirs, d)
+	}
+}
+
+// write adds one copy to the tar file of its kind. A durable kind is synced
+// by sync; the others are only written: they are never needed to restore a
+// file.
+func (bw *blobWriter) write(kind, name, rel string, data []byte, durable bool) error {
+	t := bw.tars[kind]
+	if t == nil {
+		p := bw.j.blobTar(kind, name)
+		made, err := source.MkdirAll(filepath.Dir(p))
+		if err != nil {
+			return err
+		}
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err != nil {
+			return err
+		}
+		delete(bw.j.blobCache, kind+"/"+name)
+		b := bufio.NewWriterSize(f, 64<<10)
+		t = &blobTarFile{f: f, bw: b, tw: tar.NewWriter(b), durable: durable}
+		bw.tars[kind] = t
+		bw.order = append(bw.order, kind)
+		if durable {
+			for _, d := range made {
+				bw.dir(filepath.Dir(d))
+			}
+			bw.dir(filepath.Dir(p))
+		}
+	}
+	t.durable = t.durable || durable
+	if err := t.tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: rel, Mode: 0o644, Size: int64(len(data))}); err != nil {
+		return err
+	}
+	_, err := t.tw.Write(data)
+	return err
+}
+
+// sync ends every tar file and syncs the durable ones, their directories
+// and the extra files given, all at once.
+func (bw *blobWriter) sync(extra ...*os.File) error {
+	files := append([]*os.File(nil), extra...)
+	for _, k := range bw.order {
+		t := bw.tars[k]
+		if err := t.tw.Close(); err != nil {
+			return err
+		}
+		if err := t.bw.Flush(); err != nil {
+			return err
+		}
+		if t.durable {
+			files = append(files, t.f)
+		}
+	}
+	return source.SyncAll(files, bw.dirs)
+}
+
+// close closes the tar files.
+func (bw *blobWriter) close() error {
+	var first error
+	for _, k := range bw.order {
+		if err := bw.tars[k].f.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	bw.order = nil
+	bw.tars = map[string]*blobTarFile{}
+	return first
 }
 
 // readCurrent reads a tree file; a missing file is nil.
@@ -334,7 +567,11 @@ func (j *journal) dropOrphans() {
 			continue
 		}
 		for _, de := range ents {
-			if j.state.Get(de.Name()) == nil {
+			name := de.Name()
+			if !de.IsDir() {
+				name = strings.TrimSuffix(name, ".tar")
+			}
+			if j.state.Get(name) == nil {
 				_ = os.RemoveAll(filepath.Join(j.dir, d, de.Name()))
 			}
 		}
@@ -343,32 +580,126 @@ func (j *journal) dropOrphans() {
 
 // restore writes back, for every file of e, the original bytes (or, when
 // forced is set and a forced-revert target was recorded, that target).
+// A file that already has them is left alone, and its journal copy is not
+// even needed.
 func (j *journal) restore(e *Entry, useTarget bool) error {
 	files := map[string][]byte{}
 	var order []string
 	for _, f := range e.Files {
-		want, err := j.wanted(e, f, useTarget)
-		if err != nil {
-			return err
-		}
 		cur, err := readCurrent(j.t, f.Path)
 		if err != nil {
 			return err
 		}
 		cleanTemps(j.t, f.Path)
-		if sha256Hex(cur) == sha256Hex(want) && (cur == nil) == (want == nil) {
+		if !(useTarget && j.hasTarget(e, f)) && isOriginal(cur, f) {
+			continue
+		}
+		want, err := j.wanted(e, f, useTarget)
+		if err != nil {
+			return err
+		}
+		if bytes.Equal(cur, want) && (cur == nil) == (want == nil) {
 			continue
 		}
 		files[f.Path] = want
 		order = append(order, f.Path)
 	}
-	for _, p := range order {
-		if err := j.t.WriteFiles(map[string][]byte{p: files[p]}); err != nil {
+	if len(order) == 0 {
+		return nil
+	}
+	w, err := prepareTreeWrite(j.t, order, files)
+	if err != nil {
+		return err
+	}
+	defer w.cleanup()
+	if err := w.syncTemps(nil, nil); err != nil {
+		return err
+	}
+	for i := range order {
+		if err := w.commit(i); err != nil {
 			return err
 		}
+	}
+	if err := w.syncDirs(nil); err != nil {
+		return err
+	}
+	for _, p := range order {
 		removePyc(j.t, p)
 	}
 	return nil
+}
+
+// isOriginal reports whether cur is the original content of f (absent when
+// the patch created it).
+func isOriginal(cur []byte, f *FileRecord) bool {
+	if f.Original == "" {
+		return cur == nil
+	}
+	return cur != nil && sha256Hex(cur) == f.Original
+}
+
+// hasTarget reports whether a forced revert recorded a target for f.
+func (j *journal) hasTarget(e *Entry, f *FileRecord) bool {
+	return j.hasBlob("target", e.Name, f.Path) || j.hasBlob("target", e.Name, f.Path+".deleted")
+}
+
+// treeWrite is a set of tree files being written: every new content goes
+// to a temporary file first, they are synced together, then each is put in
+// place (commit, one by one), then the changed directories are synced.
+type treeWrite struct {
+	t     source.WritableTree
+	rels  []string
+	files map[string][]byte
+	pw    *source.PendingWrites // nil: the tree only offers WriteFiles
+}
+
+// pendingWriter is implemented by trees on disk (source.PendingWrites).
+type pendingWriter interface {
+	PrepareWrites(rels []string, files map[string][]byte) (*source.PendingWrites, error)
+}
+
+func prepareTreeWrite(t source.WritableTree, rels []string, files map[string][]byte) (*treeWrite, error) {
+	w := &treeWrite{t: t, rels: rels, files: files}
+	if pt, ok := t.(pendingWriter); ok {
+		pw, err := pt.PrepareWrites(rels, files)
+		if err != nil {
+			return nil, err
+		}
+		w.pw = pw
+	}
+	return w, nil
+}
+
+// syncTemps syncs the temporary files with the extra files and directories.
+func (w *treeWrite) syncTemps(extraFiles []*os.File, extraDirs []string) error {
+	if w.pw != nil {
+		return w.pw.SyncTemps(extraFiles, extraDirs)
+	}
+	return source.SyncAll(extraFiles, extraDirs)
+}
+
+// commit puts the i-th file in place.
+func (w *treeWrite) commit(i int) error {
+	if w.pw != nil {
+		return w.pw.Commit(i)
+	}
+	rel := w.rels[i]
+	return w.t.WriteFiles(map[string][]byte{rel: w.files[rel]})
+}
+
+// syncDirs syncs the changed directories and the extra files.
+func (w *treeWrite) syncDirs(extraFiles []*os.File) error {
+	if w.pw != nil {
+		return source.SyncAll(extraFiles, w.pw.Dirs())
+	}
+	return source.SyncAll(extraFiles, nil)
+}
+
+// cleanup removes the temporary files not committed.
+func (w *treeWrite) cleanup() {
+	if w.pw != nil {
+		w.pw.Cleanup()
+	}
 }
 
 // wanted is the bytes a file of e must have after rolling back (originals)
@@ -382,7 +713,7 @@ func (j *journal) wanted(e *Entry, f *FileRecord, useTarget bool) ([]byte, error
 		if !errors.Is(err, fs.ErrNotExist) {
 			return nil, err
 		}
-		if _, err := os.Stat(j.blob("target", e.Name, f.Path) + ".deleted"); err == nil {
+		if j.hasBlob("target", e.Name, f.Path+".deleted") {
 			return nil, nil
 		}
 	}

@@ -1,6 +1,7 @@
 package patches
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -215,40 +216,74 @@ func Revert(ctx context.Context, t source.WritableTree, cat *Catalog, names []st
 
 // revertOne writes one entry's targets under the journal: the entry is
 // marked reverting (with forced targets saved first), each file written,
-// then the entry removed.
+// then the entry removed. As in apply, the disk is waited for in rounds
+// that sync several files at once: the forced targets with the reverting
+// entry's temporary file; the state directory with the new contents'
+// temporary files; the target directories; and the state directory once
+// more when the entry is gone. When it was the last entry, state.json is
+// removed instead of rewritten, before any journal copy is dropped.
 func (j *journal) revertOne(ctx context.Context, st *revertStep) error {
 	e := st.e
+	bw := j.newBlobWriter()
+	defer bw.close()
 	for p := range st.forced {
 		if b := st.targets[p]; b != nil {
-			if err := j.writeBlob("target", e.Name, p, b, true); err != nil {
+			if err := bw.write("target", e.Name, p, b, true); err != nil {
 				return fmt.Errorf("journal: %w", err)
 			}
-		} else if err := j.writeBlob("target", e.Name, p+".deleted", []byte{}, true); err != nil {
+		} else if err := bw.write("target", e.Name, p+".deleted", []byte{}, true); err != nil {
 			return fmt.Errorf("journal: %w", err)
 		}
 	}
 	e.State = StateReverting
-	if err := j.save(); err != nil {
+	reverting, err := j.stageState()
+	if err == nil {
+		if err = bw.sync(reverting.f); err == nil {
+			err = bw.close()
+		}
+		if err != nil {
+			reverting.discard()
+		} else {
+			err = reverting.commit()
+		}
+	}
+	if err != nil {
 		e.State = StateApplied
+		return fmt.Errorf("journal: %w", err)
+	}
+	w, err := prepareTreeWrite(j.t, st.write, st.targets)
+	if err != nil {
+		return fmt.Errorf("%w (the journal keeps the revert in flight; the next smpatch command finishes it)", err)
+	}
+	if err := w.syncTemps(nil, []string{j.dir}); err != nil {
+		w.cleanup()
 		return fmt.Errorf("journal: %w", err)
 	}
 	for i, p := range st.write {
 		if err := hook(fmt.Sprintf("revert-write:%d", i)); err != nil {
+			if !errors.Is(err, errCrash) {
+				w.cleanup()
+			}
 			return err // the entry stays "reverting": the next command finishes it
 		}
 		if err := ctx.Err(); err != nil {
+			w.cleanup()
 			return err
 		}
-		if err := j.t.WriteFiles(map[string][]byte{p: st.targets[p]}); err != nil {
+		if err := w.commit(i); err != nil {
+			w.cleanup()
 			return fmt.Errorf("writing %s: %w (the journal keeps the revert in flight; the next smpatch command finishes it)", p, err)
 		}
+	}
+	if err := w.syncDirs(nil); err != nil {
+		return err
 	}
 	for _, p := range st.write {
 		b, err := readCurrent(j.t, p)
 		if err != nil {
 			return err
 		}
-		if sha256Hex(b) != sha256Hex(st.targets[p]) {
+		if want := st.targets[p]; !bytes.Equal(b, want) || (b == nil) != (want == nil) {
 			return fmt.Errorf("reading back %s: not the bytes written", p)
 		}
 	}
@@ -260,7 +295,17 @@ func (j *journal) revertOne(ctx context.Context, st *revertStep) error {
 		}
 	}
 	j.state.remove(e.Name)
-	if err := j.save(); err != nil {
+	if len(j.state.Patches) == 0 {
+		// Nothing stays applied: the journal goes (close removes the
+		// directory). state.json goes first, durably, so no entry ever
+		// names a copy that is gone.
+		if err := os.Remove(j.statePath()); err != nil {
+			return fmt.Errorf("journal: %w", err)
+		}
+		if err := source.SyncDir(j.dir); err != nil {
+			return fmt.Errorf("journal: %w", err)
+		}
+	} else if err := j.save(); err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
 	j.dropBlobs(e.Name)

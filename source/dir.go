@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/google/renameio/v2"
@@ -122,8 +126,35 @@ func (t *dirTree) abs(rel string) (string, error) {
 }
 
 // confined checks that p, with every symlink on its existing prefix
-// resolved, stays inside root.
+// resolved, stays inside root. root is already resolved (cleanRoot), so
+// only the components below it are looked at: one Lstat each, and only a
+// symlink among them needs the full resolution.
 func confined(root, p string) error {
+	rel, err := filepath.Rel(root, p)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return errors.New("path leads outside the tree")
+	}
+	if rel == "." {
+		return nil
+	}
+	cur := root
+	for _, part := range strings.Split(rel, string(filepath.Separator)) {
+		cur = filepath.Join(cur, part)
+		st, err := os.Lstat(cur)
+		if err != nil {
+			// Nothing exists from here on: there is no link left to follow.
+			return nil
+		}
+		if st.Mode()&fs.ModeSymlink != 0 {
+			return confinedResolved(root, p)
+		}
+	}
+	return nil
+}
+
+// confinedResolved is confined for a path with a symlink on it: the
+// existing prefix is resolved in full and must stay inside root.
+func confinedResolved(root, p string) error {
 	existing := p
 	var rest []string
 	for {
@@ -166,14 +197,35 @@ func (t *dirTree) ReadFile(rel string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := os.Stat(p)
+	// O_NONBLOCK: opening a FIFO must not wait for a writer.
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
 	if err != nil {
 		return nil, err
 	}
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s: not a regular file", rel)
 	}
-	return os.ReadFile(p)
+	// One read of the size fstat gave, then one more to see the end (the
+	// file may have grown).
+	b := make([]byte, 0, st.Size()+1)
+	for {
+		n, err := f.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+	}
 }
 
 // ListFiles lists regular files under the repository-relative dir, sorted,
@@ -241,42 +293,285 @@ func (t *dirTree) listUnder(start string) ([]string, error) {
 
 // WriteFiles writes each file by temp + fsync + rename, keeping an existing
 // file's mode. A nil value removes the file. Every path is checked before
-// anything is written.
+// anything is written. The temporary files are synced together and each
+// changed directory once (see PrepareWrites).
 func (t *dirTree) WriteFiles(files map[string][]byte) error {
-	type item struct {
-		abs  string
-		data []byte
-	}
-	var items []item
 	keys := make([]string, 0, len(files))
 	for k := range files {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	for _, rel := range keys {
+	pw, err := t.PrepareWrites(keys, files)
+	if err != nil {
+		return err
+	}
+	defer pw.Cleanup()
+	if err := pw.SyncTemps(nil, nil); err != nil {
+		return err
+	}
+	for i := range keys {
+		if err := pw.Commit(i); err != nil {
+			return err
+		}
+	}
+	return pw.SyncDirs()
+}
+
+// PendingWrites is a set of tree files written with as few waits for the
+// disk as crash safety allows: PrepareWrites writes every new content to a
+// temporary file beside its target, SyncTemps syncs them all at once,
+// Commit puts each in place (rename, or removal for nil content) and
+// SyncDirs syncs every changed directory once. Until the first Commit the
+// tree's files are unchanged (only hidden temporary files ".NAME<digits>"
+// exist beside them); Cleanup removes the temporary files not committed.
+type PendingWrites struct {
+	items []*pendingWrite
+	dirs  []string // directories whose entries change, each once
+	made  []string // directories made for new files, outermost first
+}
+
+type pendingWrite struct {
+	rel, abs string
+	tmp      *os.File // nil for a removal
+	tmpName  string
+	done     bool
+}
+
+// PrepareWrites checks every path of rels (repository-relative, in the
+// order Commit will take them) and writes the temporary file of each one
+// whose content in files is not nil. Nothing is synced yet.
+func (t *dirTree) PrepareWrites(rels []string, files map[string][]byte) (*PendingWrites, error) {
+	pw := &PendingWrites{}
+	seenDir := map[string]bool{}
+	addDir := func(d string) {
+		if !seenDir[d] {
+			seenDir[d] = true
+			pw.dirs = append(pw.dirs, d)
+		}
+	}
+	for _, rel := range rels {
 		p, err := t.abs(rel)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if st, err := os.Lstat(p); err == nil && !st.Mode().IsRegular() {
-			return fmt.Errorf("%s: not a regular file", rel)
+			return nil, fmt.Errorf("%s: not a regular file", rel)
 		}
-		items = append(items, item{p, files[rel]})
+		pw.items = append(pw.items, &pendingWrite{rel: rel, abs: p})
 	}
-	for _, it := range items {
-		if it.data == nil {
-			if err := os.Remove(it.abs); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return err
-			}
-			if err := syncDir(filepath.Dir(it.abs)); err != nil {
-				return err
-			}
+	for _, it := range pw.items {
+		data := files[it.rel]
+		dir := filepath.Dir(it.abs)
+		if data == nil {
+			addDir(dir)
 			continue
 		}
-		if err := os.MkdirAll(filepath.Dir(it.abs), 0o755); err != nil {
+		created, err := mkdirAllReport(dir)
+		if err != nil {
+			pw.Cleanup()
+			return nil, err
+		}
+		// A directory made here is durable once its parent is synced.
+		for _, c := range created {
+			addDir(filepath.Dir(c))
+		}
+		pw.made = append(pw.made, created...)
+		addDir(dir)
+		f, err := WriteTemp(it.abs, data)
+		if err != nil {
+			pw.Cleanup()
+			return nil, err
+		}
+		it.tmp, it.tmpName = f, f.Name()
+	}
+	return pw, nil
+}
+
+// SyncTemps syncs every temporary file, and the extra files and
+// directories given, all at once.
+func (pw *PendingWrites) SyncTemps(extraFiles []*os.File, extraDirs []string) error {
+	files := append([]*os.File(nil), extraFiles...)
+	for _, it := range pw.items {
+		if it.tmp != nil {
+			files = append(files, it.tmp)
+		}
+	}
+	return SyncAll(files, extraDirs)
+}
+
+// Len is the number of files of the set.
+func (pw *PendingWrites) Len() int { return len(pw.items) }
+
+// Commit puts the i-th file in place: its temporary file is renamed over
+// it, or it is removed.
+func (pw *PendingWrites) Commit(i int) error {
+	it := pw.items[i]
+	if it.done {
+		return nil
+	}
+	if it.tmp == nil {
+		if err := os.Remove(it.abs); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
-		if err := WriteFileAtomic(it.abs, it.data, 0o644); err != nil {
+		it.done = true
+		return nil
+	}
+	if err := it.tmp.Close(); err != nil {
+		return err
+	}
+	it.tmp = nil
+	if err := os.Rename(it.tmpName, it.abs); err != nil {
+		_ = os.Remove(it.tmpName)
+		it.done = true
+		return err
+	}
+	it.done = true
+	return nil
+}
+
+// SyncDirs syncs every directory whose entries the set changed, at once.
+func (pw *PendingWrites) SyncDirs() error { return SyncAll(nil, pw.dirs) }
+
+// Dirs lists the directories whose entries the set changes (for syncing
+// them together with other files, SyncAll).
+func (pw *PendingWrites) Dirs() []string { return append([]string(nil), pw.dirs...) }
+
+// Cleanup removes the temporary files that were not committed, and the
+// directories made for them that stayed empty.
+func (pw *PendingWrites) Cleanup() {
+	for _, it := range pw.items {
+		if it.done || it.tmpName == "" {
+			continue
+		}
+		if it.tmp != nil {
+			_ = it.tmp.Close()
+			it.tmp = nil
+		}
+		_ = os.Remove(it.tmpName)
+		it.done = true
+	}
+	for i := len(pw.made) - 1; i >= 0; i-- {
+		_ = os.Remove(pw.made[i]) // fails, as it should, unless empty
+	}
+	pw.made = nil
+}
+
+// WriteTemp writes data to a new temporary file beside name, named as
+// renameio names them (".BASE" and digits), with the mode of an existing
+// name (0644 otherwise) and, where permitted, its owner. The file is left
+// open and unsynced: the caller syncs it (SyncAll), closes it and renames
+// it over name.
+func WriteTemp(name string, data []byte) (*os.File, error) {
+	perm := os.FileMode(0o644)
+	var owner *syscall.Stat_t
+	if st, err := os.Lstat(name); err == nil && st.Mode().IsRegular() {
+		perm = st.Mode().Perm()
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Geteuid() {
+			owner = sys
+		}
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	prefix := filepath.Join(filepath.Dir(name), "."+filepath.Base(name))
+	var f *os.File
+	for attempt := 0; ; attempt++ {
+		var err error
+		f, err = os.OpenFile(prefix+strconv.FormatInt(rand.Int64(), 10), os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrExist) || attempt > 10000 {
+			return nil, err
+		}
+	}
+	fail := func(err error) (*os.File, error) {
+		_ = f.Close()
+		_ = os.Remove(f.Name())
+		return nil, err
+	}
+	// The umask may have narrowed the mode given to open.
+	if st, err := f.Stat(); err != nil {
+		return fail(err)
+	} else if st.Mode().Perm() != perm {
+		if err := f.Chmod(perm); err != nil {
+			return fail(err)
+		}
+	}
+	if owner != nil {
+		_ = f.Chown(int(owner.Uid), int(owner.Gid))
+	}
+	if _, err := f.Write(data); err != nil {
+		return fail(err)
+	}
+	return f, nil
+}
+
+// MkdirAll is os.MkdirAll (mode 0755) that also returns the directories
+// it made, outermost first: each is durable once its parent is synced.
+func MkdirAll(dir string) ([]string, error) { return mkdirAllReport(dir) }
+
+func mkdirAllReport(dir string) ([]string, error) {
+	var missing []string
+	for d := dir; ; {
+		if st, err := os.Stat(d); err == nil {
+			if !st.IsDir() {
+				return nil, &fs.PathError{Op: "mkdir", Path: d, Err: syscall.ENOTDIR}
+			}
+			break
+		}
+		missing = append(missing, d)
+		parent := filepath.Dir(d)
+		if parent == d {
+			break
+		}
+		d = parent
+	}
+	var made []string
+	for i := len(missing) - 1; i >= 0; i-- {
+		if err := os.Mkdir(missing[i], 0o755); err != nil {
+			if errors.Is(err, fs.ErrExist) {
+				continue
+			}
+			return made, err
+		}
+		made = append(made, missing[i])
+	}
+	return made, nil
+}
+
+// SyncAll fsyncs every file and directory given, concurrently: the
+// filesystem can then commit them together instead of one after another.
+// It returns the first error.
+func SyncAll(files []*os.File, dirs []string) error {
+	n := len(files) + len(dirs)
+	switch n {
+	case 0:
+		return nil
+	case 1:
+		if len(files) == 1 {
+			return files[0].Sync()
+		}
+		return syncDir(dirs[0])
+	}
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i, f := range files {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = f.Sync()
+		}()
+	}
+	for i, d := range dirs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[len(files)+i] = syncDir(d)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
 			return err
 		}
 	}
@@ -309,6 +604,10 @@ func WriteFileAtomic(name string, data []byte, perm os.FileMode) error {
 	}
 	return syncDir(filepath.Dir(name))
 }
+
+// SyncDir fsyncs a directory, making the entries renamed or created in it
+// durable.
+func SyncDir(dir string) error { return syncDir(dir) }
 
 func syncDir(dir string) error {
 	f, err := os.Open(dir)

@@ -293,3 +293,103 @@ func TestResolve(t *testing.T) {
 		t.Fatalf("kind %s", tr.Kind())
 	}
 }
+
+// PendingWrites leaves the tree as it was until Commit, and Cleanup takes
+// the temporary files away again.
+func TestPendingWrites(t *testing.T) {
+	root := sglangCheckout(t, "0.5.6")
+	tr, err := OpenCheckout(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pt := tr.(interface {
+		PrepareWrites([]string, map[string][]byte) (*PendingWrites, error)
+	})
+	rels := []string{"python/sglang/srt/layers/comm.py", "python/sglang/srt/layers/__init__.py", "python/sglang/srt/new/mod.py"}
+	files := map[string][]byte{rels[0]: []byte("y = 2\n"), rels[1]: nil, rels[2]: []byte("z\n")}
+	listAll := func() []string {
+		var out []string
+		_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err == nil {
+				r, _ := filepath.Rel(root, p)
+				out = append(out, filepath.ToSlash(r))
+			}
+			return nil
+		})
+		return out
+	}
+	before := strings.Join(listAll(), ",")
+
+	pw, err := pt.PrepareWrites(rels, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pw.SyncTemps(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := tr.ReadFile(rels[0]); string(b) != "x = 1\n" {
+		t.Fatalf("changed before Commit: %q", b)
+	}
+	temps := 0
+	for _, f := range listAll() {
+		if strings.HasPrefix(filepath.Base(f), ".comm.py") || strings.HasPrefix(filepath.Base(f), ".mod.py") {
+			temps++
+		}
+	}
+	if temps != 2 {
+		t.Fatalf("%d temporary files, want 2: %v", temps, listAll())
+	}
+	// The new directory's entry is synced in its parent.
+	dirs := strings.Join(pw.Dirs(), ",")
+	for _, d := range []string{"python/sglang/srt", "python/sglang/srt/layers", "python/sglang/srt/new"} {
+		if !strings.Contains(dirs+",", filepath.Join(root, d)+",") {
+			t.Errorf("Dirs %s lacks %s", dirs, d)
+		}
+	}
+	pw.Cleanup()
+	if got := strings.Join(listAll(), ","); got != before {
+		t.Fatalf("after Cleanup:\n%s\nwant\n%s", got, before)
+	}
+
+	pw, err = pt.PrepareWrites(rels, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pw.Cleanup()
+	if err := pw.SyncTemps(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < pw.Len(); i++ {
+		if err := pw.Commit(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := pw.SyncDirs(); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := tr.ReadFile(rels[0]); string(b) != "y = 2\n" {
+		t.Fatalf("comm.py: %q", b)
+	}
+	if _, err := tr.ReadFile(rels[1]); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("__init__.py not removed: %v", err)
+	}
+	if b, _ := tr.ReadFile(rels[2]); string(b) != "z\n" {
+		t.Fatalf("mod.py: %q", b)
+	}
+}
+
+// ReadFile refuses what is not a regular file without waiting on it.
+func TestReadFileNotRegular(t *testing.T) {
+	root := sglangCheckout(t, "0.5.6")
+	if err := syscall.Mkfifo(filepath.Join(root, "python/sglang/fifo.py"), 0o644); err != nil {
+		t.Skip(err)
+	}
+	tr, _ := OpenCheckout(root)
+	// Opening a FIFO for reading would wait for a writer forever.
+	if _, err := tr.ReadFile("python/sglang/fifo.py"); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Fatalf("fifo: %v", err)
+	}
+	if _, err := tr.ReadFile("python/sglang/srt"); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Fatalf("directory: %v", err)
+	}
+}

@@ -65,9 +65,9 @@ type listPatchJSON struct {
 	Summary   string        `json:"summary"`
 	Origin    string        `json:"origin"`
 	File      string        `json:"file"`
-	Upstream  string        `json:"upstream_status,omitempty"`
+	Upstream  string        `json:"upstream_status"`
 	Variants  []variantJSON `json:"variants"`
-	Uncovered []string      `json:"uncovered,omitempty"`
+	Uncovered []string      `json:"uncovered"`
 	Digest    string        `json:"digest"`
 }
 
@@ -76,13 +76,13 @@ type variantJSON struct {
 	Versions string   `json:"versions"`
 	Diffs    []string `json:"diffs"`
 	Files    []string `json:"files"`
-	Search   []string `json:"search,omitempty"`
+	Search   []string `json:"search"`
 }
 
 func variantsJSON(p *patches.Patch) []variantJSON {
 	out := []variantJSON{}
 	for _, v := range p.Variants {
-		vj := variantJSON{Name: v.Name, Versions: v.Versions, Diffs: v.Diffs, Search: v.Search, Files: []string{}}
+		vj := variantJSON{Name: v.Name, Versions: v.Versions, Diffs: orEmpty(v.Diffs), Search: orEmpty(v.Search), Files: []string{}}
 		for _, fd := range v.Files {
 			vj.Files = append(vj.Files, fd.Path())
 		}
@@ -111,7 +111,7 @@ func newListCmd(g *globalOptions) *cobra.Command {
 				for _, p := range cat.All() {
 					out.Patches = append(out.Patches, listPatchJSON{
 						Name: p.Name, Project: string(p.Project), Summary: p.Summary, Origin: p.Origin,
-						File: p.File, Upstream: p.Upstream.Status, Variants: variantsJSON(p), Uncovered: p.Uncovered, Digest: p.Digest,
+						File: p.File, Upstream: p.Upstream.Status, Variants: variantsJSON(p), Uncovered: orEmpty(p.Uncovered), Digest: p.Digest,
 					})
 				}
 				return engJSON(w, out)
@@ -669,12 +669,18 @@ func newRevertCmd(g *globalOptions) *cobra.Command {
 		RunE: func(c *cobra.Command, args []string) error {
 			ctx := c.Context()
 			w := c.OutOrStdout()
-			// The journal has all a revert needs: a broken catalog only
-			// costs the did-you-mean.
-			cat, err := engLoadCatalog(g)
-			if err != nil {
-				fmt.Fprintf(c.ErrOrStderr(), "smpatch: warning: %v\n", err)
-				cat = nil
+			// The journal has all a revert needs: the catalog serves names
+			// (their project, the did-you-mean) and warns about a broken
+			// --catalog directory. With neither, the built-in catalog alone
+			// has nothing to add, so it is not loaded. A broken catalog
+			// only costs the did-you-mean.
+			var cat *patches.Catalog
+			if len(args) > 0 || len(g.CatalogDirs()) > 0 {
+				var err error
+				if cat, err = engLoadCatalog(g); err != nil {
+					fmt.Fprintf(c.ErrOrStderr(), "smpatch: warning: %v\n", err)
+					cat = nil
+				}
 			}
 			var project source.Project
 			if len(args) > 0 && cat != nil {

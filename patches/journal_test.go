@@ -1,0 +1,104 @@
+package patches
+
+import (
+	"archive/tar"
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/smpatch/smpatch/source"
+)
+
+// The journal keeps one tar file per kind and entry, each copy under its
+// repository path, so a person can take the originals back by hand.
+func TestJournalCopiesAreTars(t *testing.T) {
+	root, tr := engineTree(t)
+	p := enginePatch(t)
+	if _, err := apply(t, p, tr); err != nil {
+		t.Fatal(err)
+	}
+	read := func(kind string) map[string]string {
+		f, err := os.Open(filepath.Join(root, source.StateDirName, kind, "demo.tar"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		out := map[string]string{}
+		r := tar.NewReader(f)
+		for {
+			h, err := r.Next()
+			if errors.Is(err, io.EOF) {
+				return out
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(r)
+			out[h.Name] = string(b)
+		}
+	}
+	orig := read("orig")
+	if orig[commPath] != commOrig || orig[argsPath] != argsOrig || len(orig) != 2 {
+		t.Fatalf("orig/demo.tar holds %d files: %q", len(orig), orig)
+	}
+	patched := read("patched")
+	for _, rel := range []string{commPath, argsPath} {
+		b, _ := tr.ReadFile(rel)
+		if patched[rel] != string(b) {
+			t.Fatalf("patched/demo.tar %s differs from the tree", rel)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(root, source.StateDirName, "orig", "demo")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("per-file copies written too: %v", err)
+	}
+	if _, err := Revert(context.Background(), tr, nil, nil, RevertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, source.StateDirName)); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("journal left after the last revert: %v", err)
+	}
+}
+
+// A journal written with one file per copy (KIND/NAME/PATH) is still
+// rolled back from those copies.
+func TestJournalLegacyCopies(t *testing.T) {
+	ctx := context.Background()
+	root, tr := engineTree(t)
+	p := enginePatch(t)
+	orig := snapshot(t, root)
+	if _, err := apply(t, p, tr); err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(root, source.StateDirName)
+	// Rewrite the journal as the older layout had it, with the entry in
+	// flight.
+	for _, rel := range []string{commPath, argsPath} {
+		f := filepath.Join(state, "orig", "demo", filepath.FromSlash(rel))
+		os.MkdirAll(filepath.Dir(f), 0o755)
+		o := commOrig
+		if rel == argsPath {
+			o = argsOrig
+		}
+		if err := os.WriteFile(f, []byte(o), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Remove(filepath.Join(state, "orig", "demo.tar"))
+	b, _ := os.ReadFile(filepath.Join(state, "state.json"))
+	b = []byte(strings.Replace(string(b), `"state": "applied"`, `"state": "pending"`, 1))
+	if err := os.WriteFile(filepath.Join(state, "state.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	notes, err := Recover(ctx, tr)
+	if err != nil || len(notes) != 1 {
+		t.Fatalf("recover: %v %v", notes, err)
+	}
+	if !sameSnap(orig, snapshot(t, root)) {
+		t.Fatalf("not rolled back: %s", diffSnap(orig, snapshot(t, root)))
+	}
+}
