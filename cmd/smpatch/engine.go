@@ -214,7 +214,11 @@ func newShowCmd(g *globalOptions) *cobra.Command {
 				return treeErr
 			}
 			if t != nil {
-				if _, err := patches.Recover(ctx, t); err != nil {
+				recovered, err := patches.Recover(ctx, t)
+				for _, r := range recovered {
+					fmt.Fprintf(c.ErrOrStderr(), "smpatch: %s\n", r)
+				}
+				if err != nil {
 					return err
 				}
 				if plan, err = patches.NewPlan(ctx, p, t, patches.PlanOptions{}); err != nil {
@@ -539,19 +543,21 @@ func newApplyCmd(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var notes []string
-			if checkArchFlag {
-				notes, err = checkArch(ctx, info, archGateOptions{ProbeFile: probeFile, SM: sm, Force: force, Python: g.PythonPath(), SitePackages: sitePackages}, ps)
-				if err != nil {
-					return err
-				}
-			}
+			// An interrupted apply is rolled back before anything else,
+			// even when the gate then refuses.
 			recovered, err := patches.Recover(ctx, t)
 			for _, r := range recovered {
 				fmt.Fprintf(c.ErrOrStderr(), "smpatch: %s\n", r)
 			}
 			if err != nil {
 				return err
+			}
+			var notes []string
+			if checkArchFlag {
+				notes, err = checkArch(ctx, info, archGateOptions{ProbeFile: probeFile, SM: sm, Force: force, Python: g.PythonPath(), SitePackages: sitePackages}, ps)
+				if err != nil {
+					return err
+				}
 			}
 			var plans []*patches.Plan
 			for _, p := range ps {
