@@ -147,6 +147,28 @@ func TestRunPatchDoesNotApply(t *testing.T) {
 		t.Errorf("got %s %q %+v", r.Status, r.Reason, r.Triage)
 	}
 	assertSameTree(t, before, snapshot(t, repo))
+	// The cell never started: no log to point at, and no log line in the
+	// tables (the label names none).
+	if r.Log != "" {
+		t.Errorf("log %q for a cell that never started", r.Log)
+	}
+	var text, md, csv, junit bytes.Buffer
+	s.WriteText(&text)
+	s.WriteMarkdown(&md)
+	if err := s.WriteCSV(&csv); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WriteJUnit(&junit); err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range map[string]*bytes.Buffer{"text": &text, "markdown": &md, "csv": &csv, "junit": &junit} {
+		if strings.Contains(b.String(), "line 0") {
+			t.Errorf("%s names line 0:\n%s", name, b)
+		}
+	}
+	if !strings.Contains(text.String(), "patch-not-applied (patch: sm120-fusion does not apply") {
+		t.Errorf("the text table does not say why:\n%s", &text)
+	}
 }
 
 // A patch the tree already had before the run stays applied afterwards.

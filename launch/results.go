@@ -164,6 +164,38 @@ func readJSONL(path string) (map[string]*Result, error) {
 	return out, nil
 }
 
+// repairTail makes results.jsonl end with a whole line before --resume
+// appends to it: a last line a crash left without its newline gets one
+// when it is a whole result, and is cut when it is not (readJSONL skipped
+// it, so its cell runs again). Otherwise the next result would be glued to
+// it and the following --resume would stop at that line.
+func repairTail(path string) error {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if len(data) == 0 || data[len(data)-1] == '\n' {
+		return nil
+	}
+	i := bytes.LastIndexByte(data, '\n') + 1
+	var r Result
+	if json.Unmarshal(data[i:], &r) == nil && r.ID != "" {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			return err
+		}
+		if _, err := f.Write([]byte{'\n'}); err != nil {
+			f.Close()
+			return err
+		}
+		return f.Close()
+	}
+	return os.Truncate(path, int64(i))
+}
+
 // ReadResults reads the results an earlier run left in dir's results.jsonl
 // (cell id -> its last result); an absent file is no results.
 func ReadResults(dir string) (map[string]*Result, error) {
@@ -257,9 +289,13 @@ func healthy(r *Result) string {
 	return strconv.FormatFloat(*r.HealthySeconds, 'f', 1, 64) + "s"
 }
 
-// note is the triage label, or the reason, for the tables.
+// note is the triage label, or the reason, for the tables; line is empty
+// when the label names no log line (a patch that did not apply).
 func note(r *Result) (label, line string) {
 	if r.Triage != nil {
+		if r.Triage.Line == 0 {
+			return r.Triage.Label, ""
+		}
 		return r.Triage.Label, fmt.Sprintf("line %d: %s", r.Triage.Line, r.Triage.Text)
 	}
 	if r.Status == StatusFailed && len(r.Tail) > 0 {
@@ -376,6 +412,8 @@ func (s *Summary) WriteMarkdown(w io.Writer) {
 		label, line := note(r)
 		tri := ""
 		switch {
+		case label != "" && line == "":
+			tri = "**" + mdEscape(label) + "**"
 		case label != "":
 			tri = "**" + mdEscape(label) + "** `" + mdEscape(truncate(line, 160)) + "`"
 		case r.Reason != "":
@@ -427,6 +465,10 @@ func (s *Summary) WriteText(w io.Writer) {
 		}
 		label, line := note(r)
 		switch {
+		case label != "" && line == "" && r.Reason != "":
+			row = append(row, label+" ("+r.Reason+")")
+		case label != "" && line == "":
+			row = append(row, label)
 		case label != "":
 			row = append(row, label+" ("+line+")")
 		default:
@@ -507,8 +549,11 @@ func (s *Summary) WriteJUnit(w io.Writer) error {
 		case StatusFailed:
 			label, line := note(r)
 			body := r.Reason
-			if label != "" {
+			switch {
+			case label != "" && line != "":
 				body += "\n" + label + " at " + line
+			case label != "":
+				body += "\n" + label
 			}
 			if r.Triage != nil {
 				body += "\nmeans: " + r.Triage.Meaning + "\ntry: " + r.Triage.Try

@@ -33,14 +33,21 @@ func Run(ctx context.Context, cells []*Cell, o Options) (*Summary, error) {
 	if err := checkCells(cells, o); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Join(o.Out, LogsDir), 0o755); err != nil {
-		return nil, err
-	}
+	// Read what --resume keeps before writing anything: a results file
+	// that does not parse leaves the directory as it was.
 	jsonl := filepath.Join(o.Out, ResultsJSONL)
 	prev := map[string]*Result{}
 	if o.Resume {
 		var err error
 		if prev, err = readJSONL(jsonl); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(o.Out, LogsDir), 0o755); err != nil {
+		return nil, err
+	}
+	if o.Resume {
+		if err := repairTail(jsonl); err != nil {
 			return nil, err
 		}
 	} else if err := os.WriteFile(jsonl, nil, 0o644); err != nil {
@@ -236,6 +243,7 @@ func runGroupOfCells(ctx context.Context, cells []*Cell, o Options, record func(
 				r := newResult(c, o)
 				r.Status = StatusFailed
 				r.Reason = "patch: " + oneLineErr(err)
+				r.Log = "" // the cell never started: it has no log
 				r.Triage = &Match{Label: "patch-not-applied", Fatal: true, Meaning: "the cell's patches do not apply to this tree", Try: "smpatch apply --dry-run " + strings.Join(names, " ")}
 				o.Progress("%s: failed: %s", o.tag(c.ID), r.Reason)
 				if err := record(c, r); err != nil {

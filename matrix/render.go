@@ -145,6 +145,21 @@ func shellJoin(args []string) string {
 	return strings.Join(q, " ")
 }
 
+// hostWorkdir is where run.sh changes to on this host: a relative workdir
+// is relative to the matrix file's directory, as for matrix run, so that
+// run.sh (by hand, or from slurm.sbatch) works from any directory. Jobs use
+// the workdir as written: it is a path in the image.
+func hostWorkdir(m *Matrix, wd string) string {
+	if filepath.IsAbs(wd) || m.File == "" {
+		return wd
+	}
+	base, err := filepath.Abs(filepath.Dir(m.File))
+	if err != nil {
+		return wd
+	}
+	return filepath.Join(base, wd)
+}
+
 func runScript(x *Expansion, c *Cell) []byte {
 	m := x.Matrix
 	var b bytes.Buffer
@@ -170,7 +185,7 @@ func runScript(x *Expansion, c *Cell) []byte {
 	}
 	fmt.Fprintf(&b, "log=\"${SMPATCH_LOG_DIR:-$here}/%s.log\"\n", c.ID)
 	if c.Workdir != "" {
-		fmt.Fprintf(&b, "cd %s\n", shellQuote(c.Workdir))
+		fmt.Fprintf(&b, "cd %s\n", shellQuote(hostWorkdir(m, c.Workdir)))
 	}
 	fmt.Fprintf(&b, "echo \"cell %s: log $log\" >&2\n", c.ID)
 	b.WriteString("rc=0\n")

@@ -377,3 +377,50 @@ func TestRenderLocalRefNoJob(t *testing.T) {
 		t.Errorf("SUMMARY.md does not say why the Job is missing:\n%s", files["SUMMARY.md"])
 	}
 }
+
+// TestRenderRelativeWorkdir: run.sh runs on this host (by hand, from
+// slurm.sbatch), so a relative workdir is taken from the matrix file's
+// directory, as matrix run does; the Job keeps it as written (a path in the
+// image).
+func TestRenderRelativeWorkdir(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "m.toml")
+	src := `name = "wd"
+project = "sglang"
+[base]
+image = "registry.example/sglang:1"
+[axes]
+mode = ["a"]
+[launch]
+command = ["python3", "bench.py", "--tp", "1"]
+workdir = "scripts"
+`
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := m.Expand(ExpandOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := Render(x, RenderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "cd " + shellQuote(filepath.Join(dir, "scripts")) + "\n"
+	if !strings.Contains(string(files["a/run.sh"]), want) {
+		t.Errorf("run.sh lacks %q:\n%s", want, files["a/run.sh"])
+	}
+	var job batchv1.Job
+	if err := yaml.UnmarshalStrict(files["a/job.yaml"], &job); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range append(job.Spec.Template.Spec.InitContainers, job.Spec.Template.Spec.Containers...) {
+		if c.WorkingDir != "scripts" {
+			t.Errorf("job container %s: workingDir %q, want it as written", c.Name, c.WorkingDir)
+		}
+	}
+}

@@ -77,9 +77,9 @@ type listPatchJSON struct {
 	Summary   string        `json:"summary"`
 	Origin    string        `json:"origin"`
 	File      string        `json:"file"`
-	Upstream  string        `json:"upstream_status,omitempty"`
+	Upstream  string        `json:"upstream_status"`
 	Variants  []variantJSON `json:"variants"`
-	Uncovered []string      `json:"uncovered,omitempty"`
+	Uncovered []string      `json:"uncovered"`
 	Digest    string        `json:"digest"`
 }
 
@@ -88,13 +88,13 @@ type variantJSON struct {
 	Versions string   `json:"versions"`
 	Diffs    []string `json:"diffs"`
 	Files    []string `json:"files"`
-	Search   []string `json:"search,omitempty"`
+	Search   []string `json:"search"`
 }
 
 func variantsJSON(p *patches.Patch) []variantJSON {
 	out := []variantJSON{}
 	for _, v := range p.Variants {
-		vj := variantJSON{Name: v.Name, Versions: v.Versions, Diffs: v.Diffs, Search: v.Search, Files: []string{}}
+		vj := variantJSON{Name: v.Name, Versions: v.Versions, Diffs: orEmpty(v.Diffs), Search: orEmpty(v.Search), Files: []string{}}
 		for _, fd := range v.Files {
 			vj.Files = append(vj.Files, fd.Path())
 		}
@@ -123,7 +123,7 @@ func newListCmd(g *globalOptions) *cobra.Command {
 				for _, p := range cat.All() {
 					out.Patches = append(out.Patches, listPatchJSON{
 						Name: p.Name, Project: string(p.Project), Summary: p.Summary, Origin: p.Origin,
-						File: p.File, Upstream: p.Upstream.Status, Variants: variantsJSON(p), Uncovered: p.Uncovered, Digest: p.Digest,
+						File: p.File, Upstream: p.Upstream.Status, Variants: variantsJSON(p), Uncovered: orEmpty(p.Uncovered), Digest: p.Digest,
 					})
 				}
 				return engJSON(w, out)

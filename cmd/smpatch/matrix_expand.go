@@ -186,11 +186,24 @@ func printCells(w io.Writer, x *matrix.Expansion) {
 		case c.Pruned != nil:
 			status = "pruned by " + c.Pruned.Rule + ": " + c.Pruned.Reason
 		case len(c.Warnings) > 0:
-			var names []string
+			// Warnings, then the flags require-flag rules added: a rule
+			// that changed the command is not a warning.
+			var names, added []string
 			for _, d := range c.Warnings {
-				names = append(names, d.Rule)
+				if d.Action == "require-flag" {
+					added = append(added, d.Flag+" by "+d.Rule)
+				} else {
+					names = append(names, d.Rule)
+				}
 			}
-			status = "warn: " + strings.Join(names, ", ")
+			var parts []string
+			if len(names) > 0 {
+				parts = append(parts, "warn: "+strings.Join(names, ", "))
+			}
+			if len(added) > 0 {
+				parts = append(parts, "added "+strings.Join(added, ", "))
+			}
+			status = strings.Join(parts, "; ")
 		}
 		if c.ID == x.Baseline {
 			status = strings.TrimSpace("baseline " + status)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/smpatch/smpatch/internal/exit"
 	"github.com/smpatch/smpatch/probe"
 )
 
@@ -63,6 +64,12 @@ torch or flashinfer. Whatever it cannot read is listed as unknown, with why.
 }
 
 func runProbe(ctx context.Context, w io.Writer, g *globalOptions, o *probeOptions) error {
+	if o.Entries && len(o.Scan) == 0 {
+		return exit.With(exit.Usage, errors.New("probe: --entries needs --scan"))
+	}
+	if len(o.Scan) > 0 && (o.Output != "" || o.Image != "" || len(o.SitePackages) > 0) {
+		return exit.With(exit.Usage, errors.New("probe: --scan lists one binary's targets; it takes no -o, --image or --site-packages"))
+	}
 	if len(o.Scan) > 0 {
 		return runScan(w, o)
 	}
@@ -202,7 +209,11 @@ func printReport(w io.Writer, r *probe.Report, from string) {
 			fmt.Fprintf(w, "P2P reads: unknown (%s)\n", why)
 		}
 		if tk := h.CUDAToolkit; tk != nil {
-			fmt.Fprintf(w, "CUDA toolkit: %s at %s (%s)\n", orDash(tk.Version), tk.Root, orDash(tk.VersionFrom))
+			if tk.Version == "" {
+				fmt.Fprintf(w, "CUDA toolkit: at %s, version unknown (%s)\n", tk.Root, r.Unknown["host.cuda_toolkit.version"])
+			} else {
+				fmt.Fprintf(w, "CUDA toolkit: %s at %s (%s)\n", tk.Version, tk.Root, orDash(tk.VersionFrom))
+			}
 			if tk.NVCC != "" {
 				fmt.Fprintf(w, "  nvcc: %s\n", tk.NVCC)
 			}
