@@ -164,6 +164,38 @@ func readJSONL(path string) (map[string]*Result, error) {
 	return out, nil
 }
 
+// repairTail makes results.jsonl end with a whole line before --resume
+// appends to it: a last line a crash left without its newline gets one
+// when it is a whole result, and is cut when it is not (readJSONL skipped
+// it, so its cell runs again). Otherwise the next result would be glued to
+// it and the following --resume would stop at that line.
+func repairTail(path string) error {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if len(data) == 0 || data[len(data)-1] == '\n' {
+		return nil
+	}
+	i := bytes.LastIndexByte(data, '\n') + 1
+	var r Result
+	if json.Unmarshal(data[i:], &r) == nil && r.ID != "" {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			return err
+		}
+		if _, err := f.Write([]byte{'\n'}); err != nil {
+			f.Close()
+			return err
+		}
+		return f.Close()
+	}
+	return os.Truncate(path, int64(i))
+}
+
 // ReadResults reads the results an earlier run left in dir's results.jsonl
 // (cell id -> its last result); an absent file is no results.
 func ReadResults(dir string) (map[string]*Result, error) {

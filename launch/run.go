@@ -33,14 +33,21 @@ func Run(ctx context.Context, cells []*Cell, o Options) (*Summary, error) {
 	if err := checkCells(cells, o); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Join(o.Out, LogsDir), 0o755); err != nil {
-		return nil, err
-	}
+	// Read what --resume keeps before writing anything: a results file
+	// that does not parse leaves the directory as it was.
 	jsonl := filepath.Join(o.Out, ResultsJSONL)
 	prev := map[string]*Result{}
 	if o.Resume {
 		var err error
 		if prev, err = readJSONL(jsonl); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(o.Out, LogsDir), 0o755); err != nil {
+		return nil, err
+	}
+	if o.Resume {
+		if err := repairTail(jsonl); err != nil {
 			return nil, err
 		}
 	} else if err := os.WriteFile(jsonl, nil, 0o644); err != nil {
@@ -259,6 +266,10 @@ func runGroupOfCells(ctx context.Context, cells []*Cell, o Options, record func(
 			break
 		}
 		sem <- struct{}{}
+		if ctx.Err() != nil { // interrupted while this cell waited for a slot
+			<-sem
+			break
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -490,3 +490,60 @@ func TestRunDocker(t *testing.T) {
 		t.Errorf("docker %s\nwant prefix %s", run, want)
 	}
 }
+
+// A crash can leave results.jsonl with a half-written last line. --resume
+// runs that cell again, and the file it leaves must read back whole: the
+// next --resume keeps every finished cell instead of stopping at a glued
+// line. A results file that does not parse leaves the directory untouched.
+func TestResumeAfterTornLine(t *testing.T) {
+	o := testOptions(t)
+	echo := func(id string) *Cell {
+		return &Cell{ID: id, Command: []string{"sh", "-c", "echo 'Output token throughput (tok/s): 7'"}}
+	}
+	cells := []*Cell{echo("a"), echo("b")}
+	if _, err := Run(context.Background(), cells, o); err != nil {
+		t.Fatal(err)
+	}
+	jsonl := filepath.Join(o.Out, ResultsJSONL)
+	data, err := os.ReadFile(jsonl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	torn := append(append([]byte{}, lines[0]...), lines[1][:len(lines[1])/2]...)
+	for _, tc := range []struct {
+		name string
+		data []byte
+	}{
+		{"torn", torn},
+		{"no final newline", bytes.TrimSuffix(data, []byte("\n"))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := os.WriteFile(jsonl, tc.data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			o.Resume = true
+			for round := 1; round <= 2; round++ {
+				s, err := Run(context.Background(), cells, o)
+				if err != nil {
+					t.Fatalf("resume %d: %v", round, err)
+				}
+				if s.OK != 2 {
+					t.Errorf("resume %d: %d ok, want 2", round, s.OK)
+				}
+			}
+		})
+	}
+
+	bad := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bad, ResultsJSONL), []byte("garbage\n{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o.Out = bad
+	if _, err := Run(context.Background(), cells, o); err == nil || !strings.Contains(err.Error(), ResultsJSONL+":1:") {
+		t.Fatalf("bad results file: %v", err)
+	}
+	if ents, _ := os.ReadDir(bad); len(ents) != 1 {
+		t.Errorf("a refused --resume left %d entries in the results directory", len(ents))
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -523,6 +524,75 @@ func readCurrent(t source.Tree, rel string) ([]byte, error) {
 		b = []byte{}
 	}
 	return b, err
+}
+
+// sameBytes reports whether the tree file rel has exactly want (absent when
+// want is nil), reading it through a small buffer instead of into memory of
+// its own: a check of a file just planned or just written costs a read of
+// the page cache and nothing else.
+func sameBytes(t source.Tree, rel string, want []byte) (bool, error) {
+	wt, ok := t.(source.WritableTree)
+	if !ok {
+		return sameBytesRead(t, rel, want)
+	}
+	p, err := diskPath(wt, rel)
+	if err != nil {
+		return sameBytesRead(t, rel, want)
+	}
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return want == nil, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return false, err
+	}
+	if !st.Mode().IsRegular() {
+		return false, fmt.Errorf("%s: not a regular file", rel)
+	}
+	if want == nil || st.Size() != int64(len(want)) {
+		return false, nil
+	}
+	buf := compareBuf()
+	defer compareBufs.Put(buf)
+	off := 0
+	for {
+		n, err := f.Read(*buf)
+		if n > 0 {
+			if off+n > len(want) || !bytes.Equal((*buf)[:n], want[off:off+n]) {
+				return false, nil
+			}
+			off += n
+		}
+		if err == io.EOF {
+			return off == len(want), nil
+		}
+		if err != nil {
+			return false, err
+		}
+	}
+}
+
+func sameBytesRead(t source.Tree, rel string, want []byte) (bool, error) {
+	cur, err := readCurrent(t, rel)
+	if err != nil {
+		return false, err
+	}
+	return bytes.Equal(cur, want) && (cur == nil) == (want == nil), nil
+}
+
+var compareBufs sync.Pool
+
+func compareBuf() *[]byte {
+	if b, ok := compareBufs.Get().(*[]byte); ok {
+		return b
+	}
+	b := make([]byte, 64<<10)
+	return &b
 }
 
 // recover finishes every entry in flight: a pending apply is rolled back to

@@ -1,12 +1,12 @@
 package patches
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path"
+	"path/filepath"
 	"strings"
 
 	"github.com/smpatch/smpatch/internal/exit"
@@ -75,19 +75,18 @@ type revertStep struct {
 // NotApplied.
 func Revert(ctx context.Context, t source.WritableTree, cat *Catalog, names []string, opts RevertOptions) (*RevertResult, error) {
 	res := &RevertResult{Tree: t.Root(), Kind: string(t.Kind()), Patches: []*RevertOutcome{}}
-	if _, err := readStateFile(t); err != nil {
-		if errors.Is(err, errNoState) {
-			for _, n := range names {
-				if cat != nil {
-					if _, err := cat.Get(n); err != nil {
-						return res, err
-					}
+	// Without a journal there is nothing to lock or revert (the journal
+	// itself is read, and checked, once locked).
+	if _, err := os.Stat(filepath.Join(t.StateDir(), "state.json")); err != nil {
+		for _, n := range names {
+			if cat != nil {
+				if _, err := cat.Get(n); err != nil {
+					return res, err
 				}
-				res.NotApplied = append(res.NotApplied, n)
 			}
-			return res, nil
+			res.NotApplied = append(res.NotApplied, n)
 		}
-		return res, err
+		return res, nil
 	}
 	j, err := openJournal(ctx, t)
 	if err != nil {
@@ -279,11 +278,11 @@ func (j *journal) revertOne(ctx context.Context, st *revertStep) error {
 		return err
 	}
 	for _, p := range st.write {
-		b, err := readCurrent(j.t, p)
+		same, err := sameBytes(j.t, p, st.targets[p])
 		if err != nil {
 			return err
 		}
-		if want := st.targets[p]; !bytes.Equal(b, want) || (b == nil) != (want == nil) {
+		if !same {
 			return fmt.Errorf("reading back %s: not the bytes written", p)
 		}
 	}
@@ -342,18 +341,4 @@ func reverseApply(rel string, orig, patched, cur []byte) ([]byte, error) {
 		return []byte{}, nil
 	}
 	return fp.New, nil
-}
-
-var errNoState = errors.New("no journal")
-
-// readStateFile reads state.json without locking; errNoState when absent.
-func readStateFile(t source.WritableTree) (*State, error) {
-	j := &journal{t: t, dir: t.StateDir()}
-	if _, err := os.Stat(j.statePath()); err != nil {
-		return nil, errNoState
-	}
-	if err := j.load(); err != nil {
-		return nil, err
-	}
-	return j.state, nil
 }
