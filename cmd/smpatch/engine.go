@@ -582,6 +582,11 @@ func newApplyCmd(g *globalOptions) *cobra.Command {
 			}
 			var notes []string
 			if checkArchFlag {
+				if len(sitePackages) == 0 && t.Kind() == source.KindSitePackages {
+					// The flashinfer that matters is the one installed
+					// beside the sglang being patched, not python3's.
+					sitePackages = []string{t.Root()}
+				}
 				notes, err = checkArch(ctx, info, archGateOptions{ProbeFile: probeFile, SM: sm, Force: force, Python: g.PythonPath(), SitePackages: sitePackages}, ps)
 				if err != nil {
 					return err
