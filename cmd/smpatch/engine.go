@@ -625,9 +625,23 @@ func newApplyCmd(g *globalOptions) *cobra.Command {
 			}
 			if err != nil {
 				var ce *patches.ConflictError
-				if errors.As(err, &ce) && !asJSON {
-					engPrintPlan(w, ce.Plan)
-					fmt.Fprint(w, patches.ConflictReport(ce.Plan))
+				if errors.As(err, &ce) {
+					// A plan made again under the lock (over an earlier
+					// patch of this call, or a tree that changed) conflicts.
+					if asJSON {
+						shown := make([]*patches.Plan, len(plans))
+						for i, pl := range plans {
+							shown[i] = pl
+							if pl.Patch.Name == ce.Plan.Patch.Name {
+								shown[i] = ce.Plan
+							}
+						}
+						_ = engJSON(w, applyPlansJSON(t, shown, false, "not-applied"))
+					} else {
+						fmt.Fprintf(w, "%s: does not apply to %s\n", ce.Plan.Patch.Name, engTreeLine(ctx, t))
+						engPrintPlan(w, ce.Plan)
+						fmt.Fprint(w, patches.ConflictReport(ce.Plan))
+					}
 				}
 				return err
 			}
