@@ -263,3 +263,40 @@ func TestRunInterruptRestoresTree(t *testing.T) {
 		t.Error("no results table after the interrupt:", err)
 	}
 }
+
+// After an interrupt no further cell starts, also one waiting in the same
+// patch group for the cell that was interrupted to finish.
+func TestRunInterruptStartsNoMoreCells(t *testing.T) {
+	pids := t.TempDir()
+	o := testOptions(t)
+	o.StartupTimeout = time.Minute
+	hang := fakeCell(t, "hang", "hang", pids)
+	later := fakeCell(t, "later", "ok", pids)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for ctx.Err() == nil {
+			if data, err := os.ReadFile(filepath.Join(pids, "hang.pid")); err == nil && len(data) > 0 {
+				cancel()
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	s, err := Run(ctx, []*Cell{hang, later}, o)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v, want context.Canceled", err)
+	}
+	assertNoOrphans(t, pids)
+	if _, err := os.Stat(filepath.Join(pids, "later.pid")); err == nil {
+		t.Error("a cell started after the interrupt")
+	}
+	if _, err := os.Stat(filepath.Join(o.Out, LogsDir, "later.log")); err == nil {
+		t.Error("a cell after the interrupt has a log")
+	}
+	for _, r := range s.Results {
+		if r.Status != StatusSkipped {
+			t.Errorf("%s: %s %q, want skipped", r.ID, r.Status, r.Reason)
+		}
+	}
+}

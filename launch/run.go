@@ -266,6 +266,10 @@ func runGroupOfCells(ctx context.Context, cells []*Cell, o Options, record func(
 			break
 		}
 		sem <- struct{}{}
+		if ctx.Err() != nil { // interrupted while this cell waited for a slot
+			<-sem
+			break
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -235,7 +235,11 @@ func DefaultSignatures() *Signatures {
 // same line.
 func LoadSignatures(files []string) (*Signatures, error) {
 	var all []*Signature
-	labels := map[string]string{}
+	builtin := DefaultSignatures().list
+	labels := map[string]string{} // unique across every file, the built-in one too
+	for _, sig := range builtin {
+		labels[sig.Label] = sig.Source
+	}
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
@@ -253,7 +257,7 @@ func LoadSignatures(files []string) (*Signatures, error) {
 		}
 		all = append(all, s.list...)
 	}
-	all = append(all, DefaultSignatures().list...)
+	all = append(all, builtin...)
 	return &Signatures{list: all}, nil
 }
 

@@ -192,6 +192,12 @@ func TestLoadSignaturesDuplicateAcrossFiles(t *testing.T) {
 	if _, err := LoadSignatures([]string{a, b}); err == nil || !strings.Contains(err.Error(), `label "x" already defined at `+a+":1") {
 		t.Fatalf("got %v", err)
 	}
+	// A built-in label is taken too: two signatures would answer to it.
+	c := filepath.Join(dir, "c.toml")
+	os.WriteFile(c, []byte("[[signature]]\nlabel = \"cuda-oom\"\npattern = \"y\"\n"), 0o644)
+	if _, err := LoadSignatures([]string{c}); err == nil || !strings.Contains(err.Error(), c+`:1: label "cuda-oom" already defined at `+DefaultSignaturesFile+":") {
+		t.Fatalf("built-in label: got %v", err)
+	}
 	if _, err := LoadSignatures([]string{filepath.Join(dir, "missing.toml")}); err == nil {
 		t.Fatal("missing file accepted")
 	}

@@ -68,6 +68,7 @@ func TestRulesErrors(t *testing.T) {
 		name, src, want string
 	}{
 		{"version", "version = 2\n", "r.toml:1: rules version 2 is not supported"},
+		{"no version", head[12:] + "[rule.when]\nflags = [\"--x\"]\n", "r.toml:1: version is missing: a rules file starts with version = 1"},
 		{"unknown axis", head + "[rule.when]\naxis = { cgbs = 512 }\n", `r.toml:8: rule "r": when.axis: unknown axis "cgbs" (axes: bs)`},
 		{"unknown condition", head + "[rule.when]\nbs = 512\n", `r.toml:8: rule "r": when: unknown condition "bs"`},
 		{"no condition", head, `r.toml:2: rule "r": [rule.when] is missing or empty`},

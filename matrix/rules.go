@@ -112,6 +112,9 @@ func ParseRules(file string, data []byte, m *Matrix) ([]*Rule, error) {
 	if k := firstUndecoded(md, [][]string{{"rule", "when"}}); k != nil {
 		return nil, errf(li.line(k...), "unknown key %q", k.String())
 	}
+	if !md.IsDefined("version") {
+		return nil, errf(1, "version is missing: a rules file starts with version = %d", RulesVersion)
+	}
 	if rf.Version != RulesVersion {
 		return nil, errf(li.line("version"), "rules version %d is not supported (this smpatch reads version %d)", rf.Version, RulesVersion)
 	}

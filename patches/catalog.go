@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -48,6 +49,7 @@ func loadCatalog(builtin fs.FS, dirs []string) (*Catalog, error) {
 	for _, p := range ps {
 		c.byName[p.Name] = p
 	}
+	var loaded []os.FileInfo
 	for _, d := range dirs {
 		st, err := os.Stat(d)
 		if err != nil {
@@ -56,6 +58,12 @@ func loadCatalog(builtin fs.FS, dirs []string) (*Catalog, error) {
 		if !st.IsDir() {
 			return nil, fmt.Errorf("catalog %s: not a directory", d)
 		}
+		// One directory named twice (--catalog and $SMPATCH_CATALOG, or
+		// through a symlink) is one catalog, not two with clashing names.
+		if slices.ContainsFunc(loaded, func(o os.FileInfo) bool { return os.SameFile(o, st) }) {
+			continue
+		}
+		loaded = append(loaded, st)
 		ps, err := LoadCatalogFS(os.DirFS(d), strings.TrimSuffix(d, "/"), d)
 		if err != nil {
 			return nil, err
@@ -355,9 +363,18 @@ func (l *loader) requirements(p *Patch, r requiresFile) error {
 			return l.errf(l.line("requires", -1, "cuda_min"), "cuda_min %q: %v", r.CUDAMin, err)
 		}
 	}
-	for dist, c := range r.Packages {
-		if _, err := source.ParseConstraints(c); err != nil {
-			return l.errf(keyLine(l.data, "requires.packages", -1, dist), "requires.packages.%s: %v", dist, err)
+	dists := make([]string, 0, len(r.Packages))
+	for dist := range r.Packages {
+		dists = append(dists, dist)
+	}
+	sort.Strings(dists) // the first bad one, the same every time
+	for _, dist := range dists {
+		if _, err := source.ParseConstraints(r.Packages[dist]); err != nil {
+			n := keyLine(l.data, "requires.packages", -1, dist)
+			if n == 0 { // an inline table: packages = { torch = "..." }
+				n = l.line("requires", -1, "packages")
+			}
+			return l.errf(n, "requires.packages.%s: %v", dist, err)
 		}
 	}
 	p.Requires = Requirements{

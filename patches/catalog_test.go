@@ -85,6 +85,8 @@ func TestLoadCatalogFSErrors(t *testing.T) {
 		{"unknown key top", map[string]string{"demo.toml": head + "verison = 1\n" + variant("", "demo/a.diff"), "demo/a.diff": testDiff}, `cat/demo.toml:3: unknown key "verison"`},
 		{"unknown key in variant", map[string]string{"demo.toml": head + "[[variant]]\ndiffs = [\"demo/a.diff\"]\n\n[[variant]]\nversion = \"1\"\ndiffs = [\"demo/a.diff\"]\n", "demo/a.diff": testDiff}, `cat/demo.toml:7: unknown key "variant.version"`},
 		{"unknown table", map[string]string{"demo.toml": head + "[require]\ncuda_min = \"12.9\"\n" + variant("", "demo/a.diff"), "demo/a.diff": testDiff}, `cat/demo.toml:3: unknown key "require"`},
+		{"bad package constraint, inline table", map[string]string{"demo.toml": head + "[requires]\ncuda_min = \"12.9\"\npackages = { torch = \">= 2.9\", zz = \">= banana\", aa = \"~= x\" }\n" + variant("", "demo/a.diff"), "demo/a.diff": testDiff}, `cat/demo.toml:5: requires.packages.aa: `},
+		{"bad package constraint, table", map[string]string{"demo.toml": head + "[requires.packages]\ntorch = \">= 2.9\"\nzz = \">= banana\"\n" + variant("", "demo/a.diff"), "demo/a.diff": testDiff}, `cat/demo.toml:5: requires.packages.zz: `},
 		{"name mismatch", map[string]string{"demo.toml": "name = \"other\"\nproject = \"sglang\"\n"}, `cat/demo.toml:1: name "other" does not match the file name "demo.toml"`},
 		{"unknown project", map[string]string{"demo.toml": "name = \"demo\"\nproject = \"vllm\"\n"}, `cat/demo.toml:2: unknown project "vllm"`},
 		{"no variant", map[string]string{"demo.toml": head}, "no [[variant]]"},
@@ -192,6 +194,19 @@ func TestCatalogOverridesAndGet(t *testing.T) {
 	}
 	if _, err := loadCatalog(builtin, []string{filepath.Join(user, "nope")}); err == nil {
 		t.Fatal("missing catalog dir loaded")
+	}
+	// One directory named twice (--catalog and $SMPATCH_CATALOG, or
+	// through a symlink) is loaded once.
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(user, link); err != nil {
+		t.Fatal(err)
+	}
+	c3, err := loadCatalog(builtin, []string{user, user + "/", link})
+	if err != nil {
+		t.Fatalf("one catalog named three times: %v", err)
+	}
+	if p, err := c3.Get("demo"); err != nil || p.Origin != user {
+		t.Fatalf("Get: %+v %v", p, err)
 	}
 }
 

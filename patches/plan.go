@@ -180,7 +180,7 @@ func NewPlan(ctx context.Context, p *Patch, t source.Tree, opts PlanOptions) (*P
 			return nil, err
 		}
 		pl.choose(vr, len(pl.Attempts)-1)
-		pl.VariantReason = fmt.Sprintf("variant %s forced by --variant", VariantLabel(vr))
+		pl.VariantReason = fmt.Sprintf("variant %s named explicitly", VariantLabel(vr))
 		pl.setReason()
 		return pl, nil
 	}

@@ -42,7 +42,7 @@ func TestVariantSelection(t *testing.T) {
 		{"overlapping candidates", []*Variant{variant(t, "a", ">= 0.5.0", diffC4), variant(t, "b", ">= 0.5.0", diffC5)}, "0.5.9", shapeC5, PlanOptions{}, "b", OutcomeApplies,
 			"matches 2 variants; b is the first that resolves", 2},
 		{"forced", []*Variant{c4(), c5()}, "0.5.6", shapeC4, PlanOptions{Variant: "c5"}, "c5", OutcomeConflict,
-			"variant c5 forced by --variant", 1},
+			"variant c5 named explicitly", 1},
 		{"forced unknown name", []*Variant{c4(), c5()}, "0.5.6", shapeC4, PlanOptions{Variant: "c9"}, "", OutcomeNoVariant,
 			`has no variant "c9" (variants: c4, c5)`, 0},
 		{"none resolves, version known", []*Variant{c4(), c5()}, "0.4.0", "other\n", PlanOptions{}, "", OutcomeNoVariant,

@@ -133,8 +133,12 @@ func Resolve(ctx context.Context, repoFlag string, project Project, python strin
 	if project != "" {
 		what = string(project)
 	}
-	return nil, fmt.Errorf("no --repo given, the current directory is no checkout of %s, and %s is not installed for %s (site-packages: %s)",
-		what, what, python, strings.Join(sps, ", "))
+	where := "site-packages: " + strings.Join(sps, ", ")
+	if len(sps) == 0 {
+		where = "its sys.path has no existing site-packages directory"
+	}
+	return nil, fmt.Errorf("no --repo given, the current directory is no checkout of %s, and %s is not installed for %s (%s)",
+		what, what, python, where)
 }
 
 // openDir opens an explicitly named directory as a checkout, else as a

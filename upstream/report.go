@@ -41,7 +41,7 @@ func (rp *Report) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PROJECT\tPATCH\tSTATUS\tVARIANT\tVERSION\tDETAIL")
 	for _, r := range rp.Results {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Project, r.Patch, r.Status, dash(r.Variant), dash(r.Version), oneLine(r.Detail))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Project, rp.name(r), r.Status, dash(r.Variant), dash(r.Version), oneLine(r.Detail))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -52,7 +52,7 @@ func (rp *Report) WriteText(w io.Writer) error {
 			continue
 		}
 		fmt.Fprintf(w, "\n%s %s over %s..%s (%d commits, %d planned): %s at %s",
-			r.Project, r.Patch, ri.From, ri.To, ri.Commits, ri.Planned, ri.Start, short(ri.Base))
+			r.Project, rp.name(r), ri.From, ri.To, ri.Commits, ri.Planned, ri.Start, short(ri.Base))
 		if len(ri.Changes) == 0 {
 			fmt.Fprintf(w, ", unchanged\n")
 			continue
@@ -65,6 +65,23 @@ func (rp *Report) WriteText(w io.Writer) error {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, rp.summary())
 	return nil
+}
+
+// name is how a result is named in tables, JUnit and annotations: the
+// patch, with "@REF" when the report checks that project's patch on more
+// than one revision (several --upstream of one project), so rows and test
+// cases stay apart.
+func (rp *Report) name(r Result) string {
+	n := 0
+	for _, o := range rp.Results {
+		if o.Project == r.Project && o.Patch == r.Patch {
+			n++
+		}
+	}
+	if n > 1 && r.Ref != "" {
+		return r.Patch + "@" + r.Ref
+	}
+	return r.Patch
 }
 
 func dash(s string) string {
@@ -158,7 +175,7 @@ func (rp *Report) WriteJUnit(w io.Writer) error {
 			if r.Project != p {
 				continue
 			}
-			c := junitCase{Name: r.Patch, Classname: "smpatch.check." + string(p)}
+			c := junitCase{Name: rp.name(r), Classname: "smpatch.check." + string(p)}
 			msg := &junitMessage{Message: string(r.Status) + ": " + oneLine(r.Detail), Type: string(r.Status), Text: caseText(r)}
 			switch {
 			case r.Status == Error:
@@ -236,7 +253,7 @@ func (rp *Report) WriteGitHub(w io.Writer) error {
 	}
 	var errs, warns []ann
 	for _, r := range rp.Results {
-		a := ann{file: r.Source, line: r.SourceLine, title: fmt.Sprintf("smpatch check: %s (%s) %s", r.Patch, r.Project, r.Status)}
+		a := ann{file: r.Source, line: r.SourceLine, title: fmt.Sprintf("smpatch check: %s (%s) %s", rp.name(r), r.Project, r.Status)}
 		a.msg = githubMessage(r)
 		switch {
 		case r.Status.Failed(rp.Strict):
@@ -307,7 +324,7 @@ func escapeProperty(s string) string {
 func (rp *Report) WriteStepSummary(w io.Writer) error {
 	fmt.Fprintf(w, "### smpatch check\n\n%s\n\n| project | patch | status | variant | version | detail |\n| --- | --- | --- | --- | --- | --- |\n", rp.summary())
 	for _, r := range rp.Results {
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", r.Project, r.Patch, r.Status, dash(r.Variant), dash(r.Version),
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", r.Project, rp.name(r), r.Status, dash(r.Variant), dash(r.Version),
 			strings.ReplaceAll(oneLine(r.Detail), "|", "\\|"))
 	}
 	return nil

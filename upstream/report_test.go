@@ -140,3 +140,44 @@ func TestJSONAndText(t *testing.T) {
 		t.Error("unknown format accepted")
 	}
 }
+
+// Two --upstream of one project check each patch twice: the rows, the JUnit
+// test cases and the annotations carry the ref, so they stay apart.
+func TestReportNamesRefWhenAPatchIsCheckedTwice(t *testing.T) {
+	rp := &Report{Results: []Result{
+		{Project: "sglang", Patch: "p", Status: Applies, Ref: "main", Revision: "u@1"},
+		{Project: "sglang", Patch: "p", Status: Conflict, Ref: "v0.5.9", Revision: "u@2", Source: "p.diff", SourceLine: 3},
+		{Project: "flashinfer", Patch: "q", Status: Applies, Ref: "main", Revision: "v@3"},
+	}}
+	var text, junit, gh bytes.Buffer
+	if err := rp.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"sglang      p@main ", "sglang      p@v0.5.9 ", "flashinfer  q  "} {
+		if !strings.Contains(text.String(), w) {
+			t.Errorf("text lacks %q:\n%s", w, &text)
+		}
+	}
+	if err := rp.WriteJUnit(&junit); err != nil {
+		t.Fatal(err)
+	}
+	var doc junitSuites
+	if err := xml.Unmarshal(junit.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range doc.Suites {
+		for _, c := range s.Cases {
+			names = append(names, c.Name)
+		}
+	}
+	if got := strings.Join(names, " "); got != "p@main p@v0.5.9 q" {
+		t.Errorf("junit test cases %q", got)
+	}
+	if err := rp.WriteGitHub(&gh); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(gh.String(), "smpatch check%3A p@v0.5.9 (sglang) conflict") {
+		t.Errorf("annotation does not name the ref:\n%s", &gh)
+	}
+}

@@ -227,7 +227,11 @@ func newShowCmd(g *globalOptions) *cobra.Command {
 				return treeErr
 			}
 			if t != nil {
-				if _, err := patches.Recover(ctx, t); err != nil {
+				recovered, err := patches.Recover(ctx, t)
+				for _, r := range recovered {
+					fmt.Fprintf(c.ErrOrStderr(), "smpatch: %s\n", r)
+				}
+				if err != nil {
 					return err
 				}
 				if plan, err = patches.NewPlan(ctx, p, t, patches.PlanOptions{}); err != nil {
@@ -553,19 +557,21 @@ func newApplyCmd(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var notes []string
-			if checkArchFlag {
-				notes, err = checkArch(ctx, info, archGateOptions{ProbeFile: probeFile, SM: sm, Force: force, Python: g.PythonPath(), SitePackages: sitePackages}, ps)
-				if err != nil {
-					return err
-				}
-			}
+			// An interrupted apply is rolled back before anything else,
+			// even when the gate then refuses.
 			recovered, err := patches.Recover(ctx, t)
 			for _, r := range recovered {
 				fmt.Fprintf(c.ErrOrStderr(), "smpatch: %s\n", r)
 			}
 			if err != nil {
 				return err
+			}
+			var notes []string
+			if checkArchFlag {
+				notes, err = checkArch(ctx, info, archGateOptions{ProbeFile: probeFile, SM: sm, Force: force, Python: g.PythonPath(), SitePackages: sitePackages}, ps)
+				if err != nil {
+					return err
+				}
 			}
 			var plans []*patches.Plan
 			for _, p := range ps {
@@ -619,9 +625,23 @@ func newApplyCmd(g *globalOptions) *cobra.Command {
 			}
 			if err != nil {
 				var ce *patches.ConflictError
-				if errors.As(err, &ce) && !asJSON {
-					engPrintPlan(w, ce.Plan)
-					fmt.Fprint(w, patches.ConflictReport(ce.Plan))
+				if errors.As(err, &ce) {
+					// A plan made again under the lock (over an earlier
+					// patch of this call, or a tree that changed) conflicts.
+					if asJSON {
+						shown := make([]*patches.Plan, len(plans))
+						for i, pl := range plans {
+							shown[i] = pl
+							if pl.Patch.Name == ce.Plan.Patch.Name {
+								shown[i] = ce.Plan
+							}
+						}
+						_ = engJSON(w, applyPlansJSON(t, shown, false, "not-applied"))
+					} else {
+						fmt.Fprintf(w, "%s: does not apply to %s\n", ce.Plan.Patch.Name, engTreeLine(ctx, t))
+						engPrintPlan(w, ce.Plan)
+						fmt.Fprint(w, patches.ConflictReport(ce.Plan))
+					}
 				}
 				return err
 			}
