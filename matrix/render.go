@@ -372,6 +372,17 @@ func slurm(x *Expansion) []byte {
 	return b.Bytes()
 }
 
+// Slug names the matrix in paths (matrix run's default results directory):
+// its name as [a-z0-9.-], else its file's name without the extension, else
+// "matrix".
+func (m *Matrix) Slug() string {
+	if t := slug(m.Name); t != "" {
+		return t
+	}
+	base := filepath.Base(m.File)
+	return slugOr(strings.TrimSuffix(base, filepath.Ext(base)), "matrix")
+}
+
 func slugOr(s, def string) string {
 	if t := slug(s); t != "" {
 		return t

@@ -112,7 +112,7 @@ func runMatrix(ctx context.Context, g *globalOptions, file string, o *matrixRunO
 	}
 	opts.Out = o.Out
 	if opts.Out == "" {
-		opts.Out = filepath.Join("results", x.Matrix.Name)
+		opts.Out = filepath.Join("results", x.Matrix.Slug())
 	}
 	if o.GPUs != "" {
 		for _, id := range strings.Split(o.GPUs, ",") {
