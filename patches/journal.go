@@ -577,6 +577,49 @@ func sameBytes(t source.Tree, rel string, want []byte) (bool, error) {
 	}
 }
 
+// hashCurrent is sha256Hex of a tree file ("" when absent), read through a
+// small buffer.
+func hashCurrent(t source.Tree, rel string) (string, error) {
+	wt, ok := t.(source.WritableTree)
+	if !ok {
+		return hashCurrentRead(t, rel)
+	}
+	p, err := diskPath(wt, rel)
+	if err != nil {
+		return hashCurrentRead(t, rel)
+	}
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	if !st.Mode().IsRegular() {
+		return "", fmt.Errorf("%s: not a regular file", rel)
+	}
+	buf := compareBuf()
+	defer compareBufs.Put(buf)
+	h := sha256.New()
+	if _, err := io.CopyBuffer(h, struct{ io.Reader }{f}, *buf); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func hashCurrentRead(t source.Tree, rel string) (string, error) {
+	b, err := readCurrent(t, rel)
+	if err != nil {
+		return "", err
+	}
+	return sha256Hex(b), nil
+}
+
 func sameBytesRead(t source.Tree, rel string, want []byte) (bool, error) {
 	cur, err := readCurrent(t, rel)
 	if err != nil {

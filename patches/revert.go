@@ -132,18 +132,34 @@ func Revert(ctx context.Context, t source.WritableTree, cat *Catalog, names []st
 		overlay[p], have[p] = b, true
 		return b, nil
 	}
+	// A file on disk is only hashed (through a small buffer) unless it
+	// changed since apply and its bytes are needed.
+	diskHash := map[string]string{}
+	curHash := func(p string) (string, error) {
+		if have[p] {
+			return sha256Hex(overlay[p]), nil
+		}
+		if h, ok := diskHash[p]; ok {
+			return h, nil
+		}
+		h, err := hashCurrent(t, p)
+		if err != nil {
+			return "", err
+		}
+		diskHash[p] = h
+		return h, nil
+	}
 	var steps []*revertStep
 	refused := 0
 	for _, e := range sel {
 		st := &revertStep{e: e, out: &RevertOutcome{Name: e.Name, Status: "reverted"}, targets: map[string][]byte{}, forced: map[string]bool{}}
 		for _, f := range e.Files {
-			c, err := cur(f.Path)
+			h, err := curHash(f.Path)
 			if err != nil {
 				return res, err
 			}
 			rf := &RevertFile{Path: f.Path}
 			st.out.Files = append(st.out.Files, rf)
-			h := sha256Hex(c)
 			switch {
 			case h == f.Patched:
 				orig, err := j.wanted(e, f, false)
@@ -153,10 +169,14 @@ func Revert(ctx context.Context, t source.WritableTree, cat *Catalog, names []st
 				rf.State = "restored"
 				st.targets[f.Path] = orig
 				st.write = append(st.write, f.Path)
-				overlay[f.Path] = orig
+				overlay[f.Path], have[f.Path] = orig, true
 			case h == f.Original:
 				rf.State = "already-original"
 			default:
+				c, err := cur(f.Path)
+				if err != nil {
+					return res, err
+				}
 				patched, perr := j.readBlob("patched", e.Name, f.Path)
 				if perr != nil && f.Patched != "" {
 					patched = nil

@@ -74,15 +74,15 @@ func Status(ctx context.Context, t source.WritableTree, cat *Catalog) (*StatusRe
 			ps.CatalogChanged = err != nil || p.Digest != e.PatchDigest
 		}
 		for _, f := range e.Files {
-			b, err := readCurrent(t, f.Path)
+			h, err := hashCurrent(t, f.Path) // "" when the file is missing
 			if err != nil {
 				return nil, err
 			}
 			fs := &FileStatus{Path: f.Path}
-			switch h := sha256Hex(b); {
+			switch {
 			case h == f.Patched:
 				fs.State = "patched"
-			case b == nil:
+			case h == "":
 				fs.State = "missing"
 			case h == f.Original:
 				fs.State = "original"
