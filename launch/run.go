@@ -401,7 +401,14 @@ func runCell(ctx context.Context, c *Cell, o Options) *Result {
 	failed := func(reason string) {
 		r.Status, r.Reason = StatusFailed, reason
 	}
-	srv, err := o.Runner.Start(ctx, c, sink)
+	var srv Server
+	if c.Health != "" && probe(ctx, &http.Client{Timeout: 2 * time.Second}, c.Health) {
+		// Another server (one an earlier run left behind) holds the port:
+		// its health and its benchmark would pass for this cell's.
+		err = fmt.Errorf("%s already answers before the cell's server started: another server holds its port; stop it", c.Health)
+	} else {
+		srv, err = o.Runner.Start(ctx, c, sink)
+	}
 	if err != nil {
 		failed("start: " + oneLineErr(err))
 		sink.Note(r.Reason)

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -545,5 +547,28 @@ func TestResumeAfterTornLine(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(bad); len(ents) != 1 {
 		t.Errorf("a refused --resume left %d entries in the results directory", len(ents))
+	}
+}
+
+// A server left on the cell's port (an earlier run's) would answer the
+// health URL and the benchmark for this cell: the cell fails saying so, and
+// its own server is not started.
+func TestRunStaleServerOnPort(t *testing.T) {
+	stale := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer stale.Close()
+	pids := t.TempDir()
+	o := testOptions(t)
+	c := fakeCell(t, "cell", "ok", pids)
+	c.Health = stale.URL + "/health"
+	s, err := Run(context.Background(), []*Cell{c}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := s.Results[0]
+	if r.Status != StatusFailed || !strings.Contains(r.Reason, "already answers before the cell's server started") || len(r.Metrics) > 0 {
+		t.Errorf("got %s %q %v", r.Status, r.Reason, r.Metrics)
+	}
+	if _, err := os.Stat(filepath.Join(pids, "cell.pid")); err == nil {
+		t.Error("the cell's server was started on a taken port")
 	}
 }

@@ -40,6 +40,7 @@ func TestMatchLine(t *testing.T) {
 		{"RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.cpp:77, unhandled system error", "nccl-init-failed", true},
 		{"host:123:123 [0] init.cc:1234 NCCL WARN ncclCommInitRank: internal error", "nccl-init-failed", true},
 		{"OSError: [Errno 98] error while attempting to bind on address ('127.0.0.1', 30000): address already in use", "port-in-use", true},
+		{"OSError: [Errno 98] Address already in use", "port-in-use", true},
 		{"docker: Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?", "docker-daemon-unreachable", true},
 		{`docker: Error response from daemon: could not select device driver "" with capabilities: [[gpu]].`, "docker-no-gpu-runtime", true},
 		{"gpu0:1:1 [0] NCCL WARN Could not enable P2P between dev 0 and dev 1", "nccl-warning", false},

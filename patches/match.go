@@ -222,8 +222,15 @@ func matchDelete(fp *FilePlan, exists bool) {
 
 // regionOf describes old lines [start, end) (0-based) as a 1-based Region.
 func regionOf(t *text, start, end int) *Region {
-	start = max(0, min(start, len(t.lines)))
-	end = max(start, min(end, len(t.lines)))
+	n := len(t.lines)
+	if n == 0 {
+		return nil // an empty file has no region to show
+	}
+	// At least one line, and never past the end: a hunk expected beyond
+	// the last line shows the file's last lines.
+	width := max(end-start, 1)
+	start = max(0, min(start, n-width))
+	end = min(start+width, n)
 	return &Region{Start: start + 1, End: end, Text: strings.Join(t.keys[start:end], "\n")}
 }
 

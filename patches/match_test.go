@@ -258,3 +258,31 @@ func TestMatchFuzzyBytes(t *testing.T) {
 		t.Errorf("%+v %q", fp.Hunks[0], fp.New)
 	}
 }
+
+func TestRegionOf(t *testing.T) {
+	three := splitText([]byte("a\nb\nc\n"))
+	tests := []struct {
+		name       string
+		t          *text
+		start, end int
+		want       *Region
+	}{
+		{"inside", three, 1, 3, &Region{Start: 2, End: 3, Text: "b\nc"}},
+		{"past the end shows the last lines", three, 3, 5, &Region{Start: 2, End: 3, Text: "b\nc"}},
+		{"one line file, expected after it", splitText([]byte("only\n")), 1, 2, &Region{Start: 1, End: 1, Text: "only"}},
+		{"empty width is one line", three, 0, 0, &Region{Start: 1, End: 1, Text: "a"}},
+		{"wider than the file", three, 0, 10, &Region{Start: 1, End: 3, Text: "a\nb\nc"}},
+		{"empty file", splitText(nil), 0, 3, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := regionOf(tt.t, tt.start, tt.end)
+			if (got == nil) != (tt.want == nil) || (got != nil && *got != *tt.want) {
+				t.Fatalf("regionOf(%d, %d) = %+v, want %+v", tt.start, tt.end, got, tt.want)
+			}
+			if got != nil && got.Start > got.End {
+				t.Fatalf("region starts after it ends: %+v", got)
+			}
+		})
+	}
+}

@@ -197,7 +197,8 @@ func NewPlan(ctx context.Context, p *Patch, t source.Tree, opts PlanOptions) (*P
 	if v != nil {
 		verText = fmt.Sprintf("version %s from %s", pl.Version, from)
 	} else if from != "" {
-		verText = fmt.Sprintf("unknown version (%s)", from)
+		// Trees say "unknown: why"; say "unknown" once.
+		verText = fmt.Sprintf("unknown version (%s)", strings.TrimPrefix(from, "unknown: "))
 	}
 	order := append(append([]*Variant{}, cands...), rest...)
 	for i, c := range order {

@@ -25,7 +25,7 @@ func (m *mapTree) Kind() source.Kind       { return source.KindCheckout }
 func (m *mapTree) Project() source.Project { return source.SGLang }
 func (m *mapTree) Version(ctx context.Context) (*version.Version, string, error) {
 	if m.version == "" {
-		return nil, "no version.py, no dist-info, no tag", nil
+		return nil, "unknown: no version.py, no dist-info, no tag", nil // as real trees say it
 	}
 	v, err := source.ParseVersion(m.version)
 	return v, "python/sglang/version.py:1", err

@@ -23,6 +23,11 @@ func probeGPUs(ctx context.Context, r *Report, h *Host, procRoot string, timeout
 		gpus, driver, perr := ParseGPUQuery(out)
 		if perr == nil {
 			h.GPUs, h.Driver, h.GPUSource = gpus, driver, "nvidia-smi"
+			for _, g := range gpus {
+				if g.SM == "" { // [N/A]: say so rather than leave a gap
+					r.unknown(fmt.Sprintf("host.gpus[%d].sm", g.Index), "nvidia-smi reports no compute capability for GPU "+strconv.Itoa(g.Index)+" ("+g.Name+")")
+				}
+			}
 		} else {
 			err = fmt.Errorf("nvidia-smi %s: %w", strings.Join(GPUQueryArgs, " "), perr)
 		}

@@ -155,3 +155,18 @@ while IFS= read -r l; do printf '%s\n' "$l"; done < "$f"`)
 		t.Fatalf("gpus %d p2p %v unknown %v", len(h.GPUs), h.P2P, r.Unknown)
 	}
 }
+
+func TestProbeGPUsNAComputeCapIsUnknown(t *testing.T) {
+	bin := t.TempDir()
+	t.Setenv("PATH", bin)
+	fakeTool(t, bin, "nvidia-smi", `[ "$1" = topo ] && exit 1
+echo "0, NVIDIA H200, GPU-a, [N/A], 580.159.04, [N/A]"`)
+	r, h := newReport(), &Host{}
+	probeGPUs(context.Background(), r, h, t.TempDir(), 0)
+	if len(h.GPUs) != 1 || h.GPUs[0].SM != "" {
+		t.Fatalf("gpus %+v", h.GPUs)
+	}
+	if why := r.Unknown["host.gpus[0].sm"]; !strings.Contains(why, "no compute capability for GPU 0 (NVIDIA H200)") {
+		t.Fatalf("unknown %v", r.Unknown)
+	}
+}

@@ -147,25 +147,25 @@ func newListCmd(g *globalOptions) *cobra.Command {
 // ---- show ----
 
 type requiresJSON struct {
-	GPUSMMajor       []int             `json:"gpu_sm_major,omitempty"`
-	FlashInferModule string            `json:"flashinfer_module,omitempty"`
-	CUDAMin          string            `json:"cuda_min,omitempty"`
-	P2PAll           bool              `json:"p2p_all,omitempty"`
-	Packages         map[string]string `json:"packages,omitempty"`
+	GPUSMMajor       []int             `json:"gpu_sm_major"`
+	FlashInferModule string            `json:"flashinfer_module"`
+	CUDAMin          string            `json:"cuda_min"`
+	P2PAll           bool              `json:"p2p_all"`
+	Packages         map[string]string `json:"packages"`
 }
 
 type verifyJSON struct {
 	File        string `json:"file"`
-	Contains    string `json:"contains,omitempty"`
-	NotContains string `json:"not_contains,omitempty"`
+	Contains    string `json:"contains"`
+	NotContains string `json:"not_contains"`
 }
 
 type upstreamJSON struct {
-	Status     string `json:"status,omitempty"`
-	PR         string `json:"pr,omitempty"`
-	MergedIn   string `json:"merged_in,omitempty"`
-	Marker     string `json:"marker,omitempty"`
-	MarkerFile string `json:"marker_file,omitempty"`
+	Status     string `json:"status"`
+	PR         string `json:"pr"`
+	MergedIn   string `json:"merged_in"`
+	Marker     string `json:"marker"`
+	MarkerFile string `json:"marker_file"`
 }
 
 type planJSON struct {
@@ -263,7 +263,7 @@ func newShowCmd(g *globalOptions) *cobra.Command {
 				}{
 					Name: p.Name, Project: string(p.Project), Summary: p.Summary, Links: orEmpty(p.Links), Origin: p.Origin,
 					File: p.File, Overrides: p.Overrides,
-					Requires: requiresJSON{p.Requires.GPUSMMajor, p.Requires.FlashInferModule, p.Requires.CUDAMin, p.Requires.P2PAll, p.Requires.Packages},
+					Requires: requiresJSON{orEmptyInts(p.Requires.GPUSMMajor), p.Requires.FlashInferModule, p.Requires.CUDAMin, p.Requires.P2PAll, orEmptyMap(p.Requires.Packages)},
 					Upstream: upstreamJSON{p.Upstream.Status, p.Upstream.PR, p.Upstream.MergedIn, p.Upstream.Marker, p.Upstream.MarkerFile},
 					Variants: variantsJSON(p), Verify: []verifyJSON{}, Uncovered: orEmpty(p.Uncovered), Digest: p.Digest,
 				}
@@ -385,6 +385,20 @@ func newShowCmd(g *globalOptions) *cobra.Command {
 	c.Flags().StringVar(&repo, "repo", "", "the tree to show the diff for (default: $SMPATCH_REPO, the current checkout, or the installed package)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return c
+}
+
+func orEmptyInts(s []int) []int {
+	if s == nil {
+		return []int{}
+	}
+	return s
+}
+
+func orEmptyMap(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
 }
 
 func orEmpty(s []string) []string {
@@ -568,6 +582,11 @@ func newApplyCmd(g *globalOptions) *cobra.Command {
 			}
 			var notes []string
 			if checkArchFlag {
+				if len(sitePackages) == 0 && t.Kind() == source.KindSitePackages {
+					// The flashinfer that matters is the one installed
+					// beside the sglang being patched, not python3's.
+					sitePackages = []string{t.Root()}
+				}
 				notes, err = checkArch(ctx, info, archGateOptions{ProbeFile: probeFile, SM: sm, Force: force, Python: g.PythonPath(), SitePackages: sitePackages}, ps)
 				if err != nil {
 					return err
