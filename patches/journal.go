@@ -30,13 +30,13 @@ import (
 // directory:
 //
 //	.smpatch/state.json           applied patches; entries in flight are "pending" or "reverting"
-//	.smpatch/orig/NAME.tar        original bytes of every file a patch changed, each at PATH
-//	.smpatch/patched/NAME.tar     the bytes the patch wrote (to show drift, and to reverse-apply)
-//	.smpatch/target/NAME.tar      bytes a forced revert writes
+//	.smpatch/NAME.orig.tar        original bytes of every file a patch changed, each at PATH
+//	.smpatch/NAME.patched.tar     the bytes the patch wrote (to show drift, and to reverse-apply)
+//	.smpatch/NAME.target.tar      bytes a forced revert writes
 //	.smpatch/lock                 gofrs/flock; held by every command that reads or writes state
 //
-// (Journals written before the tar files kept KIND/NAME/PATH; they are
-// still read.) Apply records a pending entry with the originals first, then
+// (Earlier journals kept KIND/NAME.tar, and before that KIND/NAME/PATH;
+// they are still read.) Apply records a pending entry with the originals first, then
 // writes each file (temp + fsync + rename), then marks the entry applied.
 // The syncs of each step are done together (source.SyncAll). Any command
 // that finds an entry in flight first finishes it the safe way: a pending
@@ -317,14 +317,23 @@ func (st *stagedState) discard() {
 }
 
 // Journal copies. Every copy of one kind ("orig", "patched", "target") for
-// one entry is one tar file, KIND/NAME.tar, holding each file under its
-// repository path (a forced revert that removes a file records an empty
-// PATH.deleted). One file per kind keeps an apply to a few creations and
-// syncs however deep the patched paths are; `tar -x` recovers the
-// originals by hand. Journals written before kept one file per copy,
-// KIND/NAME/PATH: those are still read and dropped.
+// one entry is one tar file in the state directory, NAME.KIND.tar, holding
+// each file under its repository path (a forced revert that removes a file
+// records an empty PATH.deleted). One file per kind, beside state.json,
+// keeps an apply to a few creations and syncs however deep the patched
+// paths are, and `tar -x` recovers the originals by hand. Earlier journals
+// kept KIND/NAME.tar, and before that one file per copy, KIND/NAME/PATH:
+// both are still read and dropped.
+
+var blobKinds = []string{"orig", "patched", "target"}
 
 func (j *journal) blobTar(kind, name string) string {
+	return filepath.Join(j.dir, name+"."+kind+".tar")
+}
+
+// blobTarOld is where journals kept a kind's tar file before it moved
+// beside state.json.
+func (j *journal) blobTarOld(kind, name string) string {
 	return filepath.Join(j.dir, kind, name+".tar")
 }
 
@@ -342,6 +351,10 @@ func (j *journal) blobSet(kind, name string) (map[string][]byte, error) {
 	}
 	p := j.blobTar(kind, name)
 	f, err := os.Open(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		p = j.blobTarOld(kind, name)
+		f, err = os.Open(p)
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -406,10 +419,13 @@ func (j *journal) hasBlob(kind, name, rel string) bool {
 }
 
 func (j *journal) dropBlobs(name string) {
-	for _, d := range []string{"orig", "patched", "target"} {
+	for _, d := range blobKinds {
 		_ = os.Remove(j.blobTar(d, name))
-		_ = os.RemoveAll(filepath.Join(j.dir, d, name))
 		delete(j.blobCache, d+"/"+name)
+		if _, err := os.Lstat(filepath.Join(j.dir, d)); err == nil {
+			_ = os.Remove(j.blobTarOld(d, name))
+			_ = os.RemoveAll(filepath.Join(j.dir, d, name))
+		}
 	}
 }
 
@@ -674,7 +690,19 @@ func (j *journal) recover() ([]string, error) {
 // dropOrphans removes journal copies of entries that were never recorded
 // (a crash before the pending entry was saved wrote no tree file).
 func (j *journal) dropOrphans() {
-	for _, d := range []string{"orig", "patched", "target"} {
+	ents, err := os.ReadDir(j.dir)
+	if err != nil {
+		return
+	}
+	for _, de := range ents {
+		n := de.Name()
+		for _, d := range blobKinds {
+			if name, ok := strings.CutSuffix(n, "."+d+".tar"); ok && !de.IsDir() && j.state.Get(name) == nil {
+				_ = os.Remove(filepath.Join(j.dir, n))
+			}
+		}
+	}
+	for _, d := range blobKinds {
 		ents, err := os.ReadDir(filepath.Join(j.dir, d))
 		if err != nil {
 			continue
@@ -688,6 +716,8 @@ func (j *journal) dropOrphans() {
 				_ = os.RemoveAll(filepath.Join(j.dir, d, de.Name()))
 			}
 		}
+		// The directory of an older layout goes once empty.
+		_ = os.Remove(filepath.Join(j.dir, d))
 	}
 }
 

@@ -23,7 +23,7 @@ func TestJournalCopiesAreTars(t *testing.T) {
 		t.Fatal(err)
 	}
 	read := func(kind string) map[string]string {
-		f, err := os.Open(filepath.Join(root, source.StateDirName, kind, "demo.tar"))
+		f, err := os.Open(filepath.Join(root, source.StateDirName, "demo."+kind+".tar"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -44,17 +44,19 @@ func TestJournalCopiesAreTars(t *testing.T) {
 	}
 	orig := read("orig")
 	if orig[commPath] != commOrig || orig[argsPath] != argsOrig || len(orig) != 2 {
-		t.Fatalf("orig/demo.tar holds %d files: %q", len(orig), orig)
+		t.Fatalf("demo.orig.tar holds %d files: %q", len(orig), orig)
 	}
 	patched := read("patched")
 	for _, rel := range []string{commPath, argsPath} {
 		b, _ := tr.ReadFile(rel)
 		if patched[rel] != string(b) {
-			t.Fatalf("patched/demo.tar %s differs from the tree", rel)
+			t.Fatalf("demo.patched.tar %s differs from the tree", rel)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(root, source.StateDirName, "orig", "demo")); !errors.Is(err, fs.ErrNotExist) {
-		t.Fatalf("per-file copies written too: %v", err)
+	for _, d := range []string{"orig", "patched"} {
+		if _, err := os.Stat(filepath.Join(root, source.StateDirName, d)); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("copies written in %s/ too: %v", d, err)
+		}
 	}
 	if _, err := Revert(context.Background(), tr, nil, nil, RevertOptions{}); err != nil {
 		t.Fatal(err)
@@ -64,41 +66,62 @@ func TestJournalCopiesAreTars(t *testing.T) {
 	}
 }
 
-// A journal written with one file per copy (KIND/NAME/PATH) is still
-// rolled back from those copies.
+// Journals of the earlier layouts, one file per copy (KIND/NAME/PATH) and
+// one tar per kind in its own directory (KIND/NAME.tar), are still rolled
+// back from their copies, and the copies are dropped afterwards.
 func TestJournalLegacyCopies(t *testing.T) {
-	ctx := context.Background()
-	root, tr := engineTree(t)
-	p := enginePatch(t)
-	orig := snapshot(t, root)
-	if _, err := apply(t, p, tr); err != nil {
-		t.Fatal(err)
-	}
-	state := filepath.Join(root, source.StateDirName)
-	// Rewrite the journal as the older layout had it, with the entry in
-	// flight.
-	for _, rel := range []string{commPath, argsPath} {
-		f := filepath.Join(state, "orig", "demo", filepath.FromSlash(rel))
-		os.MkdirAll(filepath.Dir(f), 0o755)
-		o := commOrig
-		if rel == argsPath {
-			o = argsOrig
-		}
-		if err := os.WriteFile(f, []byte(o), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	os.Remove(filepath.Join(state, "orig", "demo.tar"))
-	b, _ := os.ReadFile(filepath.Join(state, "state.json"))
-	b = []byte(strings.Replace(string(b), `"state": "applied"`, `"state": "pending"`, 1))
-	if err := os.WriteFile(filepath.Join(state, "state.json"), b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	notes, err := Recover(ctx, tr)
-	if err != nil || len(notes) != 1 {
-		t.Fatalf("recover: %v %v", notes, err)
-	}
-	if !sameSnap(orig, snapshot(t, root)) {
-		t.Fatalf("not rolled back: %s", diffSnap(orig, snapshot(t, root)))
+	for _, layout := range []string{"files", "kind-dir-tar"} {
+		t.Run(layout, func(t *testing.T) {
+			ctx := context.Background()
+			root, tr := engineTree(t)
+			p := enginePatch(t)
+			orig := snapshot(t, root)
+			if _, err := apply(t, p, tr); err != nil {
+				t.Fatal(err)
+			}
+			state := filepath.Join(root, source.StateDirName)
+			// Rewrite the journal as the older layout had it, with the
+			// entry in flight.
+			copies := map[string]string{commPath: commOrig, argsPath: argsOrig}
+			switch layout {
+			case "files":
+				for rel, o := range copies {
+					f := filepath.Join(state, "orig", "demo", filepath.FromSlash(rel))
+					os.MkdirAll(filepath.Dir(f), 0o755)
+					if err := os.WriteFile(f, []byte(o), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+			case "kind-dir-tar":
+				os.MkdirAll(filepath.Join(state, "orig"), 0o755)
+				f, err := os.Create(filepath.Join(state, "orig", "demo.tar"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				w := tar.NewWriter(f)
+				for rel, o := range copies {
+					w.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: rel, Mode: 0o644, Size: int64(len(o))})
+					w.Write([]byte(o))
+				}
+				w.Close()
+				f.Close()
+			}
+			os.Remove(filepath.Join(state, "demo.orig.tar"))
+			b, _ := os.ReadFile(filepath.Join(state, "state.json"))
+			b = []byte(strings.Replace(string(b), `"state": "applied"`, `"state": "pending"`, 1))
+			if err := os.WriteFile(filepath.Join(state, "state.json"), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			notes, err := Recover(ctx, tr)
+			if err != nil || len(notes) != 1 {
+				t.Fatalf("recover: %v %v", notes, err)
+			}
+			if !sameSnap(orig, snapshot(t, root)) {
+				t.Fatalf("not rolled back: %s", diffSnap(orig, snapshot(t, root)))
+			}
+			if _, err := os.Stat(filepath.Join(state, "orig")); !errors.Is(err, fs.ErrNotExist) {
+				t.Fatalf("old copies left: %v", err)
+			}
+		})
 	}
 }
