@@ -1,9 +1,12 @@
 package matrix
 
 import (
+	"fmt"
 	"path"
 	"slices"
 	"strings"
+
+	"github.com/smpatch/smpatch/probe"
 )
 
 // flagTable numbers the flags rules ask about, so that each cell's command
@@ -34,6 +37,13 @@ type ruleEval struct {
 	// facts, when no probe report was given; first is the first of them.
 	unprobed int
 	first    string
+	// unknown counts the cells that matched every condition but the probe
+	// facts, when the report could not judge them (the module's verdict is
+	// unknown: not installed, not read); unknownFirst and unknownWhy name
+	// the first of them.
+	unknown      int
+	unknownFirst string
+	unknownWhy   string
 }
 
 const cudaGraphFlag = "--disable-cuda-graph"
@@ -250,13 +260,22 @@ func (r *ruleEval) match(e *evalCell, pf *ProbeFacts) bool {
 			return false
 		}
 		for _, pv := range c.probeVerdict {
-			ok := false
+			ok, unknown := false, ""
 			for _, maj := range e.majors {
-				if slices.Contains(pv.want, e.verdict(pf, pv.name, maj)) {
+				v := e.verdict(pf, pv.name, maj)
+				if slices.Contains(pv.want, v) {
 					ok = true
+				} else if v == probe.Unknown && unknown == "" {
+					unknown = fmt.Sprintf("%s on SM %d", pv.name, maj)
 				}
 			}
 			if !ok {
+				if unknown != "" {
+					if r.unknown == 0 {
+						r.unknownFirst, r.unknownWhy = cell.ID, unknown
+					}
+					r.unknown++
+				}
 				return false
 			}
 		}

@@ -435,6 +435,9 @@ func applyRules(m *Matrix, x *Expansion, rules []*Rule, cells []*Cell, pf *Probe
 		if r.unprobed > 0 {
 			x.Notes = append(x.Notes, fmt.Sprintf("rule %s (%s) reads probe facts and was not checked on %d cell(s), first %s: give --probe-file", r.Name, r.Where, r.unprobed, r.first))
 		}
+		if r.unknown > 0 {
+			x.Notes = append(x.Notes, fmt.Sprintf("rule %s (%s) could not be judged on %d cell(s), first %s: the probe report says unknown for %s", r.Name, r.Where, r.unknown, r.unknownFirst, r.unknownWhy))
+		}
 	}
 
 }

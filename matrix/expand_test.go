@@ -657,3 +657,31 @@ command = ["serve", "--disable-custom-all-reduce"]
 		}
 	}
 }
+
+// A probe report that cannot judge a rule's module (flashinfer absent, or
+// not read: verdict unknown) keeps the cell, and the expansion says the
+// rule could not be judged instead of staying silent.
+func TestRuleOnUnknownVerdictIsNoted(t *testing.T) {
+	src := `[axes]
+patches = [["sm120-fusion"]]
+sm = "12.0"
+[launch]
+command = ["serve", "--disable-custom-all-reduce"]
+`
+	x := expand(t, src, ExpandOptions{Probe: &ProbeFacts{SMs: []string{"12.0"}, Verdicts: map[string]map[string]string{}}})
+	if x.Cells[0].Pruned != nil {
+		t.Fatalf("pruned on an unknown verdict: %+v", x.Cells[0].Pruned)
+	}
+	want := "rule sm120-fusion-flashinfer-gate (builtin:matrix/rules/default.toml:16) could not be judged on 1 cell(s), first " +
+		x.Cells[0].ID + ": the probe report says unknown for trtllm_comm on SM 12"
+	if !slices.Contains(x.Notes, want) {
+		t.Errorf("notes %q\nwant %q", x.Notes, want)
+	}
+	// A report that judges it leaves no such note.
+	x = expand(t, src, ExpandOptions{Probe: &ProbeFacts{SMs: []string{"12.0"}, Verdicts: map[string]map[string]string{"trtllm_comm": {"12": "supported"}}}})
+	for _, n := range x.Notes {
+		if strings.Contains(n, "could not be judged") {
+			t.Errorf("note on a judged rule: %q", n)
+		}
+	}
+}

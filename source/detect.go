@@ -157,6 +157,14 @@ func openDir(dir string, project Project) (WritableTree, error) {
 		}
 		return OpenCheckout(root)
 	}
+	// CHECKOUT/python holds sglang/ as site-packages do, but it is part of
+	// a checkout: journaling it as an installed tree would put .smpatch/
+	// inside the checkout, out of the checkout's own journal and git exclude.
+	if parent := filepath.Dir(root); filepath.Base(root) == "python" {
+		if p, ok := DetectCheckout(parent); ok && p == SGLang {
+			return nil, fmt.Errorf("%s is the python/ directory of the sglang checkout %s: give --repo %s", dir, parent, parent)
+		}
+	}
 	candidates := []Project{project}
 	if project == "" {
 		candidates = []Project{SGLang, FlashInfer}
