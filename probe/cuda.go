@@ -43,7 +43,17 @@ func probeCUDA(ctx context.Context, r *Report, searchDir string, timeout time.Du
 		}
 	}
 	if root == "" {
-		r.unknown("host.cuda_toolkit", "no CUDA toolkit: CUDA_HOME, CUDA_PATH unset, no nvcc on PATH, nothing at "+filepath.Join(searchDir, "cuda*"))
+		// Say what was looked at: a variable that is set but names no
+		// directory is not "unset".
+		var envs []string
+		for _, env := range []string{"CUDA_HOME", "CUDA_PATH"} {
+			if v := os.Getenv(env); v != "" {
+				envs = append(envs, env+"="+v+" is not a directory")
+			} else {
+				envs = append(envs, env+" unset")
+			}
+		}
+		r.unknown("host.cuda_toolkit", "no CUDA toolkit: "+strings.Join(envs, ", ")+", no nvcc on PATH, nothing at "+filepath.Join(searchDir, "cuda*"))
 		return nil
 	}
 	tk := &CUDAToolkit{Root: root}

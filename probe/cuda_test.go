@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -74,6 +75,15 @@ func TestProbeCUDA(t *testing.T) {
 	if tk := probeCUDA(context.Background(), r, t.TempDir(), 0); tk != nil || r.Unknown["host.cuda_toolkit"] == "" {
 		t.Fatalf("no toolkit: %+v %v", tk, r.Unknown)
 	}
+	// A CUDA_HOME that names nothing is said to be set, not unset.
+	t.Setenv("CUDA_HOME", "/nonexistent/cuda")
+	t.Setenv("CUDA_PATH", "")
+	r = newReport()
+	if tk := probeCUDA(context.Background(), r, t.TempDir(), 0); tk != nil ||
+		!strings.Contains(r.Unknown["host.cuda_toolkit"], "CUDA_HOME=/nonexistent/cuda is not a directory, CUDA_PATH unset") {
+		t.Fatalf("bad CUDA_HOME: %+v %v", tk, r.Unknown)
+	}
+	t.Setenv("CUDA_HOME", "")
 	// /usr/local/cuda-* newest first.
 	search := t.TempDir()
 	for _, d := range []string{"cuda-12.9", "cuda-13.0", "cuda-12.10"} {

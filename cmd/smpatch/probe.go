@@ -64,6 +64,9 @@ torch or flashinfer. Whatever it cannot read is listed as unknown, with why.
 }
 
 func runProbe(ctx context.Context, w io.Writer, g *globalOptions, o *probeOptions) error {
+	if o.Timeout <= 0 {
+		return exit.With(exit.Usage, fmt.Errorf("probe: --timeout %s: want a positive duration, like 10s", o.Timeout))
+	}
 	if o.Entries && len(o.Scan) == 0 {
 		return exit.With(exit.Usage, errors.New("probe: --entries needs --scan"))
 	}
