@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -55,7 +56,37 @@ func (tp *TreePatcher) Check(ctx context.Context, names []string) error {
 			return fmt.Errorf("patch %s: %w", n, err)
 		}
 	}
+	// A patch an earlier matrix run applied and never reverted (it was
+	// killed) would be taken for one applied by hand and left in place, so
+	// that cells without it ran with it.
+	for _, proj := range sortedProjects(tp.trees) {
+		t := tp.trees[proj]
+		st, err := patches.ReadState(ctx, t)
+		if err != nil {
+			return err
+		}
+		for _, e := range st.Patches {
+			for _, note := range e.Notes {
+				if strings.HasPrefix(note, runNote) {
+					return fmt.Errorf("%s: %s is still applied by an earlier matrix run that did not finish (%s); cells without it would run with it: revert it first (smpatch revert %s --repo %s)",
+						t.Root(), e.Name, note, e.Name, t.Root())
+				}
+			}
+		}
+	}
 	return nil
+}
+
+// runNote starts the journal note of every patch a matrix run applies.
+const runNote = "smpatch matrix run, cell "
+
+func sortedProjects(m map[source.Project]source.WritableTree) []source.Project {
+	out := make([]source.Project, 0, len(m))
+	for p := range m {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Apply implements Patcher: every named patch resolves on its project's tree,
@@ -102,7 +133,7 @@ func (tp *TreePatcher) Apply(ctx context.Context, cellID string, names []string)
 			plans = append(plans, pl)
 		}
 		res, err := patches.Apply(ctx, t, plans, patches.ApplyOptions{
-			Notes:         []string{"smpatch matrix run, cell " + cellID},
+			Notes:         []string{runNote + cellID},
 			ToolVersion:   tp.ToolVersion,
 			CatalogDigest: tp.Catalog.Digest(),
 		})

@@ -300,3 +300,43 @@ func TestRunInterruptStartsNoMoreCells(t *testing.T) {
 		}
 	}
 }
+
+// A matrix run killed while a patched cell ran leaves that patch applied.
+// The next run must not take it for a patch applied by hand and run the
+// cells without it on the patched tree: it refuses before anything starts
+// and says how to revert; nothing changes.
+func TestCheckRefusesPatchLeftByEarlierRun(t *testing.T) {
+	repo := sglangTree(t, "c4-s3")
+	ctx := context.Background()
+	killed := treePatcher(t, repo)
+	if err := killed.Apply(ctx, "fusion", []string{"sm120-fusion"}); err != nil {
+		t.Fatal(err)
+	}
+	// The run was killed here: no revert.
+	before := snapshot(t, repo)
+	err := treePatcher(t, repo).Check(ctx, []string{"sm120-fusion"})
+	if err == nil || !strings.Contains(err.Error(), "sm120-fusion is still applied by an earlier matrix run that did not finish") ||
+		!strings.Contains(err.Error(), "smpatch revert sm120-fusion --repo ") {
+		t.Fatalf("got %v", err)
+	}
+	assertSameTree(t, before, snapshot(t, repo))
+
+	// Applied by hand (smpatch apply, no matrix run note): left as found.
+	hand := sglangTree(t, "c4-s3")
+	tp := treePatcher(t, hand)
+	tr, err := tp.tree(ctx, "sglang")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := tp.Catalog.Get("sm120-fusion")
+	pl, err := patches.NewPlan(ctx, p, tr, patches.PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := patches.Apply(ctx, tr, []*patches.Plan{pl}, patches.ApplyOptions{ToolVersion: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := treePatcher(t, hand).Check(ctx, []string{"sm120-fusion"}); err != nil {
+		t.Errorf("a patch applied by hand: %v", err)
+	}
+}

@@ -145,7 +145,7 @@ func runMatrix(ctx context.Context, g *globalOptions, file string, o *matrixRunO
 	}
 	if o.Runner == "local" {
 		if names := patchesToRun(cells, o.Only); len(names) > 0 {
-			tp, err := newTreePatcher(ctx, g, o.Repo, names)
+			tp, err := newTreePatcher(ctx, g, o.Repo, cellPython(g, x.Matrix), names)
 			if err != nil {
 				return err
 			}
@@ -202,9 +202,20 @@ func patchesToRun(cells []*launch.Cell, only []string) []string {
 	return names
 }
 
+// cellPython is the interpreter whose installed project the local runner
+// patches when no --repo says otherwise: --python, else the matrix's
+// base.python (the environment the cells run in: run.sh puts its directory
+// first on PATH), else python3.
+func cellPython(g *globalOptions, m *matrix.Matrix) string {
+	if g.Python != "" || m.Base.Python == "" {
+		return g.PythonPath()
+	}
+	return m.Base.Python
+}
+
 // newTreePatcher loads the catalog and opens the tree of every project the
 // patches touch, so a bad --repo is refused before any cell starts.
-func newTreePatcher(ctx context.Context, g *globalOptions, repo string, names []string) (*launch.TreePatcher, error) {
+func newTreePatcher(ctx context.Context, g *globalOptions, repo, python string, names []string) (*launch.TreePatcher, error) {
 	cat, err := engLoadCatalog(g)
 	if err != nil {
 		return nil, err
@@ -213,7 +224,7 @@ func newTreePatcher(ctx context.Context, g *globalOptions, repo string, names []
 		Catalog:     cat,
 		ToolVersion: version,
 		Open: func(ctx context.Context, p source.Project) (source.WritableTree, error) {
-			return source.Resolve(ctx, repo, p, g.PythonPath())
+			return source.Resolve(ctx, repo, p, python)
 		},
 	}
 	if err := tp.Check(ctx, names); err != nil {
