@@ -491,7 +491,9 @@ func (bw *blobWriter) write(kind, name, rel string, data []byte, durable bool) e
 		}
 	}
 	t.durable = t.durable || durable
-	if err := t.tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: rel, Mode: 0o644, Size: int64(len(data))}); err != nil {
+	// The time only serves people who extract the copies by hand.
+	h := &tar.Header{Typeflag: tar.TypeReg, Name: rel, Mode: 0o644, Size: int64(len(data)), ModTime: time.Now().Truncate(time.Second)}
+	if err := t.tw.WriteHeader(h); err != nil {
 		return err
 	}
 	_, err := t.tw.Write(data)

@@ -229,3 +229,25 @@ func TestArchListOverridesDetection(t *testing.T) {
 		t.Fatalf("12.0f listed: %s %v", v.Verdict, v.Reasons)
 	}
 }
+
+// flashinfer installed with pip install -e: site-packages holds only the
+// dist-info; its direct_url.json names the checkout the code is read from.
+func TestStaticEditableFlashInfer(t *testing.T) {
+	fsys := fstest.MapFS{
+		"venv/sp/flashinfer_python-0.6.16.post4.dist-info/METADATA":        {Data: []byte("Name: flashinfer-python\nVersion: 0.6.16.post4\n")},
+		"venv/sp/flashinfer_python-0.6.16.post4.dist-info/direct_url.json": {Data: []byte(`{"url": "file:///src/flashinfer", "dir_info": {"editable": true}}`)},
+		"src/flashinfer/flashinfer/__init__.py":                            {},
+		"src/flashinfer/flashinfer/jit/comm.py":                            {Data: []byte("def gen_trtllm_comm_module():\n    nvcc_flags = get_nvcc_flags_list(supported_major_versions=[9, 10])\n    return gen_jit_spec(\"trtllm_comm\", [jit_env.FLASHINFER_CSRC_DIR / \"trtllm_allreduce.cu\"], extra_cuda_cflags=nvcc_flags)\n")},
+		"src/flashinfer/include/flashinfer/comm/trtllm_allreduce.cuh":      {Data: []byte("#pragma once\n")},
+	}
+	r, err := Static(context.Background(), fsys, []string{"/venv/sp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.FlashInfer == nil || r.FlashInfer.Layout != "source" || r.FlashInfer.Modules["trtllm_comm"] == nil {
+		t.Fatalf("flashinfer %+v, unknown %v", r.FlashInfer, r.Unknown)
+	}
+	if v := r.Verdicts["trtllm_comm"]["12"]; v == nil || v.Verdict != "unsupported-gate" {
+		t.Fatalf("verdict %+v", v)
+	}
+}

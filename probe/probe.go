@@ -2,9 +2,11 @@ package probe
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -183,7 +185,15 @@ func staticInto(ctx context.Context, r *Report, fsys fs.FS, dirs []string, opts 
 			})
 		}
 	}
-	if t, ok := findFlashInfer(fsys, fsDirs); ok {
+	fiDirs := fsDirs
+	if d := dists["flashinfer-python"]; d != nil {
+		// pip install -e: the dist-info is in site-packages, the package
+		// in the checkout its direct_url.json names.
+		if dir, ok := editableDir(fsys, d); ok {
+			fiDirs = append(append([]string(nil), fsDirs...), dir)
+		}
+	}
+	if t, ok := findFlashInfer(fsys, fiDirs); ok {
 		r.FlashInfer = analyzeFlashInfer(t, r)
 		if r.FlashInfer.Version == "" {
 			if d := dists["flashinfer-python"]; d != nil {
@@ -198,6 +208,29 @@ func staticInto(ctx context.Context, r *Report, fsys fs.FS, dirs []string, opts 
 	if !opts.NoBinaries {
 		scanPackageBinaries(ctx, r, fsys)
 	}
+}
+
+// editableDir is the directory an editable install (pip install -e) was
+// made from, as its dist-info's direct_url.json says, as an fs.FS path.
+func editableDir(fsys fs.FS, d *source.Dist) (string, bool) {
+	data, err := fs.ReadFile(fsys, path.Join(fsPath(d.DistInfo), "direct_url.json"))
+	if err != nil {
+		return "", false
+	}
+	var du struct {
+		URL     string `json:"url"`
+		DirInfo struct {
+			Editable bool `json:"editable"`
+		} `json:"dir_info"`
+	}
+	if json.Unmarshal(data, &du) != nil || !du.DirInfo.Editable {
+		return "", false
+	}
+	u, err := url.Parse(du.URL)
+	if err != nil || u.Scheme != "file" || u.Path == "" {
+		return "", false
+	}
+	return fsPath(path.Clean(u.Path)), true
 }
 
 // baseVersion drops a local version label ("0.6.17+cu130" → "0.6.17").

@@ -2,9 +2,11 @@ package source
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -121,6 +123,12 @@ func Resolve(ctx context.Context, repoFlag string, project Project, python strin
 			d, err = FindDist(sps, "flashinfer")
 		}
 		if err == nil && d != nil && d.Location != "" {
+			if !DetectSitePackages(d.Location, p) {
+				// pip install -e: the dist-info is here, the code in a checkout.
+				if root, ok := editableCheckout(d, p); ok {
+					return OpenCheckout(root)
+				}
+			}
 			return OpenSitePackages(d.Location, p)
 		}
 		for _, sp := range sps {
@@ -178,4 +186,34 @@ func openDir(dir string, project Project) (WritableTree, error) {
 		return nil, fmt.Errorf("%s: %w, nor a site-packages directory holding either", dir, ErrUnknownProject)
 	}
 	return nil, fmt.Errorf("%s: neither a checkout of %s nor a site-packages directory holding it", dir, project)
+}
+
+// editableCheckout finds the checkout of an editable install (pip install
+// -e): its dist-info's direct_url.json names the directory installed from,
+// the checkout itself or, for sglang, its python/ directory.
+func editableCheckout(d *Dist, p Project) (string, bool) {
+	data, err := os.ReadFile(filepath.Join(d.DistInfo, "direct_url.json"))
+	if err != nil {
+		return "", false
+	}
+	var du struct {
+		URL     string `json:"url"`
+		DirInfo struct {
+			Editable bool `json:"editable"`
+		} `json:"dir_info"`
+	}
+	if json.Unmarshal(data, &du) != nil || !du.DirInfo.Editable {
+		return "", false
+	}
+	u, err := url.Parse(du.URL)
+	if err != nil || u.Scheme != "file" || u.Path == "" {
+		return "", false
+	}
+	dir := filepath.Clean(u.Path)
+	for _, root := range []string{dir, filepath.Dir(dir)} {
+		if got, ok := DetectCheckout(root); ok && got == p {
+			return root, true
+		}
+	}
+	return "", false
 }
