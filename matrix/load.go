@@ -220,8 +220,18 @@ func tomlError(file string, err error) error {
 		}
 		return fmt.Errorf("%s:%d: %s", file, pe.Position.Line, oneLine(msg))
 	}
+	// Type mismatches come as plain errors: toml: line N (last key "k"): msg.
+	if m := tomlLineRe.FindStringSubmatch(oneLine(err.Error())); m != nil {
+		msg := m[3]
+		if m[2] != "" {
+			msg = fmt.Sprintf("%s (key %q)", msg, m[2])
+		}
+		return fmt.Errorf("%s:%s: %s", file, m[1], msg)
+	}
 	return fmt.Errorf("%s: %s", file, oneLine(err.Error()))
 }
+
+var tomlLineRe = regexp.MustCompile(`^toml: line (\d+)(?: \(last key "([^"]*)"\))?: (.*)$`)
 
 func oneLine(s string) string {
 	s = strings.TrimSpace(s)

@@ -33,6 +33,7 @@ func TestLoadErrors(t *testing.T) {
 		{"zip unequal lengths", "zip = [[\"a\", \"b\"]]\n[axes]\na = [1, 2]\nb = [1, 2, 3]\n" + launch, "m.toml:1: zip[0]: axes a, b have unequal lengths (a has 2, b has 3)"},
 		{"zip unknown axis", "zip = [[\"a\", \"c\"]]\n[axes]\na = [1, 2]\n" + launch, `m.toml:1: zip[0]: unknown axis "c"`},
 		{"zip of one", "zip = [[\"a\"]]\n[axes]\na = [1, 2]\n" + launch, "m.toml:1: zip[0]: a zip group names at least two axes"},
+		{"zip of the wrong type", "name = \"t\"\nzip = [\"a\"]\n[axes]\na = [1, 2]\n" + launch, `m.toml:2: incompatible types: TOML value has type string; destination has type slice (key "zip")`},
 		{"template field naming no axis", "[axes]\nbs = [1]\n[launch]\ncommand = [\"serve\",\n  \"{{.cuda_graph_max_bs}}\"]\n", "m.toml:5: launch.command[1]: template field .cuda_graph_max_bs names no axis (axes: bs)"},
 		{"template in bench", "[axes]\nbs = [1]\n[launch]\ncommand = [\"serve\"]\nbench = [\"{{.nope}}\"]\n", "m.toml:5: launch.bench[0]: template field .nope names no axis"},
 		{"bad template", "[axes]\nbs = [1]\n[launch]\ncommand = [\"{{.bs\"]\n", "m.toml:4: launch.command[0]: template"},

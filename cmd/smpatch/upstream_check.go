@@ -60,6 +60,9 @@ directory) is checked, or with --range its git history.`,
 
 func runCheck(c *cobra.Command, g *globalOptions, o *checkOptions) error {
 	if o.JSON {
+		if c.Flags().Changed("format") && o.Format != "json" {
+			return exit.With(exit.Usage, fmt.Errorf("check: --json and --format %s disagree; give one", o.Format))
+		}
 		o.Format = "json"
 	}
 	if !slices.Contains(upstream.Formats, o.Format) {
