@@ -9,12 +9,12 @@ import (
 	"io/fs"
 	"net/url"
 	"path"
-	"regexp"
 	"sort"
 	"strings"
 
 	"github.com/hashicorp/go-version"
 
+	"github.com/smpatch/smpatch/internal/lazyre"
 	"github.com/smpatch/smpatch/source"
 )
 
@@ -315,7 +315,7 @@ func (f *FS) walkFiles(dir string, fn func(string)) {
 	}
 }
 
-var versionLiteral = regexp.MustCompile(`(?m)^__version__\s*(?::\s*str\s*)?=\s*["']([^"']+)["']`)
+var versionLiteral = lazyre.New(`(?m)^__version__\s*(?::\s*str\s*)?=\s*["']([^"']+)["']`)
 
 // versionFiles hold a version literal in some shapes of each project.
 var versionFiles = map[source.Project][]string{
@@ -331,7 +331,7 @@ func (t *Tree) Version(ctx context.Context) (*version.Version, string, error) {
 		if err != nil {
 			continue
 		}
-		if m := versionLiteral.FindSubmatch(b); m != nil {
+		if m := versionLiteral().FindSubmatch(b); m != nil {
 			v, err := parseVersion(string(m[1]))
 			if err != nil {
 				return nil, fmt.Sprintf("%s: %v", f, err), nil

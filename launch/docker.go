@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/smpatch/smpatch/internal/lazyre"
 )
 
 // Docker runs each cell's image through the docker CLI, with every GPU, the
@@ -51,7 +52,7 @@ func (d Docker) Check() error {
 	return err
 }
 
-var unsafeName = regexp.MustCompile(`[^a-zA-Z0-9_.-]+`)
+var unsafeName = lazyre.New(`[^a-zA-Z0-9_.-]+`)
 
 // ContainerName is the container a cell runs in.
 func (d Docker) ContainerName(c *Cell) string {
@@ -59,7 +60,7 @@ func (d Docker) ContainerName(c *Cell) string {
 	if p == "" {
 		p = "smpatch"
 	}
-	return unsafeName.ReplaceAllString(p+"-"+c.ID, "_")
+	return unsafeName().ReplaceAllString(p+"-"+c.ID, "_")
 }
 
 // RunArgs is the docker command line (without the executable) that starts

@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/smpatch/smpatch/internal/lazyre"
 )
 
 //go:embed signatures/default.toml
@@ -275,13 +277,13 @@ type Match struct {
 // maxLineText caps the text kept from one log line.
 const maxLineText = 400
 
-var ansiRE = regexp.MustCompile(`\x1b\[[0-9;?]*[A-Za-z]`)
+var ansiRE = lazyre.New(`\x1b\[[0-9;?]*[A-Za-z]`)
 
 // cleanLine removes terminal colour codes and a trailing carriage return.
 func cleanLine(s string) string {
 	s = strings.TrimRight(s, "\r")
 	if strings.IndexByte(s, 0x1b) >= 0 {
-		s = ansiRE.ReplaceAllString(s, "")
+		s = ansiRE().ReplaceAllString(s, "")
 	}
 	return s
 }

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/smpatch/smpatch/internal/lazyre"
 )
 
 type fileMatrix struct {
@@ -48,10 +50,10 @@ type fileLaunch struct {
 }
 
 var (
-	envKeyRe  = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*$`)
-	flagKeyRe = regexp.MustCompile(`^--[a-z0-9][a-z0-9-]*$`)
-	nameRe    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	presetRe  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+	envKeyRe  = lazyre.New(`^[A-Z_][A-Z0-9_]*$`)
+	flagKeyRe = lazyre.New(`^--[a-z0-9][a-z0-9-]*$`)
+	nameRe    = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	presetRe  = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 )
 
 // Load reads and validates a matrix file and the rules files it names.
@@ -221,7 +223,7 @@ func tomlError(file string, err error) error {
 		return fmt.Errorf("%s:%d: %s", file, pe.Position.Line, oneLine(msg))
 	}
 	// Type mismatches come as plain errors: toml: line N (last key "k"): msg.
-	if m := tomlLineRe.FindStringSubmatch(oneLine(err.Error())); m != nil {
+	if m := tomlLineRe().FindStringSubmatch(oneLine(err.Error())); m != nil {
 		msg := m[3]
 		if m[2] != "" {
 			msg = fmt.Sprintf("%s (key %q)", msg, m[2])
@@ -231,7 +233,7 @@ func tomlError(file string, err error) error {
 	return fmt.Errorf("%s: %s", file, oneLine(err.Error()))
 }
 
-var tomlLineRe = regexp.MustCompile(`^toml: line (\d+)(?: \(last key "([^"]*)"\))?: (.*)$`)
+var tomlLineRe = lazyre.New(`^toml: line (\d+)(?: \(last key "([^"]*)"\))?: (.*)$`)
 
 func oneLine(s string) string {
 	s = strings.TrimSpace(s)
@@ -278,7 +280,7 @@ func (m *Matrix) loadAxes(md toml.MetaData, axes map[string]any) error {
 	}
 	for _, name := range order {
 		line := m.lines.line("axes", name)
-		if !nameRe.MatchString(name) || name == "id" {
+		if !nameRe().MatchString(name) || name == "id" {
 			return m.errf(line, "axes: name %q must be letters, digits and '_' (and not \"id\")", name)
 		}
 		a := &Axis{Name: name, Line: line}
@@ -388,7 +390,7 @@ func (m *Matrix) loadPresets(md toml.MetaData, presets map[string]map[string]map
 		m.Presets[axis] = map[string]*Preset{}
 		for _, name := range sortedKeys(presets[axis]) {
 			line := m.lines.line("presets", axis, name)
-			if !presetRe.MatchString(name) {
+			if !presetRe().MatchString(name) {
 				return m.errf(line, "presets.%s: bad preset name %q", axis, name)
 			}
 			p := &Preset{Name: name, Env: map[string]string{}, Line: line}
@@ -414,13 +416,13 @@ func (m *Matrix) loadPresets(md toml.MetaData, presets map[string]map[string]map
 				}
 				kl := m.lines.line("presets", axis, name, k)
 				switch {
-				case envKeyRe.MatchString(k):
+				case envKeyRe().MatchString(k):
 					v, err := toValue("", x)
 					if err != nil {
 						return m.errf(kl, "presets.%s.%s.%s: %v", axis, name, k, err)
 					}
 					p.Env[k] = v.Text
-				case flagKeyRe.MatchString(k):
+				case flagKeyRe().MatchString(k):
 					args, err := flagArgs(k, x)
 					if err != nil {
 						return m.errf(kl, "presets.%s.%s: %v", axis, name, err)
@@ -642,7 +644,7 @@ func (m *Matrix) parseInclude(e map[string]any, i int) (*Include, error) {
 				return nil, m.errf(kl, "include[%d].env: want a table", i)
 			}
 			for _, name := range sortedKeys(t) {
-				if !envKeyRe.MatchString(name) {
+				if !envKeyRe().MatchString(name) {
 					return nil, m.errf(kl, "include[%d].env: %q is not an environment variable name", i, name)
 				}
 				v, err := toValue("", t[name])
@@ -703,7 +705,7 @@ func (m *Matrix) loadLaunch(fl fileLaunch) error {
 	l.Command = fl.Command
 	l.Env = map[string]string{}
 	for _, k := range sortedKeys(fl.Env) {
-		if !envKeyRe.MatchString(k) {
+		if !envKeyRe().MatchString(k) {
 			return m.errf(m.lines.line("launch", "env", k), "launch.env: %q is not an environment variable name", k)
 		}
 		l.Env[k] = fl.Env[k]
@@ -822,9 +824,9 @@ func (m *Matrix) checkConflicts() error {
 		envOwner[k] = "launch.env"
 	}
 	for _, s := range m.Launch.Command {
-		if flagKeyRe.MatchString(s) {
+		if flagKeyRe().MatchString(s) {
 			flagOwner[s] = "launch.command"
-		} else if f, _, ok := strings.Cut(s, "="); ok && flagKeyRe.MatchString(f) {
+		} else if f, _, ok := strings.Cut(s, "="); ok && flagKeyRe().MatchString(f) {
 			flagOwner[f] = "launch.command"
 		}
 	}
@@ -843,7 +845,7 @@ func (m *Matrix) checkConflicts() error {
 				envHere[k] = true
 			}
 			for _, f := range p.Args {
-				if !flagKeyRe.MatchString(f) {
+				if !flagKeyRe().MatchString(f) {
 					continue
 				}
 				if o, ok := flagOwner[f]; ok && !flagHere[f] {

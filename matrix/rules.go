@@ -138,7 +138,7 @@ func ParseRules(file string, data []byte, m *Matrix) ([]*Rule, error) {
 				return nil, errf(li.line("rule", idx, "flag"), "rule %q: flag is only for action require-flag", r.Name)
 			}
 		case "require-flag":
-			if !flagKeyRe.MatchString(r.Flag) {
+			if !flagKeyRe().MatchString(r.Flag) {
 				return nil, errf(li.line("rule", idx, "flag"), "rule %q: require-flag needs flag = \"--name\"", r.Name)
 			}
 		default:

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -16,6 +15,7 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/hashicorp/go-version"
 
+	"github.com/smpatch/smpatch/internal/lazyre"
 	"github.com/smpatch/smpatch/source"
 )
 
@@ -237,8 +237,8 @@ func LoadCatalogFS(fsys fs.FS, display, origin string) ([]*Patch, error) {
 }
 
 var (
-	patchNameRE  = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
-	moduleNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	patchNameRE  = lazyre.New(`^[a-z0-9][a-z0-9._-]*$`)
+	moduleNameRE = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	upstreamStat = map[string]bool{"": true, "proposed": true, "merged": true, "rejected": true, "local": true}
 )
 
@@ -281,7 +281,7 @@ func loadPatch(fsys fs.FS, display, origin, name string) (*Patch, error) {
 		case errors.As(err, &ppe):
 			return nil, l.errf(ppe.Position.Line, "%s", ppe.Message)
 		}
-		if m := tomlLineRE.FindStringSubmatch(oneLineErr(err)); m != nil {
+		if m := tomlLineRE().FindStringSubmatch(oneLineErr(err)); m != nil {
 			n, _ := strconv.Atoi(m[1])
 			return nil, l.errf(n, "%s", m[2])
 		}
@@ -316,7 +316,7 @@ func loadPatch(fsys fs.FS, display, origin, name string) (*Patch, error) {
 	if pf.Name != stem {
 		return nil, l.errf(l.line("", -1, "name"), "name %q does not match the file name %q", pf.Name, stem+".toml")
 	}
-	if !patchNameRE.MatchString(pf.Name) {
+	if !patchNameRE().MatchString(pf.Name) {
 		return nil, l.errf(l.line("", -1, "name"), "name %q: use lower-case letters, digits, '.', '_' and '-'", pf.Name)
 	}
 	if pf.Project == "" {
@@ -355,7 +355,7 @@ func (l *loader) requirements(p *Patch, r requiresFile) error {
 			return l.errf(l.line("requires", -1, "gpu_sm_major"), "gpu_sm_major: %d is not a GPU architecture major", m)
 		}
 	}
-	if r.FlashInferModule != "" && !moduleNameRE.MatchString(r.FlashInferModule) {
+	if r.FlashInferModule != "" && !moduleNameRE().MatchString(r.FlashInferModule) {
 		return l.errf(l.line("requires", -1, "flashinfer_module"), "flashinfer_module %q is not a module name", r.FlashInferModule)
 	}
 	if r.CUDAMin != "" {
@@ -535,9 +535,9 @@ func inProject(p source.Project, rel string) error {
 	return fmt.Errorf("%s is outside %s's tree (%s)", rel, p, strings.Join(source.ProjectRoots(p), ", "))
 }
 
-var tomlLineRE = regexp.MustCompile(`^toml: line (\d+)(?: \(last key "[^"]*"\))?: (.*)$`)
+var tomlLineRE = lazyre.New(`^toml: line (\d+)(?: \(last key "[^"]*"\))?: (.*)$`)
 
-var versionInConstraint = regexp.MustCompile(`[0-9][0-9A-Za-z.+!_-]*`)
+var versionInConstraint = lazyre.New(`[0-9][0-9A-Za-z.+!_-]*`)
 
 // overlap reports a version both variants admit, probing every version the
 // constraints name and the versions just below and above each.
@@ -569,7 +569,7 @@ func probes(text string) []*version.Version {
 	add("0.0.0")
 	add("99999.0.0")
 	var named []*version.Version
-	for _, m := range versionInConstraint.FindAllString(text, -1) {
+	for _, m := range versionInConstraint().FindAllString(text, -1) {
 		m = strings.TrimRight(m, ".")
 		if v, err := source.ParseVersion(m); err == nil {
 			named = append(named, v)
@@ -630,8 +630,8 @@ func undecodedLine(data []byte, k toml.Key) int {
 }
 
 var (
-	tableHeaderRE = regexp.MustCompile(`^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?`)
-	keyRE         = regexp.MustCompile(`^\s*("(?:[^"\\]|\\.)*"|'[^']*'|[A-Za-z0-9_.\- ]+?)\s*=`)
+	tableHeaderRE = lazyre.New(`^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?`)
+	keyRE         = lazyre.New(`^\s*("(?:[^"\\]|\\.)*"|'[^']*'|[A-Za-z0-9_.\- ]+?)\s*=`)
 )
 
 // keyLine finds the 1-based line of key inside table ("" for the root). idx
@@ -656,7 +656,7 @@ func keyLine(data []byte, table string, idx int, key string) int {
 		if strings.HasPrefix(trim, "#") || trim == "" {
 			continue
 		}
-		if m := tableHeaderRE.FindStringSubmatch(ln); m != nil && strings.HasPrefix(trim, "[") {
+		if m := tableHeaderRE().FindStringSubmatch(ln); m != nil && strings.HasPrefix(trim, "[") {
 			name := normKey(m[2])
 			cur = name
 			curIdx = -1
@@ -674,7 +674,7 @@ func keyLine(data []byte, table string, idx int, key string) int {
 				inMulti = q
 			}
 		}
-		m := keyRE.FindStringSubmatch(ln)
+		m := keyRE().FindStringSubmatch(ln)
 		if m == nil || key == "" {
 			continue
 		}

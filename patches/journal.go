@@ -242,7 +242,7 @@ func (j *journal) load() error {
 	// Names and paths become file names under the journal and the tree:
 	// refuse anything that could lead elsewhere.
 	for _, e := range s.Patches {
-		if e == nil || !patchNameRE.MatchString(e.Name) {
+		if e == nil || !patchNameRE().MatchString(e.Name) {
 			return fmt.Errorf("%s: damaged: bad patch name in an entry", j.statePath())
 		}
 		for _, f := range e.Files {

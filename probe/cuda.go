@@ -7,11 +7,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/smpatch/smpatch/internal/lazyre"
 )
 
 // probeCUDA finds the CUDA toolkit: $CUDA_HOME, $CUDA_PATH, the toolkit of
@@ -135,19 +136,19 @@ func readVersionJSON(path string) (string, error) {
 }
 
 var (
-	nvccReleaseRe = regexp.MustCompile(`release (\d+\.\d+), V(\d+\.\d+\.\d+)`)
-	nvccShortRe   = regexp.MustCompile(`release (\d+\.\d+)`)
-	cudaHRe       = regexp.MustCompile(`^#define\s+CUDA_VERSION\s+(\d+)`)
-	archRe        = regexp.MustCompile(`^(compute|sm|lto)_\d+[a-z]?$`)
+	nvccReleaseRe = lazyre.New(`release (\d+\.\d+), V(\d+\.\d+\.\d+)`)
+	nvccShortRe   = lazyre.New(`release (\d+\.\d+)`)
+	cudaHRe       = lazyre.New(`^#define\s+CUDA_VERSION\s+(\d+)`)
+	archRe        = lazyre.New(`^(compute|sm|lto)_\d+[a-z]?$`)
 )
 
 // ParseNVCCVersion reads "Cuda compilation tools, release 13.0, V13.0.88"
 // from `nvcc --version` as "13.0.88".
 func ParseNVCCVersion(out []byte) string {
-	if m := nvccReleaseRe.FindSubmatch(out); m != nil {
+	if m := nvccReleaseRe().FindSubmatch(out); m != nil {
 		return string(m[2])
 	}
-	if m := nvccShortRe.FindSubmatch(out); m != nil {
+	if m := nvccShortRe().FindSubmatch(out); m != nil {
 		return string(m[1])
 	}
 	return ""
@@ -159,7 +160,7 @@ func readCUDAHVersion(path string) (string, int, error) {
 		return "", 0, fmt.Errorf("%s: not readable", path)
 	}
 	for i, line := range strings.Split(string(data), "\n") {
-		if m := cudaHRe.FindStringSubmatch(strings.TrimSpace(line)); m != nil {
+		if m := cudaHRe().FindStringSubmatch(strings.TrimSpace(line)); m != nil {
 			n, _ := strconv.Atoi(m[1])
 			return fmt.Sprintf("%d.%d", n/1000, (n%1000)/10), i + 1, nil
 		}
@@ -171,7 +172,7 @@ func readCUDAHVersion(path string) (string, int, error) {
 func ParseArchList(out []byte) []string {
 	var arches []string
 	for _, f := range strings.Fields(string(out)) {
-		if archRe.MatchString(f) {
+		if archRe().MatchString(f) {
 			arches = append(arches, f)
 		}
 	}
@@ -192,11 +193,11 @@ func versionLess(a, b string) bool {
 	return a < b
 }
 
-var numRe = regexp.MustCompile(`\d+`)
+var numRe = lazyre.New(`\d+`)
 
 func versionNums(s string) []int {
 	var out []int
-	for _, m := range numRe.FindAllString(s, -1) {
+	for _, m := range numRe().FindAllString(s, -1) {
 		n, _ := strconv.Atoi(m)
 		out = append(out, n)
 	}

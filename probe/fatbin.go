@@ -6,10 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/smpatch/smpatch/internal/lazyre"
 )
 
 // The reader below lists the SM targets of CUDA binaries without loading
@@ -373,7 +374,7 @@ const (
 	flagFamily       = 1 << 21
 )
 
-var noteArchRe = regexp.MustCompile(`-arch[ =](sm_\d+[af]?)\b`)
+var noteArchRe = lazyre.New(`-arch[ =](sm_\d+[af]?)\b`)
 
 // cubinNoteArch reads "-arch sm_120a" from a cubin's .note.nv.tkinfo.
 func cubinNoteArch(r io.ReaderAt, size int64, secs []elfSection, strndx uint32) string {
@@ -388,7 +389,7 @@ func cubinNoteArch(r io.ReaderAt, size int64, secs []elfSection, strndx uint32) 
 		if _, err := r.ReadAt(buf, int64(s.offset)); err != nil && err != io.EOF {
 			return ""
 		}
-		if m := noteArchRe.FindSubmatch(buf); m != nil {
+		if m := noteArchRe().FindSubmatch(buf); m != nil {
 			return string(m[1])
 		}
 	}

@@ -4,10 +4,11 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/smpatch/smpatch/internal/lazyre"
 )
 
 // fiTree is one flashinfer installation or checkout on an fs.FS. pkg is the
@@ -149,7 +150,7 @@ func analyzeFlashInfer(t *fiTree, r *Report) *FlashInfer {
 func (t *fiTree) version() (string, string) {
 	p := path.Join(t.pkg, "_build_meta.py")
 	if data, err := fs.ReadFile(t.fsys, p); err == nil {
-		if m := buildMetaRe.FindSubmatch(data); m != nil {
+		if m := buildMetaRe().FindSubmatch(data); m != nil {
 			return string(m[1]), t.rel(p)
 		}
 	}
@@ -162,7 +163,7 @@ func (t *fiTree) version() (string, string) {
 	return "", ""
 }
 
-var buildMetaRe = regexp.MustCompile(`(?m)^__version__\s*=\s*["']([^"']+)["']`)
+var buildMetaRe = lazyre.New(`(?m)^__version__\s*=\s*["']([^"']+)["']`)
 
 // moduleHeaders maps a module's .cu sources to the comm headers they use:
 // the header of the same name, and the flashinfer/comm includes of the
@@ -182,7 +183,7 @@ func (t *fiTree) moduleHeaders(sources []string) []string {
 			add(base + ".cuh")
 		}
 		if data, err := fs.ReadFile(t.fsys, path.Join(t.csrc, path.Base(s))); err == nil {
-			for _, m := range commIncludeRe.FindAllSubmatch(data, -1) {
+			for _, m := range commIncludeRe().FindAllSubmatch(data, -1) {
 				add(string(m[1]))
 			}
 		}
@@ -191,17 +192,17 @@ func (t *fiTree) moduleHeaders(sources []string) []string {
 	return out
 }
 
-var commIncludeRe = regexp.MustCompile(`#include\s*[<"]flashinfer/comm/([^">]+)[">]`)
+var commIncludeRe = lazyre.New(`#include\s*[<"]flashinfer/comm/([^">]+)[">]`)
 
 var (
-	defRe           = regexp.MustCompile(`^def\s+([A-Za-z_][A-Za-z0-9_]*)\s*\(`)
-	constListRe     = regexp.MustCompile(`(?m)^([A-Za-z_][A-Za-z0-9_]*)\s*(?::[^=]+)?=\s*(\[[^\]]*\])`)
-	callNameRe      = regexp.MustCompile(`\b([A-Za-z_][A-Za-z0-9_]*)\s*\(`)
-	smFlagsRe       = regexp.MustCompile(`\bsm(\d+)([af]?)_nvcc_flags\b`)
-	gencodeRe       = regexp.MustCompile(`code=sm_(\d+)([af]?)`)
-	cuSourceRe      = regexp.MustCompile(`["']([A-Za-z0-9_./-]+\.cu)["']`)
-	nvccFlagsCallRe = regexp.MustCompile(`get_nvcc_flags_list\s*\(`)
-	genJitSpecRe    = regexp.MustCompile(`\bgen_jit_spec\s*\(`)
+	defRe           = lazyre.New(`^def\s+([A-Za-z_][A-Za-z0-9_]*)\s*\(`)
+	constListRe     = lazyre.New(`(?m)^([A-Za-z_][A-Za-z0-9_]*)\s*(?::[^=]+)?=\s*(\[[^\]]*\])`)
+	callNameRe      = lazyre.New(`\b([A-Za-z_][A-Za-z0-9_]*)\s*\(`)
+	smFlagsRe       = lazyre.New(`\bsm(\d+)([af]?)_nvcc_flags\b`)
+	gencodeRe       = lazyre.New(`code=sm_(\d+)([af]?)`)
+	cuSourceRe      = lazyre.New(`["']([A-Za-z0-9_./-]+\.cu)["']`)
+	nvccFlagsCallRe = lazyre.New(`get_nvcc_flags_list\s*\(`)
+	genJitSpecRe    = lazyre.New(`\bgen_jit_spec\s*\(`)
 )
 
 type pyFunc struct {
@@ -216,7 +217,7 @@ func splitFuncs(src string) []pyFunc {
 	var funcs []pyFunc
 	cur := -1
 	for i, l := range lines {
-		if m := defRe.FindStringSubmatch(l); m != nil {
+		if m := defRe().FindStringSubmatch(l); m != nil {
 			funcs = append(funcs, pyFunc{name: m[1], line: i + 1})
 			cur = len(funcs) - 1
 			funcs[cur].lines = append(funcs[cur].lines, l)
@@ -295,7 +296,7 @@ type gateCall struct {
 func ParseGenerators(file string, data []byte) map[string]*Module {
 	src := string(data)
 	consts := map[string][]int{}
-	for _, m := range constListRe.FindAllStringSubmatch(src, -1) {
+	for _, m := range constListRe().FindAllStringSubmatch(src, -1) {
 		if ints, ok := parseIntList(m[2]); ok {
 			consts[m[1]] = ints
 		}
@@ -333,7 +334,7 @@ func ParseGenerators(file string, data []byte) map[string]*Module {
 			}
 			return f.line
 		}
-		for _, loc := range nvccFlagsCallRe.FindAllStringIndex(body, -1) {
+		for _, loc := range nvccFlagsCallRe().FindAllStringIndex(body, -1) {
 			open := loc[1] - 1
 			args, ok := callArgs(body, open)
 			g := gateCall{line: line(loc[0])}
@@ -383,7 +384,7 @@ func ParseGenerators(file string, data []byte) map[string]*Module {
 			}
 			in.gates = append(in.gates, g)
 		}
-		for _, loc := range genJitSpecRe.FindAllStringIndex(body, -1) {
+		for _, loc := range genJitSpecRe().FindAllStringIndex(body, -1) {
 			if in.specLine == 0 {
 				in.specLine = line(loc[0])
 			}
@@ -395,16 +396,16 @@ func ParseGenerators(file string, data []byte) map[string]*Module {
 			if len(first) >= 2 && (first[0] == '"' || first[0] == '\'') && first[len(first)-1] == first[0] && !strings.ContainsAny(first[1:len(first)-1], "{}\"'") {
 				in.names = append(in.names, first[1:len(first)-1])
 			}
-			for _, m := range cuSourceRe.FindAllStringSubmatch(args, -1) {
+			for _, m := range cuSourceRe().FindAllStringSubmatch(args, -1) {
 				in.sources = append(in.sources, m[1])
 			}
 			// Fixed targets in the spec's flags.
 			if j := strings.Index(args, "extra_cuda_cflags"); j >= 0 {
 				expr := args[j:]
-				for _, m := range smFlagsRe.FindAllStringSubmatch(expr, -1) {
+				for _, m := range smFlagsRe().FindAllStringSubmatch(expr, -1) {
 					in.explicit = append(in.explicit, "sm_"+m[1]+m[2])
 				}
-				for _, m := range gencodeRe.FindAllStringSubmatch(expr, -1) {
+				for _, m := range gencodeRe().FindAllStringSubmatch(expr, -1) {
 					in.explicit = append(in.explicit, "sm_"+m[1]+m[2])
 				}
 				if len(in.explicit) > 0 {
@@ -415,7 +416,7 @@ func ParseGenerators(file string, data []byte) map[string]*Module {
 				}
 			}
 		}
-		for _, m := range callNameRe.FindAllStringSubmatch(body, -1) {
+		for _, m := range callNameRe().FindAllStringSubmatch(body, -1) {
 			in.calls = append(in.calls, m[1])
 		}
 		if strings.Contains(body, "_get_cuda_arch_flags") {
@@ -593,10 +594,10 @@ func dedup(ss []string) []string {
 }
 
 var (
-	ppCondRe  = regexp.MustCompile(`^\s*#\s*(if|elif)\b(.*)$`)
-	archLtRe  = regexp.MustCompile(`__CUDA_ARCH__\s*(<=?)\s*(\d+)`)
-	archGeRe  = regexp.MustCompile(`__CUDA_ARCH__\s*(>=?)\s*(\d+)`)
-	sm12MinRe = regexp.MustCompile(`SM 12\.x requires CUDA >= (\d+(?:\.\d+)*)`)
+	ppCondRe  = lazyre.New(`^\s*#\s*(if|elif)\b(.*)$`)
+	archLtRe  = lazyre.New(`__CUDA_ARCH__\s*(<=?)\s*(\d+)`)
+	archGeRe  = lazyre.New(`__CUDA_ARCH__\s*(>=?)\s*(\d+)`)
+	sm12MinRe = lazyre.New(`SM 12\.x requires CUDA >= (\d+(?:\.\d+)*)`)
 )
 
 // ParseHeaderExclusions finds preprocessor conditions that compile code out
@@ -606,12 +607,12 @@ var (
 func ParseHeaderExclusions(file string, data []byte) []HeaderExclusion {
 	var out []HeaderExclusion
 	for i, l := range strings.Split(string(data), "\n") {
-		m := ppCondRe.FindStringSubmatch(l)
+		m := ppCondRe().FindStringSubmatch(l)
 		if m == nil {
 			continue
 		}
 		cond := m[2]
-		lt := archLtRe.FindStringSubmatch(cond)
+		lt := archLtRe().FindStringSubmatch(cond)
 		if lt == nil {
 			continue
 		}
@@ -622,7 +623,7 @@ func ParseHeaderExclusions(file string, data []byte) []HeaderExclusion {
 		if lt[1] == "<=" {
 			n++
 		}
-		if n < 1000 && !archGeRe.MatchString(cond) {
+		if n < 1000 && !archGeRe().MatchString(cond) {
 			continue
 		}
 		from := n / 100
@@ -637,7 +638,7 @@ func ParseHeaderExclusions(file string, data []byte) []HeaderExclusion {
 // ParseSM12CUDAMin finds `SM 12.x requires CUDA >= X` in compilation_context.py.
 func ParseSM12CUDAMin(data []byte) (string, int) {
 	for i, l := range strings.Split(string(data), "\n") {
-		if m := sm12MinRe.FindStringSubmatch(l); m != nil {
+		if m := sm12MinRe().FindStringSubmatch(l); m != nil {
 			return m[1], i + 1
 		}
 	}

@@ -5,11 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/smpatch/smpatch/internal/lazyre"
 )
 
 // GPUQueryArgs are the nvidia-smi arguments the probe uses (DOMAIN.md).
@@ -60,9 +61,9 @@ func probeGPUs(ctx context.Context, r *Report, h *Host, procRoot string, timeout
 }
 
 var (
-	ansiRe = regexp.MustCompile("\x1b\\[[0-9;]*[A-Za-z]")
-	smRe   = regexp.MustCompile(`^\d+\.\d+$`)
-	memRe  = regexp.MustCompile(`^(\d+)\s*MiB$`)
+	ansiRe = lazyre.New("\x1b\\[[0-9;]*[A-Za-z]")
+	smRe   = lazyre.New(`^\d+\.\d+$`)
+	memRe  = lazyre.New(`^(\d+)\s*MiB$`)
 )
 
 // ParseGPUQuery parses `nvidia-smi --query-gpu=index,name,uuid,compute_cap,
@@ -90,12 +91,12 @@ func ParseGPUQuery(out []byte) (gpus []GPU, driver string, err error) {
 			return nil, "", fmt.Errorf("line %d: index %q is not a number", i+1, clip(f[0], 40))
 		}
 		g.Index = idx
-		if smRe.MatchString(f[n-3]) {
+		if smRe().MatchString(f[n-3]) {
 			g.SM = f[n-3]
 		} else if !isNA(f[n-3]) {
 			return nil, "", fmt.Errorf("line %d: compute capability %q is not MAJOR.MINOR", i+1, clip(f[n-3], 40))
 		}
-		if m := memRe.FindStringSubmatch(f[n-1]); m != nil {
+		if m := memRe().FindStringSubmatch(f[n-1]); m != nil {
 			g.MemoryMiB, _ = strconv.Atoi(m[1])
 		} else if !isNA(f[n-1]) {
 			return nil, "", fmt.Errorf("line %d: memory %q is not N MiB", i+1, clip(f[n-1], 40))
@@ -123,7 +124,7 @@ func ParseP2PMatrix(out []byte, n int) ([][]string, error) {
 	m := make([][]string, n)
 	rows := 0
 	// nvidia-smi underlines the header with terminal escapes even into a pipe.
-	out = ansiRe.ReplaceAll(out, nil)
+	out = ansiRe().ReplaceAll(out, nil)
 	for _, line := range strings.Split(string(out), "\n") {
 		f := strings.Fields(line)
 		if len(f) == 0 {
@@ -229,14 +230,14 @@ func readProcGPUs(procRoot string) ([]GPU, error) {
 	return gpus, nil
 }
 
-var procVersionRe = regexp.MustCompile(`Kernel Module\s+(\d+\.\d+(?:\.\d+)?)`)
+var procVersionRe = lazyre.New(`Kernel Module\s+(\d+\.\d+(?:\.\d+)?)`)
 
 func readProcDriverVersion(procRoot string) (string, error) {
 	data, err := os.ReadFile(filepath.Join(procRoot, "driver", "nvidia", "version"))
 	if err != nil {
 		return "", err
 	}
-	if m := procVersionRe.FindSubmatch(data); m != nil {
+	if m := procVersionRe().FindSubmatch(data); m != nil {
 		return string(m[1]), nil
 	}
 	return "", fmt.Errorf("no version")

@@ -10,12 +10,12 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/smpatch/smpatch/internal/lazyre"
 	"github.com/smpatch/smpatch/source"
 )
 
@@ -77,7 +77,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	py.SitePackages = append(py.SitePackages, dirs...)
 	for _, d := range dirs {
-		if m := pyVersionRe.FindStringSubmatch(d); m != nil {
+		if m := pyVersionRe().FindStringSubmatch(d); m != nil {
 			py.Version = m[1]
 			break
 		}
@@ -135,7 +135,7 @@ func pythonDirs(ctx context.Context, r *Report, py *Python, opts Options) ([]str
 	return dirs, nil
 }
 
-var pyVersionRe = regexp.MustCompile(`python(\d+\.\d+)`)
+var pyVersionRe = lazyre.New(`python(\d+\.\d+)`)
 
 // Static reads what needs no running machine from a filesystem: the
 // distributions in sitePackages (slash paths on fsys, leading "/" allowed),
@@ -165,7 +165,7 @@ func staticInto(ctx context.Context, r *Report, fsys fs.FS, dirs []string, opts 
 	}
 	if p := r.Packages["torch"]; p != nil {
 		if data, err := fs.ReadFile(fsys, path.Join(fsPath(p.Location), "torch", "version.py")); err == nil {
-			if m := torchCUDARe.FindSubmatch(data); m != nil {
+			if m := torchCUDARe().FindSubmatch(data); m != nil {
 				p.CUDA = string(m[1])
 			}
 		}
@@ -241,7 +241,7 @@ func baseVersion(v string) string {
 	return v
 }
 
-var torchCUDARe = regexp.MustCompile(`(?m)^cuda\s*(?::[^=]*)?=\s*['"]([^'"]+)['"]`)
+var torchCUDARe = lazyre.New(`(?m)^cuda\s*(?::[^=]*)?=\s*['"]([^'"]+)['"]`)
 
 // reportMajors are the majors verdicts are computed for.
 func reportMajors(r *Report, extra []int) []int {

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -29,6 +28,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport/server"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/gofrs/flock"
+
+	"github.com/smpatch/smpatch/internal/lazyre"
 )
 
 // DefaultURL is the public repository of a known project, "" for others.
@@ -89,7 +90,7 @@ func NewRepoCache(dir string) (*RepoCache, error) {
 	return &RepoCache{Dir: dir}, nil
 }
 
-var slugUnsafe = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+var slugUnsafe = lazyre.New(`[^A-Za-z0-9._-]+`)
 
 // CacheSlug is the directory name of url's repository in the cache: the URL
 // made readable (scheme and credentials dropped) and a short hash of the
@@ -107,7 +108,7 @@ func CacheSlug(url string) string {
 		}
 	}
 	s = strings.TrimSuffix(strings.TrimSuffix(s, "/"), ".git")
-	s = strings.Trim(slugUnsafe.ReplaceAllString(s, "-"), "-.")
+	s = strings.Trim(slugUnsafe().ReplaceAllString(s, "-"), "-.")
 	if len(s) > 80 {
 		s = s[len(s)-80:]
 	}
@@ -340,12 +341,12 @@ func ResolveRevision(repo *git.Repository, rev string) (plumbing.Hash, error) {
 	return plumbing.ZeroHash, unknownRevision(repo, rev, "")
 }
 
-var fullSHA = regexp.MustCompile(`^[0-9a-f]{40}$`)
+var fullSHA = lazyre.New(`^[0-9a-f]{40}$`)
 
 // resolveLocal resolves rev from what the repository holds. With stableOnly,
 // only names that cannot move (a full SHA, a tag) resolve.
 func resolveLocal(repo *git.Repository, rev string, stableOnly bool) (plumbing.Hash, bool) {
-	if fullSHA.MatchString(rev) {
+	if fullSHA().MatchString(rev) {
 		h := plumbing.NewHash(rev)
 		if c, err := repo.CommitObject(h); err == nil {
 			return c.Hash, true

@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"path"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -17,6 +16,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/hashicorp/go-version"
+
+	"github.com/smpatch/smpatch/internal/lazyre"
 )
 
 // RevisionTree is one commit of an upstream repository, read straight from
@@ -169,7 +170,7 @@ func VersionFiles(p Project) []string {
 	return nil
 }
 
-var pyVersionLiteral = regexp.MustCompile(`(?m)^__version__\s*(?::\s*str\s*)?=\s*["']([^"']+)["']`)
+var pyVersionLiteral = lazyre.New(`(?m)^__version__\s*(?::\s*str\s*)?=\s*["']([^"']+)["']`)
 
 // RevisionVersionLiteral reads a version from the contents of one of VersionFiles:
 // a bare version (version.txt) or a __version__ = "..." literal. It returns
@@ -182,7 +183,7 @@ func RevisionVersionLiteral(name string, data []byte) (string, int, bool) {
 		}
 		return s, 1, true
 	}
-	for _, m := range pyVersionLiteral.FindAllSubmatchIndex(data, -1) {
+	for _, m := range pyVersionLiteral().FindAllSubmatchIndex(data, -1) {
 		s := string(data[m[2]:m[3]])
 		if strings.HasPrefix(s, "0.0.0") {
 			continue // a fallback for builds without metadata
