@@ -50,3 +50,13 @@ func BenchmarkApplyRevert(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkLoadCatalog loads the built-in catalog, variant overlap check
+// included, as every command that names a patch does.
+func BenchmarkLoadCatalog(b *testing.B) {
+	for b.Loop() {
+		if _, err := LoadCatalog(nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

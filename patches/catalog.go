@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/BurntSushi/toml"
 	"github.com/hashicorp/go-version"
@@ -497,10 +498,14 @@ func (l *loader) variants(p *Patch, vs []variantFile, digest interface{ Write([]
 		}
 		p.Variants = append(p.Variants, v)
 	}
+	probes := make([]variantProbes, len(p.Variants))
+	for i, v := range p.Variants {
+		probes[i] = probesOf(v.Versions)
+	}
 	for i := range p.Variants {
 		for j := i + 1; j < len(p.Variants); j++ {
 			a, b := p.Variants[i], p.Variants[j]
-			if v, ok := overlap(a, b); ok {
+			if v, ok := overlap(a, b, probes[i], probes[j]); ok {
 				return l.errf(l.line("variant", j, "versions"), "variant %q (%s) overlaps variant %q (%s): both admit %s",
 					b.Name, orAny(b.Versions), a.Name, orAny(a.Versions), v)
 			}
@@ -540,8 +545,9 @@ var tomlLineRE = lazyre.New(`^toml: line (\d+)(?: \(last key "[^"]*"\))?: (.*)$`
 var versionInConstraint = lazyre.New(`[0-9][0-9A-Za-z.+!_-]*`)
 
 // overlap reports a version both variants admit, probing every version the
-// constraints name and the versions just below and above each.
-func overlap(a, b *Variant) (string, bool) {
+// constraints name and the versions just below and above each (pa and pb are
+// probesOf a's and b's versions).
+func overlap(a, b *Variant, pa, pb variantProbes) (string, bool) {
 	if len(a.Constraints) == 0 || len(b.Constraints) == 0 {
 		if a.Versions == "" && b.Versions == "" {
 			return "every version", true
@@ -549,34 +555,49 @@ func overlap(a, b *Variant) (string, bool) {
 		// An unconstrained variant overlaps every other.
 		return "every version the other admits", true
 	}
-	for _, probe := range probes(a.Versions + "," + b.Versions) {
-		if source.Satisfies(a.Constraints, probe) && source.Satisfies(b.Constraints, probe) {
-			return source.VersionString(probe), true
+	for _, list := range [][]*version.Version{edgeProbes(), pa.named, pb.named, pa.near, pb.near} {
+		for _, probe := range list {
+			if source.Satisfies(a.Constraints, probe) && source.Satisfies(b.Constraints, probe) {
+				return source.VersionString(probe), true
+			}
 		}
 	}
 	return "", false
 }
 
-// probes returns the versions named in a constraint text, each with
-// neighbours just below and above it, plus a very small and a very large one.
-func probes(text string) []*version.Version {
+// variantProbes are the versions a constraint text names and, for each in
+// turn, its neighbours just below and above.
+type variantProbes struct {
+	named, near []*version.Version
+}
+
+// edgeProbes are a very small and a very large version.
+var edgeProbes = sync.OnceValue(func() []*version.Version {
 	var out []*version.Version
-	add := func(s string) {
+	for _, s := range []string{"0.0.0", "99999.0.0"} {
 		if v, err := source.ParseVersion(s); err == nil {
 			out = append(out, v)
 		}
 	}
-	add("0.0.0")
-	add("99999.0.0")
-	var named []*version.Version
+	return out
+})
+
+// probesOf parses the versions of one variant's constraint text, once for
+// all the pairs the variant is part of.
+func probesOf(text string) variantProbes {
+	var p variantProbes
+	add := func(s string) {
+		if v, err := source.ParseVersion(s); err == nil {
+			p.near = append(p.near, v)
+		}
+	}
 	for _, m := range versionInConstraint().FindAllString(text, -1) {
 		m = strings.TrimRight(m, ".")
 		if v, err := source.ParseVersion(m); err == nil {
-			named = append(named, v)
+			p.named = append(p.named, v)
 		}
 	}
-	out = append(out, named...)
-	for _, v := range named {
+	for _, v := range p.named {
 		segs := v.Segments()
 		add(joinSegs(segs) + ".99999")
 		add(joinSegs(segs) + ".1")
@@ -593,13 +614,13 @@ func probes(text string) []*version.Version {
 		bumped := append(append([]int(nil), segs[:len(segs)-1]...), segs[len(segs)-1]+1)
 		add(joinSegs(bumped))
 	}
-	return out
+	return p
 }
 
 func joinSegs(segs []int) string {
 	parts := make([]string, len(segs))
 	for i, s := range segs {
-		parts[i] = fmt.Sprint(s)
+		parts[i] = strconv.Itoa(s)
 	}
 	return strings.Join(parts, ".")
 }

@@ -2,11 +2,13 @@ package source
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/hashicorp/go-version"
+
+	"github.com/smpatch/smpatch/internal/lazyre"
 )
 
 // PEP 440 versions (0.5.3rc2, 0.5.6.post2, 0.0.0.dev9596+g29b7f22d8) are
@@ -24,7 +26,7 @@ import (
 //
 // VersionString turns it back into canonical PEP 440 text.
 
-var pep440Regexp = regexp.MustCompile(`(?i)^\s*v?` +
+var pep440Regexp = lazyre.New(`(?i)^\s*v?` +
 	`(?:([0-9]+)!)?` + // epoch
 	`([0-9]+(?:\.[0-9]+)*)` + // release
 	`(?:[-_.]?(a|b|c|rc|alpha|beta|pre|preview)[-_.]?([0-9]+)?)?` + // pre
@@ -43,8 +45,54 @@ type pep440 struct {
 	local   []string
 }
 
+// memo remembers a pure function's answers by input text: the catalog's
+// overlap check and Satisfies read the same few version and constraint texts
+// again and again. It is emptied when it grows past memoMax entries, so odd
+// inputs cannot make it grow for ever. Answers are shared: callers must not
+// modify them.
+type memo[V any] struct {
+	mu sync.Mutex
+	m  map[string]V
+}
+
+const memoMax = 1024
+
+func (c *memo[V]) get(key string, f func(string) V) V {
+	c.mu.Lock()
+	v, ok := c.m[key]
+	c.mu.Unlock()
+	if ok {
+		return v
+	}
+	v = f(key)
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= memoMax {
+		c.m = make(map[string]V)
+	}
+	c.m[key] = v
+	c.mu.Unlock()
+	return v
+}
+
+type parseResult struct {
+	p   *pep440
+	err error
+}
+
+var parsed memo[parseResult]
+
+// parsePEP440 parses s (once per text; the result is shared and must not
+// be modified).
 func parsePEP440(s string) (*pep440, error) {
-	m := pep440Regexp.FindStringSubmatch(s)
+	r := parsed.get(s, func(s string) parseResult {
+		p, err := parsePEP440Text(s)
+		return parseResult{p, err}
+	})
+	return r.p, r.err
+}
+
+func parsePEP440Text(s string) (*pep440, error) {
+	m := pep440Regexp().FindStringSubmatch(s)
 	if m == nil {
 		return nil, fmt.Errorf("malformed version %q (not PEP 440)", s)
 	}
@@ -300,7 +348,7 @@ func ComparePEP440(a, b *version.Version) int {
 	return pa.compare(pb)
 }
 
-var constraintOpRegexp = regexp.MustCompile(`^\s*(===|==|!=|~=|~>|<=|>=|<|>|=)?\s*(.*?)\s*$`)
+var constraintOpRegexp = lazyre.New(`^\s*(===|==|!=|~=|~>|<=|>=|<|>|=)?\s*(.*?)\s*$`)
 
 // ParseConstraints parses a comma-separated list of PEP 440 comparisons
 // (">= 0.5.0, < 0.5.7", "==0.6.17", "~=0.6.16") into go-version constraints.
@@ -312,7 +360,7 @@ func ParseConstraints(s string) (version.Constraints, error) {
 	}
 	var parts []string
 	for _, one := range strings.Split(s, ",") {
-		m := constraintOpRegexp.FindStringSubmatch(one)
+		m := constraintOpRegexp().FindStringSubmatch(one)
 		op, vs := m[1], m[2]
 		if vs == "" {
 			return nil, fmt.Errorf("constraint %q: missing version", strings.TrimSpace(one))
@@ -342,6 +390,14 @@ func ParseConstraints(s string) (version.Constraints, error) {
 	return cs, nil
 }
 
+var constraintParts memo[[]string]
+
+// splitConstraint is constraintOpRegexp's submatches of text (once per text;
+// the result is shared and must not be modified).
+func splitConstraint(text string) []string {
+	return constraintParts.get(text, constraintOpRegexp().FindStringSubmatch)
+}
+
 // Satisfies reports whether v meets every constraint under PEP 440 ordering.
 // Unlike go-version's Check, pre-releases are ordinary versions here:
 // 0.5.3rc2 satisfies ">= 0.5.0, < 0.5.7". A local label on v is ignored
@@ -355,7 +411,7 @@ func Satisfies(cs version.Constraints, v *version.Version) bool {
 		return cs.Check(v)
 	}
 	for _, c := range cs {
-		m := constraintOpRegexp.FindStringSubmatch(c.String())
+		m := splitConstraint(c.String())
 		pc, err := parsePEP440(m[2])
 		if err != nil {
 			if !c.Check(v) {
