@@ -111,7 +111,7 @@ func runProbe(ctx context.Context, w io.Writer, g *globalOptions, o *probeOption
 	}
 	// Without an interpreter, the site-packages came from --site-packages
 	// or from the image.
-	from := "--site-packages"
+	from := "no interpreter asked; site-packages from --site-packages"
 	if o.Image != "" {
 		from = "image " + o.Image
 	}
