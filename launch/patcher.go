@@ -25,6 +25,16 @@ type TreePatcher struct {
 	mu      sync.Mutex
 	trees   map[source.Project]source.WritableTree
 	applied map[string]source.WritableTree // patches this run applied, by name
+	before  []string                       // patches the trees had when Check ran
+}
+
+// AppliedBefore names the patches the trees already had when Check ran
+// (applied by hand): they stay applied for every cell, also for cells
+// whose patch set lacks them.
+func (tp *TreePatcher) AppliedBefore() []string {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	return slices.Clone(tp.before)
 }
 
 func (tp *TreePatcher) tree(ctx context.Context, p source.Project) (source.WritableTree, error) {
@@ -66,6 +76,7 @@ func (tp *TreePatcher) Check(ctx context.Context, names []string) error {
 			return err
 		}
 		for _, e := range st.Patches {
+			tp.before = append(tp.before, e.Name)
 			for _, note := range e.Notes {
 				if strings.HasPrefix(note, runNote) {
 					return fmt.Errorf("%s: %s is still applied by an earlier matrix run that did not finish (%s); cells without it would run with it: revert it first (smpatch revert %s --repo %s)",

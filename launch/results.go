@@ -484,14 +484,16 @@ func (s *Summary) WriteText(w io.Writer) {
 	}
 	bw := bufio.NewWriter(w)
 	for _, row := range rows {
+		var line strings.Builder
 		for i, c := range row {
 			if i == len(row)-1 {
-				bw.WriteString(truncate(c, 120))
+				line.WriteString(truncate(c, 120))
 				break
 			}
-			bw.WriteString(c + strings.Repeat(" ", widths[i]-len([]rune(c))+2))
+			line.WriteString(c + strings.Repeat(" ", widths[i]-len([]rune(c))+2))
 		}
-		bw.WriteString("\n")
+		// No trailing blanks when the last columns are empty.
+		bw.WriteString(strings.TrimRight(line.String(), " ") + "\n")
 	}
 	if s.Baseline != "" {
 		fmt.Fprintf(bw, "* baseline; Δ is the change against it\n")

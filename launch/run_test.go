@@ -572,3 +572,21 @@ func TestRunStaleServerOnPort(t *testing.T) {
 		t.Error("the cell's server was started on a taken port")
 	}
 }
+
+// The text table has no trailing blanks on rows whose last columns are
+// empty (an ok cell has no triage).
+func TestWriteTextNoTrailingBlanks(t *testing.T) {
+	hs := 0.4
+	s := &Summary{Name: "t", Metrics: []string{"throughput"}, Results: []*Result{
+		{ID: "ok-cell", Status: StatusOK, HealthySeconds: &hs, Metrics: map[string]float64{"throughput": 82}},
+		{ID: "failed-cell", Status: StatusFailed, Reason: "exited"},
+	}}
+	s.count()
+	var b bytes.Buffer
+	s.WriteText(&b)
+	for _, l := range strings.Split(b.String(), "\n") {
+		if strings.HasSuffix(l, " ") {
+			t.Errorf("trailing blanks: %q", l)
+		}
+	}
+}

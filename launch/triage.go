@@ -71,6 +71,8 @@ type signatureFile struct {
 	Signature []*Signature `toml:"signature"`
 }
 
+var tomlLineRe = regexp.MustCompile(`^toml: line (\d+) \(last key "([^"]*)"\): (.*)$`)
+
 // ParseSignatures reads a signature file's bytes; name is used in errors
 // ("name:line: ...").
 func ParseSignatures(name string, data []byte) (*Signatures, error) {
@@ -80,6 +82,10 @@ func ParseSignatures(name string, data []byte) (*Signatures, error) {
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
 			return nil, fmt.Errorf("%s:%d: %s", name, pe.Position.Line, pe.Message)
+		}
+		// Type mismatches come as plain errors: toml: line N (last key "k"): msg.
+		if m := tomlLineRe.FindStringSubmatch(err.Error()); m != nil {
+			return nil, fmt.Errorf("%s:%s: %s (key %q)", name, m[1], m[3], m[2])
 		}
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}

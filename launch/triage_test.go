@@ -171,6 +171,7 @@ func TestParseSignaturesErrors(t *testing.T) {
 		{"syntax", "[[signature]]\nlabel = \n", "x.toml:2:"},
 		{"unknown key", "[[signature]]\nlabel = \"a\"\npattern = \"b\"\nfatl = true\n", `x.toml:4: unknown key "signature.fatl"`},
 		{"no label", "[[signature]]\npattern = \"b\"\n", "x.toml:1: signature without a label"},
+		{"wrong type", "[[signature]]\nlabel = \"a\"\npattern = 5\n", `x.toml:3: incompatible types: TOML value has type int64; destination has type string (key "signature.pattern")`},
 		{"no pattern", "\n[[signature]]\nlabel = \"a\"\n", `x.toml:2: signature "a" without a pattern`},
 		{"bad regexp", "[[signature]]\nlabel = \"a\"\npattern = \"(\"\n", `x.toml:3: signature "a": bad pattern`},
 		{"matches all", "[[signature]]\nlabel = \"a\"\npattern = \".*\"\n", `x.toml:3: signature "a": pattern matches every line`},

@@ -485,6 +485,11 @@ func (l *loader) variants(p *Patch, vs []variantFile, digest interface{ Write([]
 				return fmt.Errorf("%s: no file changes in diff", src)
 			}
 			for _, fd := range fds {
+				// The engine writes contents and keeps each file's mode: a
+				// mode change would be dropped without a word.
+				if !fd.IsCreate() && !fd.IsDelete() && fd.OldMode != "" && fd.NewMode != "" && fd.OldMode != fd.NewMode {
+					return fmt.Errorf("%s:%d: %s: mode changes are not supported (%s -> %s); smpatch changes file contents only", fd.Source, fd.Line, fd.Path(), fd.OldMode, fd.NewMode)
+				}
 				for _, fp := range []string{fd.OldPath, fd.NewPath} {
 					if fp == "" {
 						continue

@@ -87,6 +87,8 @@ func TestLoadCatalogFSErrors(t *testing.T) {
 		{"unknown table", map[string]string{"demo.toml": head + "[require]\ncuda_min = \"12.9\"\n" + variant("", "demo/a.diff"), "demo/a.diff": testDiff}, `cat/demo.toml:3: unknown key "require"`},
 		{"bad package constraint, inline table", map[string]string{"demo.toml": head + "[requires]\ncuda_min = \"12.9\"\npackages = { torch = \">= 2.9\", zz = \">= banana\", aa = \"~= x\" }\n" + variant("", "demo/a.diff"), "demo/a.diff": testDiff}, `cat/demo.toml:5: requires.packages.aa: `},
 		{"bad package constraint, table", map[string]string{"demo.toml": head + "[requires.packages]\ntorch = \">= 2.9\"\nzz = \">= banana\"\n" + variant("", "demo/a.diff"), "demo/a.diff": testDiff}, `cat/demo.toml:5: requires.packages.zz: `},
+		{"mode change only", map[string]string{"demo.toml": head + variant("", "demo/a.diff"), "demo/a.diff": "diff --git a/python/sglang/run.sh b/python/sglang/run.sh\nold mode 100644\nnew mode 100755\n"}, "cat/demo/a.diff:1: python/sglang/run.sh: mode changes are not supported (100644 -> 100755)"},
+		{"mode change with hunks", map[string]string{"demo.toml": head + variant("", "demo/a.diff"), "demo/a.diff": strings.Replace(testDiff, "comm.py\n", "comm.py\nold mode 100644\nnew mode 100755\n", 1)}, "mode changes are not supported"},
 		{"name mismatch", map[string]string{"demo.toml": "name = \"other\"\nproject = \"sglang\"\n"}, `cat/demo.toml:1: name "other" does not match the file name "demo.toml"`},
 		{"unknown project", map[string]string{"demo.toml": "name = \"demo\"\nproject = \"vllm\"\n"}, `cat/demo.toml:2: unknown project "vllm"`},
 		{"no variant", map[string]string{"demo.toml": head}, "no [[variant]]"},

@@ -46,6 +46,7 @@ func engLoadCatalog(g *globalOptions) (*patches.Catalog, error) {
 func engJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // ">= 0.5.8" as written, not "\u003e= 0.5.8"
 	return enc.Encode(v)
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -150,6 +151,21 @@ func runMatrix(ctx context.Context, g *globalOptions, file string, o *matrixRunO
 				return err
 			}
 			opts.Patcher = tp
+			// A patch applied by hand stays applied for every cell: say so
+			// where a cell's patch set lacks it, so its result is not read
+			// as that patch set's.
+			for _, name := range tp.AppliedBefore() {
+				n := 0
+				for _, c := range cells {
+					if c.Pruned == "" && !slices.Contains(c.Patches, name) {
+						c.Warnings = append(c.Warnings, fmt.Sprintf("the tree already had %s applied before this run: this cell ran with it", name))
+						n++
+					}
+				}
+				if n > 0 {
+					fmt.Fprintf(stderr, "smpatch: warning: the tree already has %s applied (not by this run); %d cell(s) without it in their patch set run with it\n", name, n)
+				}
+			}
 		}
 	}
 	opts.Progress = func(format string, args ...any) {

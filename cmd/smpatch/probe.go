@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -93,19 +94,24 @@ func runProbe(ctx context.Context, w io.Writer, g *globalOptions, o *probeOption
 		}
 	}
 	if o.Output != "" {
-		data, _ := json.MarshalIndent(r, "", "  ")
-		if err := writeFileAtomic(o.Output, append(data, '\n')); err != nil {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		_ = enc.Encode(r)
+		if err := writeFileAtomic(o.Output, buf.Bytes()); err != nil {
 			return fmt.Errorf("probe -o: %w", err)
 		}
 	}
 	if o.JSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
 		return enc.Encode(r)
 	}
 	// Without an interpreter, the site-packages came from --site-packages
 	// or from the image.
-	from := "--site-packages"
+	from := "no interpreter asked; site-packages from --site-packages"
 	if o.Image != "" {
 		from = "image " + o.Image
 	}
@@ -125,6 +131,7 @@ func runScan(w io.Writer, o *probeOptions) error {
 	if o.JSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
 		return enc.Encode(scans)
 	}
 	for _, s := range scans {
