@@ -31,8 +31,11 @@ type ApplyResult struct {
 	Kind string `json:"kind"`
 	// Recovered lists entries left in flight by an earlier command that were
 	// rolled back or finished first.
-	Recovered []string        `json:"recovered,omitempty"`
-	Patches   []*PatchOutcome `json:"patches"`
+	Recovered []string `json:"recovered"`
+	// Notices tell of journal entries found stale: the journal said
+	// applied but the files no longer had the patched bytes.
+	Notices []string        `json:"notices"`
+	Patches []*PatchOutcome `json:"patches"`
 }
 
 // PatchOutcome is one patch's part of an ApplyResult.
@@ -131,7 +134,7 @@ func planProblem(p *Plan, strict bool) string {
 // before it. Errors carry exit codes (exit.Conflict when a plan does not
 // resolve).
 func Apply(ctx context.Context, t source.WritableTree, plans []*Plan, opts ApplyOptions) (*ApplyResult, error) {
-	res := &ApplyResult{Tree: t.Root(), Kind: string(t.Kind()), Patches: []*PatchOutcome{}}
+	res := &ApplyResult{Tree: t.Root(), Kind: string(t.Kind()), Recovered: []string{}, Notices: []string{}, Patches: []*PatchOutcome{}}
 	// Refuse read-only targets before the journal directory is even created.
 	for _, p := range plans {
 		if prob := planProblem(p, opts.Strict); prob != "" {
@@ -159,6 +162,9 @@ func Apply(ctx context.Context, t source.WritableTree, plans []*Plan, opts Apply
 	if res.Recovered, err = j.recover(); err != nil {
 		return res, err
 	}
+	if res.Recovered == nil {
+		res.Recovered = []string{}
+	}
 	var done []*Entry
 	fail := func(err error) (*ApplyResult, error) {
 		if errors.Is(err, errCrash) {
@@ -172,13 +178,26 @@ func Apply(ctx context.Context, t source.WritableTree, plans []*Plan, opts Apply
 		return res, err
 	}
 	for _, p := range plans {
+		// An entry whose files no longer all have the patched bytes is
+		// stale (the files were put back by hand, say): the plan below
+		// decides, on the files as they are now.
+		var staleEntry *Entry
 		if e := j.state.Get(p.Patch.Name); e != nil && e.State == StateApplied {
-			po := outcomeOf(p, "already-applied")
-			po.Reason = fmt.Sprintf("already applied (variant %s, %s)", e.Variant, e.AppliedAt.Format(time.RFC3339))
-			po.Variant = e.Variant
-			po.Files = nil
-			res.Patches = append(res.Patches, po)
-			continue
+			drift, err := entryDrift(t, e)
+			if err != nil {
+				return fail(err)
+			}
+			if len(drift) == 0 {
+				po := outcomeOf(p, "already-applied")
+				po.Reason = fmt.Sprintf("already applied (variant %s, %s)", e.Variant, e.AppliedAt.Format(time.RFC3339))
+				po.Variant = e.Variant
+				po.Files = []*FileOutcome{}
+				res.Patches = append(res.Patches, po)
+				continue
+			}
+			staleEntry = e
+			res.Notices = append(res.Notices, fmt.Sprintf("%s: the journal says applied (%s) but %s no longer %s the patched bytes; planning it again on the files as they are",
+				e.Name, e.AppliedAt.Format(time.RFC3339), strings.Join(drift, ", "), plural(len(drift), "has", "have")))
 		}
 		// The plan was made before the lock was taken: make it again when
 		// the tree changed in between (another smpatch, an earlier patch of
@@ -196,6 +215,11 @@ func Apply(ctx context.Context, t source.WritableTree, plans []*Plan, opts Apply
 			if err != nil {
 				return fail(err)
 			}
+			// Forcing the variant chosen before the lock makes NewPlan
+			// say "named explicitly": the reason it was chosen stands.
+			if vname != "" && np.Variant != nil && np.Variant.Name == vname && p.VariantReason != "" {
+				np.VariantReason = p.VariantReason
+			}
 			if prob := planProblem(np, opts.Strict); prob != "" {
 				return fail(exit.With(exit.Conflict, &ConflictError{Plan: np, Reason: prob}))
 			}
@@ -204,8 +228,21 @@ func Apply(ctx context.Context, t source.WritableTree, plans []*Plan, opts Apply
 		if p.Outcome() == OutcomeAlreadyApplied {
 			po := outcomeOf(p, "already-applied")
 			po.Reason = "already applied: the tree already has every change"
+			if staleEntry != nil {
+				// The journal entry stays: it still has the originals
+				// that revert needs.
+				po.Reason += " (files changed since apply; the journal entry is kept)"
+			}
 			res.Patches = append(res.Patches, po)
 			continue
+		}
+		if staleEntry != nil {
+			// The new entry records the files as they are now as its
+			// originals; the stale one goes first, durably, before its
+			// copies are dropped.
+			if err := j.forget(staleEntry); err != nil {
+				return fail(err)
+			}
 		}
 		e, po, err := j.applyOne(ctx, p, opts)
 		if err != nil {
@@ -215,6 +252,49 @@ func Apply(ctx context.Context, t source.WritableTree, plans []*Plan, opts Apply
 		res.Patches = append(res.Patches, po)
 	}
 	return res, nil
+}
+
+// entryDrift lists the files of an applied entry that no longer have the
+// bytes the patch wrote, each with what it has now ("original", "changed",
+// "missing").
+func entryDrift(t source.Tree, e *Entry) ([]string, error) {
+	var out []string
+	for _, f := range e.Files {
+		h, err := hashCurrent(t, f.Path)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case h == f.Patched:
+			continue
+		case h == f.Original:
+			out = append(out, f.Path+" (original)")
+		case h == "":
+			out = append(out, f.Path+" (missing)")
+		default:
+			out = append(out, f.Path+" (changed)")
+		}
+	}
+	return out, nil
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// forget removes a stale applied entry from the journal: the state first
+// (saved), then its copies.
+func (j *journal) forget(e *Entry) error {
+	j.state.remove(e.Name)
+	if err := j.save(); err != nil {
+		j.state.Patches = append(j.state.Patches, e)
+		return fmt.Errorf("journal: %w", err)
+	}
+	j.dropBlobs(e.Name)
+	return nil
 }
 
 func outcomeOf(p *Plan, status string) *PatchOutcome {

@@ -577,3 +577,104 @@ func TestCrashForcedRevert(t *testing.T) {
 		t.Fatal("server_args.py not restored")
 	}
 }
+
+// A journal entry whose files were put back by hand (git checkout) is
+// stale: apply says so and writes the patch again; a file edited beside the
+// patch's change keeps its entry and is reported as already applied.
+func TestApplyStaleJournalEntry(t *testing.T) {
+	ctx := context.Background()
+	root, tr := engineTree(t)
+	p := enginePatch(t)
+	orig := snapshot(t, root)
+	if _, err := apply(t, p, tr); err != nil {
+		t.Fatal(err)
+	}
+	patched := snapshot(t, root)
+	for path, body := range map[string]string{commPath: commOrig, argsPath: argsOrig} {
+		if err := os.WriteFile(filepath.Join(root, filepath.FromSlash(path)), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := apply(t, p, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Patches[0].Status != "applied" || len(res.Notices) != 1 || !strings.Contains(res.Notices[0], commPath+" (original)") {
+		t.Fatalf("apply over a stale entry: %+v notices %q", res.Patches[0], res.Notices)
+	}
+	if d := diffSnap(patched, snapshot(t, root)); d != "" {
+		t.Fatalf("not patched again: %s", d)
+	}
+	st, err := Status(ctx, tr, nil)
+	if err != nil || len(st.Patches) != 1 || !st.Patches[0].Clean {
+		t.Fatalf("status after re-apply: %+v %v", st, err)
+	}
+	// Edited beside the change: the tree still has every change; the
+	// entry (and its originals) stays.
+	argsFile := filepath.Join(root, filepath.FromSlash(argsPath))
+	b, _ := os.ReadFile(argsFile)
+	edited := append(b, "# local edit\n"...)
+	if err := os.WriteFile(argsFile, edited, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err = apply(t, p, tr)
+	if err != nil || res.Patches[0].Status != "already-applied" || len(res.Notices) != 1 || !strings.Contains(res.Notices[0], "(changed)") {
+		t.Fatalf("apply over an edited file: %+v %q %v", res.Patches[0], res.Notices, err)
+	}
+	if _, err := Revert(ctx, tr, nil, nil, RevertOptions{}); exit.Code(err) != exit.RevertRefused {
+		t.Fatalf("revert of the edited file should be refused: %v", err)
+	}
+	if err := os.WriteFile(argsFile, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Revert(ctx, tr, nil, nil, RevertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if d := diffSnap(orig, snapshot(t, root)); d != "" {
+		t.Fatalf("revert after re-apply left differences: %s", d)
+	}
+}
+
+// The second patch of one call, planned again under the lock over the
+// first, keeps the reason its variant was chosen.
+func TestApplyReplanKeepsVariantReason(t *testing.T) {
+	ctx := context.Background()
+	_, tr := engineTree(t)
+	second := `name = "demo2"
+project = "sglang"
+[[variant]]
+diffs = ["demo2/b.diff"]
+versions = ">= 0.5"
+`
+	secondDiff := `--- a/python/sglang/srt/layers/comm.py
++++ b/python/sglang/srt/layers/comm.py
+@@ -2,2 +2,3 @@
+ def gate():
++    # widened for SM120
+     return _is_sm90_supported
+`
+	dir := t.TempDir()
+	writeCatalog(t, dir, map[string]string{"demo.toml": engineTOML, "demo/a.diff": engineDiff, "demo2.toml": second, "demo2/b.diff": secondDiff})
+	cat, err := loadCatalog(catFS(nil), []string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1, _ := cat.Get("demo")
+	p2, _ := cat.Get("demo2")
+	pl1, pl2 := plan(t, p1, tr), plan(t, p2, tr)
+	want := pl1.VariantReason
+	if want == "" || strings.Contains(want, "explicitly") {
+		t.Fatalf("fixture: first plan's reason %q", want)
+	}
+	res, err := Apply(ctx, tr, []*Plan{pl2, pl1}, ApplyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Patches[1].VariantReason; got != want {
+		t.Fatalf("second patch's variant reason %q, want %q", got, want)
+	}
+	st, err := Status(ctx, tr, nil)
+	if err != nil || st.Patches[1].VariantReason != want {
+		t.Fatalf("journal's variant reason: %+v %v", st.Patches[1], err)
+	}
+}

@@ -642,6 +642,9 @@ func newApplyCmd(g *globalOptions) *cobra.Command {
 				for _, r := range res.Recovered {
 					fmt.Fprintf(c.ErrOrStderr(), "smpatch: %s\n", r)
 				}
+				for _, n := range res.Notices {
+					fmt.Fprintf(c.ErrOrStderr(), "smpatch: %s\n", n)
+				}
 			}
 			if err != nil {
 				var ce *patches.ConflictError
