@@ -394,6 +394,13 @@ func (j *journal) applyOne(ctx context.Context, p *Plan, opts ApplyOptions) (*En
 		newFiles[c.fp.Path] = c.new
 		e.Files = append(e.Files, &FileRecord{Path: c.fp.Path, Original: sha256Hex(c.old), Patched: sha256Hex(c.new)})
 	}
+	var created []string
+	for _, c := range changes {
+		if c.old == nil && c.new != nil {
+			created = append(created, c.fp.Path)
+		}
+	}
+	e.CreatedDirs = newDirs(j.t, created)
 	if err := hook("before-pending"); err != nil {
 		return nil, nil, err
 	}

@@ -678,3 +678,106 @@ versions = ">= 0.5"
 		t.Fatalf("journal's variant reason: %+v %v", st.Patches[1], err)
 	}
 }
+
+// A patch that creates a file under new directories: revert (and a
+// rollback) removes the file and the directories apply made, and leaves a
+// directory that holds something else.
+func TestRevertRemovesCreatedDirs(t *testing.T) {
+	ctx := context.Background()
+	root, tr := engineTree(t)
+	orig := snapshot(t, root)
+	toml := `name = "mkdir"
+project = "sglang"
+[[variant]]
+diffs = ["mkdir/a.diff"]
+`
+	diff := `--- /dev/null
++++ b/python/sglang/srt/newdir/sub/fused.py
+@@ -0,0 +1,1 @@
++FUSED = True
+`
+	dir := t.TempDir()
+	writeCatalog(t, dir, map[string]string{"mkdir.toml": toml, "mkdir/a.diff": diff})
+	cat, err := loadCatalog(catFS(nil), []string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := cat.Get("mkdir")
+	newdir := filepath.Join(root, "python/sglang/srt/newdir")
+	for round := 0; round < 2; round++ {
+		if _, err := apply(t, p, tr); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(filepath.Join(newdir, "sub/fused.py")); err != nil {
+			t.Fatal(err)
+		}
+		keep := filepath.Join(newdir, "mine.txt")
+		if round == 1 {
+			// Something of the user's in a directory apply made keeps it.
+			if err := os.WriteFile(keep, []byte("x"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := Revert(ctx, tr, cat, nil, RevertOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if round == 0 {
+			if _, err := os.Stat(newdir); !errors.Is(err, fs.ErrNotExist) {
+				t.Fatalf("directories made by apply left after revert: %v", err)
+			}
+			if d := diffSnap(orig, snapshot(t, root)); d != "" {
+				t.Fatalf("revert left differences: %s", d)
+			}
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(newdir, "sub")); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("empty directory made by apply left: %v", err)
+		}
+		if _, err := os.Stat(keep); err != nil {
+			t.Fatalf("a directory holding the user's file was removed: %v", err)
+		}
+	}
+	// A rollback (a verify rule fails after writing) removes them too.
+	if err := os.RemoveAll(newdir); err != nil {
+		t.Fatal(err)
+	}
+	bad := strings.Replace(toml, "[[variant]]", "[[verify]]\nfile = \"python/sglang/srt/newdir/sub/fused.py\"\ncontains = \"NOPE\"\n[[variant]]", 1)
+	writeCatalog(t, dir, map[string]string{"mkdir.toml": bad, "mkdir/a.diff": diff})
+	if cat, err = loadCatalog(catFS(nil), []string{dir}); err != nil {
+		t.Fatal(err)
+	}
+	p, _ = cat.Get("mkdir")
+	if _, err := apply(t, p, tr); err == nil {
+		t.Fatal("verify failure not reported")
+	}
+	if _, err := os.Stat(newdir); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("directories made by a rolled-back apply left: %v", err)
+	}
+}
+
+// A refused revert writes nothing, and its result says so for every file.
+func TestRevertRefusedStates(t *testing.T) {
+	ctx := context.Background()
+	root, tr := engineTree(t)
+	p := enginePatch(t)
+	if _, err := apply(t, p, tr); err != nil {
+		t.Fatal(err)
+	}
+	argsFile := filepath.Join(root, filepath.FromSlash(argsPath))
+	b, _ := os.ReadFile(argsFile)
+	if err := os.WriteFile(argsFile, append(b, "# edit\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Revert(ctx, tr, nil, nil, RevertOptions{})
+	if exit.Code(err) != exit.RevertRefused {
+		t.Fatalf("revert: %v", err)
+	}
+	got := map[string]string{}
+	for _, f := range res.Patches[0].Files {
+		got[f.Path] = f.State
+	}
+	want := map[string]string{commPath: "not-written", argsPath: "changed"}
+	if fmt.Sprint(got) != fmt.Sprint(want) || res.Patches[0].Status != "refused" {
+		t.Fatalf("refused revert says %v (%s), want %v", got, res.Patches[0].Status, want)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -81,6 +82,10 @@ type Entry struct {
 	AppliedAt     time.Time     `json:"applied_at"`
 	Notes         []string      `json:"notes,omitempty"`
 	Files         []*FileRecord `json:"files"`
+	// CreatedDirs are the directories (repository-relative) apply made
+	// for the files the patch created, deepest first: a revert or a
+	// rollback removes those that are empty again.
+	CreatedDirs []string `json:"created_dirs,omitempty"`
 }
 
 // FileRecord is one file an entry changed.
@@ -251,6 +256,11 @@ func (j *journal) load() error {
 			}
 			if _, err := source.CleanRel(f.Path); err != nil {
 				return fmt.Errorf("%s: damaged: entry %s: %v", j.statePath(), e.Name, err)
+			}
+		}
+		for _, d := range e.CreatedDirs {
+			if _, err := source.CleanRel(d); err != nil || !dirOfAny(d, e.Files) {
+				return fmt.Errorf("%s: damaged: entry %s: created directory %q is not above one of its files", j.statePath(), e.Name, d)
 			}
 		}
 	}
@@ -771,7 +781,58 @@ func (j *journal) restore(e *Entry, useTarget bool) error {
 	for _, p := range order {
 		removePyc(j.t, p)
 	}
+	removeCreatedDirs(j.t, e)
 	return nil
+}
+
+// newDirs lists the directories of rels (repository-relative files the
+// patch creates) that do not exist yet, deepest first.
+func newDirs(t source.WritableTree, rels []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, rel := range rels {
+		for d := path.Dir(rel); d != "." && d != "/" && !seen[d]; d = path.Dir(d) {
+			p, err := diskPath(t, d)
+			if err != nil {
+				break
+			}
+			if _, err := os.Lstat(p); err == nil {
+				break
+			}
+			seen[d] = true
+			out = append(out, d)
+		}
+	}
+	// Deepest first: a child before its parent.
+	sort.SliceStable(out, func(i, k int) bool { return strings.Count(out[i], "/") > strings.Count(out[k], "/") })
+	return out
+}
+
+// dirOfAny reports whether d is a directory above one of files.
+func dirOfAny(d string, files []*FileRecord) bool {
+	for _, f := range files {
+		if strings.HasPrefix(f.Path, d+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// removeCreatedDirs removes the directories apply made for e that are
+// empty again; a directory that now holds anything stays.
+func removeCreatedDirs(t source.WritableTree, e *Entry) {
+	for _, d := range e.CreatedDirs {
+		p, err := diskPath(t, d)
+		if err != nil {
+			continue
+		}
+		if ents, err := os.ReadDir(p); err != nil || len(ents) > 0 {
+			continue
+		}
+		if os.Remove(p) == nil {
+			_ = source.SyncDir(filepath.Dir(p))
+		}
+	}
 }
 
 // isOriginal reports whether cur is the original content of f (absent when

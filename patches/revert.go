@@ -215,6 +215,16 @@ func Revert(ctx context.Context, t source.WritableTree, cat *Catalog, names []st
 				}
 			}
 		}
+		// Nothing is written: a file that would have been restored (or
+		// reverse-applied) says so, and no patch counts as reverted.
+		for _, st := range steps {
+			st.out.Status = "refused"
+			for _, f := range st.out.Files {
+				if f.State == "restored" || f.State == "forced" {
+					f.State = "not-written"
+				}
+			}
+		}
 		msg := fmt.Sprintf("revert refused: %s changed since the patch was applied (--force reverse-applies only the patch's hunks and keeps the other edits)", strings.Join(changed, ", "))
 		return res, exit.With(exit.RevertRefused, &DriftError{Result: res, Msg: msg})
 	}
@@ -313,6 +323,7 @@ func (j *journal) revertOne(ctx context.Context, st *revertStep) error {
 			}
 		}
 	}
+	removeCreatedDirs(j.t, e)
 	j.state.remove(e.Name)
 	if len(j.state.Patches) == 0 {
 		// Nothing stays applied: the journal goes (close removes the
