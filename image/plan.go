@@ -171,7 +171,7 @@ func (b *Base) Build(ctx context.Context, c Cell, opts BuildOptions) (*CellResul
 	}
 	built, err := AppendPatchLayer(LayerInput{
 		Base:    b.Image,
-		BaseRef: b.Ref.Raw,
+		BaseRef: b.Ref.Recorded(),
 		FS:      b.FS,
 		Cell:    c.ID,
 		Changes: changes,

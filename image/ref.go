@@ -69,6 +69,27 @@ type Ref struct {
 
 func (r *Ref) String() string { return r.Raw }
 
+// Recorded is the reference as a built image records it (manifest and the
+// base-name label). A registry reference is kept as written; a local base is
+// named by its file or directory name and selector alone, so the same base
+// gives the same digest however its path was spelled (oci:./b, oci:/abs/b).
+func (r *Ref) Recorded() string {
+	switch r.Kind {
+	case "layout":
+		s := "oci:" + filepath.Base(filepath.Clean(r.Dir))
+		if r.RefName != "" {
+			s += ":" + r.RefName
+		}
+		if r.Digest != "" {
+			s += "@" + r.Digest
+		}
+		return s
+	case "tarball":
+		return filepath.Base(filepath.Clean(r.Path))
+	}
+	return r.Raw
+}
+
 // ParseRef parses an image reference as the command line takes it.
 func ParseRef(s string) (*Ref, error) {
 	if s == "" {
