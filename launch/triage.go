@@ -71,7 +71,7 @@ type signatureFile struct {
 	Signature []*Signature `toml:"signature"`
 }
 
-var tomlLineRe = regexp.MustCompile(`^toml: line (\d+) \(last key "([^"]*)"\): (.*)$`)
+var tomlLineRe = lazyre.New(`^toml: line (\d+) \(last key "([^"]*)"\): (.*)$`)
 
 // ParseSignatures reads a signature file's bytes; name is used in errors
 // ("name:line: ...").
@@ -84,7 +84,7 @@ func ParseSignatures(name string, data []byte) (*Signatures, error) {
 			return nil, fmt.Errorf("%s:%d: %s", name, pe.Position.Line, pe.Message)
 		}
 		// Type mismatches come as plain errors: toml: line N (last key "k"): msg.
-		if m := tomlLineRe.FindStringSubmatch(err.Error()); m != nil {
+		if m := tomlLineRe().FindStringSubmatch(err.Error()); m != nil {
 			return nil, fmt.Errorf("%s:%s: %s (key %q)", name, m[1], m[3], m[2])
 		}
 		return nil, fmt.Errorf("%s: %w", name, err)

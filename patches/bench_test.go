@@ -15,6 +15,39 @@ import (
 // server_args.py ~250 KB), journal and fsyncs included.
 func BenchmarkApplyRevert(b *testing.B) {
 	ctx := context.Background()
+	cat, p, tr := benchTree(b)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		pl, err := NewPlan(ctx, p, tr, PlanOptions{})
+		if err != nil || !pl.OK(false) {
+			b.Fatalf("plan: %v %v", err, pl.Reason)
+		}
+		if _, err := Apply(ctx, tr, []*Plan{pl}, ApplyOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := Revert(ctx, tr, cat, nil, RevertOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkPlan plans sm120-fusion on the same full-size tree: reading,
+// matching every hunk and building the new text, nothing written.
+func BenchmarkPlan(b *testing.B) {
+	ctx := context.Background()
+	_, p, tr := benchTree(b)
+	for b.Loop() {
+		pl, err := NewPlan(ctx, p, tr, PlanOptions{})
+		if err != nil || !pl.OK(false) {
+			b.Fatalf("plan: %v %v", err, pl.Reason)
+		}
+	}
+}
+
+// benchTree writes the full-size synthetic C4+S3 checkout and returns the
+// built-in catalog, its sm120-fusion patch and the tree.
+func benchTree(b *testing.B) (*Catalog, *Patch, source.WritableTree) {
+	b.Helper()
 	cat, err := LoadCatalog(nil)
 	if err != nil {
 		b.Fatal(err)
@@ -36,19 +69,7 @@ func BenchmarkApplyRevert(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		pl, err := NewPlan(ctx, p, tr, PlanOptions{})
-		if err != nil || !pl.OK(false) {
-			b.Fatalf("plan: %v %v", err, pl.Reason)
-		}
-		if _, err := Apply(ctx, tr, []*Plan{pl}, ApplyOptions{}); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := Revert(ctx, tr, cat, nil, RevertOptions{}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	return cat, p, tr
 }
 
 // BenchmarkLoadCatalog loads the built-in catalog, variant overlap check

@@ -22,30 +22,39 @@ const fuzzyPatternLines = 32
 type text struct {
 	lines   []string // raw lines without "\n" (a '\r' before it is kept)
 	keys    []string // lines without a trailing '\r', for comparison
+	size    int      // length of the file in bytes
 	finalNL bool     // the last line ends with "\n" (true for an empty file)
 	crlf    bool     // most line endings are "\r\n"
 }
 
 func splitText(data []byte) *text {
-	t := &text{finalNL: true}
+	t := &text{finalNL: true, size: len(data)}
+	// One copy of the whole file; every line is a substring of it.
+	rest := string(data)
+	t.lines = make([]string, 0, bytes.Count(data, []byte{'\n'})+1)
 	crlf, lf := 0, 0
-	for len(data) > 0 {
-		i := bytes.IndexByte(data, '\n')
+	for len(rest) > 0 {
+		i := strings.IndexByte(rest, '\n')
 		if i < 0 {
-			t.lines = append(t.lines, string(data))
+			t.lines = append(t.lines, rest)
 			t.finalNL = false
 			break
 		}
-		line := data[:i]
+		line := rest[:i]
 		if len(line) > 0 && line[len(line)-1] == '\r' {
 			crlf++
 		} else {
 			lf++
 		}
-		t.lines = append(t.lines, string(line))
-		data = data[i+1:]
+		t.lines = append(t.lines, line)
+		rest = rest[i+1:]
 	}
 	t.crlf = crlf > lf
+	if crlf == 0 && (t.finalNL || len(t.lines) == 0 || !strings.HasSuffix(t.lines[len(t.lines)-1], "\r")) {
+		// No line ends in '\r': the keys are the lines.
+		t.keys = t.lines
+		return t
+	}
 	t.keys = make([]string, len(t.lines))
 	for i, l := range t.lines {
 		t.keys[i] = strings.TrimSuffix(l, "\r")
@@ -572,48 +581,64 @@ func lcsAlign(a, b []string) []int {
 // final newline is kept as the file had it unless a hunk at the end of the
 // file says otherwise.
 func assemble(t *text, edits []edit) []byte {
-	var out []outLine
-	pos := 0
+	// First the number of output lines (to know the last one), the final
+	// newline and the bytes the diff adds; then one pass writes the output.
+	n, pos, grow := 0, 0, 0
 	finalNL := t.finalNL
 	for _, e := range edits {
-		for ; pos < e.start; pos++ {
-			out = append(out, outLine{s: t.lines[pos], oldIdx: pos})
-		}
-		out = append(out, e.repl...)
+		n += max(e.start-pos, 0) + len(e.repl)
 		pos = e.end
+		for _, l := range e.repl {
+			if l.added {
+				grow += len(l.s) + 2
+			}
+		}
 		if e.end == len(t.lines) && (e.hunk.NoNewlineOld || e.hunk.NoNewlineNew) {
 			finalNL = !e.hunk.NoNewlineNew
 		}
 	}
-	for ; pos < len(t.lines); pos++ {
-		out = append(out, outLine{s: t.lines[pos], oldIdx: pos})
-	}
+	n += max(len(t.lines)-pos, 0)
 	cr := ""
 	if t.crlf {
 		cr = "\r"
 	}
-	var b bytes.Buffer
-	for i, l := range out {
-		b.WriteString(l.s)
-		last := i == len(out)-1
+	b := make([]byte, 0, t.size+grow+2)
+	i, lastAdded := 0, false
+	put := func(l outLine) {
+		b = append(b, l.s...)
+		last := i == n-1
 		if l.added || (l.oldIdx == len(t.lines)-1 && !t.finalNL && (!last || finalNL)) {
 			// Lines from the diff, and an old last line that gains a
 			// successor, take the file's line ending.
 			if !strings.HasSuffix(l.s, "\r") {
-				b.WriteString(cr)
+				b = append(b, cr...)
 			}
 		}
 		if !last || finalNL {
-			b.WriteByte('\n')
+			b = append(b, '\n')
 		}
+		i++
+		lastAdded = l.added
 	}
-	if b.Len() == 0 {
+	pos = 0
+	for _, e := range edits {
+		for ; pos < e.start; pos++ {
+			put(outLine{s: t.lines[pos], oldIdx: pos})
+		}
+		for _, l := range e.repl {
+			put(l)
+		}
+		pos = e.end
+	}
+	for ; pos < len(t.lines); pos++ {
+		put(outLine{s: t.lines[pos], oldIdx: pos})
+	}
+	if len(b) == 0 {
 		return []byte{}
 	}
-	res := b.Bytes()
-	if !finalNL && len(res) > 0 && res[len(res)-1] == '\r' && len(out) > 0 && out[len(out)-1].added {
+	if !finalNL && b[len(b)-1] == '\r' && lastAdded {
 		// An added last line without a newline gets no dangling '\r'.
-		res = res[:len(res)-1]
+		b = b[:len(b)-1]
 	}
-	return res
+	return b
 }
