@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/smpatch/smpatch/internal/exit"
 	"github.com/smpatch/smpatch/source"
@@ -605,7 +608,7 @@ func ConflictReport(p *Plan) string {
 			hdr := ""
 			if fp.Diff != nil && h.Index < len(fp.Diff.Hunks) {
 				hk := fp.Diff.Hunks[h.Index]
-				hdr = fmt.Sprintf(" @@ -%d,%d +%d,%d @@%s", hk.OldStart, hk.OldLines, hk.NewStart, hk.NewLines, hk.Section)
+				hdr = fmt.Sprintf(" @@ -%d,%d +%d,%d @@%s", hk.OldStart, hk.OldLines, hk.NewStart, hk.NewLines, displayLine(hk.Section))
 			}
 			fmt.Fprintf(&b, "conflict: %s hunk #%d%s\n", fp.Path, h.Index+1, hdr)
 			if h.Reason != "" {
@@ -614,10 +617,41 @@ func ConflictReport(p *Plan) string {
 			if h.Nearest != nil {
 				fmt.Fprintf(&b, "  nearest region: lines %d-%d\n", h.Nearest.Start, h.Nearest.End)
 				for _, l := range strings.Split(strings.TrimRight(h.Nearest.Text, "\n"), "\n") {
-					fmt.Fprintf(&b, "    | %s\n", l)
+					fmt.Fprintf(&b, "    | %s\n", displayLine(l))
 				}
 			}
 		}
+	}
+	return b.String()
+}
+
+// displayLine makes one line of a file safe to print on a terminal: tabs
+// and printable characters stay, anything else (control characters, bytes
+// that are not UTF-8) is escaped as Go quotes it (\x1b, \r, \xff).
+func displayLine(l string) string {
+	clean := true
+	for _, r := range l {
+		if r == utf8.RuneError || (r != '\t' && !unicode.IsPrint(r)) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return l
+	}
+	var b strings.Builder
+	for i := 0; i < len(l); {
+		r, n := utf8.DecodeRuneInString(l[i:])
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			fmt.Fprintf(&b, "\\x%02x", l[i])
+		case r == '\t' || (unicode.IsPrint(r) && r != utf8.RuneError):
+			b.WriteString(l[i : i+n])
+		default:
+			q := strconv.QuoteRune(r) // 'x' with escapes inside
+			b.WriteString(q[1 : len(q)-1])
+		}
+		i += n
 	}
 	return b.String()
 }
