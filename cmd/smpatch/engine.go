@@ -506,6 +506,17 @@ type applyJSON struct {
 	Patches []*applyPatchJSON `json:"patches"`
 }
 
+// applyRefusedJSON is apply's --json document when --check-arch refuses:
+// every requirement checked, and each patch not applied.
+type applyRefusedJSON struct {
+	Tree     string            `json:"tree"`
+	Kind     string            `json:"kind"`
+	Refused  bool              `json:"refused"`
+	Error    string            `json:"error"`
+	Findings []archFinding     `json:"findings"`
+	Patches  []*applyPatchJSON `json:"patches"`
+}
+
 type applyPatchJSON struct {
 	Name   string `json:"name"`
 	Status string `json:"status"` // would-apply | already-applied | not-applied
@@ -595,8 +606,16 @@ func newApplyCmd(g *globalOptions) *cobra.Command {
 					// beside the sglang being patched, not python3's.
 					sitePackages = []string{t.Root()}
 				}
-				notes, err = checkArch(ctx, info, archGateOptions{ProbeFile: probeFile, SM: sm, Force: force, Python: g.PythonPath(), SitePackages: sitePackages}, ps)
+				findings := []archFinding{}
+				notes, err = checkArch(ctx, info, archGateOptions{ProbeFile: probeFile, SM: sm, Force: force, Python: g.PythonPath(), SitePackages: sitePackages, Findings: &findings}, ps)
 				if err != nil {
+					if asJSON && exit.Code(err) == exit.Refused {
+						out := applyRefusedJSON{Tree: t.Root(), Kind: string(t.Kind()), Refused: true, Error: err.Error(), Findings: findings, Patches: []*applyPatchJSON{}}
+						for _, p := range ps {
+							out.Patches = append(out.Patches, &applyPatchJSON{Name: p.Name, Status: "not-applied"})
+						}
+						_ = engJSON(w, out)
+					}
 					return err
 				}
 			}
