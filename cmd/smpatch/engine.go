@@ -170,13 +170,13 @@ type upstreamJSON struct {
 }
 
 type planJSON struct {
-	Variant       string                 `json:"variant,omitempty"`
-	VariantReason string                 `json:"variant_reason,omitempty"`
-	Version       string                 `json:"version,omitempty"`
-	VersionFrom   string                 `json:"version_from,omitempty"`
+	Variant       string                 `json:"variant"`
+	VariantReason string                 `json:"variant_reason"`
+	Version       string                 `json:"version"`
+	VersionFrom   string                 `json:"version_from"`
 	Outcome       string                 `json:"outcome"`
-	Reason        string                 `json:"reason,omitempty"`
-	Attempts      []patches.Attempt      `json:"attempts,omitempty"`
+	Reason        string                 `json:"reason"`
+	Attempts      []patches.Attempt      `json:"attempts"`
 	Files         []*patches.FileOutcome `json:"files"`
 	Diff          string                 `json:"diff"`
 }
@@ -187,8 +187,15 @@ func planToJSON(pl *patches.Plan) *planJSON {
 		VersionFrom: pl.VersionFrom, Outcome: string(pl.Outcome()), Reason: pl.Reason, Attempts: pl.Attempts,
 		Files: []*patches.FileOutcome{},
 	}
+	if pj.Attempts == nil {
+		pj.Attempts = []patches.Attempt{}
+	}
 	for _, fp := range pl.Files {
-		pj.Files = append(pj.Files, &patches.FileOutcome{Path: fp.Path, Note: fp.Note, Hunks: fp.Hunks})
+		hunks := fp.Hunks
+		if hunks == nil {
+			hunks = []patches.HunkResult{}
+		}
+		pj.Files = append(pj.Files, &patches.FileOutcome{Path: fp.Path, Note: fp.Note, Hunks: hunks, PycRemoved: []string{}})
 	}
 	if pl.OK(false) {
 		pj.Diff = string(pl.UnifiedDiff())
