@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -44,26 +45,26 @@ type ApplyResult struct {
 // PatchOutcome is one patch's part of an ApplyResult.
 type PatchOutcome struct {
 	Name          string `json:"name"`
-	Variant       string `json:"variant,omitempty"`
-	VariantReason string `json:"variant_reason,omitempty"`
-	Version       string `json:"version,omitempty"`
-	VersionFrom   string `json:"version_from,omitempty"`
+	Variant       string `json:"variant"`
+	VariantReason string `json:"variant_reason"`
+	Version       string `json:"version"`
+	VersionFrom   string `json:"version_from"`
 	Outcome       string `json:"outcome"`
 	// Status is "applied", "already-applied" (journal or tree already has
 	// it), "would-apply" (dry run).
 	Status string         `json:"status"`
-	Reason string         `json:"reason,omitempty"`
-	Files  []*FileOutcome `json:"files,omitempty"`
+	Reason string         `json:"reason"`
+	Files  []*FileOutcome `json:"files"`
 }
 
 // FileOutcome is one file of a PatchOutcome.
 type FileOutcome struct {
 	Path       string       `json:"path"`
-	Note       string       `json:"note,omitempty"` // how a moved target was found
+	Note       string       `json:"note"` // how a moved target was found
 	Hunks      []HunkResult `json:"hunks"`
-	Original   string       `json:"original_sha256,omitempty"`
-	Patched    string       `json:"patched_sha256,omitempty"`
-	PycRemoved []string     `json:"pyc_removed,omitempty"`
+	Original   string       `json:"original_sha256"` // "" when the patch creates the file, or nothing was written
+	Patched    string       `json:"patched_sha256"`  // "" when the patch deletes the file, or nothing was written
+	PycRemoved []string     `json:"pyc_removed"`
 }
 
 // ConflictError is returned when a plan does not resolve; it carries the
@@ -239,15 +240,16 @@ func Apply(ctx context.Context, t source.WritableTree, plans []*Plan, opts Apply
 			res.Patches = append(res.Patches, po)
 			continue
 		}
+		var carry []carried
 		if staleEntry != nil {
-			// The new entry records the files as they are now as its
-			// originals; the stale one goes first, durably, before its
-			// copies are dropped.
-			if err := j.forget(staleEntry); err != nil {
+			// The new entry replaces the stale one: the files written now
+			// get the bytes they have now as originals; the files the
+			// plan leaves alone keep their records and copies.
+			if carry, err = j.carryOver(staleEntry, p); err != nil {
 				return fail(err)
 			}
 		}
-		e, po, err := j.applyOne(ctx, p, opts)
+		e, po, err := j.applyOne(ctx, p, opts, staleEntry, carry)
 		if err != nil {
 			return fail(err)
 		}
@@ -288,16 +290,41 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-// forget removes a stale applied entry from the journal: the state first
-// (saved), then its copies.
-func (j *journal) forget(e *Entry) error {
-	j.state.remove(e.Name)
-	if err := j.save(); err != nil {
-		j.state.Patches = append(j.state.Patches, e)
-		return fmt.Errorf("journal: %w", err)
+// carried is a file record of a stale entry that its replacement keeps,
+// with its journal copies.
+type carried struct {
+	rec           *FileRecord
+	orig, patched []byte
+}
+
+// carryOver reads the records (and copies) of the stale entry e that the
+// plan p does not write.
+func (j *journal) carryOver(e *Entry, p *Plan) ([]carried, error) {
+	writes := map[string]bool{}
+	for _, c := range planChanges(p) {
+		writes[c.fp.Path] = true
 	}
-	j.dropBlobs(e.Name)
-	return nil
+	var out []carried
+	for _, f := range e.Files {
+		if writes[f.Path] {
+			continue
+		}
+		c := carried{rec: f}
+		if f.Original != "" {
+			b, err := j.wanted(e, f, false)
+			if err != nil {
+				return nil, err
+			}
+			c.orig = b
+		}
+		if f.Patched != "" {
+			if b, err := j.readBlob("patched", e.Name, f.Path); err == nil {
+				c.patched = b
+			}
+		}
+		out = append(out, c)
+	}
+	return out, nil
 }
 
 func outcomeOf(p *Plan, status string) *PatchOutcome {
@@ -308,14 +335,25 @@ func outcomeOf(p *Plan, status string) *PatchOutcome {
 		VersionFrom:   p.VersionFrom,
 		Outcome:       string(p.Outcome()),
 		Status:        status,
+		Files:         []*FileOutcome{},
 	}
 	if p.Variant != nil {
 		po.Variant = p.Variant.Name
 	}
 	for _, fp := range p.Files {
-		po.Files = append(po.Files, &FileOutcome{Path: fp.Path, Note: fp.Note, Hunks: fp.Hunks})
+		po.Files = append(po.Files, newFileOutcome(fp))
 	}
 	return po
+}
+
+// newFileOutcome is a FileOutcome with every list present (JSON arrays,
+// never null).
+func newFileOutcome(fp *FilePlan) *FileOutcome {
+	hunks := fp.Hunks
+	if hunks == nil {
+		hunks = []HunkResult{}
+	}
+	return &FileOutcome{Path: fp.Path, Note: fp.Note, Hunks: hunks, PycRemoved: []string{}}
 }
 
 // planStale reports whether a file of p no longer has the bytes p planned on.
@@ -352,7 +390,11 @@ func planStale(t source.WritableTree, p *Plan) (bool, error) {
 // No target changes before the pending entry and the originals are
 // durable, and a process killed at any point leaves an entry the next
 // command rolls back.
-func (j *journal) applyOne(ctx context.Context, p *Plan, opts ApplyOptions) (*Entry, *PatchOutcome, error) {
+//
+// replace, when set, is a stale entry of the same patch: the pending entry
+// takes its place in the same state write, and keeps the records carried
+// over from it (files this plan does not write).
+func (j *journal) applyOne(ctx context.Context, p *Plan, opts ApplyOptions, replace *Entry, carry []carried) (*Entry, *PatchOutcome, error) {
 	changes := planChanges(p)
 	var rels []string
 	for _, c := range changes {
@@ -404,12 +446,41 @@ func (j *journal) applyOne(ctx context.Context, p *Plan, opts ApplyOptions) (*En
 		}
 	}
 	e.CreatedDirs = newDirs(j.t, created)
+	for _, c := range carry {
+		if c.orig != nil {
+			if err := bw.write("orig", e.Name, c.rec.Path, c.orig, true); err != nil {
+				return nil, nil, fmt.Errorf("journal: %w", err)
+			}
+		}
+		if c.patched != nil {
+			if err := bw.write("patched", e.Name, c.rec.Path, c.patched, false); err != nil {
+				return nil, nil, fmt.Errorf("journal: %w", err)
+			}
+		}
+		e.Files = append(e.Files, c.rec)
+	}
+	if replace != nil {
+		for _, d := range replace.CreatedDirs {
+			if dirOfAny(d, e.Files) && !slices.Contains(e.CreatedDirs, d) {
+				e.CreatedDirs = append(e.CreatedDirs, d)
+			}
+		}
+		sort.SliceStable(e.CreatedDirs, func(i, k int) bool {
+			return strings.Count(e.CreatedDirs[i], "/") > strings.Count(e.CreatedDirs[k], "/")
+		})
+	}
 	if err := hook("before-pending"); err != nil {
 		return nil, nil, err
+	}
+	if replace != nil {
+		j.state.remove(replace.Name)
 	}
 	j.state.Patches = append(j.state.Patches, e)
 	dropPending := func(err error) (*Entry, *PatchOutcome, error) {
 		j.state.remove(e.Name)
+		if replace != nil {
+			j.state.Patches = append(j.state.Patches, replace)
+		}
 		_ = bw.close()
 		j.dropBlobs(e.Name)
 		return nil, nil, fmt.Errorf("journal: %w", err)
@@ -495,11 +566,14 @@ func (j *journal) applyOne(ctx context.Context, p *Plan, opts ApplyOptions) (*En
 	for i, c := range changes {
 		f := byPath[c.fp.Path]
 		if f == nil {
-			f = &FileOutcome{Path: c.fp.Path}
+			f = &FileOutcome{Path: c.fp.Path, Hunks: []HunkResult{}}
 			po.Files = append(po.Files, f)
 		}
 		f.Original, f.Patched = e.Files[i].Original, e.Files[i].Patched
 		f.PycRemoved = removePyc(j.t, c.fp.Path)
+		if f.PycRemoved == nil {
+			f.PycRemoved = []string{}
+		}
 	}
 	return e, po, nil
 }

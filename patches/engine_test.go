@@ -781,3 +781,36 @@ func TestRevertRefusedStates(t *testing.T) {
 		t.Fatalf("refused revert says %v (%s), want %v", got, res.Patches[0].Status, want)
 	}
 }
+
+// Only one file of two put back by hand: the replacing entry keeps the
+// other file's record and original, so revert restores both.
+func TestApplyStaleEntryPartly(t *testing.T) {
+	ctx := context.Background()
+	root, tr := engineTree(t)
+	p := enginePatch(t)
+	orig := snapshot(t, root)
+	if _, err := apply(t, p, tr); err != nil {
+		t.Fatal(err)
+	}
+	patched := snapshot(t, root)
+	if err := os.WriteFile(filepath.Join(root, filepath.FromSlash(commPath)), []byte(commOrig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := apply(t, p, tr)
+	if err != nil || res.Patches[0].Status != "applied" || len(res.Notices) != 1 {
+		t.Fatalf("apply over a partly stale entry: %+v %q %v", res.Patches[0], res.Notices, err)
+	}
+	if d := diffSnap(patched, snapshot(t, root)); d != "" {
+		t.Fatalf("not patched again: %s", d)
+	}
+	st, err := Status(ctx, tr, nil)
+	if err != nil || len(st.Patches) != 1 || len(st.Patches[0].Files) != 2 || !st.Patches[0].Clean {
+		t.Fatalf("status: %+v %v", st.Patches, err)
+	}
+	if _, err := Revert(ctx, tr, nil, nil, RevertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if d := diffSnap(orig, snapshot(t, root)); d != "" {
+		t.Fatalf("revert left differences: %s", d)
+	}
+}

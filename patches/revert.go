@@ -24,9 +24,9 @@ type RevertOptions struct {
 type RevertResult struct {
 	Tree       string           `json:"tree"`
 	Kind       string           `json:"kind"`
-	Recovered  []string         `json:"recovered,omitempty"`
+	Recovered  []string         `json:"recovered"`
 	Patches    []*RevertOutcome `json:"patches"`
-	NotApplied []string         `json:"not_applied,omitempty"`
+	NotApplied []string         `json:"not_applied"`
 }
 
 // RevertOutcome is one patch of a RevertResult.
@@ -46,8 +46,8 @@ type RevertFile struct {
 	State string `json:"state"`
 	// Diff shows, for a changed file, what changed since apply
 	// (patched → current).
-	Diff       string   `json:"diff,omitempty"`
-	PycRemoved []string `json:"pyc_removed,omitempty"`
+	Diff       string   `json:"diff"`
+	PycRemoved []string `json:"pyc_removed"`
 }
 
 // DriftError is a refused revert: a patched file changed since it was
@@ -74,7 +74,7 @@ type revertStep struct {
 // error with a did-you-mean; a known patch that is not applied is listed in
 // NotApplied.
 func Revert(ctx context.Context, t source.WritableTree, cat *Catalog, names []string, opts RevertOptions) (*RevertResult, error) {
-	res := &RevertResult{Tree: t.Root(), Kind: string(t.Kind()), Patches: []*RevertOutcome{}}
+	res := &RevertResult{Tree: t.Root(), Kind: string(t.Kind()), Recovered: []string{}, Patches: []*RevertOutcome{}, NotApplied: []string{}}
 	// Without a journal there is nothing to lock or revert (the journal
 	// itself is read, and checked, once locked).
 	if _, err := os.Stat(filepath.Join(t.StateDir(), "state.json")); err != nil {
@@ -95,6 +95,9 @@ func Revert(ctx context.Context, t source.WritableTree, cat *Catalog, names []st
 	defer j.close()
 	if res.Recovered, err = j.recover(); err != nil {
 		return res, err
+	}
+	if res.Recovered == nil {
+		res.Recovered = []string{}
 	}
 	// Select, newest first.
 	want := map[string]bool{}
@@ -152,13 +155,13 @@ func Revert(ctx context.Context, t source.WritableTree, cat *Catalog, names []st
 	var steps []*revertStep
 	refused := 0
 	for _, e := range sel {
-		st := &revertStep{e: e, out: &RevertOutcome{Name: e.Name, Status: "reverted"}, targets: map[string][]byte{}, forced: map[string]bool{}}
+		st := &revertStep{e: e, out: &RevertOutcome{Name: e.Name, Status: "reverted", Files: []*RevertFile{}}, targets: map[string][]byte{}, forced: map[string]bool{}}
 		for _, f := range e.Files {
 			h, err := curHash(f.Path)
 			if err != nil {
 				return res, err
 			}
-			rf := &RevertFile{Path: f.Path}
+			rf := &RevertFile{Path: f.Path, PycRemoved: []string{}}
 			st.out.Files = append(st.out.Files, rf)
 			switch {
 			case h == f.Patched:
@@ -319,7 +322,9 @@ func (j *journal) revertOne(ctx context.Context, st *revertStep) error {
 	for _, f := range st.out.Files {
 		for _, p := range st.write {
 			if p == f.Path {
-				f.PycRemoved = removePyc(j.t, p)
+				if pyc := removePyc(j.t, p); pyc != nil {
+					f.PycRemoved = pyc
+				}
 			}
 		}
 	}

@@ -14,11 +14,11 @@ type StatusResult struct {
 	Tree        string `json:"tree"`
 	Kind        string `json:"kind"`
 	Project     string `json:"project"`
-	Version     string `json:"version,omitempty"`
+	Version     string `json:"version"`
 	VersionFrom string `json:"version_from"`
 	// Recovered lists entries left in flight that were rolled back or
 	// finished before reading.
-	Recovered []string       `json:"recovered,omitempty"`
+	Recovered []string       `json:"recovered"`
 	Patches   []*PatchStatus `json:"patches"`
 }
 
@@ -26,16 +26,16 @@ type StatusResult struct {
 type PatchStatus struct {
 	Name          string    `json:"name"`
 	Variant       string    `json:"variant"`
-	VariantReason string    `json:"variant_reason,omitempty"`
+	VariantReason string    `json:"variant_reason"`
 	AppliedAt     time.Time `json:"applied_at"`
 	ToolVersion   string    `json:"tool_version"`
 	Origin        string    `json:"origin"`
 	PatchDigest   string    `json:"patch_digest"`
-	CatalogDigest string    `json:"catalog_digest,omitempty"`
+	CatalogDigest string    `json:"catalog_digest"`
 	// CatalogChanged is set when the catalog's patch of this name differs
 	// from the one applied (or is gone).
 	CatalogChanged bool          `json:"catalog_changed"`
-	Notes          []string      `json:"notes,omitempty"`
+	Notes          []string      `json:"notes"`
 	Files          []*FileStatus `json:"files"`
 	// Clean is true when every file still has the patched bytes.
 	Clean bool `json:"clean"`
@@ -56,6 +56,9 @@ func Status(ctx context.Context, t source.WritableTree, cat *Catalog) (*StatusRe
 		return nil, err
 	}
 	res := &StatusResult{Tree: t.Root(), Kind: string(t.Kind()), Project: string(t.Project()), Recovered: st.Recovered, Patches: []*PatchStatus{}}
+	if res.Recovered == nil {
+		res.Recovered = []string{}
+	}
 	v, from, err := t.Version(ctx)
 	if err == nil {
 		if v != nil {
@@ -67,7 +70,10 @@ func Status(ctx context.Context, t source.WritableTree, cat *Catalog) (*StatusRe
 		ps := &PatchStatus{
 			Name: e.Name, Variant: e.Variant, VariantReason: e.VariantReason, AppliedAt: e.AppliedAt,
 			ToolVersion: e.ToolVersion, Origin: e.Origin, PatchDigest: e.PatchDigest,
-			CatalogDigest: e.CatalogDigest, Notes: e.Notes, Clean: true,
+			CatalogDigest: e.CatalogDigest, Notes: e.Notes, Clean: true, Files: []*FileStatus{},
+		}
+		if ps.Notes == nil {
+			ps.Notes = []string{}
 		}
 		if cat != nil {
 			p, err := cat.Get(e.Name)

@@ -170,13 +170,13 @@ type upstreamJSON struct {
 }
 
 type planJSON struct {
-	Variant       string                 `json:"variant,omitempty"`
-	VariantReason string                 `json:"variant_reason,omitempty"`
-	Version       string                 `json:"version,omitempty"`
-	VersionFrom   string                 `json:"version_from,omitempty"`
+	Variant       string                 `json:"variant"`
+	VariantReason string                 `json:"variant_reason"`
+	Version       string                 `json:"version"`
+	VersionFrom   string                 `json:"version_from"`
 	Outcome       string                 `json:"outcome"`
-	Reason        string                 `json:"reason,omitempty"`
-	Attempts      []patches.Attempt      `json:"attempts,omitempty"`
+	Reason        string                 `json:"reason"`
+	Attempts      []patches.Attempt      `json:"attempts"`
 	Files         []*patches.FileOutcome `json:"files"`
 	Diff          string                 `json:"diff"`
 }
@@ -187,8 +187,15 @@ func planToJSON(pl *patches.Plan) *planJSON {
 		VersionFrom: pl.VersionFrom, Outcome: string(pl.Outcome()), Reason: pl.Reason, Attempts: pl.Attempts,
 		Files: []*patches.FileOutcome{},
 	}
+	if pj.Attempts == nil {
+		pj.Attempts = []patches.Attempt{}
+	}
 	for _, fp := range pl.Files {
-		pj.Files = append(pj.Files, &patches.FileOutcome{Path: fp.Path, Note: fp.Note, Hunks: fp.Hunks})
+		hunks := fp.Hunks
+		if hunks == nil {
+			hunks = []patches.HunkResult{}
+		}
+		pj.Files = append(pj.Files, &patches.FileOutcome{Path: fp.Path, Note: fp.Note, Hunks: hunks, PycRemoved: []string{}})
 	}
 	if pl.OK(false) {
 		pj.Diff = string(pl.UnifiedDiff())
@@ -499,6 +506,17 @@ type applyJSON struct {
 	Patches []*applyPatchJSON `json:"patches"`
 }
 
+// applyRefusedJSON is apply's --json document when --check-arch refuses:
+// every requirement checked, and each patch not applied.
+type applyRefusedJSON struct {
+	Tree     string            `json:"tree"`
+	Kind     string            `json:"kind"`
+	Refused  bool              `json:"refused"`
+	Error    string            `json:"error"`
+	Findings []archFinding     `json:"findings"`
+	Patches  []*applyPatchJSON `json:"patches"`
+}
+
 type applyPatchJSON struct {
 	Name   string `json:"name"`
 	Status string `json:"status"` // would-apply | already-applied | not-applied
@@ -588,8 +606,16 @@ func newApplyCmd(g *globalOptions) *cobra.Command {
 					// beside the sglang being patched, not python3's.
 					sitePackages = []string{t.Root()}
 				}
-				notes, err = checkArch(ctx, info, archGateOptions{ProbeFile: probeFile, SM: sm, Force: force, Python: g.PythonPath(), SitePackages: sitePackages}, ps)
+				findings := []archFinding{}
+				notes, err = checkArch(ctx, info, archGateOptions{ProbeFile: probeFile, SM: sm, Force: force, Python: g.PythonPath(), SitePackages: sitePackages, Findings: &findings}, ps)
 				if err != nil {
+					if asJSON && exit.Code(err) == exit.Refused {
+						out := applyRefusedJSON{Tree: t.Root(), Kind: string(t.Kind()), Refused: true, Error: err.Error(), Findings: findings, Patches: []*applyPatchJSON{}}
+						for _, p := range ps {
+							out.Patches = append(out.Patches, &applyPatchJSON{Name: p.Name, Status: "not-applied"})
+						}
+						_ = engJSON(w, out)
+					}
 					return err
 				}
 			}

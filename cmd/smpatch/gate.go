@@ -18,6 +18,17 @@ type archGateOptions struct {
 	Force        bool     // --force: a failed requirement warns instead of refusing
 	Python       string   // the interpreter whose environment is probed
 	SitePackages []string // explicit site-packages dirs
+	// Findings, when set, collects every requirement checked (for --json).
+	Findings *[]archFinding
+}
+
+// archFinding is one requirement of one patch, checked: apply --json shows
+// them when the gate refuses.
+type archFinding struct {
+	Patch       string `json:"patch"`
+	Requirement string `json:"requirement"`
+	OK          bool   `json:"ok"`
+	Evidence    string `json:"evidence"`
 }
 
 // checkArch checks every requirement of ps against the probe, printing one
@@ -60,6 +71,9 @@ func checkArch(ctx context.Context, w io.Writer, opts archGateOptions, ps []*pat
 			continue
 		}
 		for _, f := range probe.CheckRequirements(r, req, opts.SM) {
+			if opts.Findings != nil {
+				*opts.Findings = append(*opts.Findings, archFinding{Patch: p.Name, Requirement: f.Requirement, OK: f.OK, Evidence: f.Evidence})
+			}
 			word := "ok"
 			if !f.OK {
 				word = "FAIL"
