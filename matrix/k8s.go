@@ -1,6 +1,7 @@
 package matrix
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"net/url"
@@ -8,122 +9,13 @@ import (
 	"strings"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 )
-
-// The batch/v1 Job a cell renders to, as the fields of k8s.io/api's types
-// that smpatch sets, with the same JSON names and omitempty rules, so the
-// YAML is what k8s.io/api would write (TestJobYAMLRoundTrip decodes it into
-// k8s.io/api's Job and writes it back). Local types keep the k8s.io
-// packages, and their init work, out of every smpatch command.
-
-// BatchJob is a batch/v1 Job.
-type BatchJob struct {
-	APIVersion string     `json:"apiVersion,omitempty"`
-	Kind       string     `json:"kind,omitempty"`
-	Metadata   ObjectMeta `json:"metadata"`
-	Spec       JobSpec    `json:"spec"`
-}
-
-// ObjectMeta is the metadata of a Job or pod template.
-type ObjectMeta struct {
-	Name        string            `json:"name,omitempty"`
-	Labels      map[string]string `json:"labels,omitempty"`
-	Annotations map[string]string `json:"annotations,omitempty"`
-}
-
-// JobSpec is a Job's spec.
-type JobSpec struct {
-	ActiveDeadlineSeconds *int64          `json:"activeDeadlineSeconds,omitempty"`
-	BackoffLimit          *int32          `json:"backoffLimit,omitempty"`
-	Template              PodTemplateSpec `json:"template"`
-}
-
-// PodTemplateSpec is a Job's pod template.
-type PodTemplateSpec struct {
-	Metadata ObjectMeta `json:"metadata"`
-	Spec     PodSpec    `json:"spec"`
-}
-
-// PodSpec is the pod a Job runs.
-type PodSpec struct {
-	Volumes        []Volume          `json:"volumes,omitempty"`
-	InitContainers []Container       `json:"initContainers,omitempty"`
-	Containers     []Container       `json:"containers"`
-	RestartPolicy  string            `json:"restartPolicy,omitempty"`
-	NodeSelector   map[string]string `json:"nodeSelector,omitempty"`
-}
-
-// Volume is a pod volume; smpatch only uses emptyDir.
-type Volume struct {
-	Name     string          `json:"name"`
-	EmptyDir *EmptyDirSource `json:"emptyDir,omitempty"`
-}
-
-// EmptyDirSource is an emptyDir volume.
-type EmptyDirSource struct {
-	Medium string `json:"medium,omitempty"`
-}
-
-// Container is one container of the pod.
-type Container struct {
-	Name          string               `json:"name"`
-	Image         string               `json:"image,omitempty"`
-	Command       []string             `json:"command,omitempty"`
-	Args          []string             `json:"args,omitempty"`
-	WorkingDir    string               `json:"workingDir,omitempty"`
-	Env           []EnvVar             `json:"env,omitempty"`
-	Resources     ResourceRequirements `json:"resources"`
-	RestartPolicy *string              `json:"restartPolicy,omitempty"`
-	VolumeMounts  []VolumeMount        `json:"volumeMounts,omitempty"`
-	StartupProbe  *Probe               `json:"startupProbe,omitempty"`
-}
-
-// EnvVar is one environment variable.
-type EnvVar struct {
-	Name  string `json:"name"`
-	Value string `json:"value,omitempty"`
-}
-
-// ResourceRequirements are a container's limits (quantities in canonical
-// text: "8", "1k").
-type ResourceRequirements struct {
-	Limits map[string]string `json:"limits,omitempty"`
-}
-
-// VolumeMount mounts a volume into a container.
-type VolumeMount struct {
-	Name      string `json:"name"`
-	MountPath string `json:"mountPath"`
-}
-
-// Probe is an HTTP startup probe.
-type Probe struct {
-	HTTPGet          *HTTPGetAction `json:"httpGet,omitempty"`
-	PeriodSeconds    int32          `json:"periodSeconds,omitempty"`
-	FailureThreshold int32          `json:"failureThreshold,omitempty"`
-}
-
-// HTTPGetAction is the request a probe makes.
-type HTTPGetAction struct {
-	Path   string `json:"path,omitempty"`
-	Port   int32  `json:"port"`
-	Scheme string `json:"scheme,omitempty"`
-}
-
-// quantity is n as Kubernetes writes a decimal quantity: trailing groups of
-// three zeros become k, M, G, T, P, E.
-func quantity(n int) string {
-	suffix := ""
-	for _, s := range []string{"k", "M", "G", "T", "P", "E"} {
-		if n == 0 || n%1000 != 0 {
-			break
-		}
-		n /= 1000
-		suffix = s
-	}
-	return strconv.Itoa(n) + suffix
-}
 
 // Kubernetes names used in Jobs.
 const (
@@ -143,7 +35,7 @@ const (
 // bench does and the deadline is startup_timeout + bench_timeout. Otherwise
 // the server is the only container. GPUs come from tp, /dev/shm is in
 // memory, nothing is retried.
-func Job(x *Expansion, c *Cell, image string) *BatchJob {
+func Job(x *Expansion, c *Cell, image string) *batchv1.Job {
 	m := x.Matrix
 	gpus := max(c.TP, 1)
 	labels := map[string]string{
@@ -152,40 +44,40 @@ func Job(x *Expansion, c *Cell, image string) *BatchJob {
 		cellLabel:                      labelValue(c.ID),
 		matrixLabel:                    labelValue(slugOr(m.Name, "matrix")),
 	}
-	var env []EnvVar
+	var env []corev1.EnvVar
 	for _, k := range sortedKeys(c.Env) {
-		env = append(env, EnvVar{Name: k, Value: c.Env[k]})
+		env = append(env, corev1.EnvVar{Name: k, Value: c.Env[k]})
 	}
-	server := Container{
+	server := corev1.Container{
 		Name:       "server",
 		Image:      image,
 		Command:    c.Command[:1],
 		Args:       c.Command[1:],
 		Env:        env,
 		WorkingDir: c.Workdir,
-		Resources: ResourceRequirements{
-			Limits: map[string]string{gpuResource: quantity(gpus)},
+		Resources: corev1.ResourceRequirements{
+			Limits: corev1.ResourceList{gpuResource: resource.MustParse(strconv.Itoa(gpus))},
 		},
-		VolumeMounts: []VolumeMount{{Name: "dshm", MountPath: "/dev/shm"}},
+		VolumeMounts: []corev1.VolumeMount{{Name: "dshm", MountPath: "/dev/shm"}},
 	}
 	if len(server.Args) == 0 {
 		server.Args = nil
 	}
-	pod := PodSpec{
-		RestartPolicy: "Never",
-		Volumes: []Volume{{
-			Name:     "dshm",
-			EmptyDir: &EmptyDirSource{Medium: "Memory"},
+	pod := corev1.PodSpec{
+		RestartPolicy: corev1.RestartPolicyNever,
+		Volumes: []corev1.Volume{{
+			Name:         "dshm",
+			VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}},
 		}},
 	}
 	var deadline *int64
 	probe := healthProbe(c.Health, m.Launch.StartupTimeout)
 	if len(c.Bench) > 0 && probe != nil {
-		always := "Always"
+		always := corev1.ContainerRestartPolicyAlways
 		server.RestartPolicy = &always
 		server.StartupProbe = probe
-		pod.InitContainers = []Container{server}
-		bench := Container{
+		pod.InitContainers = []corev1.Container{server}
+		bench := corev1.Container{
 			Name:       "bench",
 			Image:      image,
 			Command:    c.Bench[:1],
@@ -196,11 +88,11 @@ func Job(x *Expansion, c *Cell, image string) *BatchJob {
 		if len(bench.Args) == 0 {
 			bench.Args = nil
 		}
-		pod.Containers = []Container{bench}
+		pod.Containers = []corev1.Container{bench}
 		d := int64((m.Launch.StartupTimeout + m.Launch.BenchTimeout).Seconds())
 		deadline = &d
 	} else {
-		pod.Containers = []Container{server}
+		pod.Containers = []corev1.Container{server}
 	}
 	if c.SM != "" {
 		maj, _, _ := parseSM(c.SM)
@@ -211,20 +103,19 @@ func Job(x *Expansion, c *Cell, image string) *BatchJob {
 	if len(c.Patches) > 0 {
 		ann[patchAnnotation] = strings.Join(c.Patches, ",")
 	}
-	return &BatchJob{
-		APIVersion: "batch/v1",
-		Kind:       "Job",
-		Metadata: ObjectMeta{
+	return &batchv1.Job{
+		TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
+		ObjectMeta: metav1.ObjectMeta{
 			Name:        jobName(c.ID),
 			Labels:      labels,
 			Annotations: ann,
 		},
-		Spec: JobSpec{
+		Spec: batchv1.JobSpec{
 			BackoffLimit:          &backoff,
 			ActiveDeadlineSeconds: deadline,
-			Template: PodTemplateSpec{
-				Metadata: ObjectMeta{Labels: labels},
-				Spec:     pod,
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       pod,
 			},
 		},
 	}
@@ -232,7 +123,7 @@ func Job(x *Expansion, c *Cell, image string) *BatchJob {
 
 // healthProbe turns a health URL on the pod itself (127.0.0.1, localhost)
 // into a startup probe that waits up to the startup timeout.
-func healthProbe(health string, startup time.Duration) *Probe {
+func healthProbe(health string, startup time.Duration) *corev1.Probe {
 	u, err := url.Parse(health)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
 		return nil
@@ -253,9 +144,9 @@ func healthProbe(health string, startup time.Duration) *Probe {
 		}
 		port = n
 	}
-	scheme := "HTTP"
+	scheme := corev1.URISchemeHTTP
 	if u.Scheme == "https" {
-		scheme = "HTTPS"
+		scheme = corev1.URISchemeHTTPS
 	}
 	path := u.EscapedPath()
 	if path == "" {
@@ -265,8 +156,10 @@ func healthProbe(health string, startup time.Duration) *Probe {
 		path += "?" + u.RawQuery
 	}
 	const period = 10
-	return &Probe{
-		HTTPGet:          &HTTPGetAction{Path: path, Port: int32(port), Scheme: scheme},
+	return &corev1.Probe{
+		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+			Path: path, Port: intstr.FromInt32(int32(port)), Scheme: scheme,
+		}},
 		PeriodSeconds:    period,
 		FailureThreshold: int32(max(1, int(startup.Seconds())/period)),
 	}
@@ -277,7 +170,8 @@ func jobYAML(x *Expansion, c *Cell, image string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return b, nil
+	// A Job to create has no status.
+	return bytes.TrimSuffix(b, []byte("status: {}\n")), nil
 }
 
 // jobName is "smpatch-<id>" as a DNS label: dots become dashes, and a name

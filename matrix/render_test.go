@@ -317,7 +317,7 @@ func TestHealthProbe(t *testing.T) {
 			}
 			continue
 		}
-		if p == nil || p.HTTPGet.Path != tt.path || int(p.HTTPGet.Port) != tt.port || p.FailureThreshold != 180 {
+		if p == nil || p.HTTPGet.Path != tt.path || p.HTTPGet.Port.IntValue() != tt.port || p.FailureThreshold != 180 {
 			t.Errorf("%q: probe %+v", tt.url, p)
 		}
 	}
