@@ -431,11 +431,13 @@ func Satisfies(cs version.Constraints, v *version.Version) bool {
 		case "!=":
 			ok = cmp != 0
 		case "<":
-			ok = cmp < 0
+			// PEP 440: < V excludes pre-releases of V unless V is one.
+			ok = cmp < 0 && !(pv.isPre() && !pc.isPre() && sameRelease(pv.release, pc.release))
 		case "<=":
 			ok = cmp <= 0
 		case ">":
-			ok = cmp > 0
+			// PEP 440: > V excludes post-releases of V unless V is one.
+			ok = cmp > 0 && !(pv.post >= 0 && pc.post < 0 && sameRelease(pv.release, pc.release))
 		case ">=":
 			ok = cmp >= 0
 		case "~>", "~=":
@@ -447,6 +449,12 @@ func Satisfies(cs version.Constraints, v *version.Version) bool {
 	}
 	return true
 }
+
+// isPre reports whether p is a pre-release (a, b, rc) or a development release.
+func (p *pep440) isPre() bool { return p.pre != "" || p.dev >= 0 }
+
+// sameRelease reports whether two release tuples are equal, trailing zeros ignored.
+func sameRelease(a, b []int64) bool { return samePrefix(a, b) && samePrefix(b, a) }
 
 // samePrefix reports whether release starts with prefix (missing segments are 0).
 func samePrefix(release, prefix []int64) bool {
