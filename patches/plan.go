@@ -63,15 +63,15 @@ type Region struct {
 
 // HunkResult is the resolution of one hunk.
 type HunkResult struct {
-	Path   string     `json:"path"`             // the file's target path (after anchor resolution)
-	Index  int        `json:"index"`            // index of the hunk in its FileDiff
-	Status HunkStatus `json:"status"`           // exact, offset, fuzzy, already-applied, conflict
-	Line   int        `json:"line"`             // 1-based line in the old file where the hunk lands (or was found)
-	Offset int        `json:"offset"`           // Line minus the line the hunk states
-	Score  float64    `json:"score,omitempty"`  // similarity for Fuzzy, 0..1
-	Reason string     `json:"reason,omitempty"` // for Conflict: why; for Fuzzy and AlreadyApplied: detail
+	Path   string     `json:"path"`   // the file's target path (after anchor resolution)
+	Index  int        `json:"index"`  // index of the hunk in its FileDiff
+	Status HunkStatus `json:"status"` // exact, offset, fuzzy, already-applied, conflict
+	Line   int        `json:"line"`   // 1-based line in the old file where the hunk lands (or was found)
+	Offset int        `json:"offset"` // Line minus the line the hunk states
+	Score  float64    `json:"score"`  // similarity for Fuzzy, 0..1
+	Reason string     `json:"reason"` // for Conflict: why; for Fuzzy and AlreadyApplied: detail
 	// Nearest is the closest candidate region for a conflict.
-	Nearest *Region `json:"nearest,omitempty"`
+	Nearest *Region `json:"nearest"`
 }
 
 // FilePlan is what a Plan does to one file.
@@ -112,7 +112,7 @@ type PlanOptions struct {
 type Attempt struct {
 	Variant string  `json:"variant"`
 	Outcome Outcome `json:"outcome"`
-	Reason  string  `json:"reason,omitempty"`
+	Reason  string  `json:"reason"`
 }
 
 // Plan is one patch resolved against one tree: the variant chosen and, per

@@ -2,6 +2,7 @@ package patches
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"sort"
@@ -224,5 +225,26 @@ func TestNewPlanAllOrNothing(t *testing.T) {
 	broken := &mapTree{version: "0.5.6", readErr: fs.ErrPermission}
 	if _, err := NewPlan(context.Background(), p, broken, PlanOptions{}); err == nil {
 		t.Error("I/O error not returned")
+	}
+}
+
+// TestHunkResultJSONKeys: docs/engine.md lists score, reason and nearest as
+// keys of every hunk; they are present even when there is nothing to say.
+func TestHunkResultJSONKeys(t *testing.T) {
+	b, err := json.Marshal(HunkResult{Path: "a.py", Status: Exact, Line: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"path", "index", "status", "line", "offset", "score", "reason", "nearest"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("key %q missing from %s", k, b)
+		}
+	}
+	if m["nearest"] != nil {
+		t.Errorf("nearest = %v, want null", m["nearest"])
 	}
 }
