@@ -105,6 +105,7 @@ func Parse(file string, data []byte) (*Matrix, error) {
 	if m.Base.Image != "" && m.Base.Python != "" {
 		return nil, m.errf(m.lines.line("base"), "base: set image or python, not both")
 	}
+	m.Base.Python = resolvePython(file, m.Base.Python)
 	if err := m.loadAxes(md, fm.Axes); err != nil {
 		return nil, err
 	}
@@ -918,4 +919,18 @@ func (m *Matrix) AxisNames() []string {
 		out[i] = a.Name
 	}
 	return out
+}
+
+// resolvePython makes a relative base.python path (one with a directory, such
+// as "venv/bin/python3") relative to the matrix file's directory, as rules
+// files and workdir are; a bare command name ("python3") is left for PATH.
+func resolvePython(file, py string) string {
+	if py == "" || filepath.IsAbs(py) || !strings.ContainsRune(filepath.ToSlash(py), '/') {
+		return py
+	}
+	base, err := filepath.Abs(filepath.Dir(file))
+	if err != nil {
+		return py
+	}
+	return filepath.Join(base, py)
 }

@@ -3,6 +3,7 @@ package matrix
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -233,5 +234,34 @@ func TestBaselineErrors(t *testing.T) {
 	m = mustParse(t, "[axes]\na = [1, 2]\n[launch]\ncommand = [\"x\"]\nbaseline = \"a3\"\n")
 	if _, err := m.Expand(ExpandOptions{}); err == nil || !strings.Contains(err.Error(), `m.toml:5: launch.baseline: no cell has id "a3"`) {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// TestLoadRelativePython: a relative base.python path is taken from the
+// matrix file's directory (as rules files and workdir are), not from the
+// current directory; a bare command name is left for PATH.
+func TestLoadRelativePython(t *testing.T) {
+	dir := t.TempDir()
+	abs := filepath.Join(dir, "abs", "python3")
+	for _, tt := range []struct{ python, want string }{
+		{"venv/bin/python3", filepath.Join(dir, "venv", "bin", "python3")},
+		{"./venv/bin/python3", filepath.Join(dir, "venv", "bin", "python3")},
+		{"../other/python3", filepath.Join(filepath.Dir(dir), "other", "python3")},
+		{"python3", "python3"},
+		{abs, abs},
+	} {
+		file := filepath.Join(dir, "m.toml")
+		src := "name = \"py\"\nproject = \"sglang\"\n[base]\npython = " + strconv.Quote(tt.python) +
+			"\n[axes]\nmode = [\"a\"]\n[launch]\ncommand = [\"python3\", \"bench.py\"]\n"
+		if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		m, err := Load(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Base.Python != tt.want {
+			t.Errorf("base.python %q = %q, want %q", tt.python, m.Base.Python, tt.want)
+		}
 	}
 }
