@@ -26,6 +26,10 @@ type ExpandOptions struct {
 	Probe *ProbeFacts
 	// Shard selects part of the cells; the zero value means all of them.
 	Shard Shard
+	// CheckPatch, when set, is asked about every patch name a rule's
+	// when.patches names (the catalog lookup, with its did-you-mean);
+	// an error names the rules file and line.
+	CheckPatch func(name string) error
 }
 
 // Shard is part i of n (1-based) of the cells, in contiguous blocks.
@@ -487,6 +491,19 @@ func (m *Matrix) allRules(opts ExpandOptions) ([]*Rule, error) {
 			return nil, err
 		}
 		rules = append(rules, r...)
+	}
+	if opts.CheckPatch != nil {
+		for _, r := range rules {
+			for _, p := range r.when.patches {
+				if err := opts.CheckPatch(p); err != nil {
+					where := r.Where
+					if r.when.patchesLine > 0 {
+						where = fmt.Sprintf("%s:%d", r.file, r.when.patchesLine)
+					}
+					return nil, fmt.Errorf("%s: rule %q: when.patches: %v", where, r.Name, err)
+				}
+			}
+		}
 	}
 	seen := map[string]string{}
 	for _, r := range rules {

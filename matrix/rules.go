@@ -33,6 +33,7 @@ type Rule struct {
 	NeedsProbe bool `json:"needs_probe,omitempty"`
 
 	when cond
+	file string // the rules file, for messages about its conditions
 }
 
 type cond struct {
@@ -42,6 +43,7 @@ type cond struct {
 	noFlags      []string
 	flagValues   []namedCond // flag -> wanted values
 	patches      []string
+	patchesLine  int // line of when.patches in the rules file
 	cudaGraphs   *bool
 	smMajor      []int
 	probeVerdict []namedCond // module -> wanted verdicts
@@ -124,7 +126,7 @@ func ParseRules(file string, data []byte, m *Matrix) ([]*Rule, error) {
 		idx := strconv.Itoa(i)
 		line := li.line("rule", idx)
 		r := &Rule{Name: fr.Name, Action: fr.Action, Flag: fr.Flag, Reason: fr.Reason, Source: fr.Source,
-			Where: fmt.Sprintf("%s:%d", file, line)}
+			Where: fmt.Sprintf("%s:%d", file, line), file: file}
 		if r.Name == "" || slug(r.Name) != r.Name {
 			return nil, errf(line, "rule[%d]: name %q must be non-empty [a-z0-9.-]", i, r.Name)
 		}
@@ -241,6 +243,7 @@ func parseCond(w map[string]any, m *Matrix, line func(string) int) (cond, error)
 				c.varies = vs
 			case "patches":
 				c.patches = vs
+				c.patchesLine = line(k)
 			}
 		case "flag_values":
 			t, ok := x.(map[string]any)

@@ -51,9 +51,11 @@ func expandMatrix(g *globalOptions, file string, o *matrixOptions) (*matrix.Expa
 	if err != nil {
 		return nil, err
 	}
-	if err := checkMatrixPatches(g, m); err != nil {
+	check, err := checkMatrixPatches(g, m)
+	if err != nil {
 		return nil, err
 	}
+	opts.CheckPatch = check
 	if o.ProbeFile != "" {
 		f, err := matrix.ReadProbeFacts(o.ProbeFile)
 		if err != nil {
@@ -327,14 +329,16 @@ func printDecision(w io.Writer, d matrix.Decision) {
 }
 
 // checkMatrixPatches validates the names of the patches axis against the
-// catalog (built-in plus --catalog directories).
-func checkMatrixPatches(g *globalOptions, m *matrix.Matrix) error {
+// catalog (built-in plus --catalog directories) and returns the lookup, so
+// that the expansion checks the patch names rules name with it too.
+func checkMatrixPatches(g *globalOptions, m *matrix.Matrix) (func(name string) error, error) {
 	cat, err := patches.LoadCatalog(g.CatalogDirs())
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return m.CheckPatches(func(name string) error {
+	check := func(name string) error {
 		_, err := cat.Get(name)
 		return err
-	})
+	}
+	return check, m.CheckPatches(check)
 }
