@@ -430,6 +430,21 @@ func (s *Summary) WriteMarkdown(w io.Writer) {
 		fmt.Fprintf(w, "| %s |\n", strings.Join(row, " | "))
 	}
 	fmt.Fprintln(w)
+	// Rule warnings (matrix rules with action warn) under the table, one
+	// line per cell and warning, so the table's columns stay as they are.
+	first := true
+	for _, r := range s.Results {
+		for _, wn := range r.Warnings {
+			if first {
+				fmt.Fprintf(w, "Warnings:\n\n")
+				first = false
+			}
+			fmt.Fprintf(w, "- `%s`: %s\n", mdEscape(r.ID), mdEscape(wn))
+		}
+	}
+	if !first {
+		fmt.Fprintln(w)
+	}
 }
 
 // WriteText writes the results table for a terminal.

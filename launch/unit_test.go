@@ -214,3 +214,32 @@ func TestRunLendsGPUs(t *testing.T) {
 		t.Errorf("docker: %s", got)
 	}
 }
+
+// TestMarkdownWarnings: results.md lists each cell's rule warnings under the
+// table; a run without warnings has no such section.
+func TestMarkdownWarnings(t *testing.T) {
+	s := &Summary{Name: "m", Results: []*Result{
+		{ID: "a", Status: StatusOK, Warnings: []string{"big-batch: 512 needs more memory (https://example.com/notes)"}},
+		{ID: "b", Status: StatusOK},
+		{ID: "c", Status: StatusFailed, Warnings: []string{"x: a | b"}},
+	}}
+	var md bytes.Buffer
+	s.WriteMarkdown(&md)
+	for _, want := range []string{
+		"\nWarnings:\n\n",
+		"\n- `a`: big-batch: 512 needs more memory (https://example.com/notes)\n",
+		"\n- `c`: x: a \\| b\n",
+	} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("results.md lacks %q:\n%s", want, &md)
+		}
+	}
+	if strings.Contains(md.String(), "`b`") {
+		t.Errorf("a cell without warnings is listed:\n%s", &md)
+	}
+	md.Reset()
+	(&Summary{Results: []*Result{{ID: "b", Status: StatusOK}}}).WriteMarkdown(&md)
+	if strings.Contains(md.String(), "Warnings") {
+		t.Errorf("warnings section without warnings:\n%s", &md)
+	}
+}
