@@ -81,8 +81,11 @@ type Options struct {
 	Only   []string // run only these cell ids
 	Resume bool     // keep the results of cells results.jsonl already has
 	// StepSummary is a file the markdown table is appended to
-	// ($GITHUB_STEP_SUMMARY); "" for none.
+	// ($GITHUB_STEP_SUMMARY); "" for none. Failing to append to it is a
+	// warning (Warn), not an error: the results are written either way.
 	StepSummary string
+	// Warn receives warnings (one line each, no newline); nil: standard error.
+	Warn func(format string, args ...any)
 	// Progress receives one line per cell as it starts and ends; nil for none.
 	Progress func(format string, args ...any)
 

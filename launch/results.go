@@ -246,17 +246,29 @@ func (s *Summary) WriteFiles(dir, stepSummary string) error {
 		}
 	}
 	if stepSummary != "" {
-		f, err := os.OpenFile(stepSummary, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-		if err != nil {
-			return fmt.Errorf("step summary: %w", err)
-		}
-		_, werr := f.Write(md.Bytes())
-		if err := f.Close(); werr == nil {
-			werr = err
-		}
-		if werr != nil {
-			return fmt.Errorf("step summary: %w", werr)
-		}
+		return appendStepSummary(stepSummary, md.Bytes())
+	}
+	return nil
+}
+
+// AppendStepSummary appends the markdown table to path ($GITHUB_STEP_SUMMARY).
+func (s *Summary) AppendStepSummary(path string) error {
+	var md bytes.Buffer
+	s.WriteMarkdown(&md)
+	return appendStepSummary(path, md.Bytes())
+}
+
+func appendStepSummary(path string, md []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("step summary: %w", err)
+	}
+	_, werr := f.Write(md)
+	if err := f.Close(); werr == nil {
+		werr = err
+	}
+	if werr != nil {
+		return fmt.Errorf("step summary: %w", werr)
 	}
 	return nil
 }

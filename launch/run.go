@@ -121,8 +121,17 @@ func Run(ctx context.Context, cells []*Cell, o Options) (*Summary, error) {
 	}
 	s.count()
 	s.computeDeltas()
-	if err := s.WriteFiles(o.Out, o.StepSummary); err != nil && runErr == nil {
+	if err := s.WriteFiles(o.Out, ""); err != nil && runErr == nil {
 		runErr = err
+	}
+	if o.StepSummary != "" {
+		if err := s.AppendStepSummary(o.StepSummary); err != nil {
+			warn := o.Warn
+			if warn == nil {
+				warn = func(format string, args ...any) { fmt.Fprintf(os.Stderr, "smpatch: warning: "+format+"\n", args...) }
+			}
+			warn("%v", err)
+		}
 	}
 	if runErr == nil && ctx.Err() != nil {
 		runErr = ctx.Err()

@@ -168,6 +168,9 @@ func runMatrix(ctx context.Context, g *globalOptions, file string, o *matrixRunO
 			}
 		}
 	}
+	opts.Warn = func(format string, args ...any) {
+		fmt.Fprintf(stderr, "smpatch: warning: %s\n", fmt.Sprintf(format, args...))
+	}
 	opts.Progress = func(format string, args ...any) {
 		fmt.Fprintf(stderr, "%s %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
 	}

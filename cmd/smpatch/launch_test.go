@@ -122,6 +122,25 @@ func TestMatrixRunExitCode(t *testing.T) {
 	}
 }
 
+// A $GITHUB_STEP_SUMMARY that cannot be written is a warning: the exit code
+// stays the run's own (6: a cell failed), and the results are written.
+func TestMatrixRunUnwritableStepSummary(t *testing.T) {
+	_, cat, m := fakeFusionSetup(t, `["fakeserver", "-mode", "story", "-delay", "10ms", "--port", "30986"]`)
+	t.Setenv("GITHUB_STEP_SUMMARY", filepath.Join(t.TempDir(), "no-such-dir", "summary.md"))
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"--catalog", cat, "matrix", "run", m, "--out", out}, &stdout, &stderr)
+	if code != exit.CellsFailed {
+		t.Fatalf("exit %d, want %d\n%s%s", code, exit.CellsFailed, &stdout, &stderr)
+	}
+	if !strings.Contains(stderr.String(), "smpatch: warning: step summary: ") {
+		t.Errorf("no warning about the step summary:\n%s", &stderr)
+	}
+	if _, err := os.Stat(filepath.Join(out, "results.md")); err != nil {
+		t.Errorf("results.md: %v", err)
+	}
+}
+
 // Ctrl-C in the middle of a cell: the server and its worker are stopped,
 // the patch is reverted, and smpatch exits 130.
 func TestMatrixRunInterrupt(t *testing.T) {

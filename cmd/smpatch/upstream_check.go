@@ -242,9 +242,10 @@ func finishCheck(c *cobra.Command, o *checkOptions, rp *upstream.Report, firstEr
 	}
 	if o.Format == "github" {
 		if p := os.Getenv("GITHUB_STEP_SUMMARY"); p != "" {
-			if f, err := os.OpenFile(p, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
-				_ = rp.WriteStepSummary(f)
-				_ = f.Close()
+			// A summary that cannot be written is a warning: the exit code
+			// stays the check's own.
+			if err := appendCheckSummary(p, rp); err != nil {
+				fmt.Fprintf(c.ErrOrStderr(), "smpatch: warning: step summary: %v\n", err)
 			}
 		}
 	}
@@ -256,4 +257,17 @@ func finishCheck(c *cobra.Command, o *checkOptions, rp *upstream.Report, firstEr
 		return exit.Silent(exit.Conflict)
 	}
 	return nil
+}
+
+// appendCheckSummary appends the check's Markdown table to path.
+func appendCheckSummary(path string, rp *upstream.Report) error {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	werr := rp.WriteStepSummary(f)
+	if err := f.Close(); werr == nil {
+		werr = err
+	}
+	return werr
 }
