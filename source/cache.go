@@ -269,17 +269,41 @@ func isEmpty(repo *git.Repository) (bool, error) {
 	return empty, err
 }
 
-// locked runs f holding the repository's lock file.
+// locked runs f holding the repository's lock file, <slug>.lock beside the
+// repository. When f fails and leaves no repository behind (a first fetch
+// that failed), the lock file is removed too, while still held: a process
+// that was waiting for it sees that the file it locked is no longer the one
+// at the path, and locks afresh.
 func (u *Upstream) locked(f func() error) error {
 	if err := os.MkdirAll(u.cache.Dir, 0o755); err != nil {
 		return fmt.Errorf("cache: %w", err)
 	}
-	l := flock.New(u.Path + ".lock")
-	if err := l.Lock(); err != nil {
-		return fmt.Errorf("cache lock %s: %w", u.Path+".lock", err)
+	lockPath := u.Path + ".lock"
+	var l *flock.Flock
+	for {
+		l = flock.New(lockPath)
+		if err := l.Lock(); err != nil {
+			return fmt.Errorf("cache lock %s: %w", lockPath, err)
+		}
+		held, herr := l.Stat()
+		cur, cerr := os.Stat(lockPath)
+		if herr == nil && cerr == nil && os.SameFile(held, cur) {
+			break
+		}
+		// Removed (or replaced) by its holder after we opened it.
+		_ = l.Close()
+		if herr != nil {
+			return fmt.Errorf("cache lock %s: %w", lockPath, herr)
+		}
 	}
-	defer l.Unlock()
-	return f()
+	defer l.Close()
+	err := f()
+	if err != nil {
+		if _, serr := os.Stat(u.Path); errors.Is(serr, os.ErrNotExist) {
+			_ = os.Remove(lockPath)
+		}
+	}
+	return err
 }
 
 // Fetch brings every branch and tag of the remote into the cache; only the

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/go-git/go-git/v5"
@@ -145,6 +146,20 @@ func TestCacheUnreachableRemote(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(c.Dir, CacheSlug(url))); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("a failed clone left %s behind (%v)", CacheSlug(url), err)
+	}
+	// Nor its lock file, also when several processes' worth of opens fail
+	// at once (each waits for the lock the one before removed).
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			if _, err := c.Open(context.Background(), url); err == nil {
+				t.Error("open of an unreachable remote succeeded")
+			}
+		})
+	}
+	wg.Wait()
+	if ents, err := os.ReadDir(c.Dir); err != nil || len(ents) != 0 {
+		t.Fatalf("a failed clone left %v behind (%v)", ents, err)
 	}
 }
 
