@@ -3,11 +3,9 @@ package image
 import (
 	"archive/tar"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/url"
 	"path"
 	"sort"
 	"strings"
@@ -141,20 +139,11 @@ func editable(f *FS, p source.Project, d *source.Dist) *Location {
 	if err != nil {
 		return nil
 	}
-	var du struct {
-		URL     string `json:"url"`
-		DirInfo struct {
-			Editable bool `json:"editable"`
-		} `json:"dir_info"`
-	}
-	if json.Unmarshal(b, &du) != nil || !du.DirInfo.Editable {
+	editable, ok := source.EditableDir(b)
+	if !ok {
 		return nil
 	}
-	u, err := url.Parse(du.URL)
-	if err != nil || u.Scheme != "file" {
-		return nil
-	}
-	dir := cleanName(u.Path)
+	dir := cleanName(editable)
 	if !f.isFile(path.Join(dir, string(p), "__init__.py")) {
 		return nil
 	}

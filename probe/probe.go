@@ -2,11 +2,9 @@ package probe
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
-	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -217,20 +215,11 @@ func editableDir(fsys fs.FS, d *source.Dist) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	var du struct {
-		URL     string `json:"url"`
-		DirInfo struct {
-			Editable bool `json:"editable"`
-		} `json:"dir_info"`
-	}
-	if json.Unmarshal(data, &du) != nil || !du.DirInfo.Editable {
+	dir, ok := source.EditableDir(data)
+	if !ok {
 		return "", false
 	}
-	u, err := url.Parse(du.URL)
-	if err != nil || u.Scheme != "file" || u.Path == "" {
-		return "", false
-	}
-	return fsPath(path.Clean(u.Path)), true
+	return fsPath(dir), true
 }
 
 // baseVersion drops a local version label ("0.6.17+cu130" → "0.6.17").

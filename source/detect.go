@@ -2,11 +2,9 @@ package source
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -196,20 +194,11 @@ func editableCheckout(d *Dist, p Project) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	var du struct {
-		URL     string `json:"url"`
-		DirInfo struct {
-			Editable bool `json:"editable"`
-		} `json:"dir_info"`
-	}
-	if json.Unmarshal(data, &du) != nil || !du.DirInfo.Editable {
+	d0, ok := EditableDir(data)
+	if !ok {
 		return "", false
 	}
-	u, err := url.Parse(du.URL)
-	if err != nil || u.Scheme != "file" || u.Path == "" {
-		return "", false
-	}
-	dir := filepath.Clean(u.Path)
+	dir := filepath.FromSlash(d0)
 	for _, root := range []string{dir, filepath.Dir(dir)} {
 		if got, ok := DetectCheckout(root); ok && got == p {
 			return root, true

@@ -3,9 +3,11 @@ package source
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -183,4 +185,25 @@ func first(vs []string) string {
 		return ""
 	}
 	return vs[0]
+}
+
+// EditableDir reads a dist-info's direct_url.json (PEP 610) and returns the
+// local directory an editable install (pip install -e) was made from, as a
+// slash-separated absolute path. It reports false for anything else: no
+// file, not editable, not a file:// URL.
+func EditableDir(directURLJSON []byte) (string, bool) {
+	var du struct {
+		URL     string `json:"url"`
+		DirInfo struct {
+			Editable bool `json:"editable"`
+		} `json:"dir_info"`
+	}
+	if json.Unmarshal(directURLJSON, &du) != nil || !du.DirInfo.Editable {
+		return "", false
+	}
+	u, err := url.Parse(du.URL)
+	if err != nil || u.Scheme != "file" || u.Path == "" {
+		return "", false
+	}
+	return path.Clean(u.Path), true
 }

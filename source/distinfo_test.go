@@ -119,3 +119,22 @@ func TestFindDistFS(t *testing.T) {
 		t.Fatalf("absent: %v", err)
 	}
 }
+
+func TestEditableDir(t *testing.T) {
+	for _, tc := range []struct {
+		json string
+		dir  string
+		ok   bool
+	}{
+		{`{"url": "file:///home/me/src/sglang/python", "dir_info": {"editable": true}}`, "/home/me/src/sglang/python", true},
+		{`{"url": "file:///home/me/src/fi/", "dir_info": {"editable": true}}`, "/home/me/src/fi", true},
+		{`{"url": "file:///home/me/src/fi", "dir_info": {}}`, "", false},
+		{`{"url": "https://example.com/x.whl", "dir_info": {"editable": true}}`, "", false},
+		{`not json`, "", false},
+	} {
+		dir, ok := EditableDir([]byte(tc.json))
+		if dir != tc.dir || ok != tc.ok {
+			t.Errorf("EditableDir(%s) = %q, %v; want %q, %v", tc.json, dir, ok, tc.dir, tc.ok)
+		}
+	}
+}
