@@ -3,7 +3,7 @@ package main
 import "github.com/spf13/cobra"
 
 // matrixSubcommands holds the subcommands of "smpatch matrix"; expand and
-// render, build and run live in the files of their own packages' rooms.
+// render, build and run live in the command files of their own packages.
 var matrixSubcommands []func(*globalOptions) *cobra.Command
 
 func registerMatrixCommand(f func(*globalOptions) *cobra.Command) {

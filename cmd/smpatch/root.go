@@ -45,7 +45,7 @@ func (g *globalOptions) PythonPath() string {
 }
 
 // commandFactories holds a constructor for every top-level command. Each
-// command file adds its own in an init function, so rooms of the code never
+// command file adds its own in an init function, so command files never
 // edit one shared list.
 var commandFactories []func(*globalOptions) *cobra.Command
 
