@@ -384,6 +384,27 @@ func mdEscape(s string) string {
 	return s
 }
 
+// metricCells are a result's table cells for every metric: its value and,
+// when the matrix has a baseline, the change against it.
+func (s *Summary) metricCells(r *Result) []string {
+	var cells []string
+	for _, m := range s.Metrics {
+		v := ""
+		if x, ok := r.Metrics[m]; ok {
+			v = formatFloat(x)
+		}
+		cells = append(cells, v)
+		if s.Baseline != "" {
+			d := ""
+			if x, ok := r.DeltaPct[m]; ok {
+				d = formatDelta(x)
+			}
+			cells = append(cells, d)
+		}
+	}
+	return cells
+}
+
 // WriteMarkdown writes the results table.
 func (s *Summary) WriteMarkdown(w io.Writer) {
 	title := s.Name
@@ -407,20 +428,7 @@ func (s *Summary) WriteMarkdown(w io.Writer) {
 		}
 		status := string(r.Status)
 		row := []string{id, mdEscape(formatValues(r.Values)), status, healthy(r)}
-		for _, m := range s.Metrics {
-			v := ""
-			if x, ok := r.Metrics[m]; ok {
-				v = formatFloat(x)
-			}
-			row = append(row, v)
-			if s.Baseline != "" {
-				d := ""
-				if x, ok := r.DeltaPct[m]; ok {
-					d = formatDelta(x)
-				}
-				row = append(row, d)
-			}
-		}
+		row = append(row, s.metricCells(r)...)
 		label, line := note(r)
 		tri := ""
 		switch {
@@ -476,20 +484,7 @@ func (s *Summary) WriteText(w io.Writer) {
 			id += "*"
 		}
 		row := []string{id, string(r.Status), healthy(r)}
-		for _, m := range s.Metrics {
-			v := ""
-			if x, ok := r.Metrics[m]; ok {
-				v = formatFloat(x)
-			}
-			row = append(row, v)
-			if s.Baseline != "" {
-				d := ""
-				if x, ok := r.DeltaPct[m]; ok {
-					d = formatDelta(x)
-				}
-				row = append(row, d)
-			}
-		}
+		row = append(row, s.metricCells(r)...)
 		label, line := note(r)
 		switch {
 		case label != "" && line == "" && r.Reason != "":
