@@ -235,32 +235,25 @@ func splitFuncs(src string) []pyFunc {
 
 // stripComment drops a trailing # comment (outside string literals).
 func stripComment(l string) string {
-	inS := byte(0)
-	for i := 0; i < len(l); i++ {
-		c := l[i]
-		switch {
-		case inS != 0:
-			if c == '\\' {
-				i++
-			} else if c == inS {
-				inS = 0
-			}
-		case c == '"' || c == '\'':
-			inS = c
-		case c == '#':
-			return l[:i]
+	end := len(l)
+	walkCode(l, 0, func(i int, c byte, _ int) bool {
+		if c == '#' {
+			end = i
+			return false
 		}
-	}
-	return l
+		return true
+	})
+	return l[:end]
 }
 
-// callArgs returns the text between the parenthesis that opens at body[pos]
-// and its match, or false when it does not close.
-func callArgs(body string, open int) (string, bool) {
+// walkCode calls fn for every byte of s from index from on that lies outside
+// a Python string literal, with the bracket depth after that byte; fn
+// returns false to stop the walk.
+func walkCode(s string, from int, fn func(i int, c byte, depth int) bool) {
 	depth := 0
 	inS := byte(0)
-	for i := open; i < len(body); i++ {
-		c := body[i]
+	for i := from; i < len(s); i++ {
+		c := s[i]
 		if inS != 0 {
 			if c == '\\' {
 				i++
@@ -276,12 +269,25 @@ func callArgs(body string, open int) (string, bool) {
 			depth++
 		case ')', ']', '}':
 			depth--
-			if depth == 0 {
-				return body[open+1 : i], true
-			}
+		}
+		if !fn(i, c, depth) {
+			return
 		}
 	}
-	return "", false
+}
+
+// callArgs returns the text between the parenthesis that opens at body[open]
+// and its match, or false when it does not close.
+func callArgs(body string, open int) (string, bool) {
+	args, ok := "", false
+	walkCode(body, open, func(i int, c byte, depth int) bool {
+		if depth == 0 && (c == ')' || c == ']' || c == '}') {
+			args, ok = body[open+1:i], true
+			return false
+		}
+		return true
+	})
+	return args, ok
 }
 
 type gateCall struct {
@@ -549,32 +555,14 @@ func parseIntList(s string) ([]int, bool) {
 // splitTopLevel splits call arguments at top-level commas.
 func splitTopLevel(s string) []string {
 	var out []string
-	depth, start := 0, 0
-	inS := byte(0)
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if inS != 0 {
-			if c == '\\' {
-				i++
-			} else if c == inS {
-				inS = 0
-			}
-			continue
+	start := 0
+	walkCode(s, 0, func(i int, c byte, depth int) bool {
+		if c == ',' && depth == 0 {
+			out = append(out, s[start:i])
+			start = i + 1
 		}
-		switch c {
-		case '"', '\'':
-			inS = c
-		case '(', '[', '{':
-			depth++
-		case ')', ']', '}':
-			depth--
-		case ',':
-			if depth == 0 {
-				out = append(out, s[start:i])
-				start = i + 1
-			}
-		}
-	}
+		return true
+	})
 	return append(out, s[start:])
 }
 
