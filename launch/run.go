@@ -97,13 +97,17 @@ func Run(ctx context.Context, cells []*Cell, o Options) (*Summary, error) {
 	}
 
 	var runErr error
-	for _, grp := range groupByPatches(todo) {
-		if ctx.Err() != nil {
-			break
-		}
-		if err := runGroupOfCells(ctx, grp, o, record); err != nil {
-			runErr = err
-			break
+	if b, ok := o.Runner.(BatchRunner); ok && len(todo) > 0 {
+		runErr = b.RunBatch(ctx, todo, &o, record)
+	} else {
+		for _, grp := range groupByPatches(todo) {
+			if ctx.Err() != nil {
+				break
+			}
+			if err := runGroupOfCells(ctx, grp, o, record); err != nil {
+				runErr = err
+				break
+			}
 		}
 	}
 	if ctx.Err() != nil {
@@ -184,7 +188,7 @@ func checkCells(cells []*Cell, o Options) error {
 			}
 		}
 	}
-	if d, ok := o.Runner.(Docker); ok {
+	if d, ok := o.Runner.(interface{ Check() error }); ok {
 		if err := d.Check(); err != nil {
 			return err
 		}

@@ -37,6 +37,7 @@ type matrixRunOptions struct {
 	StopGrace   time.Duration
 	ShmSize     string
 	JSON        bool
+	batchOptions
 }
 
 func (o *matrixRunOptions) AddFlags(c *cobra.Command) {
@@ -45,7 +46,7 @@ func (o *matrixRunOptions) AddFlags(c *cobra.Command) {
 	f.StringArrayVar(&o.Only, "only", nil, "run only this cell (repeatable)")
 	f.BoolVar(&o.Resume, "resume", false, "keep the cells results.jsonl in --out already has and run the rest (with --only: run those again, keep the others)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print what each cell would run; start nothing, change nothing")
-	f.StringVar(&o.Runner, "runner", "local", "where cells run: local (process groups on this host) or docker")
+	f.StringVar(&o.Runner, "runner", "local", "where cells run: local (process groups on this host), docker, slurm (one job array) or kubernetes (Jobs)")
 	f.StringVar(&o.Out, "out", "", "results directory (default results/NAME, NAME from the matrix)")
 	f.StringVar(&o.Repo, "repo", "", "the tree the local runner patches (default: $SMPATCH_REPO, the current checkout, or the installed package)")
 	f.StringVar(&o.Refs, "refs", "", "docker: a JSON file of cell id to image (matrix build writes it)")
@@ -55,6 +56,7 @@ func (o *matrixRunOptions) AddFlags(c *cobra.Command) {
 	f.DurationVar(&o.StopGrace, "stop-grace", 10*time.Second, "time between SIGTERM and SIGKILL when a server is stopped")
 	f.StringVar(&o.ShmSize, "shm-size", "32g", "docker: --shm-size of each container")
 	f.BoolVar(&o.JSON, "json", false, "print the results as JSON")
+	o.addBatchFlags(f)
 }
 
 func init() {
@@ -132,8 +134,15 @@ func runMatrix(ctx context.Context, g *globalOptions, file string, o *matrixRunO
 		opts.Runner = launch.Local{}
 	case "docker":
 		opts.Runner = launch.Docker{ShmSize: o.ShmSize}
+	case "slurm":
+		opts.Runner, err = slurmRunner(g, file, o)
+	case "kubernetes":
+		opts.Runner, err = kubeRunner(x, o)
 	default:
-		return exit.With(exit.Usage, fmt.Errorf("--runner %q: want local or docker", o.Runner))
+		return exit.With(exit.Usage, fmt.Errorf("--runner %q: want local, docker, slurm or kubernetes", o.Runner))
+	}
+	if err != nil {
+		return err
 	}
 	if o.DryRun {
 		var prev map[string]*launch.Result
