@@ -446,6 +446,13 @@ func (s Slurm) collect(base string, t *slurmTask, o *Options) *Result {
 	var log bytes.Buffer
 	fmt.Fprintf(&log, "%s%s\n", NotePrefix, where)
 	fmt.Fprintf(&log, "%stask output: %s\n", NotePrefix, outFile)
+	// The task's own output: smpatch's progress on the node and whatever
+	// Slurm said; notes, never triaged.
+	if data, err := os.ReadFile(outFile); err == nil {
+		for _, l := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {
+			fmt.Fprintf(&log, "%stask: %s\n", NotePrefix, l)
+		}
+	}
 	nodeResults, rerr := readJSONL(filepath.Join(dir, ResultsJSONL))
 	nodeLog, lerr := os.ReadFile(filepath.Join(dir, LogsDir, c.ID+".log"))
 	if lerr == nil {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	batchv1 "k8s.io/api/batch/v1"
+
 	"fmt"
 	"os"
 	"os/exec"
@@ -86,6 +88,18 @@ func slurmRunner(g *globalOptions, file string, o *matrixRunOptions) (launch.Run
 	return launch.Slurm{Command: cmd, Partition: o.Partition, Args: o.SbatchArgs}, nil
 }
 
-func kubeRunner(x *matrix.Expansion, o *matrixRunOptions) (launch.Runner, error) {
-	return nil, fmt.Errorf("not yet")
+// kubeRunner builds the kubernetes runner: each cell's Job as matrix
+// render writes it, with the cell's image (--refs, else base.image).
+func kubeRunner(x *matrix.Expansion, cells []*launch.Cell, o *matrixRunOptions) (launch.Runner, error) {
+	images := map[string]string{}
+	for _, c := range cells {
+		images[c.ID] = c.Image
+	}
+	k := &launch.Kube{Kubeconfig: o.Kubeconfig, Namespace: o.Namespace, Jobs: map[string]*batchv1.Job{}}
+	for _, mc := range x.Cells {
+		if mc.Pruned == nil {
+			k.Jobs[mc.ID] = matrix.Job(x, mc, images[mc.ID])
+		}
+	}
+	return k, nil
 }

@@ -137,7 +137,7 @@ func runMatrix(ctx context.Context, g *globalOptions, file string, o *matrixRunO
 	case "slurm":
 		opts.Runner, err = slurmRunner(g, file, o)
 	case "kubernetes":
-		opts.Runner, err = kubeRunner(x, o)
+		opts.Runner, err = kubeRunner(x, cells, o)
 	default:
 		return exit.With(exit.Usage, fmt.Errorf("--runner %q: want local, docker, slurm or kubernetes", o.Runner))
 	}
