@@ -187,3 +187,12 @@ func exitCodeOf(err error) int {
 	}
 	return 0
 }
+
+// TestKubeScripts runs testdata/kube against the real control plane that
+// scripts/services.sh starts (etcd, kube-apiserver, controller-manager,
+// scheduler) with kwok's simulated node of eight nvidia.com/gpu: pods run
+// nothing, kwok moves them through their stages and serves a canned log.
+func TestKubeScripts(t *testing.T) {
+	kc := needService(t, "kubernetes", "SMPATCH_TEST_KUBECONFIG")
+	scaleScripts(t, "testdata/kube", map[string]string{"KUBECONFIG": kc})
+}

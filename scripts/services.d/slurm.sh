@@ -51,6 +51,8 @@ slurm_up() {
 	fi
 	cat >"$d/slurm.conf" <<CONF
 # Written by scripts/services.sh: one node, ${gpus} GRES GPUs, no slurmdbd.
+# The GPUs bound a job here, not the few cores of a test machine: each core
+# may be shared by up to 8 jobs.
 ClusterName=smpatch
 SlurmctldHost=${host}(127.0.0.1)
 SlurmctldPort=${ctld}
@@ -82,7 +84,7 @@ SlurmdTimeout=30
 MinJobAge=600
 KillWait=5
 NodeName=${host} NodeAddr=127.0.0.1 CPUs=${cpus} RealMemory=${mem} Gres=gpu:${gpus} State=UNKNOWN
-PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:8
 CONF
 	cat >"$d/gres.conf" <<CONF
 AutoDetect=off
