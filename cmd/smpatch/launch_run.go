@@ -288,7 +288,7 @@ func printDryRun(w io.Writer, cells []*launch.Cell, prev map[string]*launch.Resu
 		if d.Patches == nil {
 			d.Patches = []string{}
 		}
-		if o.Runner == "docker" {
+		if o.Runner == "docker" || o.Runner == "kubernetes" {
 			d.Image = c.Image
 		}
 		switch {
@@ -314,12 +314,12 @@ func printDryRun(w io.Writer, cells []*launch.Cell, prev map[string]*launch.Resu
 		}
 		fmt.Fprintf(w, "%s:\n", d.ID)
 		if len(d.Patches) > 0 {
-			if o.Runner == "local" {
+			if o.Runner == "local" || o.Runner == "slurm" {
 				fmt.Fprintf(w, "  apply   %s (reverted afterwards)\n", strings.Join(d.Patches, ", "))
 			} else {
 				fmt.Fprintf(w, "  image   %s (patches %s)\n", orNone(d.Image), strings.Join(d.Patches, ", "))
 			}
-		} else if o.Runner == "docker" {
+		} else if o.Runner == "docker" || o.Runner == "kubernetes" {
 			fmt.Fprintf(w, "  image   %s\n", orNone(d.Image))
 		}
 		keys := make([]string, 0, len(d.Env))
