@@ -129,3 +129,65 @@ func TestKubeValidateRefuses(t *testing.T) {
 func corev1Container(name, image string) corev1.Container {
 	return corev1.Container{Name: name, Image: image}
 }
+
+// Ctrl-C while a Job runs: RunBatch deletes the Jobs it created and records
+// nothing for them.
+func TestKubeInterruptDeletes(t *testing.T) {
+	kc := kubeconfig(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "hang.toml")
+	os.WriteFile(file, []byte(`name = "hang"
+base = { image = "registry.example/hang:1" }
+[axes]
+case = ["interrupted"]
+[presets.case.interrupted]
+SMPATCH_KWOK_HANG = "1"
+[launch]
+command = ["fakeserver", "--tp", "1", "--port", "30000"]
+health = "http://127.0.0.1:30000/health"
+bench = ["fakeserver", "bench", "-url", "http://127.0.0.1:30000"]
+`), 0o644)
+	m, err := matrix.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := m.Expand(matrix.ExpandOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := matrix.Job(x, x.Cells[0], "registry.example/hang:1")
+	k := &Kube{Kubeconfig: kc, Namespace: "default", Jobs: map[string]*batchv1.Job{x.Cells[0].ID: job}, Poll: 100 * time.Millisecond}
+	o := &Options{Out: dir}
+	o.defaults()
+	os.MkdirAll(filepath.Join(dir, LogsDir), 0o755)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	recorded := 0
+	go func() {
+		done <- k.RunBatch(ctx, []*Cell{{ID: x.Cells[0].ID}}, o, func(*Cell, *Result) error { recorded++; return nil })
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if k.client != nil {
+			if j, err := k.client.getJob(context.Background(), job.Name); err == nil && j.Status.Active > 0 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatal("the Job never became active")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if recorded != 0 {
+		t.Errorf("%d results recorded for an interrupted run", recorded)
+	}
+	j, err := k.client.getJob(context.Background(), job.Name)
+	if err == nil && j.DeletionTimestamp == nil {
+		t.Fatalf("Job %s is still there, not being deleted", job.Name)
+	}
+}
