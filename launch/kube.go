@@ -159,8 +159,9 @@ func (k *kubeClient) logs(ctx context.Context, pod, container string) ([]byte, e
 		Param("container", container).Do(ctx).Raw()
 }
 
-// Check connects and checks that the namespace exists, before anything is
-// created.
+// Check connects, checks that the namespace exists and sends every Job to
+// the API server as a server-side dry run (ValidateJobs), before anything is
+// written or created.
 func (k *Kube) Check() error {
 	if k.Namespace == "" {
 		k.Namespace = "default"
@@ -179,16 +180,31 @@ func (k *Kube) Check() error {
 		return fmt.Errorf("kubernetes runner: %s: %w", c.core.Get().URL().Host, err)
 	}
 	k.client = c
-	return nil
+	// Every Job, before anything is written or created: a manifest the API
+	// server refuses stops the run here.
+	ids := make([]string, 0, len(k.Jobs))
+	for id := range k.Jobs {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	cells := make([]*Cell, len(ids))
+	for i, id := range ids {
+		cells[i] = &Cell{ID: id}
+	}
+	vctx, vcancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer vcancel()
+	return k.ValidateJobs(vctx, cells)
 }
 
 // ValidateJobs sends every cell's Job to the API server as a server-side
 // dry run; the first refusal names its cell.
 func (k *Kube) ValidateJobs(ctx context.Context, cells []*Cell) error {
 	if k.client == nil {
-		if err := k.Check(); err != nil {
+		c, err := newKubeClient(k.Kubeconfig, k.Namespace)
+		if err != nil {
 			return err
 		}
+		k.client = c
 	}
 	for _, c := range cells {
 		job := k.Jobs[c.ID]
@@ -216,8 +232,10 @@ type kubeTask struct {
 
 // RunBatch implements BatchRunner.
 func (k *Kube) RunBatch(ctx context.Context, cells []*Cell, o *Options, record func(*Cell, *Result) error) error {
-	if err := k.ValidateJobs(ctx, cells); err != nil {
-		return err
+	if k.client == nil {
+		if err := k.Check(); err != nil {
+			return err
+		}
 	}
 	c := k.client
 	run := newRunID()
