@@ -45,7 +45,8 @@ type Kube struct {
 	// Jobs themselves are watched.
 	Poll time.Duration
 
-	client *kubeClient
+	client  *kubeClient
+	maxGPUs int64
 }
 
 // Name implements Runner.
@@ -148,10 +149,12 @@ func (k *kubeClient) deletePods(ctx context.Context, selector string) error {
 		VersionedParams(&metav1.ListOptions{LabelSelector: selector}, k.params).Do(ctx).Error()
 }
 
-func (k *kubeClient) events(ctx context.Context, name string) (*corev1.EventList, error) {
+// events lists the events of one object (by uid: an earlier Job of the
+// same name has its own).
+func (k *kubeClient) events(ctx context.Context, uid string) (*corev1.EventList, error) {
 	out := &corev1.EventList{}
 	return out, k.core.Get().Namespace(k.ns).Resource("events").
-		VersionedParams(&metav1.ListOptions{FieldSelector: "involvedObject.name=" + name}, k.params).Do(ctx).Into(out)
+		VersionedParams(&metav1.ListOptions{FieldSelector: "involvedObject.uid=" + uid}, k.params).Do(ctx).Into(out)
 }
 
 func (k *kubeClient) logs(ctx context.Context, pod, container string) ([]byte, error) {
@@ -214,7 +217,9 @@ func (k *Kube) ValidateJobs(ctx context.Context, cells []*Cell) error {
 		if job.Spec.Template.Spec.Containers[0].Image == "" {
 			return fmt.Errorf("cell %s: no image to run (build the cells' images with smpatch matrix build --push REPO, then pass --refs)", c.ID)
 		}
-		if _, err := k.client.createJob(ctx, job, true); err != nil {
+		// AlreadyExists comes after validation: the manifest is fine, and a
+		// Job an earlier run left is replaced when the run creates its own.
+		if _, err := k.client.createJob(ctx, job, true); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("cell %s: the API server refuses its Job %s: %w", c.ID, job.Name, err)
 		}
 	}
@@ -227,6 +232,11 @@ type kubeTask struct {
 	job     string
 	created time.Time
 	pending string // why its pod is not scheduled, while it is not
+	// waiting is since when the pod has been unschedulable with nothing
+	// else of this run running (which could free what it lacks).
+	waiting time.Time
+	gpus    int64  // nvidia.com/gpu the pod asks for
+	never   string // why no node could ever take it
 	done    bool
 }
 
@@ -260,6 +270,7 @@ func (k *Kube) RunBatch(ctx context.Context, cells []*Cell, o *Options, record f
 		}
 		return errs
 	}
+	k.maxGPUs = k.nodeGPUs(ctx)
 	var recErr error
 	for _, cell := range cells {
 		if ctx.Err() != nil {
@@ -290,7 +301,7 @@ func (k *Kube) RunBatch(ctx context.Context, cells []*Cell, o *Options, record f
 			continue
 		}
 		created = append(created, got.Name)
-		t := &kubeTask{cell: cell, job: got.Name, created: time.Now()}
+		t := &kubeTask{cell: cell, job: got.Name, created: time.Now(), gpus: jobGPUs(got)}
 		tasks = append(tasks, t)
 		byJob[got.Name] = t
 		o.Progress("%s: created Job %s/%s", o.tag(cell.ID), k.Namespace, got.Name)
@@ -337,7 +348,7 @@ func (k *Kube) RunBatch(ctx context.Context, cells []*Cell, o *Options, record f
 		// A pod the scheduler cannot place past the startup timeout would
 		// wait for GPUs forever: the cell fails and its Job goes.
 		for _, t := range tasks {
-			if t.done || t.pending == "" || time.Since(t.created) <= o.StartupTimeout {
+			if t.done || t.pending == "" || (t.never == "" && (t.waiting.IsZero() || time.Since(t.waiting) <= o.StartupTimeout)) {
 				continue
 			}
 			j, err := c.getJob(ctx, t.job)
@@ -445,6 +456,58 @@ func (k *Kube) checkPending(ctx context.Context, tasks []*kubeTask, sel string, 
 		}
 		t.pending = why
 	}
+	// A pending pod may wait while other cells of this run hold the GPUs;
+	// its clock runs only while none of them runs.
+	busy := false
+	for _, t := range tasks {
+		if !t.done && t.pending == "" {
+			busy = true
+		}
+	}
+	for _, t := range tasks {
+		switch {
+		case t.done || t.pending == "":
+			t.waiting = time.Time{}
+		case busy:
+			t.waiting = time.Time{}
+		case t.waiting.IsZero():
+			t.waiting = time.Now()
+		}
+		if t.pending != "" && t.never == "" && k.maxGPUs >= 0 && t.gpus > k.maxGPUs {
+			t.never = fmt.Sprintf("no node has %d %s (the most any node has: %d)", t.gpus, gpuResourceName, k.maxGPUs)
+		}
+	}
+}
+
+const gpuResourceName = "nvidia.com/gpu"
+
+// jobGPUs is what a Job's pod asks for of nvidia.com/gpu: its containers'
+// limits and its sidecars'.
+func jobGPUs(j *batchv1.Job) int64 {
+	var n int64
+	spec := j.Spec.Template.Spec
+	for _, c := range append(append([]corev1.Container{}, spec.InitContainers...), spec.Containers...) {
+		if q, ok := c.Resources.Limits[corev1.ResourceName(gpuResourceName)]; ok {
+			n += q.Value()
+		}
+	}
+	return n
+}
+
+// nodeGPUs is the most nvidia.com/gpu any node can give, -1 when the nodes
+// cannot be listed (the user may not be allowed to).
+func (k *Kube) nodeGPUs(ctx context.Context) int64 {
+	nodes := &corev1.NodeList{}
+	if err := k.client.core.Get().Resource("nodes").Do(ctx).Into(nodes); err != nil {
+		return -1
+	}
+	var most int64
+	for _, n := range nodes.Items {
+		if q, ok := n.Status.Allocatable[corev1.ResourceName(gpuResourceName)]; ok && q.Value() > most {
+			most = q.Value()
+		}
+	}
+	return most
 }
 
 // jobEnd is the Job's final condition (Complete or Failed), nil while it
@@ -524,12 +587,12 @@ func (k *Kube) collect(ctx context.Context, t *kubeTask, job *batchv1.Job, end *
 		}
 	}
 	var warnings []string
-	names := []string{t.job}
+	uids := []string{string(job.UID)}
 	for _, p := range items {
-		names = append(names, p.Name)
+		uids = append(uids, string(p.UID))
 	}
-	for _, n := range names {
-		evs, err := k.client.events(ctx, n)
+	for _, uid := range uids {
+		evs, err := k.client.events(ctx, uid)
 		if err != nil {
 			continue
 		}
@@ -565,7 +628,11 @@ func (k *Kube) collect(ctx context.Context, t *kubeTask, job *batchv1.Job, end *
 	default:
 		r.Seconds = secondsSince(t.created)
 		r.Status = StatusFailed
-		r.Reason = fmt.Sprintf("kubernetes: not scheduled within %s: %s", o.StartupTimeout, t.pending)
+		if t.never != "" {
+			r.Reason = "kubernetes: not schedulable: " + t.never + ": " + t.pending
+		} else {
+			r.Reason = fmt.Sprintf("kubernetes: not scheduled within %s: %s", o.StartupTimeout, t.pending)
+		}
 	}
 	if r.Status == StatusFailed {
 		sink.Note(r.Reason)

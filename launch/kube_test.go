@@ -36,11 +36,8 @@ func kubeconfig(t *testing.T) string {
 const trickyMatrix = `name = "yaml-tricky"
 [axes]
 flag = ["y", "n", "on", "off", "yes", "null", "1.0", "0x1F", "012", "1e3", "true"]
-[presets.flag.y]
-SMPATCH_FLAG = "y"
-[presets.flag.null]
-SMPATCH_FLAG = "~"
 [launch]
+env = { SMPATCH_FLAG = "{{.flag}}", SMPATCH_TILDE = "~" }
 command = ["fakeserver", "--tp", "8", "--flag", "{{.flag}}", "--port", "30000"]
 health = "http://127.0.0.1:30000/health"
 bench = ["fakeserver", "bench", "-url", "http://127.0.0.1:30000"]

@@ -106,16 +106,22 @@ kube__certs() {
 # set), plus a canned log for every container.
 kube__kwok_config() {
 	local d=$1
+	# CRI log format (time, stream, F for a full line), as kubelets keep them.
 	cat >"$d/canned.log" <<'LOG'
-[kwok] canned log of a simulated container
-server is ready
-Output token throughput (tok/s):         82.0
+2026-01-01T00:00:00.000000000Z stdout F [kwok] canned log of a simulated container
+2026-01-01T00:00:00.100000000Z stdout F server is ready
+2026-01-01T00:00:00.200000000Z stdout F Output token throughput (tok/s):         82.0
 LOG
 	cat >"$d/kwok.yaml" <<YAML
 apiVersion: config.kwok.x-k8s.io/v1alpha1
 kind: KwokConfiguration
 options:
-  enableCRDs: []
+  enableDebuggingHandlers: true
+  podPlayStageParallelism: 4
+  nodePlayStageParallelism: 4
+  nodeLeaseParallelism: 4
+  podsOnNodeSyncParallelism: 1
+  enablePodsOnNodeSyncListPager: true
 ---
 apiVersion: kwok.x-k8s.io/v1alpha1
 kind: ClusterLogs
@@ -318,6 +324,12 @@ kube_up() {
 				"annotations": {"kwok.x-k8s.io/node": "fake"}},
 			"spec": {"taints": []}}' >/dev/null || svc_die "could not create node $node"
 	fi
+	# The API server taints a new node not-ready; the node lifecycle
+	# controller that would lift it is off (kwok's node has no kubelet
+	# heartbeat to judge), so lift it here.
+	kube__curl "$d" -X PATCH -H 'Content-Type: application/merge-patch+json' \
+		"https://127.0.0.1:$port/api/v1/nodes/$node" -d '{"spec": {"taints": null}}' >/dev/null ||
+		svc_die "could not lift the taints of node $node"
 	if ! svc_running "$d/kwok.pid"; then
 		svc_start "$d/kwok.pid" "$d/log/kwok.log" "$bin/kwok" --kubeconfig "$d/kubeconfig" --config "$d/kwok.yaml" \
 			--manage-all-nodes=true --node-ip 127.0.0.1 --node-port "$kport" --server-address "127.0.0.1:$kport" \
