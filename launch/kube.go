@@ -635,10 +635,10 @@ func (k *Kube) collect(ctx context.Context, t *kubeTask, job *batchv1.Job, end *
 		}
 	}
 	if r.Status == StatusFailed {
-		sink.Note(r.Reason)
 		for _, w := range warnings {
 			sink.Note("warning: " + w)
 		}
+		sink.Note(r.Reason) // last: the table shows a failure's last line
 		v := sink.Verdict(r.Log)
 		if v.Known {
 			r.Triage = v.Cause
