@@ -157,6 +157,10 @@ bench = ["fakeserver", "bench", "-url", "http://127.0.0.1:30000"]
 	o := &Options{Out: dir}
 	o.defaults()
 	os.MkdirAll(filepath.Join(dir, LogsDir), 0o755)
+	watcher, err := newKubeClient(kc, "default")
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	recorded := 0
@@ -165,10 +169,8 @@ bench = ["fakeserver", "bench", "-url", "http://127.0.0.1:30000"]
 	}()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if k.client != nil {
-			if j, err := k.client.getJob(context.Background(), job.Name); err == nil && j.Status.Active > 0 {
-				break
-			}
+		if j, err := watcher.getJob(context.Background(), job.Name); err == nil && j.Status.Active > 0 && j.Labels[RunLabel] != "" {
+			break
 		}
 		if time.Now().After(deadline) {
 			cancel()
@@ -183,7 +185,7 @@ bench = ["fakeserver", "bench", "-url", "http://127.0.0.1:30000"]
 	if recorded != 0 {
 		t.Errorf("%d results recorded for an interrupted run", recorded)
 	}
-	j, err := k.client.getJob(context.Background(), job.Name)
+	j, err := watcher.getJob(context.Background(), job.Name)
 	if err == nil && j.DeletionTimestamp == nil {
 		t.Fatalf("Job %s is still there, not being deleted", job.Name)
 	}
