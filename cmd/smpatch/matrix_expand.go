@@ -66,47 +66,45 @@ func expandMatrix(g *globalOptions, file string, o *matrixOptions) (*matrix.Expa
 	return m.Expand(opts)
 }
 
-func init() {
-	registerMatrixCommand(func(g *globalOptions) *cobra.Command {
-		var o matrixOptions
-		var asJSON, explain, github bool
-		c := &cobra.Command{
-			Use:   "expand FILE",
-			Short: "Expand a matrix file into cells: product, zip, exclude, include, rules",
-			Long: "Expand a matrix file in the fixed order product → zip → exclude → include → rules\n" +
-				"and list the cells. Pruned cells are listed with the rule and its reason.",
-			Args: cobra.ExactArgs(1),
-			RunE: func(c *cobra.Command, args []string) error {
-				if n := btoi(asJSON) + btoi(explain) + btoi(github); n > 1 {
-					return exit.With(exit.Usage, errors.New("matrix expand: choose one of --json, --explain and --github"))
-				}
-				x, err := expandMatrix(g, args[0], &o)
-				if err != nil {
-					return err
-				}
-				w := bufio.NewWriterSize(c.OutOrStdout(), 1<<16)
-				switch {
-				case github:
-					err = writeGitHubMatrix(w, x)
-				case asJSON:
-					err = writeExpansionJSON(w, x)
-				case explain:
-					printExplain(w, x)
-				default:
-					printCells(w, x)
-				}
-				if ferr := w.Flush(); err == nil {
-					err = ferr
-				}
+func newMatrixExpandCmd(g *globalOptions) *cobra.Command {
+	var o matrixOptions
+	var asJSON, explain, github bool
+	c := &cobra.Command{
+		Use:   "expand FILE",
+		Short: "Expand a matrix file into cells: product, zip, exclude, include, rules",
+		Long: "Expand a matrix file in the fixed order product → zip → exclude → include → rules\n" +
+			"and list the cells. Pruned cells are listed with the rule and its reason.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			if n := btoi(asJSON) + btoi(explain) + btoi(github); n > 1 {
+				return exit.With(exit.Usage, errors.New("matrix expand: choose one of --json, --explain and --github"))
+			}
+			x, err := expandMatrix(g, args[0], &o)
+			if err != nil {
 				return err
-			},
-		}
-		o.AddFlags(c)
-		c.Flags().BoolVar(&asJSON, "json", false, "print the expansion as JSON")
-		c.Flags().BoolVar(&explain, "explain", false, "show every step, every cell's values and every rule decision")
-		c.Flags().BoolVar(&github, "github", false, "print the runnable cells as a one-line GitHub Actions matrix ({\"include\": [...]}, at most 256: use --shard)")
-		return c
-	})
+			}
+			w := bufio.NewWriterSize(c.OutOrStdout(), 1<<16)
+			switch {
+			case github:
+				err = writeGitHubMatrix(w, x)
+			case asJSON:
+				err = writeExpansionJSON(w, x)
+			case explain:
+				printExplain(w, x)
+			default:
+				printCells(w, x)
+			}
+			if ferr := w.Flush(); err == nil {
+				err = ferr
+			}
+			return err
+		},
+	}
+	o.AddFlags(c)
+	c.Flags().BoolVar(&asJSON, "json", false, "print the expansion as JSON")
+	c.Flags().BoolVar(&explain, "explain", false, "show every step, every cell's values and every rule decision")
+	c.Flags().BoolVar(&github, "github", false, "print the runnable cells as a one-line GitHub Actions matrix ({\"include\": [...]}, at most 256: use --shard)")
+	return c
 }
 
 func btoi(b bool) int {

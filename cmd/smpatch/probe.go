@@ -21,10 +21,6 @@ import (
 	"github.com/smpatch/smpatch/probe"
 )
 
-// probeImage probes a container image's filesystem; the image commands set
-// it in an init function. Nil means this binary cannot read images.
-var probeImage func(ctx context.Context, ref string) (*probe.Report, error)
-
 type probeOptions struct {
 	SitePackages []string
 	JSON         bool
@@ -34,8 +30,6 @@ type probeOptions struct {
 	Entries      bool
 	Timeout      time.Duration
 }
-
-func init() { registerCommand(newProbeCmd) }
 
 func newProbeCmd(g *globalOptions) *cobra.Command {
 	o := &probeOptions{}
@@ -80,10 +74,7 @@ func runProbe(ctx context.Context, w io.Writer, g *globalOptions, o *probeOption
 	var r *probe.Report
 	var err error
 	if o.Image != "" {
-		if probeImage == nil {
-			return errors.New("probe --image: this binary cannot read images")
-		}
-		r, err = probeImage(ctx, o.Image)
+		r, err = probeImageStatic(ctx, o.Image)
 		if err != nil {
 			return fmt.Errorf("probe --image %s: %w", o.Image, err)
 		}

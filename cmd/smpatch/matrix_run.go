@@ -57,26 +57,24 @@ func (o *matrixRunOptions) AddFlags(c *cobra.Command) {
 	f.BoolVar(&o.JSON, "json", false, "print the results as JSON")
 }
 
-func init() {
-	registerMatrixCommand(func(g *globalOptions) *cobra.Command {
-		o := &matrixRunOptions{}
-		c := &cobra.Command{
-			Use:   "run FILE",
-			Short: "Run each cell: patch, start, wait for health, bench, triage, stop, revert; one results table",
-			Long: "Run the matrix's cells one after another (--concurrency for small cells). The local runner\n" +
-				"applies each cell's patches to --repo, starts the cell's rendered run.sh (OUT/cells/ID/) in\n" +
-				"its own process group, waits for the health URL while watching the process and the log,\n" +
-				"runs the bench, stops the group and reverts the patches, also on failure and on Ctrl-C.\n" +
-				"Logs go to OUT/logs/ID.log; results to OUT/results.{jsonl,json,csv,md} and OUT/junit.xml\n" +
-				"(the markdown also to $GITHUB_STEP_SUMMARY). Exit 6 when a cell failed.",
-			Args: cobra.ExactArgs(1),
-			RunE: func(c *cobra.Command, args []string) error {
-				return runMatrix(c.Context(), g, args[0], o, c.OutOrStdout(), c.ErrOrStderr())
-			},
-		}
-		o.AddFlags(c)
-		return c
-	})
+func newMatrixRunCmd(g *globalOptions) *cobra.Command {
+	o := &matrixRunOptions{}
+	c := &cobra.Command{
+		Use:   "run FILE",
+		Short: "Run each cell: patch, start, wait for health, bench, triage, stop, revert; one results table",
+		Long: "Run the matrix's cells one after another (--concurrency for small cells). The local runner\n" +
+			"applies each cell's patches to --repo, starts the cell's rendered run.sh (OUT/cells/ID/) in\n" +
+			"its own process group, waits for the health URL while watching the process and the log,\n" +
+			"runs the bench, stops the group and reverts the patches, also on failure and on Ctrl-C.\n" +
+			"Logs go to OUT/logs/ID.log; results to OUT/results.{jsonl,json,csv,md} and OUT/junit.xml\n" +
+			"(the markdown also to $GITHUB_STEP_SUMMARY). Exit 6 when a cell failed.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			return runMatrix(c.Context(), g, args[0], o, c.OutOrStdout(), c.ErrOrStderr())
+		},
+	}
+	o.AddFlags(c)
+	return c
 }
 
 func runMatrix(ctx context.Context, g *globalOptions, file string, o *matrixRunOptions, stdout, stderr io.Writer) error {
@@ -235,7 +233,7 @@ func cellPython(g *globalOptions, m *matrix.Matrix) string {
 // newTreePatcher loads the catalog and opens the tree of every project the
 // patches touch, so a bad --repo is refused before any cell starts.
 func newTreePatcher(ctx context.Context, g *globalOptions, repo, python string, names []string) (*launch.TreePatcher, error) {
-	cat, err := engLoadCatalog(g)
+	cat, err := g.loadCatalog()
 	if err != nil {
 		return nil, err
 	}

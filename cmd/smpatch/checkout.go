@@ -13,10 +13,6 @@ import (
 	"github.com/smpatch/smpatch/upstream"
 )
 
-func init() {
-	registerCommand(newCheckoutCmd)
-}
-
 // isTerminal reports whether w is a terminal (progress goes there only).
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)

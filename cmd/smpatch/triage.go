@@ -13,8 +13,6 @@ type triageOptions struct {
 	Signatures []string
 }
 
-func init() { registerCommand(newTriageCmd) }
-
 func newTriageCmd(g *globalOptions) *cobra.Command {
 	o := &triageOptions{}
 	c := &cobra.Command{

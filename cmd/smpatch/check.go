@@ -17,10 +17,6 @@ import (
 	"github.com/smpatch/smpatch/upstream"
 )
 
-func init() {
-	registerCommand(newCheckCmd)
-}
-
 type checkOptions struct {
 	Upstreams []string
 	Repo      string
