@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/spf13/cobra"
 
 	"github.com/smpatch/smpatch/internal/exit"
@@ -132,58 +130,16 @@ func runCheck(c *cobra.Command, g *globalOptions, o *checkOptions) error {
 			fail(t.Project, ps, t.URL+"@"+t.Ref, err)
 			continue
 		}
-		if o.Range == "" {
-			h, err := u.Resolve(ctx, t.Ref)
-			if err != nil {
-				fail(t.Project, ps, t.URL+"@"+t.Ref, err)
-				continue
-			}
-			tr, err := source.OpenRevision(u.Repo, h, t.Project, t.URL)
-			if err == nil {
-				err = tr.CheckProject()
-			}
-			if err != nil {
-				fail(t.Project, ps, t.URL+"@"+t.Ref, err)
-				continue
-			}
-			for _, r := range upstream.CheckTree(ctx, tr, ps, opts) {
-				r.Ref, r.Commit = t.Ref, h.String()
-				rp.Results = append(rp.Results, r)
-			}
-			continue
-		}
-		to := rng[1]
-		if to == "" {
-			to = t.Ref
-		}
-		var hs [2]plumbing.Hash
-		var rerr error
-		for i, rev := range []string{rng[0], to} {
-			if hs[i], rerr = u.Resolve(ctx, rev); rerr != nil {
-				break
-			}
-		}
-		if rerr == nil {
-			var tr *source.RevisionTree
-			if tr, rerr = source.OpenRevision(u.Repo, hs[1], t.Project, t.URL); rerr == nil {
-				rerr = tr.CheckProject()
-			}
-		}
-		if rerr != nil {
-			fail(t.Project, ps, t.URL, rerr)
-			continue
-		}
-		ropts := opts
-		ropts.OpenRepo = func() (*git.Repository, error) { return source.OpenStore(u.Path) }
-		rs, err := upstream.Range(ctx, u.Repo, t.URL, t.Project, hs[0], hs[1], [2]string{rng[0], to}, ps, ropts)
+		rs, err := upstream.CheckUpstream(ctx, u, t, rng, ps, opts)
 		if err != nil {
-			fail(t.Project, ps, t.URL, err)
+			where := t.URL
+			if rng[0] == "" {
+				where += "@" + t.Ref
+			}
+			fail(t.Project, ps, where, err)
 			continue
 		}
-		for _, r := range rs {
-			r.Ref = to
-			rp.Results = append(rp.Results, r)
-		}
+		rp.Results = append(rp.Results, rs...)
 	}
 	return finishCheck(c, o, rp, firstErr)
 }
@@ -201,30 +157,12 @@ func checkRepo(c *cobra.Command, cat *patches.Catalog, dir string, rng [2]string
 		fmt.Fprintf(c.ErrOrStderr(), "smpatch: check: the catalog has no %s patches\n", tree.Project())
 		return nil
 	}
-	if rng[0] == "" {
-		rp.Results = append(rp.Results, upstream.CheckTree(ctx, tree, ps, opts)...)
-		return nil
-	}
-	repo, err := git.PlainOpenWithOptions(tree.Root(), &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
+	rs, err, rerr := upstream.CheckCheckout(ctx, tree, rng, ps, opts)
 	if err != nil {
-		return fmt.Errorf("check: --range needs a git repository: %s: %w", dir, err)
+		return fmt.Errorf("check: %w", err)
 	}
-	to := rng[1]
-	if to == "" {
-		to = "HEAD"
-	}
-	var hs [2]plumbing.Hash
-	for i, rev := range []string{rng[0], to} {
-		if hs[i], err = source.ResolveRevision(repo, rev); err != nil {
-			return fmt.Errorf("check: %s: %w", dir, err)
-		}
-	}
-	opts.OpenRepo = func() (*git.Repository, error) {
-		return git.PlainOpenWithOptions(tree.Root(), &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
-	}
-	rs, err := upstream.Range(ctx, repo, tree.Root(), tree.Project(), hs[0], hs[1], [2]string{rng[0], to}, ps, opts)
-	if err != nil {
-		fail(tree.Project(), ps, tree.Root(), err)
+	if rerr != nil {
+		fail(tree.Project(), ps, tree.Root(), rerr)
 		return nil
 	}
 	rp.Results = append(rp.Results, rs...)

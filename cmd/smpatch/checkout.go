@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -97,9 +96,7 @@ func runCheckout(c *cobra.Command, o *checkoutOptions, arg string) error {
 		return fmt.Errorf("checkout: %w", err)
 	}
 	if o.JSON {
-		enc := json.NewEncoder(c.OutOrStdout())
-		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]string{
+		return writeJSON(c.OutOrStdout(), map[string]string{
 			"project": string(t.Project), "url": t.URL, "rev": t.Ref,
 			"commit": h.String(), "dir": o.Into, "cache": u.Path,
 		})

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -158,10 +157,7 @@ func newImageApplyCmd(g *globalOptions) *cobra.Command {
 
 func printImageApply(w io.Writer, r *imageApplyResult, asJSON bool) error {
 	if asJSON {
-		e := json.NewEncoder(w)
-		e.SetIndent("", "  ")
-		e.SetEscapeHTML(false)
-		return e.Encode(r)
+		return writeJSON(w, r)
 	}
 	for _, p := range r.Patches {
 		fmt.Fprintf(w, "%s: %s, variant %s (%s)\n", p.Name, p.Outcome, p.Variant, p.VariantReason)

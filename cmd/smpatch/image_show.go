@@ -57,10 +57,7 @@ func newImageShowCmd(g *globalOptions) *cobra.Command {
 			}
 			w := c.OutOrStdout()
 			if asJSON {
-				e := json.NewEncoder(w)
-				e.SetIndent("", "  ")
-				e.SetEscapeHTML(false)
-				return e.Encode(r)
+				return writeJSON(w, r)
 			}
 			fmt.Fprintf(w, "%s %s, %d layers\n", args[0], r.Digest, len(r.Layers))
 			for _, kv := range r.Env {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -133,10 +132,7 @@ func newMatrixBuildCmd(g *globalOptions) *cobra.Command {
 			}
 			w := c.OutOrStdout()
 			if o.JSON {
-				e := json.NewEncoder(w)
-				e.SetIndent("", "  ")
-				e.SetEscapeHTML(false)
-				if err := e.Encode(matrixBuildResult{Base: baseRef, BaseDigest: base.Digest.String(), Dest: dst.String(), Refs: refs, Cells: outs}); err != nil {
+				if err := writeJSON(w, matrixBuildResult{Base: baseRef, BaseDigest: base.Digest.String(), Dest: dst.String(), Refs: refs, Cells: outs}); err != nil {
 					return err
 				}
 			} else {

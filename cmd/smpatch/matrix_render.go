@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -57,9 +56,7 @@ func newMatrixRenderCmd(g *globalOptions) *cobra.Command {
 				for _, cell := range x.Runnable() {
 					cells = append(cells, cell.ID)
 				}
-				enc := json.NewEncoder(w)
-				enc.SetIndent("", "  ")
-				return enc.Encode(map[string]any{"out": out, "files": len(files), "cells": cells, "pruned": x.Steps.Pruned})
+				return writeJSON(w, map[string]any{"out": out, "files": len(files), "cells": cells, "pruned": x.Steps.Pruned})
 			}
 			fmt.Fprintf(w, "%s: %d cells rendered into %s (%d pruned; see %s/SUMMARY.md)\n", args[0], len(x.Runnable()), out, len(x.Cells)-len(x.Runnable()), out)
 			return nil

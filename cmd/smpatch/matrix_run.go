@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -175,9 +174,7 @@ func runMatrix(ctx context.Context, g *globalOptions, file string, o *matrixRunO
 	s, err := launch.Run(ctx, cells, opts)
 	if s != nil {
 		if o.JSON {
-			enc := json.NewEncoder(stdout)
-			enc.SetIndent("", "  ")
-			if jerr := enc.Encode(s); jerr != nil && err == nil {
+			if jerr := writeJSON(stdout, s); jerr != nil && err == nil {
 				err = jerr
 			}
 		} else {
@@ -292,9 +289,7 @@ func printDryRun(w io.Writer, cells []*launch.Cell, prev map[string]*launch.Resu
 		out = append(out, d)
 	}
 	if o.JSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"dry_run": true, "runner": o.Runner, "out": opts.Out, "baseline": opts.Baseline, "cells": out})
+		return writeJSON(w, map[string]any{"dry_run": true, "runner": o.Runner, "out": opts.Out, "baseline": opts.Baseline, "cells": out})
 	}
 	for _, d := range out {
 		if d.Action != "run" {

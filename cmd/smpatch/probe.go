@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -86,19 +85,13 @@ func runProbe(ctx context.Context, w io.Writer, g *globalOptions, o *probeOption
 	}
 	if o.Output != "" {
 		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false)
-		_ = enc.Encode(r)
+		_ = writeJSON(&buf, r)
 		if err := writeFileAtomic(o.Output, buf.Bytes()); err != nil {
 			return fmt.Errorf("probe -o: %w", err)
 		}
 	}
 	if o.JSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false)
-		return enc.Encode(r)
+		return writeJSON(w, r)
 	}
 	// Without an interpreter, the site-packages came from --site-packages
 	// or from the image.
@@ -120,10 +113,7 @@ func runScan(w io.Writer, o *probeOptions) error {
 		scans = append(scans, s)
 	}
 	if o.JSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false)
-		return enc.Encode(scans)
+		return writeJSON(w, scans)
 	}
 	for _, s := range scans {
 		fmt.Fprintf(w, "%s: %s (ELF%d), %d fatbin containers\n", s.Path, s.Kind, s.Class, s.Containers)

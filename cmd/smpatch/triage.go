@@ -1,8 +1,6 @@
 package main
 
 import (
-	"encoding/json"
-
 	"github.com/spf13/cobra"
 
 	"github.com/smpatch/smpatch/launch"
@@ -33,9 +31,7 @@ func newTriageCmd(g *globalOptions) *cobra.Command {
 				verdicts = append(verdicts, v)
 			}
 			if o.JSON {
-				enc := json.NewEncoder(c.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(map[string]any{"logs": verdicts})
+				return writeJSON(c.OutOrStdout(), map[string]any{"logs": verdicts})
 			}
 			for _, v := range verdicts {
 				v.WriteText(c.OutOrStdout())
