@@ -81,7 +81,7 @@ func runCheck(c *cobra.Command, g *globalOptions, o *checkOptions) error {
 		}
 		rng = [2]string{a, b}
 	}
-	cat, err := patches.LoadCatalog(g.CatalogDirs())
+	cat, err := g.loadCatalog()
 	if err != nil {
 		return err
 	}

@@ -85,7 +85,7 @@ func newImageApplyCmd(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cat, err := patches.LoadCatalog(g.CatalogDirs())
+			cat, err := g.loadCatalog()
 			if err != nil {
 				return err
 			}

@@ -14,7 +14,6 @@ import (
 	"github.com/smpatch/smpatch/image"
 	"github.com/smpatch/smpatch/internal/exit"
 	"github.com/smpatch/smpatch/matrix"
-	"github.com/smpatch/smpatch/patches"
 )
 
 // smpatch matrix build FILE: one image per cell.
@@ -77,7 +76,7 @@ func newMatrixBuildCmd(g *globalOptions) *cobra.Command {
 				return fmt.Errorf("%s: [base] image is not set; matrix build needs a base image", args[0])
 			}
 			baseRef := matrixBaseRef(x.Matrix.Base.Image, filepath.Dir(args[0]))
-			cat, err := patches.LoadCatalog(g.CatalogDirs())
+			cat, err := g.loadCatalog()
 			if err != nil {
 				return err
 			}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/smpatch/smpatch/internal/exit"
 	"github.com/smpatch/smpatch/matrix"
-	"github.com/smpatch/smpatch/patches"
 )
 
 // matrixOptions are the flags expand and render share.
@@ -330,7 +329,7 @@ func printDecision(w io.Writer, d matrix.Decision) {
 // catalog (built-in plus --catalog directories) and returns the lookup, so
 // that the expansion checks the patch names rules name with it too.
 func checkMatrixPatches(g *globalOptions, m *matrix.Matrix) (func(name string) error, error) {
-	cat, err := patches.LoadCatalog(g.CatalogDirs())
+	cat, err := g.loadCatalog()
 	if err != nil {
 		return nil, err
 	}

@@ -24,9 +24,18 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// loadCatalog is the built-in catalog with the --catalog directories.
+// loadCatalog is the built-in catalog with the --catalog directories,
+// loaded on first use and kept for the rest of the command.
 func (g *globalOptions) loadCatalog() (*patches.Catalog, error) {
-	return patches.LoadCatalog(g.CatalogDirs())
+	if g.catalog != nil {
+		return g.catalog, nil
+	}
+	cat, err := patches.LoadCatalog(g.CatalogDirs())
+	if err != nil {
+		return nil, err
+	}
+	g.catalog = cat
+	return cat, nil
 }
 
 // lightGC makes the engine's commands collect garbage rarely: they hold

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/smpatch/smpatch/internal/exit"
+	"github.com/smpatch/smpatch/patches"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -23,6 +24,8 @@ var version = "dev"
 type globalOptions struct {
 	Catalogs []string // --catalog DIR, repeatable; $SMPATCH_CATALOG (colon-separated) is added
 	Python   string   // --python PATH; default python3 on PATH
+
+	catalog *patches.Catalog // loaded once, by loadCatalog
 }
 
 // CatalogDirs is --catalog followed by the directories of $SMPATCH_CATALOG.
