@@ -867,15 +867,6 @@ func (m *Matrix) CheckPatches(check func(name string) error) error {
 	return nil
 }
 
-// AxisNames returns the axis names in file order.
-func (m *Matrix) AxisNames() []string {
-	out := make([]string, len(m.Axes))
-	for i, a := range m.Axes {
-		out[i] = a.Name
-	}
-	return out
-}
-
 // resolvePython makes a relative base.python path (one with a directory, such
 // as "venv/bin/python3") relative to the matrix file's directory, as rules
 // files and workdir are; a bare command name ("python3") is left for PATH.
