@@ -13,7 +13,7 @@ import (
 	"github.com/smpatch/smpatch/internal/lazyre"
 )
 
-// GPUQueryArgs are the nvidia-smi arguments the probe uses (DOMAIN.md).
+// GPUQueryArgs are the nvidia-smi arguments the probe uses.
 var GPUQueryArgs = []string{"--query-gpu=index,name,uuid,compute_cap,driver_version,memory.total", "--format=csv,noheader"}
 
 // probeGPUs fills h from nvidia-smi, falling back to /proc/driver/nvidia/gpus

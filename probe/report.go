@@ -13,7 +13,7 @@ import (
 	"os"
 )
 
-// Report is everything the probe learned, with the JSON keys of DESIGN.md
+// Report is everything the probe learned, with the JSON keys docs/probe.md lists
 // ("Probe report"). Anything it could not read is absent and explained in
 // Unknown, never guessed.
 type Report struct {
