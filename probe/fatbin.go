@@ -436,4 +436,3 @@ func targetNum(t string) int {
 	n, _ := strconv.Atoi(t)
 	return n
 }
-

@@ -1,6 +1,3 @@
-// Package exit carries smpatch's process exit codes (README.md, "Exit codes")
-// through ordinary error values, so packages can say how a failure should end
-// the process without knowing about the command line.
 package exit
 
 import (
