@@ -457,7 +457,7 @@ func TestUnifiedDiffRoundTrip(t *testing.T) {
 		{"1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n", "1\n2x\n3\n4\n5\n6\n7\n8\n9\n10\n11x\n12\n"},
 		{"l1\r\nl2\r\n", "l1\r\nl2 changed\r\n"},
 	} {
-		d := udFile("python/sglang/x.py", []byte(tt.a), []byte(tt.b))
+		d := fileDiff("python/sglang/x.py", []byte(tt.a), []byte(tt.b))
 		fds, err := ParseDiff("t", d)
 		if err != nil {
 			t.Fatalf("%q -> %q: %v\n%s", tt.a, tt.b, err, d)
