@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -68,7 +69,7 @@ type imagePatchResult struct {
 }
 
 func newImageApplyCmd(g *globalOptions) *cobra.Command {
-	var o imageApplyOptions
+	o := &imageApplyOptions{}
 	c := &cobra.Command{
 		Use:   "apply NAME... --base REF --tag REF",
 		Short: "Apply patches to a base image as one new layer, with env and labels",
@@ -78,81 +79,84 @@ func newImageApplyCmd(g *globalOptions) *cobra.Command {
 			"stale bytecode, /etc/smpatch/manifest.json) to an OCI layout or a registry.",
 		Args: cobra.ArbitraryArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			if o.Base == "" || o.Tag == "" {
-				return exit.With(exit.Usage, errors.New("image apply: --base and --tag are required"))
-			}
-			env, err := parseEnv(o.Env)
-			if err != nil {
-				return err
-			}
-			cat, err := g.loadCatalog()
-			if err != nil {
-				return err
-			}
-			var ps []*patches.Patch
-			for _, n := range args {
-				p, err := cat.Get(n)
-				if err != nil {
-					return err
-				}
-				ps = append(ps, p)
-			}
-			dst, name, err := image.ParseDestination(o.Tag, image.Remote{})
-			if err != nil {
-				return exit.With(exit.Usage, fmt.Errorf("--tag: %w", err))
-			}
-			if name == "" {
-				if _, ok := dst.(*image.Registry); ok {
-					return exit.With(exit.Usage, fmt.Errorf("--tag %s: name a tag (REPO:TAG)", o.Tag))
-				}
-				name = "latest"
-			}
-			ctx := c.Context()
-			base, err := image.OpenBase(ctx, o.Base, image.Remote{}, imageFSOptions())
-			if err != nil {
-				return err
-			}
-			if l, ok := dst.(*image.Layout); ok && base.Ref.Kind == "layout" {
-				l.LinkFrom = base.Ref.Dir
-			}
-			cell := ""
-			if len(args) > 0 {
-				cell = strings.Join(args, "+")
-			}
-			res, err := base.Build(ctx, image.Cell{ID: cell, Patches: ps, Env: env}, image.BuildOptions{
-				Strict: o.Strict, CatalogDigest: cat.Digest(), Tool: version,
-			})
-			if err != nil {
-				return err
-			}
-			b := res.Built
-			r := imageApplyResult{
-				Base: o.Base, BaseDigest: base.Digest.String(), Digest: b.Digest.String(),
-				PatchSet: b.Manifest.PatchSet, Files: b.Manifest.Files, Whiteouts: b.Manifest.Whiteouts, Env: b.Manifest.Env,
-				Patches: []imagePatchResult{},
-			}
-			for _, pl := range res.Plans {
-				r.Patches = append(r.Patches, imagePatchResult{
-					Name: pl.Patch.Name, Variant: patches.VariantLabel(pl.Variant), VariantReason: pl.VariantReason,
-					Outcome: string(pl.Outcome()), Version: pl.Version,
-				})
-			}
-			if ref, ok, err := dst.Has(ctx, name, b.Digest); err != nil {
-				return err
-			} else if ok {
-				r.Status, r.Ref = image.StatusSkipped, ref
-			} else {
-				ref, err := dst.Put(ctx, name, b.Image)
-				if err != nil {
-					return err
-				}
-				r.Status, r.Ref = image.StatusBuilt, ref
-			}
-			return printImageApply(c.OutOrStdout(), &r, o.JSON)
+			return runImageApply(c.Context(), g, o, args, c.OutOrStdout(), c.ErrOrStderr())
 		},
 	}
 	o.AddFlags(c)
 	return c
+}
+
+func runImageApply(ctx context.Context, g *globalOptions, o *imageApplyOptions, args []string, w, errw io.Writer) error {
+	if o.Base == "" || o.Tag == "" {
+		return exit.With(exit.Usage, errors.New("image apply: --base and --tag are required"))
+	}
+	env, err := parseEnv(o.Env)
+	if err != nil {
+		return err
+	}
+	cat, err := g.loadCatalog()
+	if err != nil {
+		return err
+	}
+	var ps []*patches.Patch
+	for _, n := range args {
+		p, err := cat.Get(n)
+		if err != nil {
+			return err
+		}
+		ps = append(ps, p)
+	}
+	dst, name, err := image.ParseDestination(o.Tag, image.Remote{})
+	if err != nil {
+		return exit.With(exit.Usage, fmt.Errorf("--tag: %w", err))
+	}
+	if name == "" {
+		if _, ok := dst.(*image.Registry); ok {
+			return exit.With(exit.Usage, fmt.Errorf("--tag %s: name a tag (REPO:TAG)", o.Tag))
+		}
+		name = "latest"
+	}
+	base, err := image.OpenBase(ctx, o.Base, image.Remote{}, imageFSOptions())
+	if err != nil {
+		return err
+	}
+	if l, ok := dst.(*image.Layout); ok && base.Ref.Kind == "layout" {
+		l.LinkFrom = base.Ref.Dir
+	}
+	cell := ""
+	if len(args) > 0 {
+		cell = strings.Join(args, "+")
+	}
+	res, err := base.Build(ctx, image.Cell{ID: cell, Patches: ps, Env: env}, image.BuildOptions{
+		Strict: o.Strict, CatalogDigest: cat.Digest(), Tool: version,
+	})
+	if err != nil {
+		return err
+	}
+	b := res.Built
+	r := imageApplyResult{
+		Base: o.Base, BaseDigest: base.Digest.String(), Digest: b.Digest.String(),
+		PatchSet: b.Manifest.PatchSet, Files: b.Manifest.Files, Whiteouts: b.Manifest.Whiteouts, Env: b.Manifest.Env,
+		Patches: []imagePatchResult{},
+	}
+	for _, pl := range res.Plans {
+		r.Patches = append(r.Patches, imagePatchResult{
+			Name: pl.Patch.Name, Variant: patches.VariantLabel(pl.Variant), VariantReason: pl.VariantReason,
+			Outcome: string(pl.Outcome()), Version: pl.Version,
+		})
+	}
+	if ref, ok, err := dst.Has(ctx, name, b.Digest); err != nil {
+		return err
+	} else if ok {
+		r.Status, r.Ref = image.StatusSkipped, ref
+	} else {
+		ref, err := dst.Put(ctx, name, b.Image)
+		if err != nil {
+			return err
+		}
+		r.Status, r.Ref = image.StatusBuilt, ref
+	}
+	return printImageApply(w, &r, o.JSON)
 }
 
 func printImageApply(w io.Writer, r *imageApplyResult, asJSON bool) error {

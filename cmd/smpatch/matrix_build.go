@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -49,7 +50,7 @@ type matrixBuildResult struct {
 }
 
 func newMatrixBuildCmd(g *globalOptions) *cobra.Command {
-	var o matrixBuildOptions
+	o := &matrixBuildOptions{}
 	c := &cobra.Command{
 		Use:   "build FILE (--out DIR | --push REPO)",
 		Short: "Build one image per cell: the matrix's base image plus the cell's patch layer and env",
@@ -61,87 +62,89 @@ func newMatrixBuildCmd(g *globalOptions) *cobra.Command {
 			"1 for other failures.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			if (o.Out == "") == (o.Push == "") {
-				return exit.With(exit.Usage, errors.New("matrix build: give one of --out DIR or --push REPO"))
-			}
-			x, err := expandMatrix(g, args[0], &o.matrixOptions)
-			if err != nil {
-				return err
-			}
-			cells, err := selectCells(x, o.Only)
-			if err != nil {
-				return err
-			}
-			if x.Matrix.Base.Image == "" {
-				return fmt.Errorf("%s: [base] image is not set; matrix build needs a base image", args[0])
-			}
-			baseRef := matrixBaseRef(x.Matrix.Base.Image, filepath.Dir(args[0]))
-			cat, err := g.loadCatalog()
-			if err != nil {
-				return err
-			}
-			var dst image.Destination
-			refs := o.Refs
-			if o.Out != "" {
-				dst = &image.Layout{Dir: o.Out}
-				if refs == "" {
-					refs = filepath.Join(o.Out, "refs.json")
-				}
-			} else {
-				d, tag, err := image.ParseDestination(o.Push, image.Remote{})
-				if err != nil {
-					return exit.With(exit.Usage, fmt.Errorf("--push: %w", err))
-				}
-				if tag != "" {
-					return exit.With(exit.Usage, fmt.Errorf("--push %s: name a repository; each cell's image is tagged with its id", o.Push))
-				}
-				dst = d
-				if refs == "" {
-					refs = "refs.json"
-				}
-			}
-			ctx := c.Context()
-			base, err := image.OpenBase(ctx, baseRef, image.Remote{}, imageFSOptions())
-			if err != nil {
-				return err
-			}
-			if l, ok := dst.(*image.Layout); ok && base.Ref.Kind == "layout" {
-				l.LinkFrom = base.Ref.Dir
-			}
-			labels := map[string]string{}
-			if x.Matrix.Name != "" {
-				labels["io.smpatch.matrix"] = x.Matrix.Name
-			}
-			mb := &image.MatrixBuild{
-				Base: base, Dest: dst, Labels: labels,
-				Resolve: cat.Get,
-				Options: image.BuildOptions{Strict: o.Strict, CatalogDigest: cat.Digest(), Tool: version},
-			}
-			if errw := c.ErrOrStderr(); isTerminal(errw) {
-				done := 0
-				mb.Progress = func(o image.CellOutcome) {
-					done++
-					fmt.Fprintf(errw, "[%d/%d] %s %s\n", done, len(cells), o.Status, o.ID)
-				}
-			}
-			outs := mb.Run(ctx, cells)
-			inMatrix := func(id string) bool { return x.Cell(id) != nil || x.Shard.Count > 1 }
-			if _, err := image.WriteRefs(refs, outs, inMatrix); err != nil {
-				return err
-			}
-			w := c.OutOrStdout()
-			if o.JSON {
-				if err := writeJSON(w, matrixBuildResult{Base: baseRef, BaseDigest: base.Digest.String(), Dest: dst.String(), Refs: refs, Cells: outs}); err != nil {
-					return err
-				}
-			} else {
-				printMatrixBuild(w, outs, refs)
-			}
-			return image.ExitError(outs)
+			return runMatrixBuild(c.Context(), g, o, args, c.OutOrStdout(), c.ErrOrStderr())
 		},
 	}
 	o.AddFlags(c)
 	return c
+}
+
+func runMatrixBuild(ctx context.Context, g *globalOptions, o *matrixBuildOptions, args []string, w, errw io.Writer) error {
+	if (o.Out == "") == (o.Push == "") {
+		return exit.With(exit.Usage, errors.New("matrix build: give one of --out DIR or --push REPO"))
+	}
+	x, err := expandMatrix(g, args[0], &o.matrixOptions)
+	if err != nil {
+		return err
+	}
+	cells, err := selectCells(x, o.Only)
+	if err != nil {
+		return err
+	}
+	if x.Matrix.Base.Image == "" {
+		return fmt.Errorf("%s: [base] image is not set; matrix build needs a base image", args[0])
+	}
+	baseRef := matrixBaseRef(x.Matrix.Base.Image, filepath.Dir(args[0]))
+	cat, err := g.loadCatalog()
+	if err != nil {
+		return err
+	}
+	var dst image.Destination
+	refs := o.Refs
+	if o.Out != "" {
+		dst = &image.Layout{Dir: o.Out}
+		if refs == "" {
+			refs = filepath.Join(o.Out, "refs.json")
+		}
+	} else {
+		d, tag, err := image.ParseDestination(o.Push, image.Remote{})
+		if err != nil {
+			return exit.With(exit.Usage, fmt.Errorf("--push: %w", err))
+		}
+		if tag != "" {
+			return exit.With(exit.Usage, fmt.Errorf("--push %s: name a repository; each cell's image is tagged with its id", o.Push))
+		}
+		dst = d
+		if refs == "" {
+			refs = "refs.json"
+		}
+	}
+	base, err := image.OpenBase(ctx, baseRef, image.Remote{}, imageFSOptions())
+	if err != nil {
+		return err
+	}
+	if l, ok := dst.(*image.Layout); ok && base.Ref.Kind == "layout" {
+		l.LinkFrom = base.Ref.Dir
+	}
+	labels := map[string]string{}
+	if x.Matrix.Name != "" {
+		labels["io.smpatch.matrix"] = x.Matrix.Name
+	}
+	mb := &image.MatrixBuild{
+		Base: base, Dest: dst, Labels: labels,
+		Resolve: cat.Get,
+		Options: image.BuildOptions{Strict: o.Strict, CatalogDigest: cat.Digest(), Tool: version},
+	}
+	if errw := errw; isTerminal(errw) {
+		done := 0
+		mb.Progress = func(o image.CellOutcome) {
+			done++
+			fmt.Fprintf(errw, "[%d/%d] %s %s\n", done, len(cells), o.Status, o.ID)
+		}
+	}
+	outs := mb.Run(ctx, cells)
+	inMatrix := func(id string) bool { return x.Cell(id) != nil || x.Shard.Count > 1 }
+	if _, err := image.WriteRefs(refs, outs, inMatrix); err != nil {
+		return err
+	}
+	if o.JSON {
+		if err := writeJSON(w, matrixBuildResult{Base: baseRef, BaseDigest: base.Digest.String(), Dest: dst.String(), Refs: refs, Cells: outs}); err != nil {
+			return err
+		}
+	} else {
+		printMatrixBuild(w, outs, refs)
+	}
+	return image.ExitError(outs)
 }
 
 // matrixBaseRef resolves a relative oci:DIR against the matrix file's
