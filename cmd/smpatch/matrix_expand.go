@@ -169,16 +169,21 @@ func writeExpansionJSON(w io.Writer, x *matrix.Expansion) error {
 	if _, err := fmt.Fprintf(w, "%s,\n  \"cells\": [", b); err != nil {
 		return err
 	}
+	// One encoder and one buffer for every cell: the document is written
+	// as it is made, and memory does not grow with it.
+	var cb bytes.Buffer
+	enc := json.NewEncoder(&cb)
+	enc.SetIndent("    ", "  ")
 	for i, c := range x.Cells {
-		cb, err := json.MarshalIndent(c, "    ", "  ")
-		if err != nil {
+		cb.Reset()
+		if i > 0 {
+			cb.WriteByte(',')
+		}
+		cb.WriteString("\n    ")
+		if err := enc.Encode(c); err != nil {
 			return err
 		}
-		sep := ","
-		if i == 0 {
-			sep = ""
-		}
-		if _, err := fmt.Fprintf(w, "%s\n    %s", sep, cb); err != nil {
+		if _, err := w.Write(bytes.TrimSuffix(cb.Bytes(), []byte("\n"))); err != nil {
 			return err
 		}
 	}
