@@ -40,6 +40,7 @@ func imageScriptSetup(e *testscript.Env) error {
 	e.Setenv("SMPATCH_CATALOG", "")
 	e.Setenv("SMPATCH_REPO", "")
 	e.Setenv("XDG_CACHE_HOME", e.WorkDir+"/.cache")
+	e.Setenv("XDG_STATE_HOME", e.WorkDir+"/.state")
 	e.Setenv("DOCKER_CONFIG", e.WorkDir+"/.docker")
 	e.Setenv("SOURCE_DATE_EPOCH", "")
 	bases := filepath.Join(e.WorkDir, "bases")

@@ -45,6 +45,7 @@ func TestLaunchScripts(t *testing.T) {
 			// Race-enabled binaries otherwise sleep a second at exit.
 			e.Setenv("GORACE", "atexit_sleep_ms=0")
 			e.Setenv("XDG_CACHE_HOME", e.WorkDir+"/.cache")
+			e.Setenv("XDG_STATE_HOME", e.WorkDir+"/.state")
 			return nil
 		},
 	})

@@ -23,6 +23,7 @@ func TestScript(t *testing.T) {
 			e.Setenv("SMPATCH_CATALOG", "")
 			e.Setenv("SMPATCH_REPO", "")
 			e.Setenv("XDG_CACHE_HOME", e.WorkDir+"/.cache")
+			e.Setenv("XDG_STATE_HOME", e.WorkDir+"/.state")
 			// A race-enabled binary sleeps a second at exit by default.
 			e.Setenv("GORACE", "atexit_sleep_ms=0")
 			return nil
