@@ -15,7 +15,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -1084,9 +1083,22 @@ func cleanTemps(t source.WritableTree, rel string) {
 	if err != nil {
 		return
 	}
-	re := regexp.MustCompile(`^\.` + regexp.QuoteMeta(base) + `[0-9]+$`)
+	// Matched as bytes, not by a regular expression: a name need not be
+	// UTF-8.
+	isTemp := func(n string) bool {
+		digits, ok := strings.CutPrefix(n, "."+base)
+		if !ok || digits == "" {
+			return false
+		}
+		for i := 0; i < len(digits); i++ {
+			if digits[i] < '0' || digits[i] > '9' {
+				return false
+			}
+		}
+		return true
+	}
 	for _, de := range ents {
-		if de.Type().IsRegular() && re.MatchString(de.Name()) {
+		if de.Type().IsRegular() && isTemp(de.Name()) {
 			_ = os.Remove(filepath.Join(dir, de.Name()))
 		}
 	}

@@ -215,11 +215,17 @@ func isRealDir(p string) bool {
 // maxTarBytesKept). name is the file in errors.
 func readCopies(name string, r io.Reader, size int64, want map[string]bool) (map[string][]byte, error) {
 	set := map[string][]byte{}
+	if size > 2*maxTarBytesKept {
+		return nil, &JournalError{Path: name, Msg: fmt.Sprintf("%d bytes, more than a journal's copies may have", size)}
+	}
+	// smpatch writes one entry per recorded name; allow some slack for
+	// tars written by hand.
+	maxHeaders := min(2*len(want)+64, maxTarHeaders)
 	tr := tar.NewReader(bufio.NewReaderSize(r, 64<<10))
 	var kept int64
 	for n := 0; ; n++ {
-		if n >= maxTarHeaders {
-			return nil, &JournalError{Path: name, Msg: fmt.Sprintf("more than %d entries", maxTarHeaders)}
+		if n >= maxHeaders {
+			return nil, &JournalError{Path: name, Msg: fmt.Sprintf("more than %d entries for %d recorded files", maxHeaders, len(want)/2)}
 		}
 		h, err := tr.Next()
 		if err == io.EOF {
