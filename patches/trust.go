@@ -249,6 +249,11 @@ func TrustJournal(ctx context.Context, t source.WritableTree) (*TrustResult, err
 		return res, nil
 	}
 	for _, e := range j.state.Patches {
+		for _, f := range e.Files {
+			if _, err := guardTreePath(t, f.Path); err != nil {
+				return res, fmt.Errorf("%s: entry %s: %w", res.Path, e.Name, err)
+			}
+		}
 		if err := j.checkCopies(e); err != nil {
 			return res, err
 		}
