@@ -24,8 +24,8 @@ import (
 const (
 	maxStateBytes    = 16 << 20  // state.json
 	maxJournalFiles  = 100_000   // file records, all entries together
-	maxCopyBytes     = 256 << 20 // one journal copy
-	maxTarBytesKept  = 1 << 30   // the copies kept from one tar file
+	maxCopyBytes     = 64 << 20  // one journal copy
+	maxTarBytesKept  = 512 << 20 // the copies kept from one tar file
 	maxTarHeaders    = 200_000   // headers read from one tar file
 	hashHexLen       = 64
 	reservedGitDir   = ".git"
