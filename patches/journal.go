@@ -964,7 +964,7 @@ func dirOfAny(d string, files []*FileRecord) bool {
 // empty again; a directory that now holds anything stays.
 func removeCreatedDirs(t source.WritableTree, e *Entry) {
 	for _, d := range e.CreatedDirs {
-		p, err := diskPath(t, d)
+		p, err := guardTreePath(t, d)
 		if err != nil {
 			continue
 		}
@@ -1222,9 +1222,26 @@ func addGitExclude(root string) error {
 			gitDir = common
 		}
 	}
-	excl := filepath.Join(gitDir, "info", "exclude")
-	data, err := os.ReadFile(excl)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	// Only a git directory (HEAD in it) gets the line, and never through a
+	// symlinked info/ or exclude: a .git file from an archive can name any
+	// directory.
+	if st, err := os.Stat(filepath.Join(gitDir, "HEAD")); err != nil || !st.Mode().IsRegular() {
+		return nil
+	}
+	info := filepath.Join(gitDir, "info")
+	if st, err := os.Lstat(info); err == nil && !st.IsDir() {
+		return nil
+	}
+	excl := filepath.Join(info, "exclude")
+	var data []byte
+	if st, err := os.Lstat(excl); err == nil {
+		if !st.Mode().IsRegular() || st.Size() > 1<<20 {
+			return nil
+		}
+		if data, err = os.ReadFile(excl); err != nil {
+			return err
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	line := "/" + source.StateDirName + "/"
@@ -1238,7 +1255,7 @@ func addGitExclude(root string) error {
 		data = append(data, '\n')
 	}
 	data = append(data, []byte("# smpatch journal\n"+line+"\n")...)
-	if err := os.MkdirAll(filepath.Dir(excl), 0o755); err != nil {
+	if err := os.Mkdir(info, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 		return err
 	}
 	return source.WriteFileAtomic(excl, data, 0o644)
