@@ -76,6 +76,7 @@ func newRootCmd(g *globalOptions, stdout, stderr io.Writer) *cobra.Command {
 		newMatrixCmd(g),
 		newImageCmd(g),
 		newTriageCmd(g),
+		newJournalCmd(g),
 	)
 	markUsageErrors(root)
 	return root
