@@ -35,6 +35,7 @@ import (
 // FS implements fs.FS, fs.ReadFileFS, fs.ReadDirFS and fs.StatFS.
 type FS struct {
 	layers  []v1.Layer
+	checks  []layerCheck // per layer: the digests its streams must match (nil: unchecked, tests only)
 	entries map[string]*entry   // visible entries by cleaned path
 	dirs    map[string][]string // directory -> sorted child names
 	keep    func(name string, typ byte) bool
@@ -68,6 +69,10 @@ type FSOptions struct {
 	// so a base's multi-GB layers are streamed once, not on every build
 	// ("" for none; DefaultIndexCache is smpatch's).
 	IndexCache string
+
+	// diffOnly: the layers are stored uncompressed (a docker-save
+	// tarball); verify them against the config's diff ids only.
+	diffOnly bool
 }
 
 // DefaultIndexCache is $XDG_CACHE_HOME/smpatch/image-index (or the
@@ -147,22 +152,32 @@ func NewFS(ctx context.Context, img v1.Image, opts FSOptions) (*FS, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading image layers: %w", err)
 	}
+	if !opts.diffOnly {
+		if err := verifyConfig(img); err != nil {
+			return nil, err
+		}
+	}
+	checks, err := layerChecks(img, len(layers), opts.diffOnly)
+	if err != nil {
+		return nil, err
+	}
 	// Cache keys are the diff ids the config lists: asking a layer for its
 	// own would hash the uncompressed stream.
 	var diffIDs []v1.Hash
 	if opts.IndexCache != "" {
-		if cf, err := img.ConfigFile(); err == nil && len(cf.RootFS.DiffIDs) == len(layers) {
-			diffIDs = cf.RootFS.DiffIDs
+		for _, c := range checks {
+			diffIDs = append(diffIDs, c.diffID)
 		}
 	}
-	return newFS(ctx, layers, diffIDs, opts)
+	return newFS(ctx, layers, checks, diffIDs, opts)
 }
 
 // newFS indexes layers (bottom first); diffIDs, when given, key the index
 // cache.
-func newFS(ctx context.Context, layers []v1.Layer, diffIDs []v1.Hash, opts FSOptions) (*FS, error) {
+func newFS(ctx context.Context, layers []v1.Layer, checks []layerCheck, diffIDs []v1.Hash, opts FSOptions) (*FS, error) {
 	f := &FS{
 		layers:   layers,
+		checks:   checks,
 		reads:    make([]int, len(layers)),
 		entries:  map[string]*entry{},
 		keep:     opts.Keep,
@@ -381,31 +396,59 @@ func (f *FS) hidden(name string, i int, whiteouts, opaques map[string]bool) bool
 }
 
 // walkLayer streams layer i's tar, calling fn for each entry until fn returns
-// false or the layer ends.
+// false or the layer ends. The rest of the layer is then read to verify its
+// digests: an error from fn, or a mismatch, is returned.
 func (f *FS) walkLayer(i int, fn func(h *tar.Header, r io.Reader) (bool, error)) error {
-	l := f.layers[i]
-	rc, err := l.Uncompressed()
+	rc, err := f.openLayer(i)
 	if err != nil {
-		return fmt.Errorf("opening layer %s: %w", layerName(l), err)
+		return err
 	}
 	defer rc.Close()
 	tr := tar.NewReader(rc)
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
-			return nil
+			break
 		}
 		if err != nil {
-			return fmt.Errorf("reading layer %s: %w", layerName(l), err)
+			if derr := rc.Drain(); derr != nil {
+				return derr
+			}
+			return fmt.Errorf("reading layer %s: %w", f.layerName(i), err)
 		}
 		more, err := fn(h, tr)
 		if err != nil {
+			if derr := rc.Drain(); derr != nil {
+				return derr
+			}
 			return err
 		}
 		if !more {
-			return nil
+			break
 		}
 	}
+	return rc.Drain()
+}
+
+// openLayer opens layer i's uncompressed tar stream, verified against its
+// digests when the FS has them.
+func (f *FS) openLayer(i int) (*verifiedStream, error) {
+	l := f.layers[i]
+	if f.checks == nil {
+		rc, err := l.Uncompressed()
+		if err != nil {
+			return nil, fmt.Errorf("opening layer %s: %w", f.layerName(i), err)
+		}
+		return &verifiedStream{Reader: rc, closers: []io.Closer{rc}}, nil
+	}
+	return openVerified(l, f.checks[i])
+}
+
+func (f *FS) layerName(i int) string {
+	if f.checks != nil {
+		return f.checks[i].name()
+	}
+	return layerName(f.layers[i])
 }
 
 func layerName(l v1.Layer) string {
@@ -633,7 +676,7 @@ func (f *FS) readEntryHops(name string, e *entry, hops int) ([]byte, error) {
 		return nil, err
 	}
 	if !ok {
-		return nil, fmt.Errorf("entry vanished from layer %s", layerName(f.layers[e.layer]))
+		return nil, fmt.Errorf("entry vanished from layer %s", f.layerName(e.layer))
 	}
 	return b, nil
 }
@@ -856,34 +899,47 @@ func (f *FS) openStream(i int, name string) (*streamFile, error) {
 	f.mu.Lock()
 	f.reads[i]++
 	f.mu.Unlock()
-	l := f.layers[i]
-	rc, err := l.Uncompressed()
+	rc, err := f.openLayer(i)
 	if err != nil {
-		return nil, fmt.Errorf("opening layer %s: %w", layerName(l), err)
+		return nil, err
 	}
 	tr := tar.NewReader(rc)
 	for {
 		h, err := tr.Next()
 		if err != nil {
+			derr := rc.Drain()
 			rc.Close()
-			if err == io.EOF {
-				return nil, fmt.Errorf("entry vanished from layer %s", layerName(l))
+			if derr != nil {
+				return nil, derr
 			}
-			return nil, fmt.Errorf("reading layer %s: %w", layerName(l), err)
+			if err == io.EOF {
+				return nil, fmt.Errorf("entry vanished from layer %s", f.layerName(i))
+			}
+			return nil, fmt.Errorf("reading layer %s: %w", f.layerName(i), err)
 		}
 		if cleanName(h.Name) == name && (h.Typeflag == tar.TypeReg || h.Typeflag == tar.TypeRegA) {
-			return &streamFile{r: tr, c: rc}, nil
+			return &streamFile{r: tr, s: rc}, nil
 		}
 	}
 }
 
-// streamFile is a big file read straight from its layer's tar stream.
+// streamFile is a big file read straight from its layer's tar stream. Its
+// end is reported only once the rest of the layer has been read and its
+// digests verified.
 type streamFile struct {
 	r    io.Reader
-	c    io.Closer
+	s    *verifiedStream
 	info *fileInfo
 }
 
-func (s *streamFile) Read(p []byte) (int, error) { return s.r.Read(p) }
+func (s *streamFile) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if err == io.EOF {
+		if derr := s.s.Drain(); derr != nil {
+			return n, derr
+		}
+	}
+	return n, err
+}
 func (s *streamFile) Stat() (fs.FileInfo, error) { return s.info, nil }
-func (s *streamFile) Close() error               { return s.c.Close() }
+func (s *streamFile) Close() error               { return s.s.Close() }

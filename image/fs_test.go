@@ -214,7 +214,7 @@ func FuzzFS(f *testing.F) {
 	lower := static.NewLayer(tarBytes(f, []tent{{Name: "sp/x", Body: "x"}, {Name: "sp/d/z", Body: "z"}}), types.OCIUncompressedLayer)
 	f.Fuzz(func(t *testing.T, upper []byte) {
 		layers := []v1.Layer{lower, static.NewLayer(upper, types.OCIUncompressedLayer)}
-		fsys, err := newFS(context.Background(), layers, nil, FSOptions{Keep: keepAll})
+		fsys, err := newFS(context.Background(), layers, nil, nil, FSOptions{Keep: keepAll})
 		if err != nil {
 			return
 		}

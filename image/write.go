@@ -93,7 +93,7 @@ func (l *Layout) Put(_ context.Context, nm string, img v1.Image) (string, error)
 			return "", err
 		}
 	}
-	err = p.ReplaceImage(img, match.Annotation(RefNameAnnotation, nm),
+	err = p.ReplaceImage(verifyingImage{img}, match.Annotation(RefNameAnnotation, nm),
 		layout.WithAnnotations(map[string]string{RefNameAnnotation: nm}))
 	if err != nil {
 		return "", fmt.Errorf("%s: writing %s: %w", l.Dir, nm, err)
