@@ -53,6 +53,12 @@ type entry struct {
 	mode  fs.FileMode // permission bits only
 	size  int64
 	link  string // symlink target as written, or hardlink target (cleaned)
+	seq   int    // earlier entries of the same name in its layer
+	// A hard link's bytes: the regular file entry (src, srcSeq) of layer
+	// srcLayer it resolves to.
+	src      string
+	srcSeq   int
+	srcLayer int
 }
 
 func (e *entry) isDir() bool { return e.typ == tar.TypeDir }
@@ -86,7 +92,7 @@ func DefaultIndexCache() string {
 }
 
 // indexCacheVersion changes whenever rawEntry or DefaultKeep changes.
-const indexCacheVersion = "2"
+const indexCacheVersion = "3"
 
 type indexCacheFile struct {
 	Version string     `json:"version"`
@@ -231,13 +237,7 @@ func newFS(ctx context.Context, layers []v1.Layer, checks []layerCheck, diffIDs 
 			opaques[p] = true
 		}
 	}
-	for _, e := range f.entries {
-		if e.typ == tar.TypeLink {
-			if t, ok := f.entries[e.link]; ok && t.typ == tar.TypeReg {
-				e.size, e.mode = t.size, t.mode
-			}
-		}
-	}
+	f.resolveLinks()
 	f.buildDirs()
 	return f, nil
 }
@@ -256,6 +256,13 @@ type rawEntry struct {
 	Mode uint32 `json:"m,omitempty"`
 	Size int64  `json:"s,omitempty"`
 	Link string `json:"l,omitempty"`
+	// Seq counts the earlier entries of the same name in the layer (a
+	// later one replaces them).
+	Seq int `json:"q,omitempty"`
+	// Same marks a hard link to an earlier regular file of its own layer,
+	// entry (Link, LinkSeq); Size and Mode are that file's.
+	Same    bool `json:"sm,omitempty"`
+	LinkSeq int  `json:"lq,omitempty"`
 	// Data holds the bytes of the small files every lookup of a Python
 	// environment reads (prefetched), so finding distributions and
 	// editable installs costs no further pass over a big layer.
@@ -283,6 +290,15 @@ func (f *FS) scanLayer(ctx context.Context, i int, cacheDir, key string) ([]rawE
 		}
 	}
 	var list []rawEntry
+	type seen struct {
+		n    int // entries of this name so far
+		reg  bool
+		size int64
+		mode uint32
+		src  string // the regular file a hard link resolves to
+		seq  int
+	}
+	names := map[string]*seen{}
 	err := f.walkLayer(i, func(h *tar.Header, r io.Reader) (bool, error) {
 		if err := ctx.Err(); err != nil {
 			return false, err
@@ -291,9 +307,14 @@ func (f *FS) scanLayer(ctx context.Context, i int, cacheDir, key string) ([]rawE
 		if name == "" {
 			return true, nil
 		}
+		if err := checkWhiteoutName(name); err != nil {
+			return false, fmt.Errorf("layer %s: %w", f.layerName(i), err)
+		}
 		re := rawEntry{Name: name, Typ: h.Typeflag, Mode: uint32(fs.FileMode(h.Mode) & fs.ModePerm), Size: h.Size}
 		base := path.Base(name)
 		switch {
+		case strings.HasPrefix(base, ".wh..wh.") && base != opaqueWhiteout:
+			return true, nil // aufs metadata (.wh..wh.plnk, ...): not part of the tree
 		case strings.HasPrefix(base, ".wh."):
 			re = rawEntry{Name: name, Typ: tar.TypeReg}
 		case h.Typeflag == tar.TypeDir:
@@ -317,8 +338,28 @@ func (f *FS) scanLayer(ctx context.Context, i int, cacheDir, key string) ([]rawE
 			if !f.keep(name, tar.TypeLink) {
 				return true, nil
 			}
+			// A hard link names an earlier entry of the archive: when that
+			// is a regular file of this layer, the link has its bytes.
+			if t := names[re.Link]; t != nil && t.reg {
+				re.Same, re.Size, re.Mode = true, t.size, t.mode
+				re.Link, re.LinkSeq = t.src, t.seq
+			}
 		default:
 			return true, nil // devices, fifos: nothing smpatch reads
+		}
+		sn := names[name]
+		if sn == nil {
+			sn = &seen{}
+			names[name] = sn
+		}
+		re.Seq = sn.n
+		sn.n++
+		sn.reg = false
+		switch {
+		case re.Typ == tar.TypeReg && !strings.HasPrefix(base, ".wh."):
+			sn.reg, sn.size, sn.mode, sn.src, sn.seq = true, re.Size, re.Mode, name, re.Seq
+		case re.Same:
+			sn.reg, sn.size, sn.mode, sn.src, sn.seq = true, re.Size, re.Mode, re.Link, re.LinkSeq
 		}
 		list = append(list, re)
 		return true, nil
@@ -342,7 +383,7 @@ func (f *FS) mergeLayer(i int, list []rawEntry, whiteouts, opaques map[string]bo
 		name := re.Name
 		dir, base := path.Split(name)
 		dir = strings.TrimSuffix(dir, "/")
-		if base == ".wh..wh..opq" {
+		if base == opaqueWhiteout {
 			layerOpq[dir] = true
 			continue
 		}
@@ -356,7 +397,11 @@ func (f *FS) mergeLayer(i int, list []rawEntry, whiteouts, opaques map[string]bo
 		if old, ok := f.entries[name]; ok && old.layer != i {
 			continue // an upper layer has it
 		}
-		f.entries[name] = &entry{layer: i, typ: re.Typ, mode: fs.FileMode(re.Mode), size: re.Size, link: re.Link}
+		e := &entry{layer: i, typ: re.Typ, mode: fs.FileMode(re.Mode), size: re.Size, link: re.Link, seq: re.Seq, srcLayer: -1}
+		if re.Same {
+			e.src, e.srcSeq, e.srcLayer = re.Link, re.LinkSeq, i
+		}
+		f.entries[name] = e
 		if re.Data != nil {
 			f.cache[name] = re.Data
 			f.cacheBytes += int64(len(re.Data))
@@ -367,6 +412,72 @@ func (f *FS) mergeLayer(i int, list []rawEntry, whiteouts, opaques map[string]bo
 		}
 	}
 	return layerWh, layerOpq
+}
+
+const opaqueWhiteout = ".wh..wh..opq"
+
+// checkWhiteoutName refuses entry names that would make a whiteout hide
+// something other than one named entry: ".wh.", ".wh.." and ".wh..." (they
+// would whiteout the directory itself or its parent), and ".wh." names used
+// as directories.
+func checkWhiteoutName(name string) error {
+	parts := strings.Split(name, "/")
+	for k, c := range parts {
+		if !strings.HasPrefix(c, ".wh.") {
+			continue
+		}
+		if k < len(parts)-1 {
+			return fmt.Errorf("entry %q: a whiteout name used as a directory", name)
+		}
+		switch strings.TrimPrefix(c, ".wh.") {
+		case "", ".", "..":
+			return fmt.Errorf("entry %q: a whiteout that names no file", name)
+		}
+	}
+	return nil
+}
+
+// resolveLinks gives each visible hard link the regular file whose bytes it
+// has: an earlier file of its own layer (found while indexing), else the
+// file of that name a lower layer shows through every layer from the
+// link's up. A link that resolves to nothing (its target hidden, for
+// instance by an opaque directory of the same layer) is not part of the
+// filesystem.
+func (f *FS) resolveLinks() {
+	var links []string
+	for n, e := range f.entries {
+		if e.typ == tar.TypeLink {
+			links = append(links, n)
+		}
+	}
+	sort.Slice(links, func(a, b int) bool {
+		ea, eb := f.entries[links[a]], f.entries[links[b]]
+		if ea.layer != eb.layer {
+			return ea.layer < eb.layer
+		}
+		return links[a] < links[b]
+	})
+	for _, n := range links {
+		e := f.entries[n]
+		if e.srcLayer >= 0 {
+			continue
+		}
+		t, ok := f.entries[e.link]
+		switch {
+		case ok && t.layer < e.layer && t.typ == tar.TypeReg:
+			e.src, e.srcSeq, e.srcLayer = e.link, t.seq, t.layer
+			e.size, e.mode = t.size, t.mode
+		case ok && t.layer < e.layer && t.typ == tar.TypeLink && t.srcLayer >= 0:
+			e.src, e.srcSeq, e.srcLayer = t.src, t.srcSeq, t.srcLayer
+			e.size, e.mode = t.size, t.mode
+		default:
+			delete(f.entries, n)
+			if b, ok := f.cache[n]; ok {
+				delete(f.cache, n)
+				f.cacheBytes -= int64(len(b))
+			}
+		}
+	}
 }
 
 // hidden reports whether a lower-layer entry is hidden by the layers above
@@ -643,40 +754,32 @@ func (f *FS) ReadFiles(names []string) (map[string][]byte, error) {
 }
 
 func (f *FS) readEntry(name string, e *entry) ([]byte, error) {
-	return f.readEntryHops(name, e, 0)
-}
-
-func (f *FS) readEntryHops(name string, e *entry, hops int) ([]byte, error) {
 	f.mu.Lock()
 	if b, ok := f.cache[name]; ok {
 		f.mu.Unlock()
 		return bytes.Clone(b), nil
 	}
 	f.mu.Unlock()
-	if e.typ == tar.TypeLink {
-		// A hard link names a file of its own layer (or below): read the
-		// target from the same layer first, else through the merged view.
-		if b, ok, err := f.scanFor(e.layer, e.link, name); err != nil || ok {
-			return b, err
-		}
-		te, ok := f.entries[e.link]
-		if !ok || te == e || hops >= maxSymlinks {
+	layer, src, seq := e.layer, name, e.seq
+	switch e.typ {
+	case tar.TypeReg:
+	case tar.TypeLink:
+		if e.srcLayer < 0 {
 			return nil, fs.ErrNotExist
 		}
-		return f.readEntryHops(e.link, te, hops+1)
-	}
-	if e.typ != tar.TypeReg {
+		layer, src, seq = e.srcLayer, e.src, e.srcSeq
+	default:
 		return nil, fmt.Errorf("not a regular file")
 	}
 	if e.size > maxReadFile {
 		return nil, fmt.Errorf("%d bytes: too large to read whole (open it to stream it)", e.size)
 	}
-	b, ok, err := f.scanFor(e.layer, name, name)
+	b, ok, err := f.scanFor(layer, src, seq, name)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
-		return nil, fmt.Errorf("entry vanished from layer %s", f.layerName(e.layer))
+		return nil, fmt.Errorf("entry vanished from layer %s", f.layerName(layer))
 	}
 	return b, nil
 }
@@ -685,22 +788,30 @@ func (f *FS) readEntryHops(name string, e *entry, hops int) ([]byte, error) {
 // its bytes; on the way it caches small visible files of the same package
 // (so reading a project's sources costs one pass). key is the name the
 // caller asked for, cached with the bytes.
-func (f *FS) scanFor(i int, want, key string) ([]byte, bool, error) {
+func (f *FS) scanFor(i int, want string, wantSeq int, key string) ([]byte, bool, error) {
 	f.mu.Lock()
 	f.reads[i]++
 	f.mu.Unlock()
 	group := packageGroup(want)
 	var found []byte
 	ok := false
+	// Entries of a name seen so far: a name given twice in a layer is its
+	// last entry (FS knows which by its seq).
+	count := map[string]int{}
 	err := f.walkLayer(i, func(h *tar.Header, r io.Reader) (bool, error) {
 		name := cleanName(h.Name)
 		if ok && (group == "" || !strings.HasPrefix(name, group)) {
 			return false, nil // found, and past its package: stop
 		}
+		seq := -1
+		if name == want || (group != "" && strings.HasPrefix(name, group)) {
+			seq = count[name]
+			count[name]++
+		}
 		if h.Typeflag != tar.TypeReg && h.Typeflag != tar.TypeRegA {
 			return true, nil
 		}
-		if name == want {
+		if name == want && seq == wantSeq {
 			if h.Size > maxReadFile {
 				return false, fmt.Errorf("%d bytes: too large to read whole", h.Size)
 			}
@@ -715,7 +826,7 @@ func (f *FS) scanFor(i int, want, key string) ([]byte, bool, error) {
 		if group == "" || h.Size > maxCachedFile || !strings.HasPrefix(name, group) {
 			return true, nil
 		}
-		if e, vis := f.entries[name]; !vis || e.layer != i || e.typ != tar.TypeReg {
+		if e, vis := f.entries[name]; !vis || e.layer != i || e.typ != tar.TypeReg || e.seq != seq {
 			return true, nil
 		}
 		f.mu.Lock()
@@ -781,7 +892,7 @@ func (f *FS) Open(name string) (fs.File, error) {
 		_, cached := f.cache[n]
 		f.mu.Unlock()
 		if !cached {
-			sf, err := f.openStream(e.layer, n)
+			sf, err := f.openStream(e.layer, n, e.seq)
 			if err != nil {
 				return nil, &fs.PathError{Op: "open", Path: name, Err: err}
 			}
@@ -895,7 +1006,7 @@ func (d *dirFile) ReadDir(n int) ([]fs.DirEntry, error) {
 
 // openStream opens layer i and positions a tar reader at the regular file
 // name.
-func (f *FS) openStream(i int, name string) (*streamFile, error) {
+func (f *FS) openStream(i int, name string, seq int) (*streamFile, error) {
 	f.mu.Lock()
 	f.reads[i]++
 	f.mu.Unlock()
@@ -904,6 +1015,7 @@ func (f *FS) openStream(i int, name string) (*streamFile, error) {
 		return nil, err
 	}
 	tr := tar.NewReader(rc)
+	n := 0
 	for {
 		h, err := tr.Next()
 		if err != nil {
@@ -917,7 +1029,10 @@ func (f *FS) openStream(i int, name string) (*streamFile, error) {
 			}
 			return nil, fmt.Errorf("reading layer %s: %w", f.layerName(i), err)
 		}
-		if cleanName(h.Name) == name && (h.Typeflag == tar.TypeReg || h.Typeflag == tar.TypeRegA) {
+		if cleanName(h.Name) != name {
+			continue
+		}
+		if n++; n-1 == seq && (h.Typeflag == tar.TypeReg || h.Typeflag == tar.TypeRegA) {
 			return &streamFile{r: tr, s: rc}, nil
 		}
 	}
