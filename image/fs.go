@@ -35,7 +35,7 @@ import (
 // FS implements fs.FS, fs.ReadFileFS, fs.ReadDirFS and fs.StatFS.
 type FS struct {
 	layers  []v1.Layer
-	checks  []layerCheck // per layer: the digests its streams must match (nil: unchecked, tests only)
+	checks  []layerCheck        // per layer: the digests its streams must match (nil: unchecked, tests only)
 	entries map[string]*entry   // visible entries by cleaned path
 	dirs    map[string][]string // directory -> sorted child names
 	keep    func(name string, typ byte) bool

@@ -140,7 +140,9 @@ func TestCorruptBlobs(t *testing.T) {
 		b, _ := os.ReadFile(filepath.Join(dir, "index.json"))
 		json.Unmarshal(b, &idx)
 		d := idx.Manifests[0].Digest
-		rewrite(t, blobPath(dir, d), func(b []byte) []byte { return bytes.Replace(b, []byte(`"schemaVersion":2`), []byte(`"schemaVersion": 2`), 1) })
+		rewrite(t, blobPath(dir, d), func(b []byte) []byte {
+			return bytes.Replace(b, []byte(`"schemaVersion":2`), []byte(`"schemaVersion": 2`), 1)
+		})
 		_, err := OpenBase(context.Background(), "oci:"+dir, Remote{}, FSOptions{})
 		if err == nil || !errors.Is(err, ErrDigest) || !strings.Contains(err.Error(), d.String()) {
 			t.Errorf("changed manifest: %v", err)
