@@ -354,7 +354,7 @@ func newMatrixBuildCmd(g *globalOptions) *cobra.Command {
 			if (o.Out == "") == (o.Push == "") {
 				return exit.With(exit.Usage, errors.New("matrix build: give one of --out DIR or --push REPO"))
 			}
-			x, err := expandMatrix(g, args[0], &o.matrixOptions)
+			x, err := expandMatrix(c.Context(), g, args[0], &o.matrixOptions)
 			if err != nil {
 				return err
 			}

@@ -80,7 +80,7 @@ func init() {
 }
 
 func runMatrix(ctx context.Context, g *globalOptions, file string, o *matrixRunOptions, stdout, stderr io.Writer) error {
-	x, err := expandMatrix(g, file, &o.matrixOptions)
+	x, err := expandMatrix(ctx, g, file, &o.matrixOptions)
 	if err != nil {
 		return err
 	}

@@ -36,7 +36,7 @@ func init() {
 					}
 					ropts.Refs = r
 				}
-				x, err := expandMatrix(g, args[0], &o)
+				x, err := expandMatrix(c.Context(), g, args[0], &o)
 				if err != nil {
 					return err
 				}
