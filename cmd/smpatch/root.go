@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/smpatch/smpatch/internal/exit"
+	"github.com/smpatch/smpatch/internal/termsafe"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -95,6 +96,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	g := &globalOptions{}
+	stdout = termsafe.Wrap(stdout) // text from elsewhere never reaches a terminal raw
 	root := newRootCmd(g, stdout, stderr)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
@@ -106,7 +108,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		code = exit.Usage
 	}
 	if !exit.IsSilent(err) {
-		fmt.Fprintf(stderr, "smpatch: %s\n", oneLine(err.Error()))
+		fmt.Fprintf(stderr, "smpatch: %s\n", termsafe.Line(oneLine(err.Error())))
 	}
 	if errors.Is(err, context.Canceled) && code == exit.Failure {
 		code = 130
