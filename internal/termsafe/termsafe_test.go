@@ -9,16 +9,16 @@ import (
 
 func TestLineAndText(t *testing.T) {
 	for in, want := range map[string]string{
-		"plain ascii\tand tab":             "plain ascii\tand tab",
-		"héllo wörld":                      "héllo wörld",
+		"plain ascii\tand tab":              "plain ascii\tand tab",
+		"héllo wörld":                       "héllo wörld",
 		"\x1b[2J\x1b]52;c;cm0gLXJmIH4=\x07": `\x1b[2J\x1b]52;c;cm0gLXJmIH4=\x07`,
-		"nul\x00byte":                      `nul\x00byte`,
-		"over\rwrite":                      `over\rwrite`,
-		"two\nlines":                       `two\nlines`,
-		"bad\xffutf8":                      `bad\xffutf8`,
-		"c1 \u009b31m csi":                 `c1 \u009b31m csi`,
-		"del\x7f":                          `del\x7f`,
-		"bidi \u202eevil":                  `bidi \u202eevil`,
+		"nul\x00byte":                       `nul\x00byte`,
+		"over\rwrite":                       `over\rwrite`,
+		"two\nlines":                        `two\nlines`,
+		"bad\xffutf8":                       `bad\xffutf8`,
+		"c1 \u009b31m csi":                  `c1 \u009b31m csi`,
+		"del\x7f":                           `del\x7f`,
+		"bidi \u202eevil":                   `bidi \u202eevil`,
 	} {
 		if got := Line(in); got != want {
 			t.Errorf("Line(%q) = %q, want %q", in, got, want)
