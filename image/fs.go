@@ -71,9 +71,10 @@ type FSOptions struct {
 	// CacheBytes bounds the bytes of file contents kept after reads
 	// (default 64 MiB; files over 1 MiB are never kept beyond one read).
 	CacheBytes int64
-	// IndexCache is a directory keeping each layer's entry list by diff id,
-	// so a base's multi-GB layers are streamed once, not on every build
-	// ("" for none; DefaultIndexCache is smpatch's).
+	// IndexCache is a directory keeping each layer's entry list by the
+	// digest the layer is verified against, so a base's multi-GB layers
+	// are streamed once, not on every build ("" for none;
+	// DefaultIndexCache is smpatch's).
 	IndexCache string
 
 	// diffOnly: the layers are stored uncompressed (a docker-save
@@ -151,7 +152,7 @@ const (
 // NewFS indexes img's layers: each layer's tar is streamed once (several
 // layers at a time) into a list of the entries smpatch needs, or that list
 // is read from the index cache (FSOptions.IndexCache, keyed by the layer's
-// diff id); the lists are then merged top-down, honouring whiteouts. ctx
+// digest); the lists are then merged top-down, honouring whiteouts. ctx
 // cancels the indexing between entries.
 func NewFS(ctx context.Context, img v1.Image, opts FSOptions) (*FS, error) {
 	layers, err := img.Layers()
@@ -167,20 +168,21 @@ func NewFS(ctx context.Context, img v1.Image, opts FSOptions) (*FS, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Cache keys are the diff ids the config lists: asking a layer for its
-	// own would hash the uncompressed stream.
-	var diffIDs []v1.Hash
+	// Cache keys are the digests each layer is verified against when it
+	// is streamed, so an entry list is only ever written for the bytes
+	// its key names.
+	var keys []string
 	if opts.IndexCache != "" {
 		for _, c := range checks {
-			diffIDs = append(diffIDs, c.diffID)
+			keys = append(keys, c.cacheKey())
 		}
 	}
-	return newFS(ctx, layers, checks, diffIDs, opts)
+	return newFS(ctx, layers, checks, keys, opts)
 }
 
-// newFS indexes layers (bottom first); diffIDs, when given, key the index
+// newFS indexes layers (bottom first); keys, when given, key the index
 // cache.
-func newFS(ctx context.Context, layers []v1.Layer, checks []layerCheck, diffIDs []v1.Hash, opts FSOptions) (*FS, error) {
+func newFS(ctx context.Context, layers []v1.Layer, checks []layerCheck, keys []string, opts FSOptions) (*FS, error) {
 	f := &FS{
 		layers:   layers,
 		checks:   checks,
@@ -196,7 +198,7 @@ func newFS(ctx context.Context, layers []v1.Layer, checks []layerCheck, diffIDs 
 	} else {
 		cacheDir = "" // the cache holds DefaultKeep's selection only
 	}
-	if len(diffIDs) != len(layers) {
+	if len(keys) != len(layers) {
 		cacheDir = ""
 	}
 	if f.cacheMax <= 0 {
@@ -214,7 +216,7 @@ func newFS(ctx context.Context, layers []v1.Layer, checks []layerCheck, diffIDs 
 			defer func() { <-sem }()
 			key := ""
 			if cacheDir != "" {
-				key = diffIDs[i].Algorithm + "-" + diffIDs[i].Hex
+				key = keys[i]
 			}
 			lists[i], errs[i] = f.scanLayer(ctx, i, cacheDir, key)
 		}()

@@ -175,7 +175,7 @@ func TestFSIndexCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	ls, _ := img.Layers()
-	d, _ := ls[0].DiffID()
+	d, _ := ls[0].Digest()
 	file := filepath.Join(dir, "sha256-"+d.Hex+".json")
 	b, err := os.ReadFile(file)
 	if err != nil {

@@ -88,6 +88,15 @@ type layerCheck struct {
 	diffID v1.Hash // uncompressed, from the config
 }
 
+// cacheKey names the layer's entry in the index cache: the digest that
+// is verified whenever the layer is read.
+func (c layerCheck) cacheKey() string {
+	if c.digest.Hex != "" {
+		return c.digest.Algorithm + "-" + c.digest.Hex
+	}
+	return "diffid-" + c.diffID.Algorithm + "-" + c.diffID.Hex
+}
+
 func (c layerCheck) name() string {
 	if c.digest.Hex != "" {
 		return c.digest.String()
@@ -212,8 +221,8 @@ func (s *verifiedStream) Close() error {
 }
 
 // openVerified opens layer l's uncompressed tar stream, hashing the
-// compressed bytes against c.digest and c.size (when known) and the tar
-// against c.diffID. Mismatches surface as read errors at the end of the
+// compressed bytes against c.digest and c.size when they are known, else
+// the tar against c.diffID. Mismatches surface as read errors at the end of the
 // stream: callers Drain it before trusting what they read.
 func openVerified(l v1.Layer, c layerCheck) (*verifiedStream, error) {
 	what := "layer " + c.name()
@@ -253,11 +262,11 @@ func openVerified(l v1.Layer, c layerCheck) (*verifiedStream, error) {
 	default:
 		tarStream = br // an uncompressed layer
 	}
-	// The compressed stream must be read to its end too (a gzip trailer
-	// follows the tar's end), so the tar hash reader is followed by a
-	// drain of the compressed one.
+	// The compressed digest names the bytes exactly, so the tar stream
+	// needs no second hash; the compressed stream is read to its end (a
+	// gzip trailer follows the tar's end) before the digest is known.
 	s.Reader = io.MultiReader(
-		&wrapErr{r: newHashReader(tarStream, c.diffID, -1, what+" (uncompressed, diff id "+c.diffID.String()+")"), what: what, rest: br},
+		&wrapErr{r: tarStream, what: what, rest: br},
 		&wrapErr{r: br, what: what},
 	)
 	return s, nil
