@@ -161,8 +161,9 @@ func (c ctxReader) Read(p []byte) (int, error) {
 	return c.r.Read(p)
 }
 
-// readBounded reads a regular file of the host, at most max bytes.
-func readBounded(p string, max int64) ([]byte, error) {
+// readBounded reads a regular file of the host, at most max bytes; what
+// names the file's kind in the message ("a probe report").
+func readBounded(p, what string, max int64) ([]byte, error) {
 	f, err := openRegular(p)
 	if err != nil {
 		return nil, err
@@ -176,14 +177,14 @@ func readBounded(p string, max int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s: is a directory", p)
 	}
 	if fi.Size() > max {
-		return nil, fmt.Errorf("%s: %d bytes: larger than the %d bytes allowed", p, fi.Size(), max)
+		return nil, fmt.Errorf("%s: %d bytes: more than the %d bytes %s may have", p, fi.Size(), max, what)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
 		return nil, err
 	}
 	if int64(len(data)) > max {
-		return nil, fmt.Errorf("%s: larger than the %d bytes allowed", p, max)
+		return nil, fmt.Errorf("%s: more than the %d bytes %s may have", p, max, what)
 	}
 	return data, nil
 }

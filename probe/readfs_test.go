@@ -104,7 +104,7 @@ func TestReadReportBounds(t *testing.T) {
 	}
 	big := filepath.Join(dir, "big.json")
 	os.WriteFile(big, []byte(`{"packages": {}, "x": "`+strings.Repeat("a", MaxReport)+`"}`), 0o644)
-	if _, err := ReadReport(big); err == nil || !strings.Contains(err.Error(), "larger than") {
+	if _, err := ReadReport(big); err == nil || !strings.Contains(err.Error(), "more than the 8388608 bytes a probe report may have") {
 		t.Errorf("huge report: %v", err)
 	}
 }

@@ -172,7 +172,7 @@ const MaxReport = 8 << 20
 
 // ReadReport reads a report saved with `smpatch probe --json -o FILE`.
 func ReadReport(path string) (*Report, error) {
-	data, err := readBounded(path, MaxReport)
+	data, err := readBounded(path, "a probe report", MaxReport)
 	if err != nil {
 		return nil, err
 	}
