@@ -8,12 +8,17 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/smpatch/smpatch/image/imagetest"
 )
@@ -168,5 +173,71 @@ func TestCorruptLayerAfterIndexCache(t *testing.T) {
 	_, err = b.FS.ReadFile(sp + "/sglang/version.py")
 	if err == nil || !errors.Is(err, ErrDigest) || !strings.Contains(err.Error(), d.String()) {
 		t.Errorf("read from a corrupt layer: %v", err)
+	}
+}
+
+// TestCorruptRegistryBlob checks a registry base: a registry that serves
+// a layer whose gzip trailer has a flipped byte fails the base with the
+// layer named.
+func TestCorruptRegistryBlob(t *testing.T) {
+	var bad string
+	host := testRegistry(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if bad == "" || r.Method != http.MethodGet || !strings.HasSuffix(r.URL.Path, "/blobs/"+bad) {
+				h.ServeHTTP(w, r)
+				return
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, r)
+			b := rec.Body.Bytes()
+			if len(b) > 6 {
+				b[len(b)-6] ^= 1
+			}
+			for k, v := range rec.Header() {
+				w.Header()[k] = v
+			}
+			w.WriteHeader(rec.Code)
+			w.Write(b)
+		})
+	})
+	base := openBase(t, "oci:"+writeBase(t, imagetest.Options{}))
+	ref := host + "/lmsysorg/sglang:v1"
+	dst, tag, err := ParseDestination(ref, fast)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dst.Put(context.Background(), tag, base.img); err != nil {
+		t.Fatal(err)
+	}
+	m, _ := base.img.Manifest()
+	bad = m.Layers[len(m.Layers)-1].Digest.String()
+	_, err = OpenBase(context.Background(), ref, fast, FSOptions{IndexCache: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), bad) || strings.Contains(err.Error(), "\n") {
+		t.Errorf("corrupt registry blob: %v", err)
+	}
+}
+
+// TestCorruptTarballLayer checks a docker-save tarball base: a layer
+// whose bytes do not match the config's diff id fails the base.
+func TestCorruptTarballLayer(t *testing.T) {
+	img := testImage(t, []tent{{Name: "sp/a", Body: strings.Repeat("a", 4096)}}, []tent{{Name: "sp/b", Body: strings.Repeat("b", 4096)}})
+	// Swap the layers' diff ids in the config: each layer is intact, and
+	// each names the other's content.
+	cf, _ := img.ConfigFile()
+	cf = cf.DeepCopy()
+	d := cf.RootFS.DiffIDs
+	d[0], d[1] = d[1], d[0]
+	img, err := mutate.ConfigFile(img, cf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "base.tar")
+	tg, _ := name.NewTag("example.com/base:v1")
+	if err := tarball.WriteToFile(p, tg, img); err != nil {
+		t.Fatal(err)
+	}
+	_, err = OpenBase(context.Background(), p, Remote{}, FSOptions{Keep: keepAll})
+	if err == nil || !errors.Is(err, ErrDigest) || !strings.Contains(err.Error(), "diff id") {
+		t.Errorf("tarball layer against a wrong diff id: %v", err)
 	}
 }
