@@ -36,6 +36,7 @@ import (
 type FS struct {
 	layers  []v1.Layer
 	checks  []layerCheck        // per layer: the digests its streams must match (nil: unchecked, tests only)
+	ctx     context.Context     // stops every layer stream (a signal)
 	entries map[string]*entry   // visible entries by cleaned path
 	dirs    map[string][]string // directory -> sorted child names
 	keep    func(name string, typ byte) bool
@@ -153,7 +154,7 @@ const (
 // layers at a time) into a list of the entries smpatch needs, or that list
 // is read from the index cache (FSOptions.IndexCache, keyed by the layer's
 // digest); the lists are then merged top-down, honouring whiteouts. ctx
-// cancels the indexing between entries.
+// stops the indexing and every later read of the FS (a signal).
 func NewFS(ctx context.Context, img v1.Image, opts FSOptions) (*FS, error) {
 	layers, err := img.Layers()
 	if err != nil {
@@ -184,6 +185,7 @@ func NewFS(ctx context.Context, img v1.Image, opts FSOptions) (*FS, error) {
 // cache.
 func newFS(ctx context.Context, layers []v1.Layer, checks []layerCheck, keys []string, opts FSOptions) (*FS, error) {
 	f := &FS{
+		ctx:      ctx,
 		layers:   layers,
 		checks:   checks,
 		reads:    make([]int, len(layers)),
@@ -546,15 +548,38 @@ func (f *FS) walkLayer(i int, fn func(h *tar.Header, r io.Reader) (bool, error))
 // openLayer opens layer i's uncompressed tar stream, verified against its
 // digests when the FS has them.
 func (f *FS) openLayer(i int) (*verifiedStream, error) {
+	if err := f.ctx.Err(); err != nil {
+		return nil, err
+	}
 	l := f.layers[i]
+	var s *verifiedStream
 	if f.checks == nil {
 		rc, err := l.Uncompressed()
 		if err != nil {
 			return nil, fmt.Errorf("opening layer %s: %w", f.layerName(i), err)
 		}
-		return &verifiedStream{Reader: rc, closers: []io.Closer{rc}}, nil
+		s = &verifiedStream{Reader: rc, closers: []io.Closer{rc}}
+	} else {
+		var err error
+		if s, err = openVerified(l, f.checks[i]); err != nil {
+			return nil, err
+		}
 	}
-	return openVerified(l, f.checks[i])
+	s.Reader = ctxReader{ctx: f.ctx, r: s.Reader}
+	return s, nil
+}
+
+// ctxReader stops a layer stream when the FS's context is done.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }
 
 func (f *FS) layerName(i int) string {

@@ -241,3 +241,18 @@ func TestCorruptTarballLayer(t *testing.T) {
 		t.Errorf("tarball layer against a wrong diff id: %v", err)
 	}
 }
+
+// TestFSReadCancelled checks that a read from the image stops once the
+// context the FS was made with is done (Ctrl-C during a build).
+func TestFSReadCancelled(t *testing.T) {
+	dir, _ := baseBlobs(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	b, err := OpenBase(ctx, "oci:"+dir, Remote{}, FSOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if _, err := b.FS.ReadFile(sp + "/sglang/version.py"); !errors.Is(err, context.Canceled) {
+		t.Errorf("read after cancel: %v", err)
+	}
+}
