@@ -10,8 +10,6 @@ import (
 	"github.com/smpatch/smpatch/patches"
 )
 
-
-
 func newJournalCmd(g *globalOptions) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "journal",

@@ -73,7 +73,7 @@ func runMatrixBuild(ctx context.Context, g *globalOptions, o *matrixBuildOptions
 	if (o.Out == "") == (o.Push == "") {
 		return exit.With(exit.Usage, errors.New("matrix build: give one of --out DIR or --push REPO"))
 	}
-	x, err := expandMatrix(g, args[0], &o.matrixOptions)
+	x, err := expandMatrix(ctx, g, args[0], &o.matrixOptions)
 	if err != nil {
 		return err
 	}

@@ -77,7 +77,7 @@ func newMatrixRunCmd(g *globalOptions) *cobra.Command {
 }
 
 func runMatrix(ctx context.Context, g *globalOptions, file string, o *matrixRunOptions, stdout, stderr io.Writer) error {
-	x, err := expandMatrix(g, file, &o.matrixOptions)
+	x, err := expandMatrix(ctx, g, file, &o.matrixOptions)
 	if err != nil {
 		return err
 	}
