@@ -37,6 +37,8 @@ type matrixRunOptions struct {
 	StopGrace   time.Duration
 	ShmSize     string
 	JSON        bool
+
+	DockerNetwork, DockerGPUs string
 }
 
 func (o *matrixRunOptions) AddFlags(c *cobra.Command) {
@@ -54,6 +56,8 @@ func (o *matrixRunOptions) AddFlags(c *cobra.Command) {
 	f.StringVar(&o.GPUs, "gpus", "", "GPU indices cells may use (0,1,...): each cell gets TP of them (CUDA_VISIBLE_DEVICES; docker --gpus device=), cells running at once never share one")
 	f.DurationVar(&o.StopGrace, "stop-grace", 10*time.Second, "time between SIGTERM and SIGKILL when a server is stopped")
 	f.StringVar(&o.ShmSize, "shm-size", "32g", "docker: --shm-size of each container")
+	f.StringVar(&o.DockerNetwork, "docker-network", "host", "docker: host (--network=host) or bridge (the health URL's port published on 127.0.0.1)")
+	f.StringVar(&o.DockerGPUs, "docker-gpus", "all", "docker: --gpus of each container (none: no --gpus, for hosts without GPUs)")
 	f.BoolVar(&o.JSON, "json", false, "print the results as JSON")
 }
 
@@ -131,7 +135,7 @@ func runMatrix(ctx context.Context, g *globalOptions, file string, o *matrixRunO
 	case "local":
 		opts.Runner = launch.Local{}
 	case "docker":
-		opts.Runner = launch.Docker{ShmSize: o.ShmSize}
+		opts.Runner = launch.Docker{ShmSize: o.ShmSize, Network: o.DockerNetwork, GPUs: o.DockerGPUs}
 	default:
 		return exit.With(exit.Usage, fmt.Errorf("--runner %q: want local or docker", o.Runner))
 	}
