@@ -130,7 +130,7 @@ func parseArchive(s string) (*Archive, string, error) {
 		return nil, "", fmt.Errorf("%s: %q is not a repository name: %w", s, repo, err)
 	}
 	if tag != "" {
-		if _, err := name.NewTag(repo+":"+tag, name.StrictValidation); err != nil {
+		if _, err := name.NewTag(repo + ":" + tag); err != nil {
 			return nil, "", fmt.Errorf("%s: %q is not a tag: %w", s, tag, err)
 		}
 	}
