@@ -192,6 +192,7 @@ func (d Docker) Start(ctx context.Context, c *Cell, log io.Writer) (Server, erro
 	name := d.ContainerName(c)
 	// A container left by an interrupted earlier run would take the name.
 	_ = exec.CommandContext(ctx, cli, "rm", "-f", name).Run()
+	fmt.Fprintf(log, "### smpatch: docker %s\n", strings.Join(args, " "))
 	g, err := startGroup(append([]string{cli}, args...), nil, "", log)
 	if err != nil {
 		return nil, fmt.Errorf("cell %s: docker run: %w", c.ID, err)
