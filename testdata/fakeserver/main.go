@@ -243,7 +243,12 @@ func serve(args []string) int {
 	logf("The server is fired up and ready to roll!")
 
 	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	if c.mode == "ignore-term" {
+		// Notify on SIGTERM would undo signal.Ignore.
+		signal.Notify(sig, syscall.SIGINT)
+	} else {
+		signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	}
 	s := <-sig
 	logf("Received %v; shutting down", s)
 	return 0
