@@ -10,13 +10,13 @@ package dockertest
 import (
 	"archive/tar"
 	"bytes"
+	"debug/elf"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
-	"strings"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -57,6 +57,9 @@ func Image(busybox, fakeServer string) (v1.Image, error) {
 	bb, err := os.ReadFile(busybox)
 	if err != nil {
 		return nil, fmt.Errorf("busybox (apt-get install busybox-static): %w", err)
+	}
+	if err := static(busybox, bb); err != nil {
+		return nil, err
 	}
 	fs, err := os.ReadFile(fakeServer)
 	if err != nil {
@@ -165,17 +168,18 @@ func WriteLayout(dir, busybox, fakeServer string) (v1.Hash, error) {
 	return img.Digest()
 }
 
-// Dockerfile is a Dockerfile that does by hand what smpatch's image build
-// does: the patched files (from the build context, under their image paths)
-// copied onto the same base. Used to compare build times.
-func Dockerfile(base string, paths []string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "FROM %s\n", base)
-	for _, p := range paths {
-		p = strings.TrimPrefix(p, "/")
-		fmt.Fprintf(&b, "COPY %s /%s\n", p, p)
+// static refuses a dynamically linked binary: the image has no libc.
+func static(path string, data []byte) error {
+	f, err := elf.NewFile(bytes.NewReader(data))
+	if err != nil {
+		return fmt.Errorf("%s: not an ELF binary: %w", path, err)
 	}
-	return b.String()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return fmt.Errorf("%s is dynamically linked; the image needs a static one (apt-get install busybox-static)", path)
+		}
+	}
+	return nil
 }
 
 func file(tw *tar.Writer, name string, data []byte, mode int64) error {
