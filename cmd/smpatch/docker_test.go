@@ -16,7 +16,6 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/rogpeppe/go-internal/testscript"
 
@@ -109,7 +108,7 @@ func cmdRegistryCheck(ts *testscript.TestScript, neg bool, args []string) {
 	if len(refs) == 0 {
 		ts.Fatalf("%s: no refs", args[0])
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	for cell, ref := range refs {
 		d, err := name.NewDigest(ref)
@@ -150,28 +149,35 @@ func cmdRegistryCheck(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-// readImageFiles reads files from an image's flattened filesystem.
+// readImageFiles reads files from an image, layer by layer from the top,
+// stopping once every path is found (the patch layer and the synthetic
+// sglang's layer are small; the binaries' layers below are not read).
 func readImageFiles(ts *testscript.TestScript, img v1.Image, paths ...string) map[string]string {
-	rc := mutate.Extract(img)
-	defer rc.Close()
+	layers, err := img.Layers()
+	ts.Check(err)
 	want := map[string]bool{}
 	for _, p := range paths {
 		want[p] = true
 	}
 	out := map[string]string{}
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
+	for i := len(layers) - 1; i >= 0 && len(out) < len(paths); i-- {
+		rc, err := layers[i].Uncompressed()
 		ts.Check(err)
-		n := strings.TrimPrefix(h.Name, "/")
-		if want[n] {
-			b, err := io.ReadAll(tr)
+		tr := tar.NewReader(rc)
+		for {
+			h, err := tr.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
 			ts.Check(err)
-			out[n] = string(b)
+			n := strings.TrimPrefix(h.Name, "/")
+			if _, seen := out[n]; want[n] && !seen {
+				b, err := io.ReadAll(tr)
+				ts.Check(err)
+				out[n] = string(b)
+			}
 		}
+		rc.Close()
 	}
 	for _, p := range paths {
 		if _, ok := out[p]; !ok {

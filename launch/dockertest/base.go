@@ -50,7 +50,7 @@ func BuildFakeServer(pkg, out string) error {
 	return nil
 }
 
-// Image is the base: layer 1 busybox, layer 2 the fake server and the
+// Image is the base: layer 1 busybox, layer 2 the fake server, layer 3 the
 // installed synthetic sglang. Every entry is owned by root with mtime 0, so
 // the same inputs give the same digest.
 func Image(busybox, fakeServer string) (v1.Image, error) {
@@ -88,14 +88,17 @@ func Image(busybox, fakeServer string) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
+	l2, err := layer(func(tw *tar.Writer) error {
+		return file(tw, "usr/local/bin/fakeserver", fs, 0o755)
+	})
+	if err != nil {
+		return nil, err
+	}
 	files, err := imagetest.ShapeFiles(Shape)
 	if err != nil {
 		return nil, err
 	}
-	l2, err := layer(func(tw *tar.Writer) error {
-		if err := file(tw, "usr/local/bin/fakeserver", fs, 0o755); err != nil {
-			return err
-		}
+	l3, err := layer(func(tw *tar.Writer) error {
 		names := make([]string, 0, len(files))
 		for n := range files {
 			names = append(names, n)
@@ -128,7 +131,7 @@ func Image(busybox, fakeServer string) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	img, err := mutate.AppendLayers(empty.Image, l1, l2)
+	img, err := mutate.AppendLayers(empty.Image, l1, l2, l3)
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +149,8 @@ func Image(busybox, fakeServer string) (v1.Image, error) {
 	cf.Config.Cmd = []string{"fakeserver"}
 	cf.History = []v1.History{
 		{Created: cf.Created, CreatedBy: "busybox-static rootfs"},
-		{Created: cf.Created, CreatedBy: "fake sglang server and synthetic sglang (shape " + Shape + ")"},
+		{Created: cf.Created, CreatedBy: "the fake sglang server"},
+		{Created: cf.Created, CreatedBy: "synthetic sglang installed (shape " + Shape + ")"},
 	}
 	return mutate.ConfigFile(img, cf)
 }
