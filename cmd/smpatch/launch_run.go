@@ -268,6 +268,7 @@ type dryRunCell struct {
 	Health  string             `json:"health,omitempty"`
 	Bench   []string           `json:"bench,omitempty"`
 	Image   string             `json:"image,omitempty"`
+	Docker  []string           `json:"docker,omitempty"` // the docker command line (without "docker")
 	Log     string             `json:"log"`
 }
 
@@ -285,6 +286,9 @@ func printDryRun(w io.Writer, cells []*launch.Cell, prev map[string]*launch.Resu
 		}
 		if o.Runner == "docker" {
 			d.Image = c.Image
+			if dk, ok := opts.Runner.(launch.Docker); ok {
+				d.Docker, _ = dk.RunArgs(c)
+			}
 		}
 		switch {
 		case c.Pruned != "":
@@ -326,6 +330,9 @@ func printDryRun(w io.Writer, cells []*launch.Cell, prev map[string]*launch.Resu
 			fmt.Fprintf(w, "  env     %s=%s\n", k, d.Env[k])
 		}
 		fmt.Fprintf(w, "  run     %s\n", strings.Join(d.Command, " "))
+		if len(d.Docker) > 0 {
+			fmt.Fprintf(w, "  docker  docker %s\n", strings.Join(d.Docker, " "))
+		}
 		if d.Health != "" {
 			fmt.Fprintf(w, "  health  %s\n", d.Health)
 		}
