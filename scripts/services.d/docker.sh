@@ -63,6 +63,10 @@ docker_down() {
     echo "docker: stopped"
   fi
   rm -f "$dir/pid"
+  # dockerd leaves its default network namespace mounted in the exec root.
+  if grep -q " $dir/exec/netns/default " /proc/mounts 2>/dev/null; then
+    umount "$dir/exec/netns/default" 2>/dev/null || true
+  fi
   if [ -s "$dir/bridge" ]; then
     ip link del "$(cat "$dir/bridge")" 2>/dev/null || true
     rm -f "$dir/bridge"
