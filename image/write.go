@@ -317,11 +317,15 @@ func (r *Registry) Put(ctx context.Context, nm string, img v1.Image) (string, er
 }
 
 // ParseDestination parses --tag/--out/--push style destinations:
-// "oci:DIR[:NAME]" (a layout) or a registry reference "REPO[:TAG]". It
+// "oci:DIR[:NAME]" (a layout), "docker-archive:FILE[:REPO[:TAG]]" (a
+// docker-save tarball) or a registry reference "REPO[:TAG]". It
 // returns the destination and the name given in the reference ("" if none).
 func ParseDestination(s string, rem Remote) (Destination, string, error) {
 	if s == "" {
 		return nil, "", errors.New("empty destination")
+	}
+	if strings.HasPrefix(s, ArchivePrefix) {
+		return parseArchive(s)
 	}
 	if strings.HasPrefix(s, "oci:") {
 		r, err := ParseRef(s)
