@@ -1,11 +1,14 @@
 package matrix
 
 import (
+	"context"
+	"errors"
 	"math/rand"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -683,5 +686,32 @@ command = ["serve", "--disable-custom-all-reduce"]
 		if strings.Contains(n, "could not be judged") {
 			t.Errorf("note on a judged rule: %q", n)
 		}
+	}
+}
+
+// TestExpandCancel checks that a long expansion stops when its context is
+// done (Ctrl-C, SIGTERM): millions of combinations, all excluded.
+func TestExpandCancel(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("name = \"big\"\n[axes]\n")
+	for _, a := range []string{"a", "b", "c", "d"} {
+		b.WriteString(a + " = [")
+		for i := range 60 {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(strconv.Itoa(i))
+		}
+		b.WriteString("]\n")
+	}
+	b.WriteString("[[exclude]]\na = [0]\n[launch]\ncommand = [\"x\"]\n")
+	m, err := Parse("big.toml", []byte(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := m.Expand(ExpandOptions{Context: ctx, NoDefaultRules: true, MaxCells: 1 << 30}); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled expansion: %v", err)
 	}
 }

@@ -60,6 +60,9 @@ var (
 // Load reads and validates a matrix file and the rules files it names.
 // Every error names the file and, where it can, the line.
 func Load(path string) (*Matrix, error) {
+	if hasControl(path) {
+		return nil, fmt.Errorf("%q: a matrix file name with a control character is refused (it would reach scripts and logs)", path)
+	}
 	data, err := tomlfile.ReadFile(nil, path)
 	if err != nil {
 		return nil, err
@@ -88,6 +91,9 @@ func Parse(file string, data []byte) (*Matrix, error) {
 	}
 	if k := caseMismatch(md, reflect.TypeOf(fm)); k != nil {
 		return nil, m.errf(m.lines.line(k...), "unknown key %q (keys are lower case)", k.String())
+	}
+	if hasControl(m.Name) {
+		return nil, m.errf(m.lines.line("name"), "name %q: control characters (newline, tab, escape) are not allowed", m.Name)
 	}
 	if err := tomlfile.UnknownError(file, md, [][]string{{"axes"}, {"presets"}, {"exclude"}, {"include"}, {"launch", "baseline"}}, func(k toml.Key) int { return m.lines.line(k...) }); err != nil {
 		return nil, err
@@ -378,6 +384,9 @@ func (m *Matrix) loadPresets(md toml.MetaData, presets map[string]map[string]map
 					if err != nil {
 						return m.errf(kl, "presets.%s.%s.%s: %v", axis, name, k, err)
 					}
+					if err := envValueErr(v.Text); err != nil {
+						return m.errf(kl, "presets.%s.%s.%s: %v", axis, name, k, err)
+					}
 					p.Env[k] = v.Text
 				case flagKeyRe().MatchString(k):
 					args, err := flagArgs(k, x)
@@ -589,6 +598,9 @@ func (m *Matrix) parseInclude(e map[string]any, i int) (*Include, error) {
 				if err != nil {
 					return nil, m.errf(kl, "include[%d].env.%s: %v", i, name, err)
 				}
+				if err := envValueErr(v.Text); err != nil {
+					return nil, m.errf(kl, "include[%d].env.%s: %v", i, name, err)
+				}
 				inc.Env[name] = v.Text
 			}
 			continue
@@ -645,6 +657,9 @@ func (m *Matrix) loadLaunch(fl fileLaunch) error {
 	for _, k := range sortedKeys(fl.Env) {
 		if !envKeyRe().MatchString(k) {
 			return m.errf(m.lines.line("launch", "env", k), "launch.env: %q is not an environment variable name", k)
+		}
+		if err := envValueErr(fl.Env[k]); err != nil {
+			return m.errf(m.lines.line("launch", "env", k), "launch.env.%s: %v", k, err)
 		}
 		l.Env[k] = fl.Env[k]
 	}
@@ -861,4 +876,18 @@ func resolvePython(file, py string) string {
 		return py
 	}
 	return filepath.Join(base, py)
+}
+
+// hasControl reports whether s holds a control character (C0, DEL or C1).
+func hasControl(s string) bool {
+	return strings.IndexFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }) >= 0
+}
+
+// envValueErr refuses what an environment file (KEY=VALUE per line, as
+// docker --env-file reads it) cannot hold: a line break or a NUL.
+func envValueErr(v string) error {
+	if strings.ContainsAny(v, "\n\r\x00") {
+		return fmt.Errorf("value %q has a line break or NUL: an environment file cannot hold it", v)
+	}
+	return nil
 }

@@ -3,7 +3,6 @@ package probe
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 )
 
 // Report is everything the probe learned, with the JSON keys docs/probe.md lists
@@ -160,9 +159,13 @@ type Finding struct {
 	Evidence    string `json:"evidence"`
 }
 
+// MaxReport bounds the size of a saved report ReadReport reads; a real
+// one is tens of KiB.
+const MaxReport = 8 << 20
+
 // ReadReport reads a report saved with `smpatch probe --json -o FILE`.
 func ReadReport(path string) (*Report, error) {
-	data, err := os.ReadFile(path)
+	data, err := readBounded(path, "a probe report", MaxReport)
 	if err != nil {
 		return nil, err
 	}
