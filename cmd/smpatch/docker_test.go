@@ -47,37 +47,26 @@ func TestDockerScripts(t *testing.T) {
 	// Repositories and container names of this run, so that runs sharing
 	// the services do not meet.
 	run := fmt.Sprintf("t%d", time.Now().UnixNano()%1e9)
-	testscript.Run(t, testscript.Params{
-		Dir:                 "testdata/docker",
-		RequireExplicitExec: true,
-		Setup: func(e *testscript.Env) error {
-			e.Setenv("SMPATCH_CATALOG", "")
-			e.Setenv("SMPATCH_REPO", "")
-			e.Setenv("GITHUB_STEP_SUMMARY", "")
-			e.Setenv("XDG_CACHE_HOME", e.WorkDir+"/.cache")
-			e.Setenv("DOCKER_CONFIG", e.WorkDir+"/.docker")
-			e.Setenv("DOCKER_HOST", host)
-			e.Setenv("REGISTRY", reg)
-			e.Setenv("RUN", run)
-			e.Setenv("GORACE", "atexit_sleep_ms=0")
-			// The story's fake matrix as it is, on the runnable base.
-			story, err := os.ReadFile("../../examples/fake/matrix.toml")
-			if err != nil {
-				return err
-			}
-			story = append(story, "\n[base]\nimage = \"oci:base\"\n"...)
-			if err := os.WriteFile(filepath.Join(e.WorkDir, "story.toml"), story, 0o644); err != nil {
-				return err
-			}
-			return os.Symlink(base, filepath.Join(e.WorkDir, "base"))
-		},
-		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"exitcode":      cmdExitCode,
-			"refenv":        cmdRefEnv,
-			"registrycheck": cmdRegistryCheck,
-			"waitcontainer": cmdWaitContainer,
-		},
+	p := scriptParams("testdata/docker", func(e *testscript.Env) error {
+		e.Setenv("DOCKER_CONFIG", e.WorkDir+"/.docker")
+		e.Setenv("DOCKER_HOST", host)
+		e.Setenv("REGISTRY", reg)
+		e.Setenv("RUN", run)
+		// The story's fake matrix as it is, on the runnable base.
+		story, err := os.ReadFile("../../examples/fake/matrix.toml")
+		if err != nil {
+			return err
+		}
+		story = append(story, "\n[base]\nimage = \"oci:base\"\n"...)
+		if err := os.WriteFile(filepath.Join(e.WorkDir, "story.toml"), story, 0o644); err != nil {
+			return err
+		}
+		return os.Symlink(base, filepath.Join(e.WorkDir, "base"))
 	})
+	p.Cmds["refenv"] = cmdRefEnv
+	p.Cmds["registrycheck"] = cmdRegistryCheck
+	p.Cmds["waitcontainer"] = cmdWaitContainer
+	testscript.Run(t, p)
 }
 
 // refenv FILE CELL VAR: sets $VAR to CELL's reference in the refs file.
