@@ -52,7 +52,10 @@ type Result struct {
 	// Triage is the log's first fatal line, for a failed cell.
 	Triage *Match `json:"triage,omitempty"`
 	// Tail is the last lines of the log of a failed cell no signature named.
-	Tail     []string `json:"tail,omitempty"`
+	Tail []string `json:"tail,omitempty"`
+	// LastLine is the server's own last line in the log of a failed cell
+	// no signature named (smpatch's notes left out).
+	LastLine *LogLine `json:"last_line,omitempty"`
 	Log      string   `json:"log,omitempty"`
 	Warnings []string `json:"warnings,omitempty"`
 	// Resumed is set when the row was carried over from an earlier run.
@@ -309,6 +312,9 @@ func note(r *Result) (label, line string) {
 			return r.Triage.Label, ""
 		}
 		return r.Triage.Label, fmt.Sprintf("line %d: %s", r.Triage.Line, r.Triage.Text)
+	}
+	if r.Status == StatusFailed && r.LastLine != nil {
+		return "unknown", fmt.Sprintf("line %d: %s", r.LastLine.Line, r.LastLine.Text)
 	}
 	if r.Status == StatusFailed && len(r.Tail) > 0 {
 		return "unknown", r.Tail[len(r.Tail)-1]

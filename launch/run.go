@@ -447,6 +447,7 @@ func runCell(ctx context.Context, c *Cell, o Options) *Result {
 			r.Triage = v.Cause
 		} else {
 			r.Tail = lastN(v.Tail, 8)
+			r.LastLine = v.LastLine
 		}
 	}
 	if r.Status == StatusOK {

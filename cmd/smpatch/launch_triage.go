@@ -10,6 +10,7 @@ import (
 
 type triageOptions struct {
 	JSON       bool
+	Ranks      bool
 	Signatures []string
 }
 
@@ -34,6 +35,9 @@ func newTriageCmd(g *globalOptions) *cobra.Command {
 				}
 				verdicts = append(verdicts, v)
 			}
+			if o.Ranks {
+				verdicts = []*launch.Verdict{launch.MergeRanks(verdicts)}
+			}
 			if o.JSON {
 				enc := json.NewEncoder(c.OutOrStdout())
 				enc.SetIndent("", "  ")
@@ -46,6 +50,7 @@ func newTriageCmd(g *globalOptions) *cobra.Command {
 		},
 	}
 	c.Flags().BoolVar(&o.JSON, "json", false, "print JSON")
+	c.Flags().BoolVar(&o.Ranks, "ranks", false, "the logs are the ranks of one job: order their fatal lines by time and name the rank that failed first")
 	c.Flags().StringArrayVar(&o.Signatures, "signatures", nil, "a TOML file of extra signatures, tried before the built-in ones (repeatable)")
 	return c
 }
