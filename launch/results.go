@@ -47,6 +47,11 @@ type Result struct {
 	// HealthySeconds is the time from start to the first healthy answer.
 	HealthySeconds *float64           `json:"healthy_seconds,omitempty"`
 	Metrics        map[string]float64 `json:"metrics,omitempty"`
+	// Stats summarise each metric over the cell's repeats (matrix repeat > 1).
+	Stats map[string]*Stat `json:"stats,omitempty"`
+	// Samples are the cell's repeats, each a fresh server process, in the
+	// order they ran; Metrics then holds each metric's median.
+	Samples []Sample `json:"samples,omitempty"`
 	// DeltaPct is each metric's change against the baseline cell, in percent.
 	DeltaPct map[string]float64 `json:"delta_pct,omitempty"`
 	// Triage is the log's first fatal line, for a failed cell.
@@ -67,15 +72,17 @@ func (r *Result) Finished() bool { return r.Status == StatusOK || r.Status == St
 
 // Summary is a whole run.
 type Summary struct {
-	Name     string    `json:"name"`
-	Runner   string    `json:"runner"`
-	Baseline string    `json:"baseline,omitempty"`
-	Metrics  []string  `json:"metrics"`
-	Results  []*Result `json:"results"`
-	OK       int       `json:"ok"`
-	Failed   int       `json:"failed"`
-	Pruned   int       `json:"pruned"`
-	Skipped  int       `json:"skipped"`
+	Name     string   `json:"name"`
+	Runner   string   `json:"runner"`
+	Baseline string   `json:"baseline,omitempty"`
+	Metrics  []string `json:"metrics"`
+	// Repeat is how many times each cell ran (a fresh server each time).
+	Repeat  int       `json:"repeat,omitempty"`
+	Results []*Result `json:"results"`
+	OK      int       `json:"ok"`
+	Failed  int       `json:"failed"`
+	Pruned  int       `json:"pruned"`
+	Skipped int       `json:"skipped"`
 	// Interrupted is set when the run was stopped before every cell ran.
 	Interrupted bool `json:"interrupted,omitempty"`
 }
@@ -290,6 +297,9 @@ func formatValues(vs []AxisValue) string {
 
 func formatFloat(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
+// round3 keeps 3 significant decimals for tables.
+func round3(f float64) float64 { return math.Round(f*1000) / 1000 }
+
 func formatDelta(d float64) string {
 	if d >= 0 {
 		return "+" + strconv.FormatFloat(d, 'f', 1, 64) + "%"
@@ -398,6 +408,9 @@ func (s *Summary) metricCells(r *Result) []string {
 		v := ""
 		if x, ok := r.Metrics[m]; ok {
 			v = formatFloat(x)
+			if st := r.Stats[m]; st != nil && st.N > 1 {
+				v = fmt.Sprintf("%s [%s, %s]", formatFloat(round3(st.Median)), formatFloat(round3(st.CILo)), formatFloat(round3(st.CIHi)))
+			}
 		}
 		cells = append(cells, v)
 		if s.Baseline != "" {
@@ -456,6 +469,10 @@ func (s *Summary) WriteMarkdown(w io.Writer) {
 		fmt.Fprintf(w, "| %s |\n", strings.Join(row, " | "))
 	}
 	fmt.Fprintln(w)
+	if s.Repeat > 1 {
+		fmt.Fprintf(w, "Each cell ran %d times, a fresh server each time, round-robin over the cells; a metric is the median [distribution-free confidence interval of the median] of its runs.\n\n", s.Repeat)
+	}
+	s.writeComparisonsMarkdown(w)
 	// Rule warnings (matrix rules with action warn) under the table, one
 	// line per cell and warning, so the table's columns stay as they are.
 	first := true

@@ -47,6 +47,7 @@ type fileLaunch struct {
 	BenchTimeout   string            `toml:"bench_timeout"`
 	TP             int64             `toml:"tp"`
 	Baseline       any               `toml:"baseline"`
+	Repeat         int64             `toml:"repeat"`
 }
 
 var (
@@ -746,6 +747,10 @@ func (m *Matrix) loadLaunch(fl fileLaunch) error {
 		return m.errf(m.lines.line("launch", "tp"), "launch.tp: %d is not a GPU count", fl.TP)
 	}
 	l.TP = int(fl.TP)
+	if fl.Repeat < 0 || fl.Repeat > 1000 {
+		return m.errf(m.lines.line("launch", "repeat"), "launch.repeat: %d is not a number of runs per cell (1 to 1000)", fl.Repeat)
+	}
+	l.Repeat = max(int(fl.Repeat), 1)
 	switch b := fl.Baseline.(type) {
 	case nil:
 	case string:

@@ -116,6 +116,8 @@ type Launch struct {
 	// TP is the tensor-parallel size (GPUs per cell) when no tp axis exists;
 	// 0 means "read --tp/--tp-size from the command".
 	TP int `json:"tp,omitempty"`
+	// Repeat is how many times each cell runs, a fresh server each time.
+	Repeat int `json:"repeat,omitempty"`
 	// Baseline selects the cell others are compared with.
 	Baseline *Match `json:"-"`
 	// BaselineID is the baseline given as a cell id.

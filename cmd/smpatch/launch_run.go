@@ -37,6 +37,7 @@ type matrixRunOptions struct {
 	StopGrace   time.Duration
 	ShmSize     string
 	JSON        bool
+	Repeat      int
 }
 
 func (o *matrixRunOptions) AddFlags(c *cobra.Command) {
@@ -55,6 +56,7 @@ func (o *matrixRunOptions) AddFlags(c *cobra.Command) {
 	f.DurationVar(&o.StopGrace, "stop-grace", 10*time.Second, "time between SIGTERM and SIGKILL when a server is stopped")
 	f.StringVar(&o.ShmSize, "shm-size", "32g", "docker: --shm-size of each container")
 	f.BoolVar(&o.JSON, "json", false, "print the results as JSON")
+	f.IntVar(&o.Repeat, "repeat", 0, "run each cell N times, a fresh server each time, round-robin over the cells (default: the matrix's launch.repeat, else 1)")
 }
 
 func init() {
@@ -110,6 +112,12 @@ func runMatrix(ctx context.Context, g *globalOptions, file string, o *matrixRunO
 	cells, err := launch.FromExpansion(x, refs, &opts)
 	if err != nil {
 		return err
+	}
+	if o.Repeat != 0 {
+		if o.Repeat < 1 || o.Repeat > 1000 {
+			return exit.With(exit.Usage, fmt.Errorf("--repeat %d: want 1 to 1000", o.Repeat))
+		}
+		opts.Repeat = o.Repeat
 	}
 	opts.Out = o.Out
 	if opts.Out == "" {
