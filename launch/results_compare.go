@@ -70,6 +70,9 @@ func (s *Summary) ComparePair(a, b, metric string) (*Comparison, error) {
 	c.ChangePct = (c.MedianA/c.MedianB - 1) * 100
 	lo, hi := BootstrapRatio(vb, va, a+"\x00"+b+"\x00"+metric)
 	c.CILoPct, c.CIHiPct = (lo-1)*100, (hi-1)*100
+	if math.IsNaN(lo) || math.IsNaN(hi) { // every resample of the reference had median 0
+		c.CILoPct, c.CIHiPct = c.ChangePct, c.ChangePct
+	}
 	if c.NA < 2 || c.NB < 2 {
 		c.Text = fmt.Sprintf("%s: %s, %s: no test with one run; repeat the cells (repeat = 5) to tell a difference from noise", c.Label, pct(c.ChangePct), runs)
 		return c, nil
