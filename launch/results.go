@@ -40,6 +40,8 @@ type Result struct {
 	// Reason says why a cell failed, was pruned or skipped.
 	Reason string `json:"reason,omitempty"`
 	Runner string `json:"runner,omitempty"`
+	// Launch is the cell's server command line, shell-quoted.
+	Launch string `json:"launch,omitempty"`
 	// Started is when the cell started (RFC 3339); empty for cells not run.
 	Started string `json:"started,omitempty"`
 	// Seconds is the cell's wall time, start to stopped.
@@ -85,6 +87,8 @@ type Summary struct {
 	Skipped int       `json:"skipped"`
 	// Interrupted is set when the run was stopped before every cell ran.
 	Interrupted bool `json:"interrupted,omitempty"`
+
+	ab []*Comparison // every cell against the baseline, once computed
 }
 
 func (s *Summary) count() {
@@ -236,13 +240,14 @@ func appendJSONL(path string, r *Result) error {
 // WriteFiles writes results.json, results.csv, results.md and junit.xml into
 // dir, each atomically, and appends the markdown to stepSummary when set.
 func (s *Summary) WriteFiles(dir, stepSummary string) error {
+	s.ab = nil // the results may have changed since the last write
 	var js bytes.Buffer
 	enc := json.NewEncoder(&js)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(s); err != nil {
 		return err
 	}
-	var c, md, ju bytes.Buffer
+	var c, md, ju, ht bytes.Buffer
 	if err := s.WriteCSV(&c); err != nil {
 		return err
 	}
@@ -250,7 +255,10 @@ func (s *Summary) WriteFiles(dir, stepSummary string) error {
 	if err := s.WriteJUnit(&ju); err != nil {
 		return err
 	}
-	for name, data := range map[string][]byte{ResultsJSON: js.Bytes(), ResultsCSV: c.Bytes(), ResultsMD: md.Bytes(), ResultsJUnit: ju.Bytes()} {
+	if err := s.WriteHTML(&ht); err != nil {
+		return err
+	}
+	for name, data := range map[string][]byte{ResultsJSON: js.Bytes(), ResultsCSV: c.Bytes(), ResultsMD: md.Bytes(), ResultsJUnit: ju.Bytes(), ResultsHTML: ht.Bytes()} {
 		if err := renameio.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 			return err
 		}

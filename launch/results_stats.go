@@ -198,34 +198,59 @@ func exactMWp(n1, n2 int, u float64) float64 {
 	return math.Min(1, 2*math.Min(lo, hi)/total)
 }
 
+// bootstrapRounds is how many resamples BootstrapRatio draws.
+const bootstrapRounds = 4000
+
 // BootstrapRatio returns the percentile bootstrap 95% interval of
-// median(b)/median(a), from 10,000 resamples drawn with a seed derived from
-// seed: the same samples give the same interval.
+// median(b)/median(a), from bootstrapRounds resamples drawn with a seed
+// derived from seed: the same samples give the same interval.
 func BootstrapRatio(a, b []float64, seed string) (lo, hi float64) {
 	h := fnv.New64a()
 	h.Write([]byte(seed))
 	rng := rand.New(rand.NewPCG(h.Sum64(), 0x5eed))
-	const rounds = 10000
-	ratios := make([]float64, 0, rounds)
-	ra, rb := make([]float64, len(a)), make([]float64, len(b))
-	for range rounds {
-		for i := range ra {
-			ra[i] = a[rng.IntN(len(a))]
-		}
-		for i := range rb {
-			rb[i] = b[rng.IntN(len(b))]
-		}
-		slices.Sort(ra)
-		slices.Sort(rb)
-		ma := quantile(ra, 0.5)
+	sa, sb := slices.Clone(a), slices.Clone(b)
+	slices.Sort(sa)
+	slices.Sort(sb)
+	ratios := make([]float64, 0, bootstrapRounds)
+	ca, cb := make([]int, len(sa)), make([]int, len(sb))
+	for range bootstrapRounds {
+		ma := resampleMedian(sa, ca, rng)
 		if ma == 0 {
 			continue
 		}
-		ratios = append(ratios, quantile(rb, 0.5)/ma)
+		ratios = append(ratios, resampleMedian(sb, cb, rng)/ma)
 	}
 	if len(ratios) == 0 {
 		return math.NaN(), math.NaN()
 	}
 	slices.Sort(ratios)
 	return quantile(ratios, 0.025), quantile(ratios, 0.975)
+}
+
+// resampleMedian draws len(sorted) values with replacement and returns
+// their median. The draw is kept as counts per position of the sorted
+// sample, so the order statistics are read off without sorting.
+func resampleMedian(sorted []float64, counts []int, rng *rand.Rand) float64 {
+	n := len(sorted)
+	clear(counts)
+	for range n {
+		counts[rng.IntN(n)]++
+	}
+	lo, hi := (n-1)/2, n/2 // 0-based ranks of the middle value(s)
+	var vlo, vhi float64
+	seen := 0
+	for i, c := range counts {
+		if c == 0 {
+			continue
+		}
+		if seen <= lo && lo < seen+c {
+			vlo = sorted[i]
+		}
+		if seen <= hi && hi < seen+c {
+			vhi = sorted[i]
+			break
+		}
+		seen += c
+	}
+	return (vlo + vhi) / 2
 }

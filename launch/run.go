@@ -68,7 +68,7 @@ func Run(ctx context.Context, cells []*Cell, o Options) (*Summary, error) {
 	var todo []*Cell
 	index := map[string]int{}
 	for i, c := range cells {
-		r := &Result{ID: c.ID, Values: c.Values, Patches: nonNil(c.Patches), Warnings: c.Warnings}
+		r := &Result{ID: c.ID, Values: c.Values, Patches: nonNil(c.Patches), Warnings: c.Warnings, Launch: shellLine(c.Command)}
 		switch p := prev[c.ID]; {
 		case c.Pruned != "":
 			r.Status, r.Reason = StatusPruned, c.Pruned
@@ -105,7 +105,7 @@ func Run(ctx context.Context, cells []*Cell, o Options) (*Summary, error) {
 	}
 	for _, c := range todo {
 		if o.Repeat > 1 {
-			s.Results[index[c.ID]] = &Result{ID: c.ID, Values: c.Values, Patches: nonNil(c.Patches), Warnings: c.Warnings}
+			s.Results[index[c.ID]] = &Result{ID: c.ID, Values: c.Values, Patches: nonNil(c.Patches), Warnings: c.Warnings, Launch: shellLine(c.Command)}
 		}
 	}
 
@@ -158,6 +158,19 @@ run:
 		runErr = ctx.Err()
 	}
 	return s, runErr
+}
+
+// shellLine quotes a command for a shell, for people to copy.
+func shellLine(argv []string) string {
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=,+@%") == "" {
+			out[i] = a
+		} else {
+			out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(out, " ")
 }
 
 func btoi(b bool) int {
@@ -387,7 +400,7 @@ func oneLineErr(err error) string {
 
 func newResult(c *Cell, o Options) *Result {
 	return &Result{ID: c.ID, Values: c.Values, Patches: nonNil(c.Patches), Runner: o.Runner.Name(),
-		Warnings: c.Warnings, Log: repeatLogPath(o.Out, c)}
+		Warnings: c.Warnings, Log: repeatLogPath(o.Out, c), Launch: shellLine(c.Command)}
 }
 
 // writeCellFiles writes a cell's rendered launch files into dir and returns
