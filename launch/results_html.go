@@ -88,6 +88,14 @@ func (s *Summary) metricChart(metric string) ([]byte, error) {
 		p.X.Label.Text = fmt.Sprintf("%s: median of %d runs, whiskers: confidence interval of the median", metric, s.Repeat)
 	}
 	p.X.Min = 0
+	top := 0.0
+	for _, r := range rs {
+		top = max(top, r.Metrics[metric])
+		if st := r.Stats[metric]; st != nil {
+			top = max(top, st.CIHi)
+		}
+	}
+	p.X.Max = top * 1.3 // room for the legend, right of the bars
 	ga := groupAxis(rs)
 	groups := map[string]int{}
 	var names []string

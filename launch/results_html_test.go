@@ -128,7 +128,7 @@ func TestHTMLInChromium(t *testing.T) {
 		}
 	}
 	shot := filepath.Join(dir, "shot.png")
-	headless(t, bin, "--screenshot="+shot, "--window-size=1000,1400", "file://"+page)
+	headless(t, bin, "--screenshot="+shot, "--window-size=900,760", "file://"+page)
 	png, err := os.ReadFile(shot)
 	if err != nil || !bytes.HasPrefix(png, []byte("\x89PNG")) {
 		t.Fatalf("no screenshot: %v", err)
