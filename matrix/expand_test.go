@@ -689,7 +689,7 @@ command = ["serve", "--disable-custom-all-reduce"]
 // The rules from the field read NVLink, P2P and the NCCL version from the
 // probe report, the TP size and environment from the cell.
 func TestFieldRules(t *testing.T) {
-	yes, no := true, false
+	yes := true
 	facts := func(nvlink bool, nccl string) *ProbeFacts {
 		return &ProbeFacts{SMs: []string{"12.0", "12.0"}, Verdicts: map[string]map[string]string{}, NVLink: &nvlink, P2P: &yes, Versions: map[string]string{"nccl": nccl}}
 	}
@@ -719,10 +719,11 @@ command = ["serve", "--tp", "2"]
 	// Without a version in the report the rule says it could not judge.
 	f := facts(false, "")
 	x := expand(t, src, ExpandOptions{Probe: f})
-	if pruned(x) != "" || !slices.ContainsFunc(x.Notes, func(n string) bool { return strings.Contains(n, "nccl-2.26-large-allreduce-sm12x") && strings.Contains(n, "nccl version") }) {
+	if pruned(x) != "" || !slices.ContainsFunc(x.Notes, func(n string) bool {
+		return strings.Contains(n, "nccl-2.26-large-allreduce-sm12x") && strings.Contains(n, "nccl version")
+	}) {
 		t.Errorf("no NCCL version: pruned %q, notes %q", pruned(x), x.Notes)
 	}
-	_ = no
 
 	empty := `[axes]
 sm = "9.0"
