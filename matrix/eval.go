@@ -220,6 +220,9 @@ func (r *ruleEval) match(e *evalCell, pf *ProbeFacts) bool {
 	if len(c.tp) > 0 && !slices.Contains(c.tp, max(cell.TP, 1)) {
 		return false
 	}
+	if len(c.tpOutside) > 0 && slices.Contains(c.tpOutside, max(cell.TP, 1)) {
+		return false
+	}
 	for _, name := range c.envEmpty {
 		if v, set := cell.Env[name]; !set || v != "" {
 			return false

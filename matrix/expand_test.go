@@ -740,3 +740,37 @@ env = { NCCL_GRAPH_FILE = "", PYTORCH_CUDA_ALLOC_CONF = "expandable_segments:Tru
 		t.Errorf("expandable segments: warnings %+v", w)
 	}
 }
+
+// [requires.PATCH] keeps a patch to the TP sizes and topology it wins on.
+func TestMatrixRequires(t *testing.T) {
+	src := `[axes]
+patches = [[], ["sm120-fusion"]]
+tp = [2, 4]
+[launch]
+command = ["serve", "--tp", "{{.tp}}", "--disable-custom-all-reduce"]
+[requires.sm120-fusion]
+tp = [2]
+nvlink = false
+`
+	x := expand(t, src, ExpandOptions{})
+	var got []string
+	for _, c := range x.Cells {
+		s := c.ID
+		if c.Pruned != nil {
+			s += ":" + c.Pruned.Rule
+		}
+		got = append(got, s)
+	}
+	want := "unpatched.tp2 unpatched.tp4 sm120-fusion.tp2 sm120-fusion.tp4:requires-sm120-fusion-tp"
+	if strings.Join(got, " ") != want {
+		t.Errorf("got %q, want %q", strings.Join(got, " "), want)
+	}
+	linked := true
+	x = expand(t, src, ExpandOptions{Probe: &ProbeFacts{Verdicts: map[string]map[string]string{}, NVLink: &linked}})
+	if p := x.Cells[2].Pruned; p == nil || p.Rule != "requires-sm120-fusion-nvlink" || !strings.Contains(p.Where, ":6") {
+		t.Errorf("with NVLink: %+v", p)
+	}
+	if _, err := Parse("m.toml", []byte(strings.Replace(src, "tp = [2]", "tp = [0]", 1))); err == nil || !strings.Contains(err.Error(), "m.toml:7: requires.sm120-fusion.tp: 0 is not a tensor-parallel size") {
+		t.Errorf("bad tp: %v", err)
+	}
+}

@@ -33,6 +33,14 @@ type fileMatrix struct {
 	Include  []map[string]any                     `toml:"include"`
 	IDPrefix map[string]string                    `toml:"id_prefix"`
 	Launch   fileLaunch                           `toml:"launch"`
+	Requires map[string]fileRequires              `toml:"requires"`
+}
+
+// fileRequires is [requires.PATCH]: what a cell with that patch needs.
+type fileRequires struct {
+	TP     []int64 `toml:"tp"`
+	P2P    *bool   `toml:"p2p"`
+	NVLink *bool   `toml:"nvlink"`
 }
 
 type fileLaunch struct {
@@ -144,6 +152,9 @@ func Parse(file string, data []byte) (*Matrix, error) {
 		m.IDPrefix[k] = p
 	}
 	if err := m.loadLaunch(fm.Launch); err != nil {
+		return nil, err
+	}
+	if err := m.loadRequires(fm.Requires); err != nil {
 		return nil, err
 	}
 	if err := m.checkConflicts(); err != nil {
@@ -938,4 +949,50 @@ func resolvePython(file, py string) string {
 		return py
 	}
 	return filepath.Join(base, py)
+}
+
+// loadRequires turns [requires.PATCH] tables into prune rules that run
+// before every other rule: a cell with the patch is pruned when its TP is
+// not one of tp, or when the probe report shows NVLink (nvlink = false),
+// no NVLink (nvlink = true) or a pair of GPUs without P2P (p2p = true).
+func (m *Matrix) loadRequires(req map[string]fileRequires) error {
+	for _, patch := range sortedKeys(req) {
+		r := req[patch]
+		line := m.lines.line("requires", patch)
+		where := fmt.Sprintf("%s:%d", m.File, line)
+		if patch == "" || slug(patch) != patch {
+			return m.errf(line, "requires.%s: a patch name is lower case letters, digits, '.' and '-'", patch)
+		}
+		add := func(kind, reason string, c cond) {
+			c.patches = []string{patch}
+			m.requireRules = append(m.requireRules, &Rule{Name: "requires-" + patch + "-" + kind, Action: "prune",
+				Reason: reason, Source: where, Where: where, NeedsProbe: c.nvlink != nil || c.p2p != nil, when: c, file: m.File})
+		}
+		if len(r.TP) > 0 {
+			var tp []int
+			for _, n := range r.TP {
+				if n < 1 || n > 1024 {
+					return m.errf(m.lines.line("requires", patch, "tp"), "requires.%s.tp: %d is not a tensor-parallel size", patch, n)
+				}
+				tp = append(tp, int(n))
+			}
+			add("tp", fmt.Sprintf("%s is for tensor parallel %v only", patch, tp), cond{tpOutside: tp})
+		}
+		if r.NVLink != nil {
+			linked := !*r.NVLink
+			why := patch + " is for GPUs without NVLink; the probe report shows NVLink"
+			if *r.NVLink {
+				why = patch + " needs NVLink; the probe report shows none"
+			}
+			add("nvlink", why, cond{nvlink: &linked})
+		}
+		if r.P2P != nil {
+			if !*r.P2P {
+				return m.errf(m.lines.line("requires", patch, "p2p"), "requires.%s.p2p = false: a cell cannot require P2P to be missing; leave it out", patch)
+			}
+			no := false
+			add("p2p", patch+" needs P2P between every pair of GPUs; the probe report shows a pair without", cond{p2p: &no})
+		}
+	}
+	return nil
 }

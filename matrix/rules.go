@@ -52,6 +52,7 @@ type cond struct {
 	probeVerdict []namedCond // module -> wanted verdicts
 	varies       []string
 	tp           []int
+	tpOutside    []int // matches a cell whose TP is not one of these ([requires.PATCH] tp)
 	nvlink, p2p  *bool
 	versions     []versionCond // package -> PEP 440 constraint, read from the probe report
 	envEmpty     []string      // variables set to the empty string

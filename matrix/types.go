@@ -37,6 +37,8 @@ type Matrix struct {
 	RuleFiles []string
 
 	rules []*Rule // loaded from RuleFiles
+	// requireRules are the [requires.PATCH] tables as prune rules.
+	requireRules []*Rule
 	lines lineIndex
 	src   []string // the file's lines
 	axis  map[string]int
