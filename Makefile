@@ -4,7 +4,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 FUZZTIME ?= 5s
 
-.PHONY: all build static test test-crash demo demo-matrix fuzz bench vet clean
+.PHONY: all build static test test-crash test-hostile demo demo-matrix fuzz bench vet clean
 
 all: build
 
@@ -25,6 +25,11 @@ test: vet
 # at random moments, at least 200 rounds.
 test-crash:
 	SMPATCH_CRASH_ROUNDS=200 $(GO) test -race -count=1 -run 'Crash' -v ./patches/... ./cmd/...
+
+# The corpus of hostile inputs (testdata/hostile/AREA/CASE/), replayed: each
+# case's commands, exit codes, messages, and nothing else on disk changed.
+test-hostile:
+	$(GO) test -race -count=1 -run 'TestHostileCorpus' -v ./cmd/smpatch/
 
 demo: build
 	./examples/demo.sh $(BIN)

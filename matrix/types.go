@@ -39,9 +39,9 @@ type Matrix struct {
 	rules []*Rule // loaded from RuleFiles
 	// requireRules are the [requires.PATCH] tables as prune rules.
 	requireRules []*Rule
-	lines lineIndex
-	src   []string // the file's lines
-	axis  map[string]int
+	lines        lineIndex
+	src          []string // the file's lines
+	axis         map[string]int
 }
 
 // Base is what every cell starts from: a container image or a Python

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -17,8 +16,6 @@ type matrixCompareOptions struct {
 	Pairs    []string
 	JSON     bool
 }
-
-func init() { registerMatrixCommand(newMatrixCompareCmd) }
 
 func newMatrixCompareCmd(g *globalOptions) *cobra.Command {
 	o := &matrixCompareOptions{}
@@ -48,9 +45,7 @@ func newMatrixCompareCmd(g *globalOptions) *cobra.Command {
 				return fmt.Errorf("%s: %w", args[0], err)
 			}
 			if o.JSON {
-				enc := json.NewEncoder(c.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(map[string]any{"comparisons": cs})
+				return writeJSON(c.OutOrStdout(), map[string]any{"comparisons": cs})
 			}
 			launch.WriteComparisonsText(c.OutOrStdout(), cs)
 			return nil
