@@ -505,7 +505,7 @@ func satMul(a, b int64) int64 {
 }
 
 func (m *Matrix) allRules(opts ExpandOptions) ([]*Rule, error) {
-	var rules []*Rule
+	rules := append([]*Rule{}, m.requireRules...)
 	if !opts.NoDefaultRules {
 		d, err := DefaultRules(m)
 		if err != nil {

@@ -34,6 +34,14 @@ type fileMatrix struct {
 	Include  []map[string]any                     `toml:"include"`
 	IDPrefix map[string]string                    `toml:"id_prefix"`
 	Launch   fileLaunch                           `toml:"launch"`
+	Requires map[string]fileRequires              `toml:"requires"`
+}
+
+// fileRequires is [requires.PATCH]: what a cell with that patch needs.
+type fileRequires struct {
+	TP     []int64 `toml:"tp"`
+	P2P    *bool   `toml:"p2p"`
+	NVLink *bool   `toml:"nvlink"`
 }
 
 type fileLaunch struct {
@@ -48,6 +56,7 @@ type fileLaunch struct {
 	BenchTimeout   string            `toml:"bench_timeout"`
 	TP             int64             `toml:"tp"`
 	Baseline       any               `toml:"baseline"`
+	Repeat         int64             `toml:"repeat"`
 }
 
 var (
@@ -150,6 +159,9 @@ func Parse(file string, data []byte) (*Matrix, error) {
 		m.IDPrefix[k] = p
 	}
 	if err := m.loadLaunch(fm.Launch); err != nil {
+		return nil, err
+	}
+	if err := m.loadRequires(fm.Requires); err != nil {
 		return nil, err
 	}
 	if err := m.checkConflicts(); err != nil {
@@ -698,6 +710,10 @@ func (m *Matrix) loadLaunch(fl fileLaunch) error {
 		return m.errf(m.lines.line("launch", "tp"), "launch.tp: %d is not a GPU count", fl.TP)
 	}
 	l.TP = int(fl.TP)
+	if fl.Repeat < 0 || fl.Repeat > 1000 {
+		return m.errf(m.lines.line("launch", "repeat"), "launch.repeat: %d is not a number of runs per cell (1 to 1000)", fl.Repeat)
+	}
+	l.Repeat = max(int(fl.Repeat), 1)
 	switch b := fl.Baseline.(type) {
 	case nil:
 	case string:
@@ -888,6 +904,52 @@ func hasControl(s string) bool {
 func envValueErr(v string) error {
 	if strings.ContainsAny(v, "\n\r\x00") {
 		return fmt.Errorf("value %q has a line break or NUL: an environment file cannot hold it", v)
+	}
+	return nil
+}
+
+// loadRequires turns [requires.PATCH] tables into prune rules that run
+// before every other rule: a cell with the patch is pruned when its TP is
+// not one of tp, or when the probe report shows NVLink (nvlink = false),
+// no NVLink (nvlink = true) or a pair of GPUs without P2P (p2p = true).
+func (m *Matrix) loadRequires(req map[string]fileRequires) error {
+	for _, patch := range sortedKeys(req) {
+		r := req[patch]
+		line := m.lines.line("requires", patch)
+		where := fmt.Sprintf("%s:%d", m.File, line)
+		if patch == "" || slug(patch) != patch {
+			return m.errf(line, "requires.%s: a patch name is lower case letters, digits, '.' and '-'", patch)
+		}
+		add := func(kind, reason string, c cond) {
+			c.patches = []string{patch}
+			m.requireRules = append(m.requireRules, &Rule{Name: "requires-" + patch + "-" + kind, Action: "prune",
+				Reason: reason, Source: where, Where: where, NeedsProbe: c.nvlink != nil || c.p2p != nil, when: c, file: m.File})
+		}
+		if len(r.TP) > 0 {
+			var tp []int
+			for _, n := range r.TP {
+				if n < 1 || n > 1024 {
+					return m.errf(m.lines.line("requires", patch, "tp"), "requires.%s.tp: %d is not a tensor-parallel size", patch, n)
+				}
+				tp = append(tp, int(n))
+			}
+			add("tp", fmt.Sprintf("%s is for tensor parallel %v only", patch, tp), cond{tpOutside: tp})
+		}
+		if r.NVLink != nil {
+			linked := !*r.NVLink
+			why := patch + " is for GPUs without NVLink; the probe report shows NVLink"
+			if *r.NVLink {
+				why = patch + " needs NVLink; the probe report shows none"
+			}
+			add("nvlink", why, cond{nvlink: &linked})
+		}
+		if r.P2P != nil {
+			if !*r.P2P {
+				return m.errf(m.lines.line("requires", patch, "p2p"), "requires.%s.p2p = false: a cell cannot require P2P to be missing; leave it out", patch)
+			}
+			no := false
+			add("p2p", patch+" needs P2P between every pair of GPUs; the probe report shows a pair without", cond{p2p: &no})
+		}
 	}
 	return nil
 }

@@ -28,6 +28,10 @@ type Host struct {
 	// P2P is the pairwise P2P read matrix from `nvidia-smi topo -p2p r`
 	// ("OK", "NS", "X" …), indexed by GPU index; nil with fewer than two GPUs.
 	P2P [][]string `json:"p2p,omitempty"`
+	// NVLink is the pairwise NVLink matrix from `nvidia-smi topo -p2p n`
+	// ("OK" where two GPUs are linked, "NS" where not); nil with fewer than
+	// two GPUs or when it could not be read.
+	NVLink [][]string `json:"nvlink,omitempty"`
 	// GPUSource says where the GPU list came from ("nvidia-smi", "/proc/driver/nvidia/gpus").
 	GPUSource string `json:"gpu_source,omitempty"`
 }

@@ -36,6 +36,7 @@ type matrixRunOptions struct {
 	StopGrace   time.Duration
 	ShmSize     string
 	JSON        bool
+	Repeat      int
 
 	DockerNetwork, DockerGPUs string
 }
@@ -58,6 +59,7 @@ func (o *matrixRunOptions) AddFlags(c *cobra.Command) {
 	f.StringVar(&o.DockerNetwork, "docker-network", "host", "docker: host (--network=host) or bridge (the health URL's port published on 127.0.0.1)")
 	f.StringVar(&o.DockerGPUs, "docker-gpus", "all", "docker: --gpus of each container (none: no --gpus, for hosts without GPUs)")
 	f.BoolVar(&o.JSON, "json", false, "print the results as JSON")
+	f.IntVar(&o.Repeat, "repeat", 0, "run each cell N times, a fresh server each time, round-robin over the cells (default: the matrix's launch.repeat, else 1)")
 }
 
 func newMatrixRunCmd(g *globalOptions) *cobra.Command {
@@ -111,6 +113,12 @@ func runMatrix(ctx context.Context, g *globalOptions, file string, o *matrixRunO
 	cells, err := launch.FromExpansion(x, refs, &opts)
 	if err != nil {
 		return err
+	}
+	if o.Repeat != 0 {
+		if o.Repeat < 1 || o.Repeat > 1000 {
+			return exit.With(exit.Usage, fmt.Errorf("--repeat %d: want 1 to 1000", o.Repeat))
+		}
+		opts.Repeat = o.Repeat
 	}
 	opts.Out = o.Out
 	if opts.Out == "" {

@@ -4,7 +4,7 @@
 // sglang.bench_one_batch_server does. Each failure the matrix runner must
 // handle has a mode.
 //
-//	fakeserver [-mode M] [-host H] [-port N] [-delay D] [-tps X] [-pidfile F] [-child-pidfile F] [server flags...]
+//	fakeserver [-mode M] [-host H] [-port N] [-delay D] [-tps X] [-noise F] [-pidfile F] [-child-pidfile F] [server flags...]
 //	fakeserver bench -url http://127.0.0.1:N
 //	docker run|exec|stop|rm ...   (installed under the name docker: see docker.go)
 //
@@ -28,13 +28,20 @@
 //	             throughput follows --cuda-graph-max-bs (512: 82, 128: 89.5)
 //	             and the channel count.
 //
+// -noise F (or $FAKESERVER_NOISE) multiplies the throughput by 1 + F·z, z a
+// standard normal drawn once per process from $FAKESERVER_SEED, the cell
+// ($SMPATCH_CELL) and the repeat ($SMPATCH_REPEAT): run-to-run drift that
+// repeats the same for the same seed.
+//
 // Unknown flags (sglang's own, like --tp 8) are accepted and ignored.
 package main
 
 import (
 	"flag"
 	"fmt"
+	"hash/fnv"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -73,6 +80,7 @@ type config struct {
 	host         string
 	cgbs         int
 	memFraction  float64
+	noise        float64
 }
 
 // parse reads the flags it knows and skips the rest, so sglang's own
@@ -88,6 +96,13 @@ func parse(args []string) (*config, error) {
 			return nil, fmt.Errorf("FAKESERVER_DELAY: %w", err)
 		}
 		c.delay = v
+	}
+	if n := os.Getenv("FAKESERVER_NOISE"); n != "" {
+		v, err := strconv.ParseFloat(n, 64)
+		if err != nil {
+			return nil, fmt.Errorf("FAKESERVER_NOISE: %w", err)
+		}
+		c.noise = v
 	}
 	for i := 0; i < len(args); i++ {
 		name, val, hasVal := strings.Cut(strings.TrimLeft(args[i], "-"), "=")
@@ -119,6 +134,10 @@ func parse(args []string) (*config, error) {
 		case "tps":
 			if s, err = next(); err == nil {
 				c.tps, err = strconv.ParseFloat(s, 64)
+			}
+		case "noise":
+			if s, err = next(); err == nil {
+				c.noise, err = strconv.ParseFloat(s, 64)
 			}
 		case "pidfile":
 			c.pidfile, err = next()
@@ -231,6 +250,9 @@ func serve(args []string) int {
 		fmt.Fprintf(w, "%g\n", c.tps)
 	})
 	go http.Serve(ln, mux)
+	if c.noise != 0 {
+		c.tps *= 1 + c.noise*drift()
+	}
 
 	delay := c.delay
 	if mode == "slow" {
@@ -298,6 +320,16 @@ func sm120Gate(root string) (file string, open bool) {
 		}
 	}
 	return "", false
+}
+
+// drift is this process's standard normal draw, from $FAKESERVER_SEED,
+// $SMPATCH_CELL and $SMPATCH_REPEAT.
+func drift() float64 {
+	h := fnv.New64a()
+	for _, k := range []string{"FAKESERVER_SEED", "SMPATCH_CELL", "SMPATCH_REPEAT"} {
+		h.Write([]byte(os.Getenv(k) + "\x00"))
+	}
+	return rand.New(rand.NewPCG(h.Sum64(), 1)).NormFloat64()
 }
 
 // child is a worker process: it records its pid and sleeps until killed.
