@@ -4,7 +4,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 FUZZTIME ?= 5s
 
-.PHONY: all build install static test test-crash demo demo-matrix fuzz bench vet clean
+.PHONY: all build install static test test-crash demo demo-matrix demo-image fuzz bench vet clean
 
 all: build
 
@@ -37,6 +37,10 @@ demo: build
 
 demo-matrix: build
 	./examples/demo-matrix.sh $(BIN)
+
+# Images on a machine without a registry or a Docker daemon.
+demo-image: build
+	./examples/demo-image.sh $(BIN)
 
 # Runs every fuzz target briefly (FUZZTIME each).
 fuzz:
