@@ -11,6 +11,12 @@ all: build
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/smpatch
 
+# Installs smpatch where `go install` puts binaries: $GOBIN, else $GOPATH/bin
+# (usually ~/go/bin; put it on PATH).
+install:
+	CGO_ENABLED=0 $(GO) install -trimpath -ldflags '$(LDFLAGS)' ./cmd/smpatch
+	@echo "installed $$($(GO) env GOBIN || true)$$( [ -n "$$($(GO) env GOBIN)" ] || echo "$$($(GO) env GOPATH)/bin")/smpatch"
+
 # A static linux/amd64 binary to carry to a GPU host.
 static:
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/smpatch-linux-amd64 ./cmd/smpatch
@@ -36,6 +42,10 @@ demo: build
 
 demo-matrix: build
 	./examples/demo-matrix.sh $(BIN)
+
+# Images on a machine without a registry or a Docker daemon.
+demo-image: build
+	./examples/demo-image.sh $(BIN)
 
 # The story's fake matrix in real containers (needs: scripts/services.sh up).
 demo-docker: build
