@@ -26,6 +26,7 @@ type matrixBuildOptions struct {
 	Push   string
 	Only   []string
 	Refs   string
+	Base   string // --base REF: instead of the matrix's [base] image
 	Strict bool
 	JSON   bool
 }
@@ -36,6 +37,7 @@ func (o *matrixBuildOptions) AddFlags(c *cobra.Command) {
 	c.Flags().StringVar(&o.Push, "push", "", "push every cell's image to this repository, tagged with the cell id")
 	c.Flags().StringArrayVar(&o.Only, "only", nil, "build only this cell (repeatable)")
 	c.Flags().StringVar(&o.Refs, "refs", "", "refs file to write, cell id -> repo@sha256:... (default DIR/refs.json with --out, ./refs.json with --push)")
+	c.Flags().StringVar(&o.Base, "base", "", "build on this image instead of the matrix's [base] image (a mirror, oci:DIR, a docker-save FILE.tar)")
 	c.Flags().BoolVar(&o.Strict, "strict", false, "fuzzy matches count as failures")
 	c.Flags().BoolVar(&o.JSON, "json", false, "print the result as JSON")
 }
@@ -81,10 +83,13 @@ func runMatrixBuild(ctx context.Context, g *globalOptions, o *matrixBuildOptions
 	if err != nil {
 		return err
 	}
-	if x.Matrix.Base.Image == "" {
-		return fmt.Errorf("%s: [base] image is not set; matrix build needs a base image", args[0])
+	baseRef := o.Base
+	if baseRef == "" {
+		if x.Matrix.Base.Image == "" {
+			return fmt.Errorf("%s: [base] image is not set; matrix build needs a base image (or --base REF)", args[0])
+		}
+		baseRef = matrixBaseRef(x.Matrix.Base.Image, filepath.Dir(args[0]))
 	}
-	baseRef := matrixBaseRef(x.Matrix.Base.Image, filepath.Dir(args[0]))
 	cat, err := g.loadCatalog()
 	if err != nil {
 		return err
