@@ -4,12 +4,18 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 FUZZTIME ?= 5s
 
-.PHONY: all build static test test-crash demo demo-matrix fuzz bench vet clean
+.PHONY: all build install static test test-crash demo demo-matrix demo-image fuzz bench vet clean
 
 all: build
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/smpatch
+
+# Installs smpatch where `go install` puts binaries: $GOBIN, else $GOPATH/bin
+# (usually ~/go/bin; put it on PATH).
+install:
+	CGO_ENABLED=0 $(GO) install -trimpath -ldflags '$(LDFLAGS)' ./cmd/smpatch
+	@echo "installed $$($(GO) env GOBIN || true)$$( [ -n "$$($(GO) env GOBIN)" ] || echo "$$($(GO) env GOPATH)/bin")/smpatch"
 
 # A static linux/amd64 binary to carry to a GPU host.
 static:
@@ -31,6 +37,10 @@ demo: build
 
 demo-matrix: build
 	./examples/demo-matrix.sh $(BIN)
+
+# Images on a machine without a registry or a Docker daemon.
+demo-image: build
+	./examples/demo-image.sh $(BIN)
 
 # Runs every fuzz target briefly (FUZZTIME each).
 fuzz:
