@@ -188,6 +188,7 @@ func Apply(ctx context.Context, t source.WritableTree, s *Set, opts ApplyOptions
 	}
 	opts.Notes = notes
 	var done []*Entry
+	skipped := false
 	fail := func(err error) (*ApplyResult, error) {
 		if errors.Is(err, errCrash) {
 			return res, err
@@ -210,6 +211,7 @@ func Apply(ctx context.Context, t source.WritableTree, s *Set, opts ApplyOptions
 				return fail(err)
 			}
 			if len(drift) == 0 {
+				skipped = skipped || len(planChanges(p)) > 0
 				po := outcomeOf(p, "already-applied")
 				po.Reason = fmt.Sprintf("already applied (variant %s, %s)", e.Variant, e.AppliedAt.Format(time.RFC3339))
 				po.Variant = e.Variant
@@ -221,20 +223,25 @@ func Apply(ctx context.Context, t source.WritableTree, s *Set, opts ApplyOptions
 			res.Notices = append(res.Notices, fmt.Sprintf("%s: the journal says applied (%s) but %s no longer %s the patched bytes; planning it again on the files as they are",
 				e.Name, e.AppliedAt.Format(time.RFC3339), strings.Join(drift, ", "), plural(len(drift), "has", "have")))
 		}
-		// Each plan was made on the bytes the plans before it write; the
-		// disk has them unless a write before it was skipped (a patch the
-		// journal already had, whose files the tree had too).
-		if st, err := planStale(t, p); err != nil {
-			return fail(err)
-		} else if st {
-			rest, err := PlanSet(ctx, t, s.patches()[i:], SetOptions{Strict: s.Strict})
+		// Each plan was made on the bytes the plans before it write, and
+		// the set was just compared with the disk: only a plan after one
+		// skipped with changes planned (the journal had it applied) can
+		// meet other bytes.
+		if skipped {
+			st, err := planStale(t, p)
 			if err != nil {
 				return fail(err)
 			}
-			if prob := rest.Problem(); prob != nil {
-				return fail(exit.With(exit.Conflict, &ConflictError{Set: rest, Problem: prob}))
+			if st {
+				rest, err := PlanSet(ctx, t, s.patches()[i:], SetOptions{Strict: s.Strict})
+				if err != nil {
+					return fail(err)
+				}
+				if prob := rest.Problem(); prob != nil {
+					return fail(exit.With(exit.Conflict, &ConflictError{Set: rest, Problem: prob}))
+				}
+				p = rest.Plans[0]
 			}
-			p = rest.Plans[0]
 		}
 		if p.Outcome() == OutcomeAlreadyApplied {
 			po := outcomeOf(p, "already-applied")

@@ -1,6 +1,7 @@
 package patches
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io/fs"
@@ -167,22 +168,24 @@ func (s *Set) UnifiedDiff() []byte {
 	return out
 }
 
-// stale reports whether a file of the set no longer has the bytes the set
-// was planned on. A plan's bytes are those the plans before it leave, so
-// only the first plan to read a path is compared with the disk.
+// stale reports whether the set was not planned on the bytes t has now:
+// each plan on the disk's bytes where no plan before it writes, on the
+// bytes the plans before it write elsewhere. Each path is read once.
 func (s *Set) stale(t source.WritableTree) (bool, error) {
-	seen := map[string]bool{}
+	after := map[string][]byte{} // path -> bytes the plans so far leave (nil: absent)
 	for _, pl := range s.Plans {
 		for _, fp := range pl.Files {
-			if seen[fp.Path] {
-				continue
-			}
-			seen[fp.Path] = true
 			want := fp.Old
 			if fp.Create {
 				want = nil
 			} else if want == nil {
 				want = []byte{}
+			}
+			if have, ok := after[fp.Path]; ok {
+				if (have == nil) != (want == nil) || !bytes.Equal(have, want) {
+					return true, nil
+				}
+				continue
 			}
 			same, err := sameBytes(t, fp.Path, want)
 			if err != nil {
@@ -191,9 +194,10 @@ func (s *Set) stale(t source.WritableTree) (bool, error) {
 			if !same {
 				return true, nil
 			}
+			after[fp.Path] = want
 		}
-		for rel := range pl.Changes() {
-			seen[rel] = true
+		for rel, b := range pl.Changes() {
+			after[rel] = b
 		}
 	}
 	return false, nil
