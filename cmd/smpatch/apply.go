@@ -94,6 +94,10 @@ func runApply(ctx context.Context, g *globalOptions, o *applyOptions, names []st
 	if err != nil {
 		return err
 	}
+	for _, pl := range set.Plans {
+		fmt.Fprintf(g.detail(errw), "plan of %s on %s:\n", pl.Patch.Name, t.Root())
+		printPlan(g.detail(errw), pl)
+	}
 	findings := []archFinding{}
 	opts := patches.ApplyOptions{DryRun: o.DryRun, ToolVersion: version, CatalogDigest: cat.Digest()}
 	if o.CheckArch {
@@ -108,7 +112,7 @@ func runApply(ctx context.Context, g *globalOptions, o *applyOptions, names []st
 				// the sglang being patched, not python3's.
 				sp = []string{t.Root()}
 			}
-			return checkArch(ctx, info, archGateOptions{ProbeFile: o.ProbeFile, SM: o.SM, Force: o.Force, Python: g.PythonPath(), SitePackages: sp, Findings: &findings}, ps)
+			return checkArch(ctx, info, archGateOptions{ProbeFile: o.ProbeFile, SM: o.SM, Force: o.Force, Quiet: g.Quiet, Python: g.PythonPath(), SitePackages: sp, Findings: &findings}, ps)
 		}
 	}
 	res, err := patches.Apply(ctx, t, set, opts)
@@ -142,7 +146,7 @@ func runApply(ctx context.Context, g *globalOptions, o *applyOptions, names []st
 		return writeJSON(w, applyPlansJSON(t, res.Set.Plans, true, "would-apply"))
 	case o.DryRun:
 		_, _ = w.Write(res.Set.UnifiedDiff())
-		fmt.Fprintln(errw, "smpatch: dry run, nothing was written")
+		fmt.Fprintln(g.info(errw), "smpatch: dry run, nothing was written")
 		return nil
 	case o.JSON:
 		return writeJSON(w, res)

@@ -17,6 +17,7 @@ type archGateOptions struct {
 	ProbeFile    string   // --probe-file: a saved report instead of the live probe
 	SM           string   // --sm MAJOR.MINOR: the GPU the patch is meant for
 	Force        bool     // --force: a failed requirement warns instead of refusing
+	Quiet        bool     // --quiet: print only the requirements not met
 	Python       string   // the interpreter whose environment is probed
 	SitePackages []string // explicit site-packages dirs
 	// Findings, when set, collects every requirement checked (for --json).
@@ -80,7 +81,9 @@ func checkArch(ctx context.Context, w io.Writer, opts archGateOptions, ps []*pat
 				word = "FAIL"
 				failed = append(failed, fmt.Sprintf("%s: %s: %s", p.Name, f.Requirement, f.Evidence))
 			}
-			fmt.Fprintf(w, "check-arch: %s: %s %s: %s\n", p.Name, word, f.Requirement, f.Evidence)
+			if !f.OK || !opts.Quiet {
+				fmt.Fprintf(w, "check-arch: %s: %s %s: %s\n", p.Name, word, f.Requirement, f.Evidence)
+			}
 		}
 	}
 	if len(failed) == 0 {

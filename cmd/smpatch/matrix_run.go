@@ -168,9 +168,12 @@ func runMatrix(ctx context.Context, g *globalOptions, file string, o *matrixRunO
 	opts.Warn = func(format string, args ...any) {
 		fmt.Fprintf(stderr, "smpatch: warning: %s\n", fmt.Sprintf(format, args...))
 	}
-	opts.Progress = func(format string, args ...any) {
-		fmt.Fprintf(stderr, "%s %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+	if !g.Quiet {
+		opts.Progress = func(format string, args ...any) {
+			fmt.Fprintf(stderr, "%s %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+		}
 	}
+	printCellCommands(g.detail(stderr), cells, o.Only)
 	s, err := launch.Run(ctx, cells, opts)
 	if s != nil {
 		if o.JSON {
@@ -332,4 +335,24 @@ func orNone(s string) string {
 		return "(none: build it with smpatch matrix build, pass --refs)"
 	}
 	return s
+}
+
+// printCellCommands prints, with --verbose, what each selected cell will
+// run before the run starts: its patches, environment and command.
+func printCellCommands(w io.Writer, cells []*launch.Cell, only []string) {
+	for _, c := range cells {
+		if c.Pruned != "" || (len(only) > 0 && !slices.Contains(only, c.ID)) {
+			continue
+		}
+		keys := make([]string, 0, len(c.Env))
+		for k := range c.Env {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		var env []string
+		for _, k := range keys {
+			env = append(env, k+"="+c.Env[k])
+		}
+		fmt.Fprintf(w, "cell %s: patches [%s] env [%s] run %s\n", c.ID, strings.Join(c.Patches, ", "), strings.Join(env, " "), strings.Join(c.Command, " "))
+	}
 }

@@ -25,7 +25,15 @@ type globalOptions struct {
 	Catalogs []string // --catalog DIR, repeatable; $SMPATCH_CATALOG (colon-separated) is added
 	Python   string   // --python PATH; default python3 on PATH
 
-	catalog *patches.Catalog // loaded once, by loadCatalog
+	Verbose bool   // -v/--verbose
+	Quiet   bool   // -q/--quiet
+	Format  string // --format of the commands addOutputFlags gave it
+	Output  string // -o/--output FILE
+
+	catalog    *patches.Catalog // loaded once, by loadCatalog
+	formatsOf  map[*cobra.Command][]string
+	pending    *pendingFile // -o FILE while the command runs
+	pendingCmd *cobra.Command
 }
 
 // CatalogDirs is --catalog followed by the directories of $SMPATCH_CATALOG.
@@ -54,15 +62,19 @@ func newRootCmd(g *globalOptions, stdout, stderr io.Writer) *cobra.Command {
 		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Args:          cobra.NoArgs,
+		Args:          groupArgs,
 		RunE:          func(c *cobra.Command, _ []string) error { return c.Help() },
+		PersistentPreRunE: func(c *cobra.Command, _ []string) error {
+			return g.beforeRun(c)
+		},
 	}
+	g.addGlobalFlags(root)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.PersistentFlags().StringArrayVar(&g.Catalogs, "catalog", nil, "add a directory of patches to the built-in catalog (repeatable; also $SMPATCH_CATALOG)")
 	root.PersistentFlags().StringVar(&g.Python, "python", "", "the Python interpreter whose environment is meant (default python3 on PATH)")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return exit.With(exit.Usage, err)
+		return flagError(c, err)
 	})
 	root.AddCommand(
 		newListCmd(g),
@@ -76,7 +88,9 @@ func newRootCmd(g *globalOptions, stdout, stderr io.Writer) *cobra.Command {
 		newMatrixCmd(g),
 		newImageCmd(g),
 		newTriageCmd(g),
+		newVersionCmd(g),
 	)
+	addOutputFlags(root, g)
 	markUsageErrors(root)
 	return root
 }
@@ -86,7 +100,10 @@ func markUsageErrors(c *cobra.Command) {
 	if c.Args != nil {
 		args := c.Args
 		c.Args = func(cmd *cobra.Command, a []string) error {
-			return exit.With(exit.Usage, args(cmd, a))
+			if err := args(cmd, a); err != nil {
+				return argsError(cmd, a, err)
+			}
+			return nil
 		}
 	}
 	for _, sub := range c.Commands() {
@@ -101,7 +118,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	g := &globalOptions{}
 	root := newRootCmd(g, stdout, stderr)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	err := g.finishOutput(root.ExecuteContext(ctx))
 	if err == nil {
 		return exit.OK
 	}
