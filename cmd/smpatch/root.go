@@ -59,6 +59,7 @@ func newRootCmd(g *globalOptions, stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "smpatch",
 		Short:         "Safe, revertible source patches for sglang and flashinfer on GPUs upstream does not fully support yet",
+		Long:          rootLong,
 		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -91,6 +92,7 @@ func newRootCmd(g *globalOptions, stdout, stderr io.Writer) *cobra.Command {
 		newVersionCmd(g),
 	)
 	addOutputFlags(root, g)
+	addExamples(root)
 	markUsageErrors(root)
 	return root
 }
