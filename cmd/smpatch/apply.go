@@ -38,7 +38,8 @@ func (o *applyOptions) AddFlags(c *cobra.Command) {
 	f.StringArrayVar(&o.SitePackages, "site-packages", nil, "with --check-arch: site-packages directory to probe (repeatable)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the unified diff that would be written; change nothing")
 	f.BoolVar(&o.Strict, "strict", false, "count fuzzy matches as failures")
-	f.BoolVar(&o.Force, "force", false, "with --check-arch: warn about an unmet requirement instead of refusing")
+	f.BoolVar(&o.Force, "warn-only", false, "with --check-arch: warn about an unmet requirement instead of refusing")
+	hiddenAlias(c, "force", "warn-only")
 	f.BoolVar(&o.JSON, "json", false, "print JSON")
 }
 
@@ -48,7 +49,7 @@ func (o *applyOptions) validate(c *cobra.Command) error {
 	if o.CheckArch {
 		return nil
 	}
-	for _, name := range []string{"probe-file", "sm", "site-packages", "force"} {
+	for _, name := range []string{"probe-file", "sm", "site-packages", "warn-only", "force"} {
 		if c.Flags().Changed(name) {
 			return exit.With(exit.Usage, fmt.Errorf("apply: --%s needs --check-arch", name))
 		}

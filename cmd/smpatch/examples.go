@@ -28,8 +28,8 @@ var examples = map[string]string{
   smpatch probe -o host.json               # the JSON report, for --probe-file on another machine
   smpatch probe --site-packages .venv/lib/python3.12/site-packages --json
   smpatch probe --scan libflashinfer.so    # the SM targets a binary holds`,
-	"checkout": `  smpatch checkout sglang@v0.5.9 --into src/sglang
-  smpatch checkout flashinfer@main --into src/flashinfer --json`,
+	"checkout": `  smpatch checkout sglang@v0.5.9 --out src/sglang
+  smpatch checkout flashinfer@main --out src/flashinfer --json`,
 	"check": `  smpatch check --upstream sglang@main
   smpatch check --upstream sglang@main --format junit -o check.xml
   smpatch check --repo src/sglang --range v0.5.6..v0.5.9`,
@@ -45,10 +45,10 @@ var examples = map[string]string{
 	"matrix run": `  smpatch matrix run examples/fake/matrix.toml --dry-run
   smpatch matrix run examples/story/matrix.toml --out out/results
   smpatch matrix run examples/story/matrix.toml --runner docker --refs out/images/refs.json`,
-	"image": `  smpatch image apply sm120-fusion --base oci:out/demo-image/base --tag oci:out/demo-image/images:fusion
+	"image": `  smpatch image apply sm120-fusion --base oci:out/demo-image/base --out oci:out/demo-image/images:fusion
   smpatch image show oci:out/demo-image/images:fusion   # after make demo-image`,
-	"image apply": `  smpatch image apply sm120-fusion --base oci:out/demo-image/base --tag oci:out/demo-image/images:fusion
-  smpatch image apply sm120-fusion --base lmsysorg/sglang:v0.5.9 --tag registry.example.com/sglang:sm120`,
+	"image apply": `  smpatch image apply sm120-fusion --base oci:out/demo-image/base --out oci:out/demo-image/images:fusion
+  smpatch image apply sm120-fusion --base lmsysorg/sglang:v0.5.9 --out registry.example.com/sglang:sm120`,
 	"image show": `  smpatch image show oci:out/demo-image/images:fusion   # after make demo-image
   smpatch image show lmsysorg/sglang:v0.5.9 --json`,
 	"triage": `  smpatch triage out/results/logs/*.log

@@ -90,9 +90,9 @@ func checkArch(ctx context.Context, w io.Writer, opts archGateOptions, ps []*pat
 		return nil, nil
 	}
 	if opts.Force {
-		fmt.Fprintf(w, "check-arch: warning: --force: applying although %d requirement(s) are not met (%s)\n", len(failed), from)
+		fmt.Fprintf(w, "check-arch: warning: --warn-only: applying although %d requirement(s) are not met (%s)\n", len(failed), from)
 		for _, f := range failed {
-			notes = append(notes, fmt.Sprintf("--force over failed --check-arch requirement (%s): %s", from, f))
+			notes = append(notes, fmt.Sprintf("--warn-only over failed --check-arch requirement (%s): %s", from, f))
 		}
 		return notes, nil
 	}

@@ -78,7 +78,8 @@ func (o *matrixExpandOptions) AddFlags(c *cobra.Command) {
 	o.matrixOptions.AddFlags(c)
 	c.Flags().BoolVar(&o.JSON, "json", false, "print the expansion as JSON")
 	c.Flags().BoolVar(&o.Explain, "explain", false, "show every step, every cell's values and every rule decision")
-	c.Flags().BoolVar(&o.GitHub, "github", false, "print the runnable cells as a one-line GitHub Actions matrix ({\"include\": [...]}, at most 256: use --shard)")
+	c.Flags().BoolVar(&o.GitHub, "github", false, "same as --format github: the runnable cells as a one-line GitHub Actions matrix ({\"include\": [...]}, at most 256: use --shard)")
+	_ = c.Flags().MarkHidden("github")
 }
 
 func newMatrixExpandCmd(g *globalOptions) *cobra.Command {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/smpatch/smpatch/internal/exit"
 )
@@ -276,4 +277,11 @@ func settleFormat(c *cobra.Command, g *globalOptions, formats []string) error {
 		return c.Flags().Set(n, "true")
 	}
 	return nil
+}
+
+// hiddenAlias keeps an old flag spelling working, hidden from --help:
+// old sets the same value as name.
+func hiddenAlias(c *cobra.Command, old, name string) {
+	f := c.Flags().Lookup(name)
+	c.Flags().AddFlag(&pflag.Flag{Name: old, Usage: "old spelling of --" + name, Value: f.Value, DefValue: f.DefValue, NoOptDefVal: f.NoOptDefVal, Hidden: true})
 }
