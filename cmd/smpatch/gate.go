@@ -18,6 +18,7 @@ type archGateOptions struct {
 	SM           string   // --sm MAJOR.MINOR: the GPU the patch is meant for
 	Force        bool     // --force: a failed requirement warns instead of refusing
 	Quiet        bool     // --quiet: print only the requirements not met
+	Paint        painter  // colours ok and FAIL
 	Python       string   // the interpreter whose environment is probed
 	SitePackages []string // explicit site-packages dirs
 	// Findings, when set, collects every requirement checked (for --json).
@@ -76,9 +77,8 @@ func checkArch(ctx context.Context, w io.Writer, opts archGateOptions, ps []*pat
 			if opts.Findings != nil {
 				*opts.Findings = append(*opts.Findings, archFinding{Patch: p.Name, Requirement: f.Requirement, OK: f.OK, Evidence: f.Evidence})
 			}
-			word := "ok"
+			word := opts.Paint.word(f.OK)
 			if !f.OK {
-				word = "FAIL"
 				failed = append(failed, fmt.Sprintf("%s: %s: %s", p.Name, f.Requirement, f.Evidence))
 			}
 			if !f.OK || !opts.Quiet {

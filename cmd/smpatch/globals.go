@@ -16,6 +16,7 @@ func (g *globalOptions) addGlobalFlags(root *cobra.Command) {
 	pf := root.PersistentFlags()
 	pf.BoolVarP(&g.Verbose, "verbose", "v", false, "say more: each patch's plan in apply, each cell's command in matrix run, every module in probe")
 	pf.BoolVarP(&g.Quiet, "quiet", "q", false, "print results and errors only: no progress or info lines")
+	g.addColorFlag(root)
 	// --version stays; -v is --verbose.
 	root.Flags().Bool("version", false, "print the version (smpatch version --json for more)")
 }
@@ -24,6 +25,9 @@ func (g *globalOptions) addGlobalFlags(root *cobra.Command) {
 func (g *globalOptions) beforeRun(c *cobra.Command) error {
 	if g.Verbose && g.Quiet {
 		return exit.With(exit.Usage, errors.New("--verbose and --quiet: give one"))
+	}
+	if err := checkColorFlag(g.Color); err != nil {
+		return err
 	}
 	return applyOutputFlags(c, g)
 }

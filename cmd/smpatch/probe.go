@@ -86,7 +86,7 @@ func runProbe(ctx context.Context, w io.Writer, g *globalOptions, o *probeOption
 	if o.Image != "" {
 		from = "image " + o.Image
 	}
-	printReport(w, r, from, g.Verbose)
+	printReport(w, r, from, g.Verbose, g.painterFor(w))
 	return nil
 }
 
@@ -118,7 +118,7 @@ func joinOrNone(ss []string) string {
 }
 
 // printReport writes the report for people.
-func printReport(w io.Writer, r *probe.Report, from string, all bool) {
+func printReport(w io.Writer, r *probe.Report, from string, all bool, p painter) {
 	if h := r.Host; h != nil {
 		if why, ok := r.Unknown["host.gpus"]; ok && len(h.GPUs) == 0 {
 			// nvidia-smi hung, printed garbage or is absent: that says
@@ -253,7 +253,7 @@ func printReport(w io.Writer, r *probe.Report, from string, all bool) {
 	if len(r.Findings) > 0 {
 		fmt.Fprintln(w, "Findings:")
 		for _, f := range r.Findings {
-			fmt.Fprintf(w, "  %s %s: %s\n", okWord(f.OK), f.Requirement, f.Evidence)
+			fmt.Fprintf(w, "  %s %s: %s\n", p.okWord(f.OK), f.Requirement, f.Evidence)
 		}
 	}
 	if len(r.Unknown) > 0 {
@@ -291,13 +291,6 @@ func orDash(s string) string {
 		return "unknown"
 	}
 	return s
-}
-
-func okWord(ok bool) string {
-	if ok {
-		return "ok  "
-	}
-	return "FAIL"
 }
 
 func isCommModule(name string, m *probe.Module) bool {

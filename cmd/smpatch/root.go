@@ -27,6 +27,7 @@ type globalOptions struct {
 
 	Verbose bool   // -v/--verbose
 	Quiet   bool   // -q/--quiet
+	Color   string // --color auto|always|never
 	Format  string // --format of the commands addOutputFlags gave it
 	Output  string // -o/--output FILE
 
