@@ -94,6 +94,7 @@ func newRootCmd(g *globalOptions, stdout, stderr io.Writer) *cobra.Command {
 	)
 	addOutputFlags(root, g)
 	addExamples(root)
+	addCompletions(root, g)
 	markUsageErrors(root)
 	return root
 }
