@@ -26,6 +26,9 @@ func (g *globalOptions) beforeRun(c *cobra.Command) error {
 	if g.Verbose && g.Quiet {
 		return exit.With(exit.Usage, errors.New("--verbose and --quiet: give one"))
 	}
+	if err := g.applyConfig(c); err != nil {
+		return err
+	}
 	if err := checkColorFlag(g.Color); err != nil {
 		return err
 	}

@@ -44,8 +44,8 @@ func (o *matrixRunOptions) AddFlags(c *cobra.Command) {
 	f.StringArrayVar(&o.Only, "only", nil, "run only this cell (repeatable)")
 	f.BoolVar(&o.Resume, "resume", false, "keep the cells results.jsonl in --out already has and run the rest (with --only: run those again, keep the others)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print what each cell would run; start nothing, change nothing")
-	f.StringVar(&o.Runner, "runner", "local", "where cells run: local (process groups on this host) or docker")
-	f.StringVar(&o.Out, "out", "", "results directory (default results/NAME, NAME from the matrix)")
+	f.StringVar(&o.Runner, "runner", "", "where cells run: local (process groups on this host) or docker (default: the config file's runner, else local)")
+	f.StringVar(&o.Out, "out", "", "results directory (default results/NAME, NAME from the matrix; the config file's results_dir replaces results)")
 	f.StringVar(&o.Repo, "repo", "", "the tree the local runner patches (default: $SMPATCH_REPO, the current checkout, or the installed package)")
 	f.StringVar(&o.Refs, "refs", "", "docker: a JSON file of cell id to image (matrix build writes it)")
 	f.StringArrayVar(&o.Signatures, "signatures", nil, "a TOML file of extra triage signatures (repeatable)")
@@ -81,6 +81,9 @@ func runMatrix(ctx context.Context, g *globalOptions, file string, o *matrixRunO
 	if err != nil {
 		return err
 	}
+	if o.Runner == "" {
+		o.Runner = g.runner()
+	}
 	var refs map[string]string
 	if o.Refs != "" {
 		if refs, err = matrix.ReadRefs(o.Refs); err != nil {
@@ -110,7 +113,7 @@ func runMatrix(ctx context.Context, g *globalOptions, file string, o *matrixRunO
 	}
 	opts.Out = o.Out
 	if opts.Out == "" {
-		opts.Out = filepath.Join("results", x.Matrix.Slug())
+		opts.Out = filepath.Join(g.resultsDir(), x.Matrix.Slug())
 	}
 	if o.GPUs != "" {
 		for _, id := range strings.Split(o.GPUs, ",") {

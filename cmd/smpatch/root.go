@@ -31,6 +31,9 @@ type globalOptions struct {
 	Format  string // --format of the commands addOutputFlags gave it
 	Output  string // -o/--output FILE
 
+	config        *config // the config file, read before the command runs
+	defaultPython string  // the config file's python, below --python and $SMPATCH_PYTHON
+
 	catalog    *patches.Catalog // loaded once, by loadCatalog
 	formatsOf  map[*cobra.Command][]string
 	pending    *pendingFile // -o FILE while the command runs
@@ -45,6 +48,9 @@ func (g *globalOptions) CatalogDirs() []string {
 			dirs = append(dirs, d)
 		}
 	}
+	if len(dirs) == 0 && g.config != nil {
+		dirs = append(dirs, g.config.Catalog...)
+	}
 	return dirs
 }
 
@@ -52,6 +58,9 @@ func (g *globalOptions) CatalogDirs() []string {
 func (g *globalOptions) PythonPath() string {
 	if g.Python != "" {
 		return g.Python
+	}
+	if g.defaultPython != "" {
+		return g.defaultPython
 	}
 	return "python3"
 }
