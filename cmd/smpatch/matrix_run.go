@@ -142,7 +142,17 @@ func runMatrix(ctx context.Context, g *globalOptions, file string, o *matrixRunO
 				return err
 			}
 		}
-		return printDryRun(stdout, cells, prev, opts, o)
+		problems, err := dryRunChecks(ctx, g, o, x, cells, opts)
+		if err != nil {
+			return err
+		}
+		if err := printDryRun(stdout, cells, prev, opts, o, problems); err != nil {
+			return err
+		}
+		if len(problems) > 0 {
+			return exit.With(exit.Conflict, dryRunProblemsError(problems))
+		}
+		return nil
 	}
 	if o.Runner == "local" {
 		if names := patchesToRun(cells, o.Only); len(names) > 0 {
@@ -266,9 +276,10 @@ type dryRunCell struct {
 	Bench   []string           `json:"bench,omitempty"`
 	Image   string             `json:"image,omitempty"`
 	Log     string             `json:"log"`
+	Problem string             `json:"problem,omitempty"` // why the cell's patches do not apply on the tree
 }
 
-func printDryRun(w io.Writer, cells []*launch.Cell, prev map[string]*launch.Result, opts launch.Options, o *matrixRunOptions) error {
+func printDryRun(w io.Writer, cells []*launch.Cell, prev map[string]*launch.Result, opts launch.Options, o *matrixRunOptions, problems map[string]string) error {
 	only := map[string]bool{}
 	for _, id := range o.Only {
 		only[id] = true
@@ -283,6 +294,7 @@ func printDryRun(w io.Writer, cells []*launch.Cell, prev map[string]*launch.Resu
 		if o.Runner == "docker" {
 			d.Image = c.Image
 		}
+		d.Problem = problems[c.ID]
 		switch {
 		case c.Pruned != "":
 			d.Action, d.Reason = "pruned", c.Pruned
@@ -306,6 +318,11 @@ func printDryRun(w io.Writer, cells []*launch.Cell, prev map[string]*launch.Resu
 		if len(d.Patches) > 0 {
 			if o.Runner == "local" {
 				fmt.Fprintf(w, "  apply   %s (reverted afterwards)\n", strings.Join(d.Patches, ", "))
+				if d.Problem != "" {
+					fmt.Fprintf(w, "  FAILS   %s\n", d.Problem)
+				} else {
+					fmt.Fprintf(w, "  plan    the patches apply on the tree\n")
+				}
 			} else {
 				fmt.Fprintf(w, "  image   %s (patches %s)\n", orNone(d.Image), strings.Join(d.Patches, ", "))
 			}
