@@ -72,6 +72,9 @@ func runProbe(ctx context.Context, w io.Writer, g *globalOptions, o *probeOption
 			return fmt.Errorf("probe --image %s: %w", o.Image, err)
 		}
 	} else {
+		if err := checkNamedPython(g, o); err != nil {
+			return err
+		}
 		r, err = probe.Run(ctx, probe.Options{Python: g.PythonPath(), SitePackages: o.SitePackages, Timeout: o.Timeout})
 		if err != nil {
 			return fmt.Errorf("probe: %w", err)
@@ -175,8 +178,13 @@ func printReport(w io.Writer, r *probe.Report, from string, all bool, p painter)
 			fmt.Fprintf(w, "  unknown: %s\n", why)
 		}
 	}
-	fmt.Fprintln(w, "Packages:")
-	if len(r.Packages) == 0 {
+	if why, ok := r.Unknown["python"]; ok && len(r.Packages) == 0 && len(pySitePackages(r.Python)) == 0 {
+		// Nothing was read: that says nothing about what is installed.
+		fmt.Fprintf(w, "Packages: unknown (no site-packages read: %s)\n", why)
+	} else {
+		fmt.Fprintln(w, "Packages:")
+	}
+	if len(r.Packages) == 0 && len(pySitePackages(r.Python)) > 0 {
 		fmt.Fprintln(w, "  none of "+strings.Join(probe.Dists, ", "))
 	}
 	for _, name := range probe.Dists {
