@@ -32,6 +32,7 @@ type archFinding struct {
 	Requirement string `json:"requirement"`
 	OK          bool   `json:"ok"`
 	Evidence    string `json:"evidence"`
+	NotChecked  string `json:"not_checked,omitempty"`
 }
 
 // checkArch checks every requirement of ps against the probe, printing one
@@ -74,8 +75,19 @@ func checkArch(ctx context.Context, w io.Writer, opts archGateOptions, ps []*pat
 			continue
 		}
 		for _, f := range probe.CheckRequirements(r, req, opts.SM) {
+			if f.Host && opts.SM != "" && opts.ProbeFile == "" {
+				// --sm prepares a patch for another machine: this one's
+				// toolkit and GPUs say nothing about that host's.
+				f.NotChecked = "--sm " + opts.SM + ": a requirement of the GPU host, not of this machine; give --probe-file for the GPU host's"
+			}
 			if opts.Findings != nil {
-				*opts.Findings = append(*opts.Findings, archFinding{Patch: p.Name, Requirement: f.Requirement, OK: f.OK, Evidence: f.Evidence})
+				*opts.Findings = append(*opts.Findings, archFinding{Patch: p.Name, Requirement: f.Requirement, OK: f.OK, Evidence: f.Evidence, NotChecked: f.NotChecked})
+			}
+			if f.NotChecked != "" {
+				if !opts.Quiet {
+					fmt.Fprintf(w, "check-arch: %s: not checked %s (%s)\n", p.Name, f.Requirement, f.NotChecked)
+				}
+				continue
 			}
 			word := opts.Paint.word(f.OK)
 			if !f.OK {
