@@ -2,11 +2,13 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
 
 	"github.com/smpatch/smpatch/internal/exit"
+	"github.com/smpatch/smpatch/matrix"
 )
 
 // The global flags beyond --catalog and --python: how much is said
@@ -23,6 +25,7 @@ func (g *globalOptions) addGlobalFlags(root *cobra.Command) {
 
 // beforeRun checks the global flags, then settles the output convention.
 func (g *globalOptions) beforeRun(c *cobra.Command) error {
+	g.stderr = c.ErrOrStderr()
 	if g.Verbose && g.Quiet {
 		return exit.With(exit.Usage, errors.New("--verbose and --quiet: give one"))
 	}
@@ -49,4 +52,16 @@ func (g *globalOptions) detail(w io.Writer) io.Writer {
 		return w
 	}
 	return io.Discard
+}
+
+// warnNCCL prints the matrix's NCCL_* names NCCL does not document, one
+// warning line each, on standard error (every matrix command loads the
+// file through expandMatrix).
+func (g *globalOptions) warnNCCL(m *matrix.Matrix) {
+	if g.stderr == nil {
+		return // shell completion
+	}
+	for _, w := range m.NCCLWarnings() {
+		fmt.Fprintf(g.stderr, "smpatch: warning: %s\n", w)
+	}
 }

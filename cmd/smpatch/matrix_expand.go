@@ -51,6 +51,7 @@ func expandMatrix(g *globalOptions, file string, o *matrixOptions) (*matrix.Expa
 	if err != nil {
 		return nil, err
 	}
+	g.warnNCCL(m)
 	check, err := checkMatrixPatches(g, m)
 	if err != nil {
 		return nil, err

@@ -36,6 +36,7 @@ type globalOptions struct {
 
 	catalog    *patches.Catalog // loaded once, by loadCatalog
 	formatsOf  map[*cobra.Command][]string
+	stderr     io.Writer    // the command's standard error, for warnings
 	pending    *pendingFile // -o FILE while the command runs
 	pendingCmd *cobra.Command
 }
