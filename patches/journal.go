@@ -188,6 +188,7 @@ func openJournal(ctx context.Context, t source.WritableTree) (*journal, error) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("journal: %w", err)
 		}
+		writeStateGitignore(dir)
 		l := flock.New(lockPath)
 		ok, err := l.TryLockContext(ctx, 20*time.Millisecond)
 		if err != nil {
@@ -214,6 +215,19 @@ func openJournal(ctx context.Context, t source.WritableTree) (*journal, error) {
 			return nil, err
 		}
 	}
+}
+
+// writeStateGitignore puts a .gitignore ignoring everything in the state
+// directory, so that a tree vendored inside another repository (where
+// .git/info/exclude is not the tree's) stays clean. An existing entry of
+// that name is left alone (O_EXCL: never followed).
+func writeStateGitignore(dir string) {
+	f, err := os.OpenFile(filepath.Join(dir, ".gitignore"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return
+	}
+	_, _ = f.WriteString("# smpatch's journal: not part of the tree\n*\n")
+	_ = f.Close()
 }
 
 // close saves nothing; it releases the lock, removing the state directory
