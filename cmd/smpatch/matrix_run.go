@@ -187,6 +187,13 @@ func runMatrix(ctx context.Context, g *globalOptions, file string, o *matrixRunO
 		}
 	}
 	printCellCommands(g.detail(stderr), cells, o.Only)
+	if !g.Quiet && isTerminal(stderr) {
+		// Minutes of health wait and bench pass without a line otherwise;
+		// not in a log file or a pipe.
+		opts.Heartbeat = func(b launch.Beat) {
+			fmt.Fprintf(stderr, "%s %s\n", time.Now().Format("15:04:05"), b)
+		}
+	}
 	s, err := launch.Run(ctx, cells, opts)
 	if s != nil {
 		if o.JSON {
