@@ -4,7 +4,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 FUZZTIME ?= 5s
 
-.PHONY: all build install static test test-crash demo demo-matrix demo-image fuzz bench vet clean
+.PHONY: all build install static test test-crash test-hostile demo demo-matrix demo-image demo-docker fuzz bench vet clean
 
 all: build
 
@@ -32,6 +32,11 @@ test: vet
 test-crash:
 	SMPATCH_CRASH_ROUNDS=200 $(GO) test -race -count=1 -run 'Crash' -v ./patches/... ./cmd/...
 
+# The corpus of hostile inputs (testdata/hostile/AREA/CASE/), replayed: each
+# case's commands, exit codes, messages, and nothing else on disk changed.
+test-hostile:
+	$(GO) test -race -count=1 -run 'TestHostileCorpus' -v ./cmd/smpatch/
+
 demo: build
 	./examples/demo.sh $(BIN)
 
@@ -41,6 +46,10 @@ demo-matrix: build
 # Images on a machine without a registry or a Docker daemon.
 demo-image: build
 	./examples/demo-image.sh $(BIN)
+
+# The story's fake matrix in real containers (needs: scripts/services.sh up).
+demo-docker: build
+	./examples/demo-docker.sh $(BIN)
 
 # Runs every fuzz target briefly (FUZZTIME each).
 fuzz:

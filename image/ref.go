@@ -212,10 +212,16 @@ func openLayout(r *Ref) (v1.Image, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", r.Raw, err)
 		}
+		if err := verifyIndex(child, d); err != nil {
+			return nil, fmt.Errorf("%s: %w", r.Raw, err)
+		}
 		return pickPlatform(r, child)
 	}
 	img, err := ii.Image(d.Digest)
 	if err != nil {
+		return nil, fmt.Errorf("%s: %w", r.Raw, err)
+	}
+	if err := verifyManifest(img, &d); err != nil {
 		return nil, fmt.Errorf("%s: %w", r.Raw, err)
 	}
 	return img, nil
@@ -228,7 +234,14 @@ func pickPlatform(r *Ref, ii v1.ImageIndex) (v1.Image, error) {
 	}
 	for _, d := range im.Manifests {
 		if d.MediaType.IsImage() && (d.Platform == nil || (d.Platform.OS == "linux" && d.Platform.Architecture == "amd64")) {
-			return ii.Image(d.Digest)
+			img, err := ii.Image(d.Digest)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", r.Raw, err)
+			}
+			if err := verifyManifest(img, &d); err != nil {
+				return nil, fmt.Errorf("%s: %w", r.Raw, err)
+			}
+			return img, nil
 		}
 	}
 	return nil, fmt.Errorf("%s: no linux/amd64 image in the index", r.Raw)

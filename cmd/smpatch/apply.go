@@ -113,7 +113,8 @@ func runApply(ctx context.Context, g *globalOptions, o *applyOptions, names []st
 				// the sglang being patched, not python3's.
 				sp = []string{t.Root()}
 			}
-			return checkArch(ctx, info, archGateOptions{ProbeFile: o.ProbeFile, SM: o.SM, Force: o.Force, Quiet: g.Quiet, Paint: g.painterFor(info), Python: g.PythonPath(), SitePackages: sp, Findings: &findings}, ps)
+			info, paint := g.colorTarget(info)
+			return checkArch(ctx, info, archGateOptions{ProbeFile: o.ProbeFile, SM: o.SM, Force: o.Force, Quiet: g.Quiet, Paint: paint, Python: g.PythonPath(), SitePackages: sp, Findings: &findings}, ps)
 		}
 	}
 	res, err := patches.Apply(ctx, t, set, opts)
@@ -146,7 +147,8 @@ func runApply(ctx context.Context, g *globalOptions, o *applyOptions, names []st
 	case o.DryRun && o.JSON:
 		return writeJSON(w, applyPlansJSON(t, res.Set.Plans, true, "would-apply"))
 	case o.DryRun:
-		_, _ = w.Write(g.painterFor(w).diff(res.Set.UnifiedDiff()))
+		cw, paint := g.colorTarget(w)
+		_, _ = cw.Write(paint.diff(res.Set.UnifiedDiff()))
 		fmt.Fprintln(g.info(errw), "smpatch: dry run, nothing was written")
 		return nil
 	case o.JSON:

@@ -6,8 +6,10 @@ import (
 	"io"
 	"os"
 
-	"github.com/smpatch/smpatch/internal/exit"
 	"github.com/spf13/cobra"
+
+	"github.com/smpatch/smpatch/internal/exit"
+	"github.com/smpatch/smpatch/internal/termsafe"
 )
 
 // Colour for people at a terminal: diff lines, and the ok/FAIL words of
@@ -23,8 +25,35 @@ const (
 	ansiCyan  = "\x1b[36m"
 )
 
-// painter colours text, or passes it through when off.
-type painter struct{ on bool }
+// painter colours text, or passes it through when off. When it writes
+// straight to a terminal (past the escaping writer stdout has there), it
+// escapes the text it colours itself (escape), so that only its own codes
+// reach the terminal raw.
+type painter struct{ on, escape bool }
+
+// colorTarget is where coloured output for w goes, and the painter for it:
+// stdout on a terminal is an escaping writer (termsafe), which would show
+// the colour codes as text, so coloured output goes to the terminal itself
+// with every piece of text escaped by the painter.
+func (g *globalOptions) colorTarget(w io.Writer) (io.Writer, painter) {
+	p := g.painterFor(w)
+	if !p.on {
+		return w, p
+	}
+	if _, ok := w.(*termsafe.Writer); ok && g.rawStdout != nil {
+		return g.rawStdout, painter{on: true, escape: true}
+	}
+	return w, p
+}
+
+// text is s as it may be written by this painter: escaped when the painter
+// writes to a terminal directly.
+func (p painter) text(s string) string {
+	if p.escape {
+		return termsafe.Line(s)
+	}
+	return s
+}
 
 func (g *globalOptions) addColorFlag(root *cobra.Command) {
 	root.PersistentFlags().StringVar(&g.Color, "color", "auto", "colour diffs and ok/FAIL lines: auto (a terminal, unless $NO_COLOR is set), always or never")
@@ -43,21 +72,22 @@ func checkColorFlag(s string) error {
 func (g *globalOptions) painterFor(w io.Writer) painter {
 	switch g.Color {
 	case "always":
-		return painter{true}
+		return painter{on: true}
 	case "never":
-		return painter{false}
+		return painter{}
 	}
 	if os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" {
-		return painter{false}
+		return painter{}
 	}
-	return painter{isTerminal(w)}
+	_, wrapped := w.(*termsafe.Writer) // stdout on a terminal
+	return painter{on: wrapped || isTerminal(w)}
 }
 
 func (p painter) paint(code, s string) string {
 	if !p.on || s == "" {
 		return s
 	}
-	return code + s + ansiReset
+	return code + p.text(s) + ansiReset
 }
 
 // okWord is "ok  " in green or "FAIL" in red.
@@ -81,6 +111,9 @@ func (p painter) word(ok bool) string {
 func (p painter) diff(d []byte) []byte {
 	if !p.on {
 		return d
+	}
+	if p.escape {
+		d = []byte(termsafe.Text(string(d)))
 	}
 	var out bytes.Buffer
 	for len(d) > 0 {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"slices"
 	"strings"
 
@@ -103,7 +104,7 @@ func completeCellIDs(g *globalOptions, args []string, toComplete string) ([]cobr
 	if len(args) == 0 {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	x, err := expandMatrix(g, args[0], &matrixOptions{})
+	x, err := expandMatrix(context.Background(), g, args[0], &matrixOptions{})
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveError
 	}

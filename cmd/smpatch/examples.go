@@ -51,6 +51,14 @@ var examples = map[string]string{
   smpatch image apply sm120-fusion --base lmsysorg/sglang:v0.5.9 --out registry.example.com/sglang:sm120`,
 	"image show": `  smpatch image show oci:out/demo-image/images:fusion   # after make demo-image
   smpatch image show lmsysorg/sglang:v0.5.9 --json`,
+	"journal": `  smpatch journal trust --repo vendor/sglang
+  smpatch journal forget sm120-fusion --repo vendor/sglang`,
+	"journal trust": `  smpatch journal trust --repo vendor/sglang     # a journal copied from elsewhere, after checking it
+  smpatch journal trust --repo vendor/sglang --json`,
+	"journal forget": `  smpatch journal forget sm120-fusion --repo vendor/sglang`,
+	"matrix compare": `  smpatch matrix compare out/results
+  smpatch matrix compare out/results --pair unpatched.fewchan.cgbs128:sm120-fusion.fewchan.cgbs128
+  smpatch matrix compare out/results --baseline unpatched.default.cgbs512 --json`,
 	"triage": `  smpatch triage out/results/logs/*.log
   smpatch triage server.log --json`,
 	"version": `  smpatch version

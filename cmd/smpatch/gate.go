@@ -71,7 +71,7 @@ func checkArch(ctx context.Context, w io.Writer, opts archGateOptions, ps []*pat
 	for _, p := range ps {
 		req := toProbeRequirements(p.Requires)
 		if p.Requires.Empty() {
-			fmt.Fprintf(w, "check-arch: %s: no requirements\n", p.Name)
+			fmt.Fprintf(w, "check-arch: %s: no requirements\n", opts.Paint.text(p.Name))
 			continue
 		}
 		for _, f := range probe.CheckRequirements(r, req, opts.SM) {
@@ -85,7 +85,7 @@ func checkArch(ctx context.Context, w io.Writer, opts archGateOptions, ps []*pat
 			}
 			if f.NotChecked != "" {
 				if !opts.Quiet {
-					fmt.Fprintf(w, "check-arch: %s: not checked %s (%s)\n", p.Name, f.Requirement, f.NotChecked)
+					fmt.Fprintf(w, "check-arch: %s: not checked %s (%s)\n", opts.Paint.text(p.Name), opts.Paint.text(f.Requirement), opts.Paint.text(f.NotChecked))
 				}
 				continue
 			}
@@ -94,7 +94,7 @@ func checkArch(ctx context.Context, w io.Writer, opts archGateOptions, ps []*pat
 				failed = append(failed, fmt.Sprintf("%s: %s: %s", p.Name, f.Requirement, f.Evidence))
 			}
 			if !f.OK || !opts.Quiet {
-				fmt.Fprintf(w, "check-arch: %s: %s %s: %s\n", p.Name, word, f.Requirement, f.Evidence)
+				fmt.Fprintf(w, "check-arch: %s: %s %s: %s\n", opts.Paint.text(p.Name), word, opts.Paint.text(f.Requirement), opts.Paint.text(f.Evidence))
 			}
 		}
 	}
@@ -102,7 +102,7 @@ func checkArch(ctx context.Context, w io.Writer, opts archGateOptions, ps []*pat
 		return nil, nil
 	}
 	if opts.Force {
-		fmt.Fprintf(w, "check-arch: warning: --warn-only: applying although %d requirement(s) are not met (%s)\n", len(failed), from)
+		fmt.Fprintf(w, "check-arch: warning: --warn-only: applying although %d requirement(s) are not met (%s)\n", len(failed), opts.Paint.text(from))
 		for _, f := range failed {
 			notes = append(notes, fmt.Sprintf("--warn-only over failed --check-arch requirement (%s): %s", from, f))
 		}
@@ -122,6 +122,8 @@ func toProbeRequirements(r patches.Requirements) probe.Requirements {
 		CUDAMin:          r.CUDAMin,
 		P2PAll:           r.P2PAll,
 		Packages:         r.Packages,
+		TP:               r.TP,
+		NVLink:           r.NVLink,
 	}
 }
 

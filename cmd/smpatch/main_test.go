@@ -38,6 +38,7 @@ func scriptParams(dir string, more func(*testscript.Env) error) testscript.Param
 			e.Setenv("XDG_CONFIG_HOME", e.WorkDir+"/.config")
 			e.Setenv("SMPATCH_PYTHON", "")
 			e.Setenv("NO_COLOR", "")
+			e.Setenv("XDG_STATE_HOME", e.WorkDir+"/.state")
 			// A race-enabled binary sleeps a second at exit by default.
 			e.Setenv("GORACE", "atexit_sleep_ms=0")
 			if more != nil {

@@ -35,8 +35,8 @@ func (o *matrixOptions) AddFlags(c *cobra.Command) {
 
 // expandMatrix loads FILE, checks its patch names against the catalog and
 // expands it.
-func expandMatrix(g *globalOptions, file string, o *matrixOptions) (*matrix.Expansion, error) {
-	opts := matrix.ExpandOptions{MaxCells: o.MaxCells, RuleFiles: o.Rules, NoDefaultRules: o.NoDefault}
+func expandMatrix(ctx context.Context, g *globalOptions, file string, o *matrixOptions) (*matrix.Expansion, error) {
+	opts := matrix.ExpandOptions{MaxCells: o.MaxCells, RuleFiles: o.Rules, NoDefaultRules: o.NoDefault, Context: ctx}
 	if o.MaxCells < 0 {
 		return nil, exit.With(exit.Usage, fmt.Errorf("--max-cells %d: want a positive number (0: the file's max_cells)", o.MaxCells))
 	}
@@ -105,7 +105,7 @@ func runMatrixExpand(ctx context.Context, g *globalOptions, o *matrixExpandOptio
 	if n := btoi(o.JSON) + btoi(o.Explain) + btoi(o.GitHub); n > 1 {
 		return exit.With(exit.Usage, errors.New("matrix expand: choose one of --json, --explain and --github"))
 	}
-	x, err := expandMatrix(g, args[0], &o.matrixOptions)
+	x, err := expandMatrix(ctx, g, args[0], &o.matrixOptions)
 	if err != nil {
 		return err
 	}

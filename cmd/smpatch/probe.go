@@ -89,7 +89,8 @@ func runProbe(ctx context.Context, w io.Writer, g *globalOptions, o *probeOption
 	if o.Image != "" {
 		from = "image " + o.Image
 	}
-	printReport(w, r, from, g.Verbose, g.painterFor(w))
+	cw, paint := g.colorTarget(w)
+	printReport(w, r, from, g.Verbose, cw, paint)
 	return nil
 }
 
@@ -121,7 +122,7 @@ func joinOrNone(ss []string) string {
 }
 
 // printReport writes the report for people.
-func printReport(w io.Writer, r *probe.Report, from string, all bool, p painter) {
+func printReport(w io.Writer, r *probe.Report, from string, all bool, cw io.Writer, p painter) {
 	if h := r.Host; h != nil {
 		if why, ok := r.Unknown["host.gpus"]; ok && len(h.GPUs) == 0 {
 			// nvidia-smi hung, printed garbage or is absent: that says
@@ -261,7 +262,7 @@ func printReport(w io.Writer, r *probe.Report, from string, all bool, p painter)
 	if len(r.Findings) > 0 {
 		fmt.Fprintln(w, "Findings:")
 		for _, f := range r.Findings {
-			fmt.Fprintf(w, "  %s %s: %s\n", p.okWord(f.OK), f.Requirement, f.Evidence)
+			fmt.Fprintf(cw, "  %s %s: %s\n", p.okWord(f.OK), p.text(f.Requirement), p.text(f.Evidence))
 		}
 	}
 	if len(r.Unknown) > 0 {

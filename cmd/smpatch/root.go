@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/smpatch/smpatch/internal/exit"
+	"github.com/smpatch/smpatch/internal/termsafe"
 	"github.com/smpatch/smpatch/patches"
 )
 
@@ -37,6 +38,7 @@ type globalOptions struct {
 	catalog    *patches.Catalog // loaded once, by loadCatalog
 	formatsOf  map[*cobra.Command][]string
 	stderr     io.Writer    // the command's standard error, for warnings
+	rawStdout  io.Writer    // standard output before the terminal escaping
 	pending    *pendingFile // -o FILE while the command runs
 	pendingCmd *cobra.Command
 }
@@ -100,6 +102,7 @@ func newRootCmd(g *globalOptions, stdout, stderr io.Writer) *cobra.Command {
 		newMatrixCmd(g),
 		newImageCmd(g),
 		newTriageCmd(g),
+		newJournalCmd(g),
 		newVersionCmd(g),
 	)
 	addOutputFlags(root, g)
@@ -130,6 +133,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	g := &globalOptions{}
+	g.rawStdout = stdout           // for colour on a terminal (color.go), which escapes what it colours
+	stdout = termsafe.Wrap(stdout) // text from elsewhere never reaches a terminal raw
 	root := newRootCmd(g, stdout, stderr)
 	root.SetArgs(args)
 	err := g.finishOutput(root.ExecuteContext(ctx))
@@ -141,7 +146,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		code = exit.Usage
 	}
 	if !exit.IsSilent(err) {
-		fmt.Fprintf(stderr, "smpatch: %s\n", oneLine(err.Error()))
+		fmt.Fprintf(stderr, "smpatch: %s\n", termsafe.Line(oneLine(err.Error())))
 	}
 	if errors.Is(err, context.Canceled) && code == exit.Failure {
 		code = 130

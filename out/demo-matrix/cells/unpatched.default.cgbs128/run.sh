@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Cell unpatched.default.cgbs128 of matrix story-fake (examples/fake/matrix.toml), written by smpatch matrix render.
+# Patches: none.
+# warn mem-fraction-nccl-presets: NCCL buffer and channel settings shift device memory: a --mem-fraction-static tuned for one NCCL preset may fail KV-pool init ('Not enough memory') under another
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+export NCCL_BUFFSIZE=16777216
+export NCCL_MAX_NCHANNELS=16
+export NCCL_MIN_NCHANNELS=16
+export NCCL_NTHREADS=512
+# sitecustomize.py sets the NCCL variables again inside Python, before torch loads.
+export PYTHONPATH="$here${PYTHONPATH:+:$PYTHONPATH}"
+log="${SMPATCH_LOG_DIR:-$here}"/unpatched.default.cgbs128.log
+echo 'cell unpatched.default.cgbs128: log '"$log" >&2
+rc=0
+fakeserver -mode story -delay 300ms --tp 8 --trust-remote-code --mem-fraction-static 0.55 --cuda-graph-max-bs 128 --disable-custom-all-reduce --host 127.0.0.1 --port 30123 >"$log" 2>&1 || rc=$?
+echo 'cell unpatched.default.cgbs128: exit '"$rc" >&2
+exit "$rc"
