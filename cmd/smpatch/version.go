@@ -14,6 +14,10 @@ import (
 // smpatch version: the binary's version, commit, Go version and the
 // revision of the catalog built into it.
 
+// commit is set at build time with -ldflags "-X main.commit=..." (make
+// does); without it, the VCS revision Go stamped into the binary is used.
+var commit = ""
+
 // versionInfo is smpatch version --json.
 type versionInfo struct {
 	Version string `json:"version"`
@@ -38,6 +42,9 @@ func readVersionInfo() (*versionInfo, error) {
 			case "vcs.modified":
 				vi.Dirty = s.Value == "true"
 			}
+		}
+		if commit != "" {
+			vi.Commit = commit
 		}
 		if vi.Version == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
 			vi.Version = bi.Main.Version
