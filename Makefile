@@ -1,7 +1,8 @@
 GO      ?= go
 BIN     ?= bin/smpatch
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -s -w -X main.version=$(VERSION)
+COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 FUZZTIME ?= 5s
 
 .PHONY: all build install static test test-crash test-hostile demo demo-matrix demo-image demo-docker fuzz bench vet clean

@@ -25,8 +25,8 @@ fi
 step go run ./examples/offline-base -o out/demo-image/base
 (cd "$here/.." && go run ./examples/offline-base -sample examples/sample/sglang -o "$out/base")
 
-step smpatch image apply sm120-fusion --base oci:out/demo-image/base --tag oci:out/demo-image/images:fusion --env NCCL_MAX_NCHANNELS=2
-"$bin" image apply sm120-fusion --base "oci:$out/base" --tag "oci:$out/images:fusion" --env NCCL_MAX_NCHANNELS=2
+step smpatch image apply sm120-fusion --base oci:out/demo-image/base --out oci:out/demo-image/images:fusion --env NCCL_MAX_NCHANNELS=2
+"$bin" image apply sm120-fusion --base "oci:$out/base" --out "oci:$out/images:fusion" --env NCCL_MAX_NCHANNELS=2
 
 step smpatch image show oci:out/demo-image/images:fusion
 "$bin" image show "oci:$out/images:fusion"
@@ -55,6 +55,6 @@ cat <<NEXT
 
 Everything is under out/demo-image/ (OCI layouts: base, images, cells).
 What to try next:
-  smpatch image apply sm120-fusion --base YOUR/IMAGE:TAG --tag oci:out/mine   # a registry base
+  smpatch image apply sm120-fusion --base YOUR/IMAGE:TAG --out oci:out/mine   # a registry base
   smpatch matrix build examples/story/matrix.toml --push REGISTRY/REPO         # one image per cell
 NEXT

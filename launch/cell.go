@@ -93,6 +93,10 @@ type Options struct {
 	Warn func(format string, args ...any)
 	// Progress receives one line per cell as it starts and ends; nil for none.
 	Progress func(format string, args ...any)
+	// Heartbeat, when set, is called every HeartbeatEvery (10 s when 0)
+	// while a cell waits for health or runs its bench.
+	Heartbeat      func(Beat)
+	HeartbeatEvery time.Duration
 
 	pos map[string]int // cell id -> 1-based position among the cells to run
 }

@@ -3,6 +3,7 @@ package launch
 import (
 	"bytes"
 	"io"
+	"strings"
 	"sync"
 )
 
@@ -15,6 +16,7 @@ type logSink struct {
 	partial []byte
 	fatal   chan struct{} // closed at the first fatal line
 	cause   *Match
+	last    string // the server's last non-empty line, for the heartbeat
 }
 
 func newLogSink(w io.Writer, sigs *Signatures) *logSink {
@@ -61,6 +63,9 @@ func (s *logSink) partialMatch(l string) {
 }
 
 func (s *logSink) line(l string) {
+	if t := strings.TrimSpace(l); t != "" {
+		s.last = shortLine(t)
+	}
 	if m := s.sc.Line(l); m != nil && s.cause == nil {
 		s.cause = m
 		close(s.fatal)
@@ -79,6 +84,14 @@ func (s *logSink) Note(text string) {
 	line := NotePrefix + text
 	io.WriteString(s.w, line+"\n")
 	s.sc.Skip(line)
+}
+
+// LastLine is the server's last non-empty line so far (smpatch's own
+// notes left out).
+func (s *logSink) LastLine() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.last
 }
 
 // Fatal is closed once a fatal line has been seen.

@@ -532,7 +532,10 @@ func serveCell(ctx context.Context, c *Cell, o Options, srv Server, sink *logSin
 	if c.Health == "" {
 		return runJob(ctx, c, o, srv, sink, r, failed)
 	}
-	switch err := waitHealthy(ctx, c.Health, o, srv, sink); {
+	stopBeat := heartbeat(o, o.tag(c.ID), "health", o.StartupTimeout, sink)
+	err := waitHealthy(ctx, c.Health, o, srv, sink)
+	stopBeat()
+	switch {
 	case ctx.Err() != nil:
 		return true
 	case err != nil:
@@ -549,7 +552,9 @@ func serveCell(ctx context.Context, c *Cell, o Options, srv Server, sink *logSin
 	sink.Note("bench: " + strings.Join(c.Bench, " "))
 	var out bytes.Buffer
 	bctx, cancel := context.WithTimeout(ctx, o.BenchTimeout)
-	err := srv.Exec(bctx, c.Bench, &teeWriter{sink, &out})
+	stopBeat = heartbeat(o, o.tag(c.ID), "bench", o.BenchTimeout, sink)
+	err = srv.Exec(bctx, c.Bench, &teeWriter{sink, &out})
+	stopBeat()
 	timedOut := bctx.Err() == context.DeadlineExceeded
 	cancel()
 	switch {
@@ -576,6 +581,8 @@ func serveCell(ctx context.Context, c *Cell, o Options, srv Server, sink *logSin
 func runJob(ctx context.Context, c *Cell, o Options, srv Server, sink *logSink, r *Result, failed func(string)) (interrupted bool) {
 	timer := time.NewTimer(o.StartupTimeout + o.BenchTimeout)
 	defer timer.Stop()
+	stopBeat := heartbeat(o, o.tag(c.ID), "run", o.StartupTimeout+o.BenchTimeout, sink)
+	defer stopBeat()
 	select {
 	case <-ctx.Done():
 		return true

@@ -214,6 +214,7 @@ func openJournalMode(ctx context.Context, t source.WritableTree, adopting bool) 
 		if _, err := lstatStateDir(dir); err != nil {
 			return nil, err
 		}
+		writeStateGitignore(dir)
 		l := flock.New(lockPath, flock.SetFlag(os.O_CREATE|os.O_RDONLY|syscall.O_NOFOLLOW))
 		ok, err := l.TryLockContext(ctx, 20*time.Millisecond)
 		if err != nil {
@@ -249,6 +250,19 @@ func openJournalMode(ctx context.Context, t source.WritableTree, adopting bool) 
 			return nil, err
 		}
 	}
+}
+
+// writeStateGitignore puts a .gitignore ignoring everything in the state
+// directory, so that a tree vendored inside another repository (where
+// .git/info/exclude is not the tree's) stays clean. An existing entry of
+// that name is left alone (O_EXCL: never followed).
+func writeStateGitignore(dir string) {
+	f, err := os.OpenFile(filepath.Join(dir, ".gitignore"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return
+	}
+	_, _ = f.WriteString("# smpatch's journal: not part of the tree\n*\n")
+	_ = f.Close()
 }
 
 // close saves nothing; it releases the lock, removing the state directory

@@ -207,7 +207,7 @@ func orQ(s string) string {
 }
 
 func checkCUDA(r *Report, min string) Finding {
-	f := Finding{Requirement: "CUDA toolkit >= " + min}
+	f := Finding{Requirement: "CUDA toolkit >= " + min, Host: true}
 	var tk *CUDAToolkit
 	if r.Host != nil {
 		tk = r.Host.CUDAToolkit
@@ -228,7 +228,7 @@ func checkCUDA(r *Report, min string) Finding {
 }
 
 func checkP2P(r *Report) Finding {
-	f := Finding{Requirement: "P2P reads between every pair of GPUs"}
+	f := Finding{Requirement: "P2P reads between every pair of GPUs", Host: true}
 	if r.Host == nil || len(r.Host.GPUs) == 0 {
 		f.Evidence = gpuUnknownWhy(r)
 		return f

@@ -161,6 +161,12 @@ type Finding struct {
 	Requirement string `json:"requirement"`
 	OK          bool   `json:"ok"`
 	Evidence    string `json:"evidence"`
+	// NotChecked, when set, says why the requirement was not checked (it
+	// then neither passes nor refuses).
+	NotChecked string `json:"not_checked,omitempty"`
+	// Host marks a requirement on the machine the report was taken on (its
+	// CUDA toolkit, P2P between its GPUs) rather than on the GPU meant.
+	Host bool `json:"-"`
 }
 
 // MaxReport bounds the size of a saved report ReadReport reads; a real

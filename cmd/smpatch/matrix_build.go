@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -36,7 +37,7 @@ func (o *matrixBuildOptions) AddFlags(c *cobra.Command) {
 	c.Flags().StringVar(&o.Out, "out", "", "write every cell's image into this OCI layout directory, or docker-archive:FILE[:REPO] (one docker-save tarball, images tagged REPO:ID)")
 	c.Flags().StringVar(&o.Push, "push", "", "push every cell's image to this repository, tagged with the cell id")
 	c.Flags().StringArrayVar(&o.Only, "only", nil, "build only this cell (repeatable)")
-	c.Flags().StringVar(&o.Refs, "refs", "", "refs file to write, cell id -> repo@sha256:... (default DIR/refs.json with --out, ./refs.json with --push)")
+	c.Flags().StringVar(&o.Refs, "refs", "", "refs file to write, cell id -> repo@sha256:... (default DIR/refs.json with --out, results/NAME/refs.json with --push, beside matrix run's results)")
 	c.Flags().StringVar(&o.Base, "base", "", "build on this image instead of the matrix's [base] image (a mirror, oci:DIR, a docker-save FILE.tar)")
 	c.Flags().BoolVar(&o.Strict, "strict", false, "fuzzy matches count as failures")
 	c.Flags().BoolVar(&o.JSON, "json", false, "print the result as JSON")
@@ -120,7 +121,12 @@ func runMatrixBuild(ctx context.Context, g *globalOptions, o *matrixBuildOptions
 		}
 		dst = d
 		if refs == "" {
-			refs = "refs.json"
+			// Beside matrix run's results for the same matrix, not
+			// silently in the current directory.
+			refs = filepath.Join(g.resultsDir(), x.Matrix.Slug(), "refs.json")
+			if err := os.MkdirAll(filepath.Dir(refs), 0o755); err != nil {
+				return err
+			}
 		}
 	}
 	base, err := image.OpenBase(ctx, baseRef, image.Remote{}, imageFSOptions())
@@ -151,6 +157,7 @@ func runMatrixBuild(ctx context.Context, g *globalOptions, o *matrixBuildOptions
 	if _, err := image.WriteRefs(refs, outs, inMatrix); err != nil {
 		return err
 	}
+	fmt.Fprintf(g.info(errw), "smpatch: refs written to %s (matrix render --refs / matrix run --refs)\n", refs)
 	if o.JSON {
 		if err := writeJSON(w, matrixBuildResult{Base: baseRef, BaseDigest: base.Digest.String(), Dest: dst.String(), Refs: refs, Cells: outs}); err != nil {
 			return err

@@ -51,6 +51,7 @@ func expandMatrix(ctx context.Context, g *globalOptions, file string, o *matrixO
 	if err != nil {
 		return nil, err
 	}
+	g.warnNCCL(m)
 	check, err := checkMatrixPatches(g, m)
 	if err != nil {
 		return nil, err
@@ -72,13 +73,16 @@ type matrixExpandOptions struct {
 	JSON    bool
 	Explain bool
 	GitHub  bool
+	Only    []string
 }
 
 func (o *matrixExpandOptions) AddFlags(c *cobra.Command) {
 	o.matrixOptions.AddFlags(c)
 	c.Flags().BoolVar(&o.JSON, "json", false, "print the expansion as JSON")
+	addOnlyFlag(c, &o.Only, "list")
 	c.Flags().BoolVar(&o.Explain, "explain", false, "show every step, every cell's values and every rule decision")
-	c.Flags().BoolVar(&o.GitHub, "github", false, "print the runnable cells as a one-line GitHub Actions matrix ({\"include\": [...]}, at most 256: use --shard)")
+	c.Flags().BoolVar(&o.GitHub, "github", false, "same as --format github: the runnable cells as a one-line GitHub Actions matrix ({\"include\": [...]}, at most 256: use --shard)")
+	_ = c.Flags().MarkHidden("github")
 }
 
 func newMatrixExpandCmd(g *globalOptions) *cobra.Command {
@@ -103,6 +107,9 @@ func runMatrixExpand(ctx context.Context, g *globalOptions, o *matrixExpandOptio
 	}
 	x, err := expandMatrix(ctx, g, args[0], &o.matrixOptions)
 	if err != nil {
+		return err
+	}
+	if x, err = onlyExpansion(x, o.Only); err != nil {
 		return err
 	}
 	bw := bufio.NewWriterSize(w, 1<<16)

@@ -47,8 +47,8 @@ func (o *matrixRunOptions) AddFlags(c *cobra.Command) {
 	f.StringArrayVar(&o.Only, "only", nil, "run only this cell (repeatable)")
 	f.BoolVar(&o.Resume, "resume", false, "keep the cells results.jsonl in --out already has and run the rest (with --only: run those again, keep the others)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print what each cell would run; start nothing, change nothing")
-	f.StringVar(&o.Runner, "runner", "local", "where cells run: local (process groups on this host) or docker")
-	f.StringVar(&o.Out, "out", "", "results directory (default results/NAME, NAME from the matrix)")
+	f.StringVar(&o.Runner, "runner", "", "where cells run: local (process groups on this host) or docker (default: the config file's runner, else local)")
+	f.StringVar(&o.Out, "out", "", "results directory (default results/NAME, NAME from the matrix; the config file's results_dir replaces results)")
 	f.StringVar(&o.Repo, "repo", "", "the tree the local runner patches (default: $SMPATCH_REPO, the current checkout, or the installed package)")
 	f.StringVar(&o.Refs, "refs", "", "docker: a JSON file of cell id to image (matrix build writes it)")
 	f.StringArrayVar(&o.Signatures, "signatures", nil, "a TOML file of extra triage signatures (repeatable)")
@@ -87,6 +87,9 @@ func runMatrix(ctx context.Context, g *globalOptions, file string, o *matrixRunO
 	if err != nil {
 		return err
 	}
+	if o.Runner == "" {
+		o.Runner = g.runner()
+	}
 	var refs map[string]string
 	if o.Refs != "" {
 		if refs, err = matrix.ReadRefs(o.Refs); err != nil {
@@ -122,7 +125,7 @@ func runMatrix(ctx context.Context, g *globalOptions, file string, o *matrixRunO
 	}
 	opts.Out = o.Out
 	if opts.Out == "" {
-		opts.Out = filepath.Join("results", x.Matrix.Slug())
+		opts.Out = filepath.Join(g.resultsDir(), x.Matrix.Slug())
 	}
 	if o.GPUs != "" {
 		for _, id := range strings.Split(o.GPUs, ",") {
@@ -151,7 +154,17 @@ func runMatrix(ctx context.Context, g *globalOptions, file string, o *matrixRunO
 				return err
 			}
 		}
-		return printDryRun(stdout, cells, prev, opts, o)
+		problems, err := dryRunChecks(ctx, g, o, x, cells, opts)
+		if err != nil {
+			return err
+		}
+		if err := printDryRun(stdout, cells, prev, opts, o, problems); err != nil {
+			return err
+		}
+		if len(problems) > 0 {
+			return exit.With(exit.Conflict, dryRunProblemsError(problems))
+		}
+		return nil
 	}
 	if o.Runner == "local" {
 		if names := patchesToRun(cells, o.Only); len(names) > 0 {
@@ -180,8 +193,18 @@ func runMatrix(ctx context.Context, g *globalOptions, file string, o *matrixRunO
 	opts.Warn = func(format string, args ...any) {
 		fmt.Fprintf(stderr, "smpatch: warning: %s\n", fmt.Sprintf(format, args...))
 	}
-	opts.Progress = func(format string, args ...any) {
-		fmt.Fprintf(stderr, "%s %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+	if !g.Quiet {
+		opts.Progress = func(format string, args ...any) {
+			fmt.Fprintf(stderr, "%s %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+		}
+	}
+	printCellCommands(g.detail(stderr), cells, o.Only)
+	if !g.Quiet && isTerminal(stderr) {
+		// Minutes of health wait and bench pass without a line otherwise;
+		// not in a log file or a pipe.
+		opts.Heartbeat = func(b launch.Beat) {
+			fmt.Fprintf(stderr, "%s %s\n", time.Now().Format("15:04:05"), b)
+		}
 	}
 	s, err := launch.Run(ctx, cells, opts)
 	if s != nil {
@@ -273,9 +296,10 @@ type dryRunCell struct {
 	Image   string             `json:"image,omitempty"`
 	Docker  []string           `json:"docker,omitempty"` // the docker command line (without "docker")
 	Log     string             `json:"log"`
+	Problem string             `json:"problem,omitempty"` // why the cell's patches do not apply on the tree
 }
 
-func printDryRun(w io.Writer, cells []*launch.Cell, prev map[string]*launch.Result, opts launch.Options, o *matrixRunOptions) error {
+func printDryRun(w io.Writer, cells []*launch.Cell, prev map[string]*launch.Result, opts launch.Options, o *matrixRunOptions, problems map[string]string) error {
 	only := map[string]bool{}
 	for _, id := range o.Only {
 		only[id] = true
@@ -293,6 +317,7 @@ func printDryRun(w io.Writer, cells []*launch.Cell, prev map[string]*launch.Resu
 				d.Docker, _ = dk.RunArgs(c)
 			}
 		}
+		d.Problem = problems[c.ID]
 		switch {
 		case c.Pruned != "":
 			d.Action, d.Reason = "pruned", c.Pruned
@@ -316,6 +341,11 @@ func printDryRun(w io.Writer, cells []*launch.Cell, prev map[string]*launch.Resu
 		if len(d.Patches) > 0 {
 			if o.Runner == "local" {
 				fmt.Fprintf(w, "  apply   %s (reverted afterwards)\n", strings.Join(d.Patches, ", "))
+				if d.Problem != "" {
+					fmt.Fprintf(w, "  FAILS   %s\n", d.Problem)
+				} else {
+					fmt.Fprintf(w, "  plan    the patches apply on the tree\n")
+				}
 			} else {
 				fmt.Fprintf(w, "  image   %s (patches %s)\n", orNone(d.Image), strings.Join(d.Patches, ", "))
 			}
@@ -351,4 +381,24 @@ func orNone(s string) string {
 		return "(none: build it with smpatch matrix build, pass --refs)"
 	}
 	return s
+}
+
+// printCellCommands prints, with --verbose, what each selected cell will
+// run before the run starts: its patches, environment and command.
+func printCellCommands(w io.Writer, cells []*launch.Cell, only []string) {
+	for _, c := range cells {
+		if c.Pruned != "" || (len(only) > 0 && !slices.Contains(only, c.ID)) {
+			continue
+		}
+		keys := make([]string, 0, len(c.Env))
+		for k := range c.Env {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		var env []string
+		for _, k := range keys {
+			env = append(env, k+"="+c.Env[k])
+		}
+		fmt.Fprintf(w, "cell %s: patches [%s] env [%s] run %s\n", c.ID, strings.Join(c.Patches, ", "), strings.Join(env, " "), strings.Join(c.Command, " "))
+	}
 }
