@@ -13,23 +13,15 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/yaml"
 
+	"github.com/smpatch/smpatch/internal/testsvc"
 	"github.com/smpatch/smpatch/matrix"
 )
 
 // kubeconfig is the test control plane's ($SMPATCH_TEST_KUBECONFIG, which
-// scripts/services.sh env sets); without it the test is skipped, loudly,
-// or fails under SMPATCH_REQUIRE_SERVICES=1.
+// scripts/services.sh env sets).
 func kubeconfig(t *testing.T) string {
 	t.Helper()
-	if v := os.Getenv("SMPATCH_TEST_KUBECONFIG"); v != "" {
-		return v
-	}
-	msg := "SKIP (no kubernetes): $SMPATCH_TEST_KUBECONFIG is not set; run scripts/services.sh up, then eval \"$(scripts/services.sh env)\""
-	if os.Getenv("SMPATCH_REQUIRE_SERVICES") == "1" {
-		t.Fatal("SMPATCH_REQUIRE_SERVICES=1 but " + msg)
-	}
-	t.Skip(msg)
-	return ""
+	return testsvc.Need(t, "kubernetes", "SMPATCH_TEST_KUBECONFIG")
 }
 
 // Values YAML 1.1 reads as something other than a string when unquoted.

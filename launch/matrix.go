@@ -17,14 +17,11 @@ import (
 // registry reference.
 func FromExpansion(x *matrix.Expansion, refs map[string]string, o *Options) ([]*Cell, error) {
 	m := x.Matrix
-	rendered, err := matrix.Render(x, matrix.RenderOptions{Refs: refs})
-	if err != nil {
-		return nil, err
-	}
 	o.Name = m.Name
 	o.Baseline = x.Baseline
 	o.StartupTimeout = m.Launch.StartupTimeout
 	o.BenchTimeout = m.Launch.BenchTimeout
+	o.Repeat = m.Launch.Repeat
 	o.Metrics = nil
 	for _, mt := range m.Launch.Metrics {
 		o.Metrics = append(o.Metrics, Metric{Name: mt.Name, Re: mt.Re})
@@ -42,14 +39,7 @@ func FromExpansion(x *matrix.Expansion, refs map[string]string, o *Options) ([]*
 			Image:   refs[mc.ID],
 			TP:      mc.TP,
 		}
-		for _, name := range []string{"run.sh", "env", "sitecustomize.py"} {
-			if data, ok := rendered[mc.ID+"/"+name]; ok {
-				if c.Files == nil {
-					c.Files = map[string][]byte{}
-				}
-				c.Files[name] = data
-			}
-		}
+		c.Files = matrix.CellFiles(x, mc)
 		if c.Image == "" && len(mc.Patches) == 0 && isRegistryRef(m.Base.Image) {
 			c.Image = m.Base.Image
 		}

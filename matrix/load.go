@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,6 +16,8 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/smpatch/smpatch/internal/lazyre"
+	"github.com/smpatch/smpatch/internal/smver"
+	"github.com/smpatch/smpatch/internal/tomlfile"
 )
 
 type fileMatrix struct {
@@ -33,6 +34,14 @@ type fileMatrix struct {
 	Include  []map[string]any                     `toml:"include"`
 	IDPrefix map[string]string                    `toml:"id_prefix"`
 	Launch   fileLaunch                           `toml:"launch"`
+	Requires map[string]fileRequires              `toml:"requires"`
+}
+
+// fileRequires is [requires.PATCH]: what a cell with that patch needs.
+type fileRequires struct {
+	TP     []int64 `toml:"tp"`
+	P2P    *bool   `toml:"p2p"`
+	NVLink *bool   `toml:"nvlink"`
 }
 
 type fileLaunch struct {
@@ -47,6 +56,7 @@ type fileLaunch struct {
 	BenchTimeout   string            `toml:"bench_timeout"`
 	TP             int64             `toml:"tp"`
 	Baseline       any               `toml:"baseline"`
+	Repeat         int64             `toml:"repeat"`
 }
 
 var (
@@ -59,7 +69,10 @@ var (
 // Load reads and validates a matrix file and the rules files it names.
 // Every error names the file and, where it can, the line.
 func Load(path string) (*Matrix, error) {
-	data, err := os.ReadFile(path)
+	if hasControl(path) {
+		return nil, fmt.Errorf("%q: a matrix file name with a control character is refused (it would reach scripts and logs)", path)
+	}
+	data, err := tomlfile.ReadFile(nil, path)
 	if err != nil {
 		return nil, err
 	}
@@ -70,9 +83,9 @@ func Load(path string) (*Matrix, error) {
 // anchors relative rules paths.
 func Parse(file string, data []byte) (*Matrix, error) {
 	var fm fileMatrix
-	md, err := toml.Decode(string(data), &fm)
+	md, err := tomlfile.Decode(file, data, &fm)
 	if err != nil {
-		return nil, tomlError(file, err)
+		return nil, err
 	}
 	m := &Matrix{
 		File:     file,
@@ -88,8 +101,11 @@ func Parse(file string, data []byte) (*Matrix, error) {
 	if k := caseMismatch(md, reflect.TypeOf(fm)); k != nil {
 		return nil, m.errf(m.lines.line(k...), "unknown key %q (keys are lower case)", k.String())
 	}
-	if k := firstUndecoded(md, [][]string{{"axes"}, {"presets"}, {"exclude"}, {"include"}, {"launch", "baseline"}}); k != nil {
-		return nil, m.errf(m.lines.line(k...), "unknown key %q", k.String())
+	if hasControl(m.Name) {
+		return nil, m.errf(m.lines.line("name"), "name %q: control characters (newline, tab, escape) are not allowed", m.Name)
+	}
+	if err := tomlfile.UnknownError(file, md, [][]string{{"axes"}, {"presets"}, {"exclude"}, {"include"}, {"launch", "baseline"}}, func(k toml.Key) int { return m.lines.line(k...) }); err != nil {
+		return nil, err
 	}
 	if fm.MaxCells != nil {
 		if *fm.MaxCells < 1 || *fm.MaxCells > math.MaxInt32 {
@@ -145,6 +161,9 @@ func Parse(file string, data []byte) (*Matrix, error) {
 	if err := m.loadLaunch(fm.Launch); err != nil {
 		return nil, err
 	}
+	if err := m.loadRequires(fm.Requires); err != nil {
+		return nil, err
+	}
 	if err := m.checkConflicts(); err != nil {
 		return nil, err
 	}
@@ -197,51 +216,6 @@ func caseMismatch(md toml.MetaData, t reflect.Type) toml.Key {
 		}
 	}
 	return nil
-}
-
-// firstUndecoded returns the first key the decoder did not use, leaving out
-// the parts decoded into generic values and checked by hand.
-func firstUndecoded(md toml.MetaData, handled [][]string) toml.Key {
-next:
-	for _, k := range md.Undecoded() {
-		for _, h := range handled {
-			if len(k) >= len(h) && slices.Equal(k[:len(h)], h) {
-				continue next
-			}
-		}
-		return k
-	}
-	return nil
-}
-
-func tomlError(file string, err error) error {
-	var pe toml.ParseError
-	if errors.As(err, &pe) {
-		msg := pe.Message
-		if pe.LastKey != "" && !strings.Contains(msg, pe.LastKey) {
-			msg = fmt.Sprintf("%s (key %q)", msg, pe.LastKey)
-		}
-		return fmt.Errorf("%s:%d: %s", file, pe.Position.Line, oneLine(msg))
-	}
-	// Type mismatches come as plain errors: toml: line N (last key "k"): msg.
-	if m := tomlLineRe().FindStringSubmatch(oneLine(err.Error())); m != nil {
-		msg := m[3]
-		if m[2] != "" {
-			msg = fmt.Sprintf("%s (key %q)", msg, m[2])
-		}
-		return fmt.Errorf("%s:%s: %s", file, m[1], msg)
-	}
-	return fmt.Errorf("%s: %s", file, oneLine(err.Error()))
-}
-
-var tomlLineRe = lazyre.New(`^toml: line (\d+)(?: \(last key "([^"]*)"\))?: (.*)$`)
-
-func oneLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	return s
 }
 
 func (m *Matrix) errf(line int, format string, args ...any) error {
@@ -422,6 +396,9 @@ func (m *Matrix) loadPresets(md toml.MetaData, presets map[string]map[string]map
 					if err != nil {
 						return m.errf(kl, "presets.%s.%s.%s: %v", axis, name, k, err)
 					}
+					if err := envValueErr(v.Text); err != nil {
+						return m.errf(kl, "presets.%s.%s.%s: %v", axis, name, k, err)
+					}
 					p.Env[k] = v.Text
 				case flagKeyRe().MatchString(k):
 					args, err := flagArgs(k, x)
@@ -498,26 +475,7 @@ func (m *Matrix) loadArch(name string) error {
 }
 
 // parseSM reads a compute capability: "12.0", "12", "120", "sm_120", "sm120a".
-func parseSM(s string) (major, minor int, err error) {
-	t := strings.ToLower(strings.TrimSpace(s))
-	t = strings.TrimPrefix(strings.TrimPrefix(t, "sm_"), "sm")
-	t = strings.TrimRight(t, "af")
-	if a, b, ok := strings.Cut(t, "."); ok {
-		major, err1 := strconv.Atoi(a)
-		minor, err2 := strconv.Atoi(b)
-		if err1 == nil && err2 == nil && major > 0 && major < 100 && minor >= 0 && minor < 10 {
-			return major, minor, nil
-		}
-	} else if n, err1 := strconv.Atoi(t); err1 == nil && n > 0 {
-		if n < 20 {
-			return n, 0, nil
-		}
-		if n < 1000 {
-			return n / 10, n % 10, nil
-		}
-	}
-	return 0, 0, fmt.Errorf("%q is not a GPU compute capability (like 12.0 or sm_120)", s)
-}
+func parseSM(s string) (major, minor int, err error) { return smver.Parse(s) }
 
 func (m *Matrix) loadZip(zip [][]string) error {
 	inZip := map[string]bool{}
@@ -652,6 +610,9 @@ func (m *Matrix) parseInclude(e map[string]any, i int) (*Include, error) {
 				if err != nil {
 					return nil, m.errf(kl, "include[%d].env.%s: %v", i, name, err)
 				}
+				if err := envValueErr(v.Text); err != nil {
+					return nil, m.errf(kl, "include[%d].env.%s: %v", i, name, err)
+				}
 				inc.Env[name] = v.Text
 			}
 			continue
@@ -709,6 +670,9 @@ func (m *Matrix) loadLaunch(fl fileLaunch) error {
 		if !envKeyRe().MatchString(k) {
 			return m.errf(m.lines.line("launch", "env", k), "launch.env: %q is not an environment variable name", k)
 		}
+		if err := envValueErr(fl.Env[k]); err != nil {
+			return m.errf(m.lines.line("launch", "env", k), "launch.env.%s: %v", k, err)
+		}
 		l.Env[k] = fl.Env[k]
 	}
 	l.Workdir, l.Health, l.Bench = fl.Workdir, fl.Health, fl.Bench
@@ -746,6 +710,10 @@ func (m *Matrix) loadLaunch(fl fileLaunch) error {
 		return m.errf(m.lines.line("launch", "tp"), "launch.tp: %d is not a GPU count", fl.TP)
 	}
 	l.TP = int(fl.TP)
+	if fl.Repeat < 0 || fl.Repeat > 1000 {
+		return m.errf(m.lines.line("launch", "repeat"), "launch.repeat: %d is not a number of runs per cell (1 to 1000)", fl.Repeat)
+	}
+	l.Repeat = max(int(fl.Repeat), 1)
 	switch b := fl.Baseline.(type) {
 	case nil:
 	case string:
@@ -912,15 +880,6 @@ func (m *Matrix) CheckPatches(check func(name string) error) error {
 	return nil
 }
 
-// AxisNames returns the axis names in file order.
-func (m *Matrix) AxisNames() []string {
-	out := make([]string, len(m.Axes))
-	for i, a := range m.Axes {
-		out[i] = a.Name
-	}
-	return out
-}
-
 // resolvePython makes a relative base.python path (one with a directory, such
 // as "venv/bin/python3") relative to the matrix file's directory, as rules
 // files and workdir are; a bare command name ("python3") is left for PATH.
@@ -933,4 +892,64 @@ func resolvePython(file, py string) string {
 		return py
 	}
 	return filepath.Join(base, py)
+}
+
+// hasControl reports whether s holds a control character (C0, DEL or C1).
+func hasControl(s string) bool {
+	return strings.IndexFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }) >= 0
+}
+
+// envValueErr refuses what an environment file (KEY=VALUE per line, as
+// docker --env-file reads it) cannot hold: a line break or a NUL.
+func envValueErr(v string) error {
+	if strings.ContainsAny(v, "\n\r\x00") {
+		return fmt.Errorf("value %q has a line break or NUL: an environment file cannot hold it", v)
+	}
+	return nil
+}
+
+// loadRequires turns [requires.PATCH] tables into prune rules that run
+// before every other rule: a cell with the patch is pruned when its TP is
+// not one of tp, or when the probe report shows NVLink (nvlink = false),
+// no NVLink (nvlink = true) or a pair of GPUs without P2P (p2p = true).
+func (m *Matrix) loadRequires(req map[string]fileRequires) error {
+	for _, patch := range sortedKeys(req) {
+		r := req[patch]
+		line := m.lines.line("requires", patch)
+		where := fmt.Sprintf("%s:%d", m.File, line)
+		if patch == "" || slug(patch) != patch {
+			return m.errf(line, "requires.%s: a patch name is lower case letters, digits, '.' and '-'", patch)
+		}
+		add := func(kind, reason string, c cond) {
+			c.patches = []string{patch}
+			m.requireRules = append(m.requireRules, &Rule{Name: "requires-" + patch + "-" + kind, Action: "prune",
+				Reason: reason, Source: where, Where: where, NeedsProbe: c.nvlink != nil || c.p2p != nil, when: c, file: m.File})
+		}
+		if len(r.TP) > 0 {
+			var tp []int
+			for _, n := range r.TP {
+				if n < 1 || n > 1024 {
+					return m.errf(m.lines.line("requires", patch, "tp"), "requires.%s.tp: %d is not a tensor-parallel size", patch, n)
+				}
+				tp = append(tp, int(n))
+			}
+			add("tp", fmt.Sprintf("%s is for tensor parallel %v only", patch, tp), cond{tpOutside: tp})
+		}
+		if r.NVLink != nil {
+			linked := !*r.NVLink
+			why := patch + " is for GPUs without NVLink; the probe report shows NVLink"
+			if *r.NVLink {
+				why = patch + " needs NVLink; the probe report shows none"
+			}
+			add("nvlink", why, cond{nvlink: &linked})
+		}
+		if r.P2P != nil {
+			if !*r.P2P {
+				return m.errf(m.lines.line("requires", patch, "p2p"), "requires.%s.p2p = false: a cell cannot require P2P to be missing; leave it out", patch)
+			}
+			no := false
+			add("p2p", patch+" needs P2P between every pair of GPUs; the probe report shows a pair without", cond{p2p: &no})
+		}
+	}
+	return nil
 }

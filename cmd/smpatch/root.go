@@ -14,15 +14,33 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/smpatch/smpatch/internal/exit"
+	"github.com/smpatch/smpatch/internal/termsafe"
+	"github.com/smpatch/smpatch/patches"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
-// globalOptions are the flags every command shares (DESIGN.md, "Command line").
+// globalOptions are the flags every command shares.
 type globalOptions struct {
 	Catalogs []string // --catalog DIR, repeatable; $SMPATCH_CATALOG (colon-separated) is added
 	Python   string   // --python PATH; default python3 on PATH
+
+	Verbose bool   // -v/--verbose
+	Quiet   bool   // -q/--quiet
+	Color   string // --color auto|always|never
+	Format  string // --format of the commands addOutputFlags gave it
+	Output  string // -o/--output FILE
+
+	config        *config // the config file, read before the command runs
+	defaultPython string  // the config file's python, below --python and $SMPATCH_PYTHON
+
+	catalog    *patches.Catalog // loaded once, by loadCatalog
+	formatsOf  map[*cobra.Command][]string
+	stderr     io.Writer    // the command's standard error, for warnings
+	rawStdout  io.Writer    // standard output before the terminal escaping
+	pending    *pendingFile // -o FILE while the command runs
+	pendingCmd *cobra.Command
 }
 
 // CatalogDirs is --catalog followed by the directories of $SMPATCH_CATALOG.
@@ -33,6 +51,9 @@ func (g *globalOptions) CatalogDirs() []string {
 			dirs = append(dirs, d)
 		}
 	}
+	if len(dirs) == 0 && g.config != nil {
+		dirs = append(dirs, g.config.Catalog...)
+	}
 	return dirs
 }
 
@@ -41,38 +62,52 @@ func (g *globalOptions) PythonPath() string {
 	if g.Python != "" {
 		return g.Python
 	}
+	if g.defaultPython != "" {
+		return g.defaultPython
+	}
 	return "python3"
-}
-
-// commandFactories holds a constructor for every top-level command. Each
-// command file adds its own in an init function, so command files never
-// edit one shared list.
-var commandFactories []func(*globalOptions) *cobra.Command
-
-func registerCommand(f func(*globalOptions) *cobra.Command) {
-	commandFactories = append(commandFactories, f)
 }
 
 func newRootCmd(g *globalOptions, stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "smpatch",
 		Short:         "Safe, revertible source patches for sglang and flashinfer on GPUs upstream does not fully support yet",
+		Long:          rootLong,
 		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Args:          cobra.NoArgs,
+		Args:          groupArgs,
 		RunE:          func(c *cobra.Command, _ []string) error { return c.Help() },
+		PersistentPreRunE: func(c *cobra.Command, _ []string) error {
+			return g.beforeRun(c)
+		},
 	}
+	g.addGlobalFlags(root)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.PersistentFlags().StringArrayVar(&g.Catalogs, "catalog", nil, "add a directory of patches to the built-in catalog (repeatable; also $SMPATCH_CATALOG)")
 	root.PersistentFlags().StringVar(&g.Python, "python", "", "the Python interpreter whose environment is meant (default python3 on PATH)")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return exit.With(exit.Usage, err)
+		return flagError(c, err)
 	})
-	for _, f := range commandFactories {
-		root.AddCommand(f(g))
-	}
+	root.AddCommand(
+		newListCmd(g),
+		newShowCmd(g),
+		newApplyCmd(g),
+		newRevertCmd(g),
+		newStatusCmd(g),
+		newProbeCmd(g),
+		newCheckoutCmd(g),
+		newCheckCmd(g),
+		newMatrixCmd(g),
+		newImageCmd(g),
+		newTriageCmd(g),
+		newJournalCmd(g),
+		newVersionCmd(g),
+	)
+	addOutputFlags(root, g)
+	addExamples(root)
+	addCompletions(root, g)
 	markUsageErrors(root)
 	return root
 }
@@ -82,7 +117,10 @@ func markUsageErrors(c *cobra.Command) {
 	if c.Args != nil {
 		args := c.Args
 		c.Args = func(cmd *cobra.Command, a []string) error {
-			return exit.With(exit.Usage, args(cmd, a))
+			if err := args(cmd, a); err != nil {
+				return argsError(cmd, a, err)
+			}
+			return nil
 		}
 	}
 	for _, sub := range c.Commands() {
@@ -95,9 +133,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	g := &globalOptions{}
+	g.rawStdout = stdout           // for colour on a terminal (color.go), which escapes what it colours
+	stdout = termsafe.Wrap(stdout) // text from elsewhere never reaches a terminal raw
 	root := newRootCmd(g, stdout, stderr)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	err := g.finishOutput(root.ExecuteContext(ctx))
 	if err == nil {
 		return exit.OK
 	}
@@ -106,7 +146,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		code = exit.Usage
 	}
 	if !exit.IsSilent(err) {
-		fmt.Fprintf(stderr, "smpatch: %s\n", oneLine(err.Error()))
+		fmt.Fprintf(stderr, "smpatch: %s\n", termsafe.Line(oneLine(err.Error())))
 	}
 	if errors.Is(err, context.Canceled) && code == exit.Failure {
 		code = 130
@@ -124,7 +164,7 @@ func isCobraUsageError(err error) bool {
 		strings.HasPrefix(s, "invalid argument")
 }
 
-// oneLine keeps an error to the one line DESIGN.md promises.
+// oneLine keeps an error to one line.
 func oneLine(s string) string {
 	s = strings.TrimSpace(s)
 	if i := strings.IndexByte(s, '\n'); i >= 0 {

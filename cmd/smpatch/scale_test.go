@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,42 +13,9 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/smpatch/smpatch/internal/testsvc"
 )
-
-// needService returns the value of variable, which scripts/services.sh env
-// sets while the service runs. Without it the test is skipped, loudly, or
-// fails when $SMPATCH_REQUIRE_SERVICES is 1 (CI).
-func needService(t testing.TB, what, variable string) string {
-	t.Helper()
-	if v := os.Getenv(variable); v != "" {
-		return v
-	}
-	msg := "SKIP (no " + what + "): $" + variable + " is not set; run scripts/services.sh up, then eval \"$(scripts/services.sh env)\""
-	if os.Getenv("SMPATCH_REQUIRE_SERVICES") == "1" {
-		t.Fatal("SMPATCH_REQUIRE_SERVICES=1 but " + msg)
-	}
-	t.Skip(msg)
-	return ""
-}
-
-// copyTree copies the directory src to dst.
-func copyTree(src, dst string) error {
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		to := filepath.Join(dst, rel)
-		if d.IsDir() {
-			return os.MkdirAll(to, 0o755)
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(to, data, 0o644)
-	})
-}
 
 // scaleScripts runs the stories in dir with the fake sglang server on PATH,
 // the story's matrix in story/ and a copy of the sample sglang tree in
@@ -94,7 +60,7 @@ func scaleScripts(t *testing.T, dir string, env map[string]string) {
 // TestSlurmScripts runs testdata/slurm against the real slurmctld and slurmd
 // that scripts/services.sh starts (one node, eight GRES GPUs).
 func TestSlurmScripts(t *testing.T) {
-	conf := needService(t, "slurm", "SMPATCH_TEST_SLURM")
+	conf := testsvc.Need(t, "slurm", "SMPATCH_TEST_SLURM")
 	scaleScripts(t, "testdata/slurm", map[string]string{"SLURM_CONF": conf})
 }
 
@@ -102,7 +68,7 @@ func TestSlurmScripts(t *testing.T) {
 // until no task runs any more (the node's smpatch reverts the patch on its
 // SIGTERM), records nothing for the interrupted cell and exits 130.
 func TestSlurmInterrupt(t *testing.T) {
-	conf := needService(t, "slurm", "SMPATCH_TEST_SLURM")
+	conf := testsvc.Need(t, "slurm", "SMPATCH_TEST_SLURM")
 	bin := buildFakeServer(t)
 	dir := t.TempDir()
 	sample, _ := filepath.Abs("../../examples/sample/sglang")
@@ -193,6 +159,6 @@ func exitCodeOf(err error) int {
 // scheduler) with kwok's simulated node of eight nvidia.com/gpu: pods run
 // nothing, kwok moves them through their stages and serves a canned log.
 func TestKubeScripts(t *testing.T) {
-	kc := needService(t, "kubernetes", "SMPATCH_TEST_KUBECONFIG")
+	kc := testsvc.Need(t, "kubernetes", "SMPATCH_TEST_KUBECONFIG")
 	scaleScripts(t, "testdata/kube", map[string]string{"KUBECONFIG": kc})
 }
