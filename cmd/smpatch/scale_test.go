@@ -49,6 +49,16 @@ func scaleScripts(t *testing.T, dir string, env map[string]string) {
 			if err := copyTree(story, filepath.Join(e.WorkDir, "story")); err != nil {
 				return err
 			}
+			// Other tests run the story's matrix at the same time, on its
+			// port: this copy listens on one of its own.
+			m := filepath.Join(e.WorkDir, "story", "matrix.toml")
+			data, err := os.ReadFile(m)
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(m, bytes.ReplaceAll(data, []byte("30123"), []byte("30223")), 0o644); err != nil {
+				return err
+			}
 			if err := copyTree(sample, filepath.Join(e.WorkDir, "sglang")); err != nil {
 				return err
 			}
