@@ -28,6 +28,7 @@ type RevisionTree struct {
 	tree    *object.Tree
 	project Project
 	url     string
+	hint    *TagHint
 }
 
 var _ Tree = (*RevisionTree)(nil)
@@ -215,15 +216,56 @@ func (t *RevisionTree) Version(ctx context.Context) (*version.Version, string, e
 		}
 		return v, fmt.Sprintf("%s:%d", f, line), nil
 	}
-	tag, v, err := NearestVersionTag(ctx, t.repo, t.commit.Hash)
+	tag, v, dist, err := t.nearestTag(ctx)
 	if err != nil {
 		return nil, "", err
 	}
 	if v == nil {
-		return nil, "no version literal and no version tag reachable from " + t.commit.Hash.String()[:12], nil
+		return nil, fmt.Sprintf("unknown: no version literal and no version tag within %d commits of %s", MaxTagDistance, t.commit.Hash.String()[:12]), nil
 	}
-	return v, "tag " + tag, nil
+	return v, tagFrom(tag, dist), nil
 }
+
+// tagFrom says where a version came from: "tag v0.5.9", "tag v0.5.9 (+3 commits)".
+func tagFrom(tag string, dist int) string {
+	if dist == 0 {
+		return "tag " + tag
+	}
+	return fmt.Sprintf("tag %s (+%d commits)", tag, dist)
+}
+
+// nearestTag is the hint set by SetNearestTag, else NearestVersionTag.
+func (t *RevisionTree) nearestTag(ctx context.Context) (string, *version.Version, int, error) {
+	if t.hint != nil {
+		return t.hint.name, t.hint.v, t.hint.dist, nil
+	}
+	return NearestVersionTag(ctx, t.repo, t.commit.Hash)
+}
+
+// TagHint is the answer of NearestVersionTag for one commit, worked out by
+// a caller that walks history anyway (a range walk).
+type TagHint struct {
+	name string
+	v    *version.Version
+	dist int
+}
+
+// NewTagHint records tag name (a version tag, "" for none) dist commits
+// behind a commit.
+func NewTagHint(name string, dist int) *TagHint {
+	if name == "" {
+		return &TagHint{}
+	}
+	v, err := ParseVersion(name)
+	if err != nil {
+		return &TagHint{}
+	}
+	return &TagHint{name: name, v: v, dist: dist}
+}
+
+// SetNearestTag gives the tree the nearest version tag of its commit, so
+// that Version does not walk history for it.
+func (t *RevisionTree) SetNearestTag(h *TagHint) { t.hint = h }
 
 // tagIndexes caches, per repository, commit → version tags.
 var tagIndexes sync.Map // *git.Repository → *tagIndex
@@ -259,40 +301,37 @@ func versionTags(repo *git.Repository) (map[plumbing.Hash][]string, error) {
 }
 
 // NearestVersionTag finds the version tag reachable from commit with the fewest
-// steps back in history (on a tie, the highest version). It returns ("", nil,
-// nil) when no version tag is reachable.
-func NearestVersionTag(ctx context.Context, repo *git.Repository, commit plumbing.Hash) (string, *version.Version, error) {
+// steps back in history (on a tie, the highest version), at most
+// MaxTagDistance steps back, and how many steps that is. It returns ("", nil,
+// 0, nil) when no version tag is that close.
+func NearestVersionTag(ctx context.Context, repo *git.Repository, commit plumbing.Hash) (string, *version.Version, int, error) {
 	tags, err := versionTags(repo)
 	if err != nil {
-		return "", nil, fmt.Errorf("tags: %w", err)
+		return "", nil, 0, fmt.Errorf("tags: %w", err)
 	}
 	if len(tags) == 0 {
-		return "", nil, nil
+		return "", nil, 0, nil
 	}
 	seen := map[plumbing.Hash]bool{commit: true}
 	level := []plumbing.Hash{commit}
-	for len(level) > 0 {
+	for dist := 0; len(level) > 0 && dist <= MaxTagDistance; dist++ {
 		if err := ctx.Err(); err != nil {
-			return "", nil, err
+			return "", nil, 0, err
 		}
-		var best string
-		var bestV *version.Version
-		for _, h := range level {
-			for _, name := range tags[h] {
-				v, _ := ParseVersion(name)
-				if bestV == nil || ComparePEP440(v, bestV) > 0 {
-					best, bestV = name, v
-				}
-			}
+		if name, v := bestTag(tags, level); v != nil {
+			return name, v, dist, nil
 		}
-		if bestV != nil {
-			return best, bestV, nil
+		if dist == MaxTagDistance {
+			break
 		}
 		var next []plumbing.Hash
 		for _, h := range level {
 			c, err := repo.CommitObject(h)
 			if err != nil {
-				return "", nil, fmt.Errorf("commit %s: %w", h, err)
+				if errors.Is(err, plumbing.ErrObjectNotFound) {
+					continue // shallow boundary
+				}
+				return "", nil, 0, fmt.Errorf("commit %s: %w", h, err)
 			}
 			for _, p := range c.ParentHashes {
 				if !seen[p] {
@@ -303,5 +342,20 @@ func NearestVersionTag(ctx context.Context, repo *git.Repository, commit plumbin
 		}
 		level = next
 	}
-	return "", nil, nil
+	return "", nil, 0, nil
+}
+
+// bestTag is the highest version tag on any of hs.
+func bestTag(tags map[plumbing.Hash][]string, hs []plumbing.Hash) (string, *version.Version) {
+	var best string
+	var bestV *version.Version
+	for _, h := range hs {
+		for _, name := range tags[h] {
+			v, _ := ParseVersion(name)
+			if bestV == nil || ComparePEP440(v, bestV) > 0 {
+				best, bestV = name, v
+			}
+		}
+	}
+	return best, bestV
 }

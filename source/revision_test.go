@@ -58,7 +58,7 @@ func TestRevisionTree(t *testing.T) {
 		{"first", "0.5.6.post2", "python/sglang/version.py:1"},
 		{"second", "0.5.6.post2", "python/sglang/version.py:1"},
 		{"third", "0.5.7rc1", "tag v0.5.7rc1"},
-		{"fourth", "0.5.7rc1", "tag v0.5.7rc1"},
+		{"fourth", "0.5.7rc1", "tag v0.5.7rc1 (+1 commits)"},
 	} {
 		tr, err := NewRevisionTree(b.Repo, hs[tc.commit], SGLang, b.URL())
 		if err != nil {

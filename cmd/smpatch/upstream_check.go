@@ -209,7 +209,7 @@ func checkRepo(c *cobra.Command, cat *patches.Catalog, dir string, rng [2]string
 		rp.Results = append(rp.Results, upstream.CheckTree(ctx, tree, ps, opts)...)
 		return nil
 	}
-	repo, err := git.PlainOpenWithOptions(tree.Root(), &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
+	repo, err := source.OpenGit(tree.Root())
 	if err != nil {
 		return fmt.Errorf("check: --range needs a git repository: %s: %w", dir, err)
 	}
@@ -224,7 +224,7 @@ func checkRepo(c *cobra.Command, cat *patches.Catalog, dir string, rng [2]string
 		}
 	}
 	opts.OpenRepo = func() (*git.Repository, error) {
-		return git.PlainOpenWithOptions(tree.Root(), &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
+		return source.OpenGit(tree.Root())
 	}
 	rs, err := upstream.Range(ctx, repo, tree.Root(), tree.Project(), hs[0], hs[1], [2]string{rng[0], to}, ps, opts)
 	if err != nil {
