@@ -9,9 +9,32 @@ import (
 	"github.com/sergi/go-diff/diffmatchpatch"
 )
 
-// FuzzyMinScore is the lowest similarity (0..1) at which a fuzzy match is
-// accepted: twice the hunk lines found, over the hunk's old side plus the
-// region it lands on.
+// The fuzz policy. A hunk whose old side is not found byte for byte (at its
+// line or at any offset) may still be placed by similarity, as follows.
+//
+//  1. A candidate region is located with diff-match-patch's bitap matcher
+//     over lines (at most half of the first 32 old-side lines may differ),
+//     and the old side is aligned to the region around it by longest common
+//     subsequence.
+//  2. Anchors must be there exactly: every removed line, and for a pure
+//     insertion the context line just before it and just after it. Anchors
+//     of one change must be found in the hunk's order with no file line
+//     between them. A missing anchor, or a line between anchors, is a
+//     conflict: that is where the change goes, and a guess there could
+//     change the wrong code.
+//  3. Every other context line is only evidence of place. A context line
+//     that is missing (or changed) and a file line that is not in the hunk
+//     (inserted upstream between context lines) count the same way: each
+//     lowers the score and is named in the reason ("1 of 7 context lines
+//     not found", "1 line not in the hunk between its context lines").
+//  4. The score is 2 × (old-side lines found) / (old-side lines + lines of
+//     the region they span); below FuzzyMinScore the hunk is a conflict.
+//
+// So one missing context line and one inserted line away from the change
+// are both fuzzy, and both are conflicts next to it.
+
+// FuzzyMinScore is the lowest score (see the fuzz policy above) at which a
+// fuzzy match is accepted.
 const FuzzyMinScore = 0.6
 
 // fuzzyPatternLines caps the lines handed to the bit-parallel matcher (it
@@ -451,12 +474,29 @@ func matchFuzzy(t *text, h *Hunk, oldK []string, pos0, exp, minPos, offset int) 
 		fi = a + 1
 	}
 	repl = append(repl, pending...)
-	differ := n - matched
 	res := HunkResult{
 		Status: Fuzzy, Line: first + 1, Offset: first - pos0, Score: score,
-		Reason: fmt.Sprintf("%d of %d context lines differ", differ, n),
+		Reason: fuzzyReason(n-matched, n, last+1-first-matched),
 	}
 	return res, &edit{start: first, end: last + 1, repl: repl, hunk: h}, first - pos0, last + 1
+}
+
+// fuzzyReason says what differs around a fuzzy hunk: context lines not
+// found, and file lines inside the region that the hunk does not have.
+func fuzzyReason(missing, n, extra int) string {
+	var parts []string
+	if missing > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d context lines not found", missing, n))
+	}
+	if extra == 1 {
+		parts = append(parts, "1 line not in the hunk between its context lines")
+	} else if extra > 1 {
+		parts = append(parts, fmt.Sprintf("%d lines not in the hunk between its context lines", extra))
+	}
+	if len(parts) == 0 {
+		parts = append(parts, fmt.Sprintf("all %d context lines found", n))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func clip(s string) string {

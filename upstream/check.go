@@ -161,7 +161,7 @@ func describe(r *Result, pl *patches.Plan) {
 				r.Source, r.SourceLine = firstFile.Diff.Source, h.Line
 			}
 			if r.Status == Fuzzy {
-				r.Detail = fmt.Sprintf("hunk %d of %s located by similarity (score %.2f) at line %d", first.Index+1, firstFile.Path, first.Score, first.Line)
+				r.Detail = fmt.Sprintf("hunk %d of %s located by similarity (score %.2f) at line %d: %s", first.Index+1, firstFile.Path, first.Score, first.Line, first.Reason)
 			} else {
 				r.Detail = fmt.Sprintf("hunk %d of %s: %s", first.Index+1, firstFile.Path, first.Reason)
 			}
