@@ -159,7 +159,7 @@ func matchFile(old []byte, exists bool, fd *FileDiff) *FilePlan {
 	var edits []edit
 	offset, minPos := 0, 0
 	for i, h := range fd.Hunks {
-		res, e, nextOffset, nextMin := matchHunk(t, h, offset, minPos)
+		res, e, nextOffset, nextMin := matchHunk(t, h, offset, minPos, true)
 		res.Index = i
 		fp.Hunks = append(fp.Hunks, res)
 		if res.Status == Conflict {
@@ -268,8 +268,10 @@ func regionOf(t *text, start, end int) *Region {
 
 // matchHunk resolves one hunk. offset is the cumulative offset of earlier
 // hunks; minPos the first old line a hunk may touch. It returns the result,
-// the edit (nil when nothing changes) and the offset and minPos for the next hunk.
-func matchHunk(t *text, h *Hunk, offset, minPos int) (HunkResult, *edit, int, int) {
+// the edit (nil when nothing changes) and the offset and minPos for the next
+// hunk. Without explain, a conflict does not look for the nearest region
+// (an anchor search only needs to know whether the hunk resolves).
+func matchHunk(t *text, h *Hunk, offset, minPos int, explain bool) (HunkResult, *edit, int, int) {
 	oldK, newK := hunkSides(h)
 	n, m := len(oldK), len(newK)
 	pos0 := h.OldStart - 1 // 0-based index of the first old line
@@ -352,19 +354,22 @@ func matchHunk(t *text, h *Hunk, offset, minPos int) (HunkResult, *edit, int, in
 	if n == 0 {
 		return HunkResult{Status: Conflict, Line: lineOf(exp), Reason: fmt.Sprintf("insertion point line %d is not in the file", h.OldStart)}, nil, offset, minPos
 	}
-	return matchFuzzy(t, h, oldK, pos0, exp, minPos, offset)
+	return matchFuzzy(t, h, oldK, pos0, exp, minPos, offset, explain)
 }
 
 // matchFuzzy locates a candidate with diff-match-patch's bitap matcher over
 // lines, aligns the hunk's old side to it, and accepts it only when every
 // removed line is present byte for byte, in runs as in the hunk, and the
 // similarity reaches FuzzyMinScore.
-func matchFuzzy(t *text, h *Hunk, oldK []string, pos0, exp, minPos, offset int) (HunkResult, *edit, int, int) {
+func matchFuzzy(t *text, h *Hunk, oldK []string, pos0, exp, minPos, offset int, explain bool) (HunkResult, *edit, int, int) {
 	n := len(oldK)
 	conflict := func(reason string, near *Region) (HunkResult, *edit, int, int) {
 		return HunkResult{Status: Conflict, Line: h.OldStart, Reason: reason, Nearest: near}, nil, offset, minPos
 	}
 	cand := locate(t.keys[minPos:], oldK, exp-minPos)
+	if cand < 0 && !explain {
+		return conflict("no similar region found", nil)
+	}
 	if cand < 0 {
 		s, e, best := bestWindow(t, oldK, exp, minPos)
 		if best == 0 {
@@ -545,15 +550,24 @@ func bestWindow(t *text, oldK []string, exp, minPos int) (int, int, int) {
 		want[k]++
 	}
 	have := map[string]int{}
+	// Only lines of the hunk are counted: most file lines are not.
 	add := func(k string, c *int) {
-		if have[k] < want[k] {
+		w, ok := want[k]
+		if !ok {
+			return
+		}
+		if have[k] < w {
 			*c++
 		}
 		have[k]++
 	}
 	remove := func(k string, c *int) {
+		w, ok := want[k]
+		if !ok {
+			return
+		}
 		have[k]--
-		if have[k] < want[k] {
+		if have[k] < w {
 			*c--
 		}
 	}

@@ -80,6 +80,9 @@ type RepoCache struct {
 
 // NewRepoCache returns a cache rooted at dir ("" for DefaultCacheDir).
 func NewRepoCache(dir string) (*RepoCache, error) {
+	if err := NetTimeoutFromEnv(); err != nil {
+		return nil, err
+	}
 	if dir == "" {
 		d, err := DefaultCacheDir()
 		if err != nil {
@@ -204,7 +207,9 @@ func openStore(path string) (*git.Repository, error) {
 	if _, err := os.Stat(filepath.Join(path, "config")); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, git.ErrRepositoryNotExists)
 	}
-	st := filesystem.NewStorageWithOptions(osfs.New(path), cache.NewObjectLRUDefault(), filesystem.Options{KeepDescriptors: true})
+	// A small object cache: a range walk keeps its own cache of file
+	// contents (RevisionCache), and each worker opens a handle.
+	st := filesystem.NewStorageWithOptions(osfs.New(path), cache.NewObjectLRU(32*cache.MiByte), filesystem.Options{KeepDescriptors: true})
 	return git.Open(st, nil)
 }
 
@@ -313,6 +318,9 @@ func (u *Upstream) Fetch(ctx context.Context) error {
 }
 
 func (u *Upstream) fetch(ctx context.Context) error {
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, maxFetchTime)
+	defer cancel()
 	err := u.Repo.FetchContext(ctx, &git.FetchOptions{
 		RemoteName: "origin",
 		RefSpecs:   refSpecs,
@@ -327,7 +335,14 @@ func (u *Upstream) fetch(ctx context.Context) error {
 	case errors.Is(err, git.NoErrAlreadyUpToDate):
 		u.Fetched = true
 		return nil
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+	case parent.Err() != nil:
+		return parent.Err() // the caller's cancel or deadline
+	case isTimeout(err):
+		if ctx.Err() != nil {
+			return fmt.Errorf("remote %s: fetch from %s did not finish within %s", u.URL, remoteHost(u.URL), maxFetchTime)
+		}
+		return fmt.Errorf("remote %s: %s did not answer within %s (set SMPATCH_NET_TIMEOUT to wait longer)", u.URL, remoteHost(u.URL), NetTimeout())
+	case errors.Is(err, context.Canceled):
 		return err
 	case errors.Is(err, transport.ErrRepositoryNotFound), errors.Is(err, transport.ErrEmptyRemoteRepository):
 		return fmt.Errorf("remote %s: %w", u.URL, err)
@@ -455,6 +470,7 @@ var transportsOnce sync.Once
 // installed (go-git's file transport runs git-upload-pack otherwise).
 func setupTransports() {
 	transportsOnce.Do(func() {
+		installNetTransports()
 		if _, err := exec.LookPath("git-upload-pack"); err == nil {
 			return
 		}

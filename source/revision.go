@@ -29,6 +29,8 @@ type RevisionTree struct {
 	project Project
 	url     string
 	hint    *TagHint
+	cache   *RevisionCache
+	known   map[string]plumbing.Hash // blob hashes of files listed
 }
 
 var _ Tree = (*RevisionTree)(nil)
@@ -48,6 +50,16 @@ func OpenRevision(repo *git.Repository, commit plumbing.Hash, p Project, url str
 	t, err := c.Tree()
 	if err != nil {
 		return nil, fmt.Errorf("commit %s: tree: %w", commit, err)
+	}
+	return &RevisionTree{repo: repo, commit: c, tree: t, project: p, url: url}, nil
+}
+
+// OpenRevisionOf is OpenRevision for a commit already decoded (through any
+// handle on the repository); its tree is read through repo.
+func OpenRevisionOf(repo *git.Repository, c *object.Commit, p Project, url string) (*RevisionTree, error) {
+	t, err := repo.TreeObject(c.TreeHash)
+	if err != nil {
+		return nil, fmt.Errorf("commit %s: tree: %w", c.Hash, err)
 	}
 	return &RevisionTree{repo: repo, commit: c, tree: t, project: p, url: url}, nil
 }
@@ -80,9 +92,43 @@ func (t *RevisionTree) CheckProject() error {
 // Commit is the commit the tree is read from.
 func (t *RevisionTree) Commit() *object.Commit { return t.commit }
 
+// SetCache shares c with other revisions of the same repository.
+func (t *RevisionTree) SetCache(c *RevisionCache) { t.cache = c }
+
 // ReadFile reads a repository-relative path from the commit.
 func (t *RevisionTree) ReadFile(rel string) ([]byte, error) {
-	return readBlob(t.repo, t.tree, rel)
+	if t.cache == nil {
+		return readBlob(t.repo, t.tree, rel)
+	}
+	h, ok := t.FileHash(rel)
+	if !ok {
+		return readBlob(t.repo, t.tree, rel) // the error, as without a cache
+	}
+	if data, ok := t.cache.blob(h); ok {
+		return data, nil
+	}
+	data, err := readBlobHash(t.repo, h, rel)
+	if err == nil {
+		t.cache.putBlob(h, data)
+	}
+	return data, err
+}
+
+// FileHash is the blob hash of the regular file rel, as a key for what was
+// worked out from its bytes; false when rel is not a regular file.
+func (t *RevisionTree) FileHash(rel string) (plumbing.Hash, bool) {
+	if h, ok := t.known[rel]; ok {
+		return h, true
+	}
+	clean := path.Clean(rel)
+	if rel == "" || clean != rel || strings.HasPrefix(clean, "../") || clean == ".." || path.IsAbs(clean) {
+		return plumbing.ZeroHash, false
+	}
+	e, err := t.tree.FindEntry(rel)
+	if err != nil || !e.Mode.IsFile() {
+		return plumbing.ZeroHash, false
+	}
+	return e.Hash, true
 }
 
 // readBlob reads rel from tree through the repository's object store.
@@ -137,6 +183,25 @@ func (t *RevisionTree) ListFiles(dir string) ([]string, error) {
 	} else {
 		dir = ""
 	}
+	if t.cache != nil {
+		l, err := t.listCached(tree.Hash, dir)
+		if err != nil {
+			return nil, err
+		}
+		if t.known == nil {
+			t.known = map[string]plumbing.Hash{}
+		}
+		out := make([]string, len(l))
+		for i, e := range l {
+			name := e.name
+			if dir != "" {
+				name = dir + "/" + name
+			}
+			out[i] = name
+			t.known[name] = e.hash
+		}
+		return out, nil
+	}
 	var out []string
 	w := object.NewTreeWalker(tree, true, nil)
 	defer w.Close()
@@ -157,6 +222,38 @@ func (t *RevisionTree) ListFiles(dir string) ([]string, error) {
 		out = append(out, name)
 	}
 	sort.Strings(out)
+	return out, nil
+}
+
+// listCached lists the regular files under the tree h with their blob
+// hashes, sorted by name (relative to the tree). Listings are kept per tree
+// hash, so a walk over many commits decodes only the directories that
+// changed.
+func (t *RevisionTree) listCached(h plumbing.Hash, dir string) ([]listed, error) {
+	if l, ok := t.cache.listing(h); ok {
+		return l, nil
+	}
+	tree, err := t.repo.TreeObject(h)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", dir, err)
+	}
+	var out []listed
+	for _, e := range tree.Entries {
+		switch e.Mode {
+		case filemode.Dir:
+			sub, err := t.listCached(e.Hash, path.Join(dir, e.Name))
+			if err != nil {
+				return nil, err
+			}
+			for _, s := range sub {
+				out = append(out, listed{name: t.cache.intern(e.Name + "/" + s.name), hash: s.hash})
+			}
+		case filemode.Regular, filemode.Executable, filemode.Deprecated:
+			out = append(out, listed{name: t.cache.intern(e.Name), hash: e.Hash})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	t.cache.putListing(h, out)
 	return out, nil
 }
 
@@ -275,6 +372,10 @@ type tagIndex struct {
 	tags map[plumbing.Hash][]string
 	err  error
 }
+
+// VersionTags maps the commits of repo that carry version tags to those
+// tags' names; read once per repository handle.
+func VersionTags(repo *git.Repository) (map[plumbing.Hash][]string, error) { return versionTags(repo) }
 
 func versionTags(repo *git.Repository) (map[plumbing.Hash][]string, error) {
 	v, _ := tagIndexes.LoadOrStore(repo, &tagIndex{})

@@ -91,14 +91,14 @@ func StatusOf(pl *patches.Plan) Status {
 func CheckTree(ctx context.Context, t source.Tree, ps []*patches.Patch, opts Options) []Result {
 	out := make([]Result, 0, len(ps))
 	for _, p := range ps {
-		out = append(out, checkOne(ctx, t, p, opts))
+		out = append(out, checkOne(ctx, t, p, opts, nil))
 	}
 	return out
 }
 
-func checkOne(ctx context.Context, t source.Tree, p *patches.Patch, opts Options) Result {
+func checkOne(ctx context.Context, t source.Tree, p *patches.Patch, opts Options, memo *patches.Memo) Result {
 	r := Result{Project: p.Project, Patch: p.Name, Revision: t.Root(), Source: p.File, SourceLine: 1}
-	pl, err := patches.NewPlan(ctx, p, t, patches.PlanOptions{Strict: opts.Strict})
+	pl, err := patches.NewPlan(ctx, p, t, patches.PlanOptions{Strict: opts.Strict, Memo: memo})
 	if err != nil {
 		r.Status = Error
 		r.Detail = err.Error()
