@@ -481,15 +481,38 @@ func matchFuzzy(t *text, h *Hunk, oldK []string, pos0, exp, minPos, offset int, 
 	repl = append(repl, pending...)
 	res := HunkResult{
 		Status: Fuzzy, Line: first + 1, Offset: first - pos0, Score: score,
-		Reason: fuzzyReason(n-matched, n, last+1-first-matched),
+		Reason: fuzzyReason(align, n),
 	}
 	return res, &edit{start: first, end: last + 1, repl: repl, hunk: h}, first - pos0, last + 1
 }
 
-// fuzzyReason says what differs around a fuzzy hunk: context lines not
-// found, and file lines inside the region that the hunk does not have.
-func fuzzyReason(missing, n, extra int) string {
+// fuzzyReason says what differs around a fuzzy hunk, from the alignment of
+// its old side (align[i]: file line of old line i, -1 when not found):
+// between two lines found, old lines not found facing as many file lines
+// are changed; the rest are missing (old) or not in the hunk (file).
+func fuzzyReason(align []int, n int) string {
+	changed, missing, extra := 0, 0, 0
+	po, pa := -1, -1
+	for o, a := range align {
+		if a < 0 {
+			continue
+		}
+		if pa >= 0 {
+			gm, ge := o-po-1, a-pa-1
+			c := min(gm, ge)
+			changed += c
+			missing += gm - c
+			extra += ge - c
+		} else {
+			missing += o // old lines before the first found
+		}
+		po, pa = o, a
+	}
+	missing += n - 1 - po // old lines after the last found
 	var parts []string
+	if changed > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d context lines changed", changed, n))
+	}
 	if missing > 0 {
 		parts = append(parts, fmt.Sprintf("%d of %d context lines not found", missing, n))
 	}

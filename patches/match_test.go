@@ -300,6 +300,7 @@ func TestFuzzPolicySymmetric(t *testing.T) {
 		{"context line missing", "A\nC\nD\nE\nF\nG\n", Fuzzy, "1 of 7 context lines not found"},
 		{"line inserted", "A\nQ\nB\nC\nD\nE\nF\nG\n", Fuzzy, "1 line not in the hunk between its context lines"},
 		{"both", "A\nQ\nB\nC\nD\nF\nG\n", Fuzzy, "1 of 7 context lines not found, 1 line not in the hunk between its context lines"},
+		{"context line changed", "A\nB2\nC\nD\nE\nF\nG\n", Fuzzy, "1 of 7 context lines changed"},
 		{"anchor missing", "A\nB\nD\nE\nF\nG\n", Conflict, "next to the change not found"},
 		{"line inserted between anchors", "A\nB\nC\nQ\nD\nE\nF\nG\n", Conflict, "not contiguous"},
 	} {

@@ -295,6 +295,9 @@ func (pl *Plan) try(ctx context.Context, t source.Tree, c *Variant, opts PlanOpt
 		a.Reason = firstConflict(files)
 	} else if o == OutcomeFuzzy && opts.Strict {
 		a.Reason = "fuzzy hunks (strict)"
+		if f := firstFuzzy(files); f != "" {
+			a.Reason += ": " + f
+		}
 	}
 	pl.Attempts = append(pl.Attempts, a)
 	pl.attemptFiles = append(pl.attemptFiles, files)
@@ -314,6 +317,29 @@ func (pl *Plan) setReason() {
 			pl.Reason += fmt.Sprintf(" (and %d more)", n-1)
 		}
 	}
+}
+
+// Tried is every variant's attempt, each with its first failing hunk, when
+// the plan does not resolve and more than one variant was planned (or none
+// was chosen); nil otherwise. It is what a person needs to see why nothing
+// resolves, beyond the one variant shown.
+func (pl *Plan) Tried() []Attempt {
+	if pl.Outcome() == OutcomeNoVariant || (len(pl.Attempts) > 1 && !resolves(pl.Outcome(), false)) {
+		return pl.Attempts
+	}
+	return nil
+}
+
+// firstFuzzy names the first fuzzy hunk of files.
+func firstFuzzy(files []*FilePlan) string {
+	for _, f := range files {
+		for _, h := range f.Hunks {
+			if h.Status == Fuzzy {
+				return fmt.Sprintf("%s: hunk %d: %s", f.Path, h.Index+1, h.Reason)
+			}
+		}
+	}
+	return ""
 }
 
 func firstConflict(files []*FilePlan) string {

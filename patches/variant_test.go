@@ -100,7 +100,7 @@ func TestVariantStrict(t *testing.T) {
 		t.Errorf("changes %q", pl.Changes())
 	}
 	pl, _ = NewPlan(context.Background(), p, tree, PlanOptions{Strict: true})
-	if pl.OK(true) || pl.Attempts[0].Reason != "fuzzy hunks (strict)" {
+	if pl.OK(true) || pl.Attempts[0].Reason != "fuzzy hunks (strict): c.py: hunk 1: 1 of 6 context lines changed" {
 		t.Errorf("strict: %s %+v", pl.Outcome(), pl.Attempts)
 	}
 }

@@ -209,7 +209,7 @@ func openStore(path string) (*git.Repository, error) {
 	}
 	// A small object cache: a range walk keeps its own cache of file
 	// contents (RevisionCache), and each worker opens a handle.
-	st := filesystem.NewStorageWithOptions(osfs.New(path), cache.NewObjectLRU(32*cache.MiByte), filesystem.Options{KeepDescriptors: true})
+	st := filesystem.NewStorageWithOptions(osfs.New(path), cache.NewObjectLRU(16*cache.MiByte), filesystem.Options{KeepDescriptors: true})
 	return git.Open(st, nil)
 }
 
@@ -369,7 +369,49 @@ func (u *Upstream) Resolve(ctx context.Context, rev string) (plumbing.Hash, erro
 	if h, ok := resolveLocal(u.Repo, rev, false); ok {
 		return h, nil
 	}
+	if err := unreadableRef(u.Repo, rev); err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("cache %s is corrupt: %v; remove it (rm -rf %s) and run again to fetch it afresh", u.Path, err, u.Path)
+	}
 	return plumbing.ZeroHash, unknownRevision(u.Repo, rev, u.URL)
+}
+
+// unreadableRef returns why rev, a reference the repository has, cannot be
+// followed to a commit (a damaged or missing object), or nil.
+func unreadableRef(repo *git.Repository, rev string) error {
+	for _, name := range []plumbing.ReferenceName{
+		plumbing.NewTagReferenceName(rev),
+		plumbing.NewBranchReferenceName(rev),
+		plumbing.NewRemoteReferenceName("origin", rev),
+	} {
+		ref, err := repo.Reference(name, true)
+		if err != nil {
+			continue
+		}
+		h := ref.Hash()
+		for i := 0; i < 10; i++ {
+			o, err := repo.Storer.EncodedObject(plumbing.AnyObject, h)
+			if err != nil {
+				return fmt.Errorf("%s -> %s: %w", name, h, err)
+			}
+			switch o.Type() {
+			case plumbing.CommitObject:
+				if _, err := object.DecodeCommit(repo.Storer, o); err != nil {
+					return fmt.Errorf("%s -> commit %s: %w", name, h, err)
+				}
+				return nil
+			case plumbing.TagObject:
+				tg, err := object.DecodeTag(repo.Storer, o)
+				if err != nil {
+					return fmt.Errorf("%s -> tag %s: %w", name, h, err)
+				}
+				h = tg.Target
+				continue
+			}
+			return nil // points at something else: not corruption
+		}
+		return nil
+	}
+	return nil
 }
 
 // ResolveRevision resolves rev in repo without fetching.
@@ -447,6 +489,9 @@ func unknownRevision(repo *git.Repository, rev, url string) error {
 			n := r.Name()
 			if n.IsTag() || n.IsBranch() {
 				s := n.Short()
+				if s == rev {
+					return nil // never "did you mean" the name asked for
+				}
 				if strings.HasPrefix(s, rev) || strings.HasPrefix(rev, s) && len(s) > 1 {
 					names = append(names, s)
 				}

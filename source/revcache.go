@@ -78,7 +78,7 @@ func (c *RevisionCache) listing(h plumbing.Hash) ([]listed, bool) {
 }
 
 // maxListed bounds the listing entries kept (about 40 bytes each).
-const maxListed = 1 << 20
+const maxListed = 1 << 18
 
 func (c *RevisionCache) putListing(h plumbing.Hash, l []listed) {
 	c.mu.Lock()

@@ -53,6 +53,9 @@ type Result struct {
 	SourceLine int    `json:"source_line,omitempty"`
 	// Hunks counts hunks by status ("exact": 2, "offset": 1).
 	Hunks map[string]int `json:"hunks,omitempty"`
+	// Attempts lists every variant planned, each with its first failing
+	// hunk, when none resolves.
+	Attempts []patches.Attempt `json:"attempts,omitempty"`
 	// With --range: the status at the start of the range and every change
 	// after it, oldest first.
 	Range   *RangeInfo `json:"range,omitempty"`
@@ -114,6 +117,7 @@ func describe(r *Result, pl *patches.Plan) {
 	r.Variant = patches.VariantLabel(pl.Variant)
 	r.Version = pl.Version
 	r.VersionFrom = pl.VersionFrom
+	r.Attempts = pl.Tried()
 	r.Hunks = map[string]int{}
 	var first *patches.HunkResult
 	var firstFile *patches.FilePlan

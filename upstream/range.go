@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strings"
@@ -21,6 +23,11 @@ import (
 	"github.com/smpatch/smpatch/patches"
 	"github.com/smpatch/smpatch/source"
 )
+
+// rangeMemoryLimit is the soft memory limit of a range walk: what it keeps
+// (file contents and listings, go-git's object caches and pack indexes) is
+// about 100 MB on sglang's history.
+const rangeMemoryLimit = 180 << 20
 
 // RangeInfo is a patch's history over a range of commits.
 type RangeInfo struct {
@@ -52,6 +59,11 @@ type Change struct {
 // unchanged directories are never read. Blobs are read from the object
 // store: no work tree.
 func Range(ctx context.Context, repo *git.Repository, url string, p source.Project, from, to plumbing.Hash, rng [2]string, ps []*patches.Patch, opts Options) ([]Result, error) {
+	// A walk inflates thousands of blobs: collect garbage before the heap
+	// doubles past what is kept, unless the user chose a limit.
+	if os.Getenv("GOMEMLIMIT") == "" {
+		defer debug.SetMemoryLimit(debug.SetMemoryLimit(rangeMemoryLimit))
+	}
 	chain, base, err := firstParentChain(ctx, repo, from, to)
 	if err != nil {
 		return nil, err
@@ -137,7 +149,7 @@ func Range(ctx context.Context, repo *git.Repository, url string, p source.Proje
 	for i := range ps {
 		results[i] = map[string]Result{}
 	}
-	cache := source.NewRevisionCache(64 << 20)
+	cache := source.NewRevisionCache(24 << 20)
 	memo := patches.NewMemo()
 	var mu, sharedMu sync.Mutex
 	var firstErr error
