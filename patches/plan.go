@@ -154,6 +154,7 @@ func VariantLabel(v *Variant) string {
 // missing variant is a Plan whose Outcome says so.
 func NewPlan(ctx context.Context, p *Patch, t source.Tree, opts PlanOptions) (*Plan, error) {
 	pl := &Plan{Patch: p}
+	defer pl.noteMoved()
 	v, from, err := t.Version(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%s: reading version: %w", t.Root(), err)
@@ -316,6 +317,24 @@ func (pl *Plan) setReason() {
 		if n := len(pl.Conflicts()); n > 1 {
 			pl.Reason += fmt.Sprintf(" (and %d more)", n-1)
 		}
+	}
+}
+
+// noteMoved adds to the variant's reason the files its diffs name that were
+// found elsewhere by anchor search, so that the label shown beside the
+// variant says where its hunks went.
+func (pl *Plan) noteMoved() {
+	if pl.Variant == nil {
+		return
+	}
+	var moved []string
+	for _, fp := range pl.Files {
+		if fp.Diff != nil && fp.Path != fp.Diff.Path() {
+			moved = append(moved, fmt.Sprintf("%s found by search as %s", fp.Diff.Path(), fp.Path))
+		}
+	}
+	if len(moved) > 0 {
+		pl.VariantReason += "; " + strings.Join(moved, "; ")
 	}
 }
 
