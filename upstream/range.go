@@ -26,8 +26,8 @@ import (
 
 // rangeMemoryLimit is the soft memory limit of a range walk: what it keeps
 // (file contents and listings, go-git's object caches and pack indexes) is
-// about 100 MB on sglang's history.
-const rangeMemoryLimit = 180 << 20
+// about 100 MB on sglang's history; the binary's own pages come on top.
+const rangeMemoryLimit = 140 << 20
 
 // RangeInfo is a patch's history over a range of commits.
 type RangeInfo struct {
@@ -149,7 +149,7 @@ func Range(ctx context.Context, repo *git.Repository, url string, p source.Proje
 	for i := range ps {
 		results[i] = map[string]Result{}
 	}
-	cache := source.NewRevisionCache(24 << 20)
+	cache := source.NewRevisionCache(16 << 20)
 	memo := patches.NewMemo()
 	var mu, sharedMu sync.Mutex
 	var firstErr error
