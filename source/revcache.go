@@ -18,6 +18,7 @@ type RevisionCache struct {
 	lists    map[plumbing.Hash][]listed
 	listed   int               // entries in lists
 	names    map[string]string // one copy of each path listed
+	full     map[pathsKey][]string
 	blobs    map[plumbing.Hash]*list.Element
 	order    *list.List // of *cachedBlob, most recent first
 	size     int64
@@ -36,7 +37,7 @@ type cachedBlob struct {
 
 // NewRevisionCache keeps up to maxBytes of file contents.
 func NewRevisionCache(maxBytes int64) *RevisionCache {
-	return &RevisionCache{lists: map[plumbing.Hash][]listed{}, names: map[string]string{}, blobs: map[plumbing.Hash]*list.Element{}, order: list.New(), maxBytes: maxBytes}
+	return &RevisionCache{lists: map[plumbing.Hash][]listed{}, names: map[string]string{}, full: map[pathsKey][]string{}, blobs: map[plumbing.Hash]*list.Element{}, order: list.New(), maxBytes: maxBytes}
 }
 
 func (c *RevisionCache) blob(h plumbing.Hash) ([]byte, bool) {
@@ -77,6 +78,35 @@ func (c *RevisionCache) listing(h plumbing.Hash) ([]listed, bool) {
 	return l, ok
 }
 
+type pathsKey struct {
+	tree   plumbing.Hash
+	prefix string
+}
+
+// paths is the listing l of the tree h under prefix as repository paths,
+// made once per (tree, prefix). The slice is shared: read it only.
+func (c *RevisionCache) paths(h plumbing.Hash, prefix string, l []listed) []string {
+	k := pathsKey{h, prefix}
+	c.mu.Lock()
+	if p, ok := c.full[k]; ok {
+		c.mu.Unlock()
+		return p
+	}
+	c.mu.Unlock()
+	out := make([]string, len(l))
+	for i, e := range l {
+		out[i] = c.intern(prefix + e.name)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.listed+len(out) > maxListed {
+		c.lists, c.full, c.listed = map[plumbing.Hash][]listed{}, map[pathsKey][]string{}, 0
+	}
+	c.full[k] = out
+	c.listed += len(out)
+	return out
+}
+
 // maxListed bounds the listing entries kept (about 40 bytes each).
 const maxListed = 1 << 18
 
@@ -84,7 +114,7 @@ func (c *RevisionCache) putListing(h plumbing.Hash, l []listed) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.listed+len(l) > maxListed {
-		c.lists, c.listed = map[plumbing.Hash][]listed{}, 0
+		c.lists, c.full, c.listed = map[plumbing.Hash][]listed{}, map[pathsKey][]string{}, 0
 	}
 	c.lists[h] = l
 	c.listed += len(l)

@@ -30,7 +30,13 @@ type RevisionTree struct {
 	url     string
 	hint    *TagHint
 	cache   *RevisionCache
-	known   map[string]plumbing.Hash // blob hashes of files listed
+	known   []knownDir // directories listed, for FileHash
+}
+
+// knownDir is a directory listed through the cache: its files' blob hashes.
+type knownDir struct {
+	prefix string // "dir/", or "" for the root
+	files  []listed
 }
 
 var _ Tree = (*RevisionTree)(nil)
@@ -112,8 +118,15 @@ func (t *RevisionTree) ReadFile(rel string) ([]byte, error) {
 // FileHash is the blob hash of the regular file rel, as a key for what was
 // worked out from its bytes; false when rel is not a regular file.
 func (t *RevisionTree) FileHash(rel string) (plumbing.Hash, bool) {
-	if h, ok := t.known[rel]; ok {
-		return h, true
+	for _, kd := range t.known {
+		if !strings.HasPrefix(rel, kd.prefix) {
+			continue
+		}
+		name := rel[len(kd.prefix):]
+		i := sort.Search(len(kd.files), func(i int) bool { return kd.files[i].name >= name })
+		if i < len(kd.files) && kd.files[i].name == name {
+			return kd.files[i].hash, true
+		}
 	}
 	clean := path.Clean(rel)
 	if rel == "" || clean != rel || strings.HasPrefix(clean, "../") || clean == ".." || path.IsAbs(clean) {
@@ -183,19 +196,12 @@ func (t *RevisionTree) ListFiles(dir string) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		if t.known == nil {
-			t.known = map[string]plumbing.Hash{}
+		prefix := ""
+		if dir != "" {
+			prefix = dir + "/"
 		}
-		out := make([]string, len(l))
-		for i, e := range l {
-			name := e.name
-			if dir != "" {
-				name = dir + "/" + name
-			}
-			out[i] = name
-			t.known[name] = e.hash
-		}
-		return out, nil
+		t.known = append(t.known, knownDir{prefix, l})
+		return t.cache.paths(tree.Hash, prefix, l), nil
 	}
 	var out []string
 	w := object.NewTreeWalker(tree, true, nil)
