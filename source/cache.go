@@ -247,7 +247,9 @@ func verify(repo *git.Repository, url string) error {
 		if r.Type() != plumbing.HashReference {
 			return nil
 		}
-		if _, err := repo.Storer.EncodedObject(plumbing.AnyObject, r.Hash()); err != nil {
+		// The index says whether the object is there, without inflating
+		// it: damaged bytes are found when a revision is read.
+		if err := repo.Storer.HasEncodedObject(r.Hash()); err != nil {
 			return fmt.Errorf("%s -> %s: %w", r.Name(), r.Hash(), err)
 		}
 		return nil
@@ -331,6 +333,11 @@ func (u *Upstream) fetch(ctx context.Context) error {
 	switch {
 	case err == nil:
 		u.Fetched = true
+		// One packed-refs file instead of a file per tag and branch: every
+		// later open reads them all.
+		if err := u.Repo.Storer.PackRefs(); err != nil {
+			return fmt.Errorf("cache %s: pack refs: %w", u.Path, err)
+		}
 		return nil
 	case errors.Is(err, git.NoErrAlreadyUpToDate):
 		u.Fetched = true
