@@ -29,8 +29,16 @@ func (s *logSink) Write(p []byte) (int, error) {
 	for len(data) > 0 {
 		i := bytes.IndexByte(data, '\n')
 		if i < 0 {
-			if len(s.partial) < maxLineBytes {
-				s.partial = append(s.partial, data...)
+			s.partial = append(s.partial, data...)
+			if len(s.partial) >= maxLineBytes {
+				// A line redrawn with carriage returns for megabytes (a
+				// progress bar): match what is drawn so far, keep the rest.
+				cut := bytes.LastIndexByte(s.partial, '\r') + 1
+				if cut == 0 {
+					cut = len(s.partial)
+				}
+				s.partialMatch(string(s.partial[:cut]))
+				s.partial = append(s.partial[:0], s.partial[cut:]...)
 			}
 			break
 		}
@@ -43,6 +51,13 @@ func (s *logSink) Write(p []byte) (int, error) {
 		data = data[i+1:]
 	}
 	return n, err
+}
+
+func (s *logSink) partialMatch(l string) {
+	if m := s.sc.Partial(l); m != nil && s.cause == nil {
+		s.cause = m
+		close(s.fatal)
+	}
 }
 
 func (s *logSink) line(l string) {

@@ -107,6 +107,8 @@ func toProbeRequirements(r patches.Requirements) probe.Requirements {
 		CUDAMin:          r.CUDAMin,
 		P2PAll:           r.P2PAll,
 		Packages:         r.Packages,
+		TP:               r.TP,
+		NVLink:           r.NVLink,
 	}
 }
 

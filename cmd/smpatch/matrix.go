@@ -16,6 +16,7 @@ func newMatrixCmd(g *globalOptions) *cobra.Command {
 		newMatrixRenderCmd(g),
 		newMatrixBuildCmd(g),
 		newMatrixRunCmd(g),
+		newMatrixCompareCmd(g),
 	)
 	return c
 }

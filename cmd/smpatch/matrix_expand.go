@@ -35,8 +35,8 @@ func (o *matrixOptions) AddFlags(c *cobra.Command) {
 
 // expandMatrix loads FILE, checks its patch names against the catalog and
 // expands it.
-func expandMatrix(g *globalOptions, file string, o *matrixOptions) (*matrix.Expansion, error) {
-	opts := matrix.ExpandOptions{MaxCells: o.MaxCells, RuleFiles: o.Rules, NoDefaultRules: o.NoDefault}
+func expandMatrix(ctx context.Context, g *globalOptions, file string, o *matrixOptions) (*matrix.Expansion, error) {
+	opts := matrix.ExpandOptions{MaxCells: o.MaxCells, RuleFiles: o.Rules, NoDefaultRules: o.NoDefault, Context: ctx}
 	if o.MaxCells < 0 {
 		return nil, exit.With(exit.Usage, fmt.Errorf("--max-cells %d: want a positive number (0: the file's max_cells)", o.MaxCells))
 	}
@@ -101,7 +101,7 @@ func runMatrixExpand(ctx context.Context, g *globalOptions, o *matrixExpandOptio
 	if n := btoi(o.JSON) + btoi(o.Explain) + btoi(o.GitHub); n > 1 {
 		return exit.With(exit.Usage, errors.New("matrix expand: choose one of --json, --explain and --github"))
 	}
-	x, err := expandMatrix(g, args[0], &o.matrixOptions)
+	x, err := expandMatrix(ctx, g, args[0], &o.matrixOptions)
 	if err != nil {
 		return err
 	}
@@ -169,16 +169,21 @@ func writeExpansionJSON(w io.Writer, x *matrix.Expansion) error {
 	if _, err := fmt.Fprintf(w, "%s,\n  \"cells\": [", b); err != nil {
 		return err
 	}
+	// One encoder and one buffer for every cell: the document is written
+	// as it is made, and memory does not grow with it.
+	var cb bytes.Buffer
+	enc := json.NewEncoder(&cb)
+	enc.SetIndent("    ", "  ")
 	for i, c := range x.Cells {
-		cb, err := json.MarshalIndent(c, "    ", "  ")
-		if err != nil {
+		cb.Reset()
+		if i > 0 {
+			cb.WriteByte(',')
+		}
+		cb.WriteString("\n    ")
+		if err := enc.Encode(c); err != nil {
 			return err
 		}
-		sep := ","
-		if i == 0 {
-			sep = ""
-		}
-		if _, err := fmt.Fprintf(w, "%s\n    %s", sep, cb); err != nil {
+		if _, err := w.Write(bytes.TrimSuffix(cb.Bytes(), []byte("\n"))); err != nil {
 			return err
 		}
 	}

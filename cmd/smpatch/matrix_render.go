@@ -57,7 +57,7 @@ func runMatrixRender(ctx context.Context, g *globalOptions, o *matrixRenderOptio
 		}
 		ropts.Refs = r
 	}
-	x, err := expandMatrix(g, args[0], &o.matrixOptions)
+	x, err := expandMatrix(ctx, g, args[0], &o.matrixOptions)
 	if err != nil {
 		return err
 	}

@@ -36,6 +36,9 @@ type matrixRunOptions struct {
 	StopGrace   time.Duration
 	ShmSize     string
 	JSON        bool
+	Repeat      int
+
+	DockerNetwork, DockerGPUs string
 }
 
 func (o *matrixRunOptions) AddFlags(c *cobra.Command) {
@@ -53,7 +56,10 @@ func (o *matrixRunOptions) AddFlags(c *cobra.Command) {
 	f.StringVar(&o.GPUs, "gpus", "", "GPU indices cells may use (0,1,...): each cell gets TP of them (CUDA_VISIBLE_DEVICES; docker --gpus device=), cells running at once never share one")
 	f.DurationVar(&o.StopGrace, "stop-grace", 10*time.Second, "time between SIGTERM and SIGKILL when a server is stopped")
 	f.StringVar(&o.ShmSize, "shm-size", "32g", "docker: --shm-size of each container")
+	f.StringVar(&o.DockerNetwork, "docker-network", "host", "docker: host (--network=host) or bridge (the health URL's port published on 127.0.0.1)")
+	f.StringVar(&o.DockerGPUs, "docker-gpus", "all", "docker: --gpus of each container (none: no --gpus, for hosts without GPUs)")
 	f.BoolVar(&o.JSON, "json", false, "print the results as JSON")
+	f.IntVar(&o.Repeat, "repeat", 0, "run each cell N times, a fresh server each time, round-robin over the cells (default: the matrix's launch.repeat, else 1)")
 }
 
 func newMatrixRunCmd(g *globalOptions) *cobra.Command {
@@ -77,7 +83,7 @@ func newMatrixRunCmd(g *globalOptions) *cobra.Command {
 }
 
 func runMatrix(ctx context.Context, g *globalOptions, file string, o *matrixRunOptions, stdout, stderr io.Writer) error {
-	x, err := expandMatrix(g, file, &o.matrixOptions)
+	x, err := expandMatrix(ctx, g, file, &o.matrixOptions)
 	if err != nil {
 		return err
 	}
@@ -108,6 +114,12 @@ func runMatrix(ctx context.Context, g *globalOptions, file string, o *matrixRunO
 	if err != nil {
 		return err
 	}
+	if o.Repeat != 0 {
+		if o.Repeat < 1 || o.Repeat > 1000 {
+			return exit.With(exit.Usage, fmt.Errorf("--repeat %d: want 1 to 1000", o.Repeat))
+		}
+		opts.Repeat = o.Repeat
+	}
 	opts.Out = o.Out
 	if opts.Out == "" {
 		opts.Out = filepath.Join("results", x.Matrix.Slug())
@@ -128,7 +140,7 @@ func runMatrix(ctx context.Context, g *globalOptions, file string, o *matrixRunO
 	case "local":
 		opts.Runner = launch.Local{}
 	case "docker":
-		opts.Runner = launch.Docker{ShmSize: o.ShmSize}
+		opts.Runner = launch.Docker{ShmSize: o.ShmSize, Network: o.DockerNetwork, GPUs: o.DockerGPUs}
 	default:
 		return exit.With(exit.Usage, fmt.Errorf("--runner %q: want local or docker", o.Runner))
 	}
@@ -259,6 +271,7 @@ type dryRunCell struct {
 	Health  string             `json:"health,omitempty"`
 	Bench   []string           `json:"bench,omitempty"`
 	Image   string             `json:"image,omitempty"`
+	Docker  []string           `json:"docker,omitempty"` // the docker command line (without "docker")
 	Log     string             `json:"log"`
 }
 
@@ -276,6 +289,9 @@ func printDryRun(w io.Writer, cells []*launch.Cell, prev map[string]*launch.Resu
 		}
 		if o.Runner == "docker" {
 			d.Image = c.Image
+			if dk, ok := opts.Runner.(launch.Docker); ok {
+				d.Docker, _ = dk.RunArgs(c)
+			}
 		}
 		switch {
 		case c.Pruned != "":
@@ -315,6 +331,9 @@ func printDryRun(w io.Writer, cells []*launch.Cell, prev map[string]*launch.Resu
 			fmt.Fprintf(w, "  env     %s=%s\n", k, d.Env[k])
 		}
 		fmt.Fprintf(w, "  run     %s\n", strings.Join(d.Command, " "))
+		if len(d.Docker) > 0 {
+			fmt.Fprintf(w, "  docker  docker %s\n", strings.Join(d.Docker, " "))
+		}
 		if d.Health != "" {
 			fmt.Fprintf(w, "  health  %s\n", d.Health)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/smpatch/smpatch/internal/exit"
+	"github.com/smpatch/smpatch/internal/termsafe"
 	"github.com/smpatch/smpatch/patches"
 )
 
@@ -76,6 +77,7 @@ func newRootCmd(g *globalOptions, stdout, stderr io.Writer) *cobra.Command {
 		newMatrixCmd(g),
 		newImageCmd(g),
 		newTriageCmd(g),
+		newJournalCmd(g),
 	)
 	markUsageErrors(root)
 	return root
@@ -99,6 +101,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	g := &globalOptions{}
+	stdout = termsafe.Wrap(stdout) // text from elsewhere never reaches a terminal raw
 	root := newRootCmd(g, stdout, stderr)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
@@ -110,7 +113,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		code = exit.Usage
 	}
 	if !exit.IsSilent(err) {
-		fmt.Fprintf(stderr, "smpatch: %s\n", oneLine(err.Error()))
+		fmt.Fprintf(stderr, "smpatch: %s\n", termsafe.Line(oneLine(err.Error())))
 	}
 	if errors.Is(err, context.Canceled) && code == exit.Failure {
 		code = 130
