@@ -4,7 +4,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 FUZZTIME ?= 5s
 
-.PHONY: all build static test test-crash demo demo-matrix fuzz bench vet clean
+.PHONY: all build static test test-crash demo demo-matrix fuzz bench coverage vet clean
 
 all: build
 
@@ -38,6 +38,14 @@ fuzz:
 
 bench: build
 	./bench/run.sh $(BIN)
+
+# Where each catalog patch applies on real sglang history (release tags and
+# first-parent main), written to docs/coverage.md. Needs a clone:
+# SGLANG_GIT_DIR=~/src/sglang make coverage
+coverage:
+	@if [ -z "$(SGLANG_GIT_DIR)" ]; then echo "make coverage: set SGLANG_GIT_DIR to a clone of sglang with its main branch and release tags, e.g. SGLANG_GIT_DIR=~/src/sglang make coverage" >&2; exit 2; fi
+	$(MAKE) build
+	SGLANG_GIT_DIR="$(SGLANG_GIT_DIR)" ./scripts/coverage.sh $(BIN) > docs/coverage.md.tmp && mv docs/coverage.md.tmp docs/coverage.md || { rm -f docs/coverage.md.tmp; exit 1; }
 
 clean:
 	rm -rf bin

@@ -2,7 +2,8 @@
 # make demo: the main job on the bundled sample tree.
 #
 # Copies examples/sample/sglang (a small synthetic sglang checkout) to a
-# temporary directory, applies the built-in sm120-fusion patch, prints the
+# temporary directory, applies the built-in sm120-fusion and
+# sm120-fusion-auto patches, prints the
 # diff it made and the status, reverts it, and shows the tree is back byte
 # for byte (sha256 of every file before and after).
 #
@@ -34,11 +35,11 @@ sums >"$work/before.sha256"
 step smpatch list
 "$bin" list
 
-step smpatch apply sm120-fusion --repo "$tree" --dry-run
-"$bin" apply sm120-fusion --repo "$tree" --dry-run
+step smpatch apply sm120-fusion sm120-fusion-auto --repo "$tree" --dry-run
+"$bin" apply sm120-fusion sm120-fusion-auto --repo "$tree" --dry-run
 
-step smpatch apply sm120-fusion --repo "$tree"
-"$bin" apply sm120-fusion --repo "$tree"
+step smpatch apply sm120-fusion sm120-fusion-auto --repo "$tree"
+"$bin" apply sm120-fusion sm120-fusion-auto --repo "$tree"
 
 step diff -ru untouched sglang
 (cd "$work" && diff -ru --exclude=.smpatch untouched sglang | sed -E 's/^((---|\+\+\+) [^\t]*)\t.*/\1/') || true
