@@ -108,6 +108,7 @@ func TestBuiltinShapes(t *testing.T) {
 		ov   = "python/sglang/srt/arg_groups/overrides.py"
 		fcf  = "python/sglang/srt/layers/flashinfer_comm_fusion.py"
 		an   = "python/sglang/srt/layers/layer_boundary/residual/add_norm.py"
+		an7  = "python/sglang/srt/layers/communicator/residual/add_norm.py"
 	)
 	tests := []struct {
 		shape        string
@@ -124,6 +125,7 @@ func TestBuiltinShapes(t *testing.T) {
 		{"c5-s5", "platform", "overrides-platform", patches.OutcomeApplies, []string{comm, fcf}, []string{ov}},
 		{"c5-s5-applied", "platform", "overrides-platform", patches.OutcomeAlreadyApplied, nil, nil},
 		{"c6-s5", "platform", "overrides-platform", patches.OutcomeApplies, []string{fcf, an}, []string{ov}},
+		{"c7-s5", "platform", "overrides-platform", patches.OutcomeApplies, []string{an7, fcf}, []string{ov}},
 		{"c2", "", "", patches.OutcomeNoVariant, nil, nil},
 	}
 	for _, tc := range tests {
