@@ -20,4 +20,7 @@ pattern='No supported CUDA architectures found for major versions|SM 12\.x requi
 t() { local s e; s=$(date +%s.%N); "$@" > /dev/null; e=$(date +%s.%N); awk -v s="$s" -v e="$e" 'BEGIN { printf "%.2fs", e - s }'; }
 echo "grep -nE (first match): $(t grep -m1 -nE "$pattern" "$log")"
 echo "smpatch triage:          $(t "$bin" triage "$log")"
-"$bin" triage "$log" | head -2
+# Whole output to a file first: `| head -2` closes the pipe early, and under
+# pipefail the SIGPIPE that triage then gets fails the bench (exit 141).
+"$bin" triage "$log" > "$work/triage.txt"
+head -2 "$work/triage.txt"

@@ -35,7 +35,7 @@ fi
 
 file="${FATBIN_FILE:-}"
 if [ -z "$file" ]; then
-  loc=$("$bin" probe --python "$py" --json 2>/dev/null | sed -n '/"torch": {/,/}/s/.*"location": "\(.*\)".*/\1/p' | head -1)
+  loc=$("$bin" probe --python "$py" --json 2>/dev/null | sed -n '/"torch": {/,/}/s/.*"location": "\(.*\)".*/\1/p' | sed -n 1p)
   [ -n "$loc" ] && [ -f "$loc/torch/lib/libtorch_cuda.so" ] && file="$loc/torch/lib/libtorch_cuda.so"
 fi
 if [ -z "$file" ]; then

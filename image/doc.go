@@ -10,4 +10,7 @@
 // the patch layer (base layers are reused by digest, never re-read), the
 // Destination implementations (Layout, Registry) put results in an OCI
 // layout or a registry, and MatrixBuild does it for every cell of a matrix.
+//
+// It must not know the command line or how cells run: patches decide what
+// the layer holds (patches.PlanSet), launch runs what image builds.
 package image

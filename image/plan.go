@@ -10,7 +10,6 @@ import (
 	"sync"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/hashicorp/go-version"
 
 	"github.com/smpatch/smpatch/internal/exit"
 	"github.com/smpatch/smpatch/patches"
@@ -119,50 +118,64 @@ type CellResult struct {
 // patch layer. A patch that does not apply is an error with exit.Conflict;
 // a base without the patch's project is an error wrapping ErrNoProject.
 func (b *Base) Build(ctx context.Context, c Cell, opts BuildOptions) (*CellResult, error) {
-	overlays := map[source.Project]*overlay{}
-	var plans []*patches.Plan
-	var mps []ManifestPatch
-	touched := map[string][]string{} // project\x00rel -> patches
+	// One set per project, in the order its first patch is named.
+	byProject := map[source.Project][]*patches.Patch{}
+	var order []source.Project
 	for _, p := range c.Patches {
-		t, err := b.Tree(p.Project)
-		if err != nil {
-			return nil, fmt.Errorf("patch %s: %w", p.Name, err)
+		if _, ok := byProject[p.Project]; !ok {
+			order = append(order, p.Project)
 		}
-		ov := overlays[p.Project]
-		if ov == nil {
-			ov = newOverlay(t)
-			overlays[p.Project] = ov
-		}
-		pl, err := patches.NewPlan(ctx, p, ov, patches.PlanOptions{Strict: opts.Strict})
-		if err != nil {
-			return nil, fmt.Errorf("patch %s: %w", p.Name, err)
-		}
-		plans = append(plans, pl)
-		if !pl.OK(opts.Strict) {
-			return &CellResult{Plans: plans}, exit.With(exit.Conflict, planError(pl, t))
-		}
-		mps = append(mps, ManifestPatch{Name: p.Name, Project: string(p.Project), Variant: patches.VariantLabel(pl.Variant), Outcome: string(pl.Outcome())})
-		for rel, nb := range pl.Changes() {
-			ov.set(rel, nb)
-			k := string(p.Project) + "\x00" + rel
-			touched[k] = append(touched[k], p.Name)
-		}
+		byProject[p.Project] = append(byProject[p.Project], p)
 	}
+	var plans []*patches.Plan
 	var changes []Change
-	for proj, ov := range overlays {
-		for _, rel := range ov.changed() {
-			ip, ok := ov.t.ImagePath(rel)
+	byName := map[string]ManifestPatch{}
+	for _, proj := range order {
+		t, err := b.Tree(proj)
+		if err != nil {
+			return nil, fmt.Errorf("patch %s: %w", byProject[proj][0].Name, err)
+		}
+		set, err := patches.PlanSet(ctx, t, byProject[proj], patches.SetOptions{Strict: opts.Strict})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", c.ID, err)
+		}
+		plans = append(plans, set.Plans...)
+		if prob := set.Problem(); prob != nil {
+			return &CellResult{Plans: plans}, exit.With(exit.Conflict, prob)
+		}
+		touched := map[string][]string{}
+		for _, pl := range set.Plans {
+			byName[pl.Patch.Name] = ManifestPatch{Name: pl.Patch.Name, Project: string(proj), Variant: patches.VariantLabel(pl.Variant), Outcome: string(pl.Outcome())}
+			for rel := range pl.Changes() {
+				touched[rel] = append(touched[rel], pl.Patch.Name)
+			}
+		}
+		final := set.Changes()
+		rels := make([]string, 0, len(final))
+		for rel := range final {
+			rels = append(rels, rel)
+		}
+		sort.Strings(rels)
+		for _, rel := range rels {
+			ip, ok := t.ImagePath(rel)
 			if !ok {
 				return nil, fmt.Errorf("%s: %s has no place in an installed %s", c.ID, rel, proj)
 			}
 			ip = b.FS.realPath(ip)
-			old, err := ov.t.ReadFile(rel)
+			old, err := t.ReadFile(rel)
 			if errors.Is(err, fs.ErrNotExist) {
 				old = nil
 			} else if err != nil {
 				return nil, err
 			}
-			changes = append(changes, Change{Rel: rel, ImagePath: ip, Old: old, New: ov.files[rel], Patches: touched[string(proj)+"\x00"+rel]})
+			changes = append(changes, Change{Rel: rel, ImagePath: ip, Old: old, New: final[rel], Patches: touched[rel]})
+		}
+	}
+	var mps []ManifestPatch
+	for _, p := range c.Patches {
+		if mp, ok := byName[p.Name]; ok {
+			mps = append(mps, mp)
+			delete(byName, p.Name)
 		}
 	}
 	tm, err := BuildTime()
@@ -192,32 +205,6 @@ func (b *Base) Build(ctx context.Context, c Cell, opts BuildOptions) (*CellResul
 	return &CellResult{Built: built, Plans: plans}, nil
 }
 
-// planError says why a plan does not resolve, in one line.
-func planError(pl *patches.Plan, t *Tree) error {
-	what := "does not apply"
-	switch pl.Outcome() {
-	case patches.OutcomeConflict:
-		what = "conflicts"
-	case patches.OutcomeNoVariant:
-		what = "has no variant for"
-	case patches.OutcomeFuzzy:
-		what = "only applies fuzzily (--strict) to"
-	}
-	ver := pl.Version
-	if ver == "" {
-		ver = "unknown version"
-	}
-	reason := pl.Reason
-	if cs := pl.Conflicts(); len(cs) > 0 && reason == "" {
-		h := cs[0]
-		reason = fmt.Sprintf("%s: hunk %d: %s", h.Path, h.Index+1, h.Reason)
-	}
-	if reason == "" {
-		reason = string(pl.Outcome())
-	}
-	return fmt.Errorf("patch %s %s %s %s in %s: %s", pl.Patch.Name, what, t.Project(), ver, t.Root(), reason)
-}
-
 // realPath resolves the directories of p through symlinks, so a layer
 // entry lands where the base really keeps the file.
 func (f *FS) realPath(p string) string {
@@ -241,73 +228,4 @@ func joinPath(dir, base string) string {
 		return base
 	}
 	return dir + "/" + base
-}
-
-// overlay is a tree plus the changes of the patches planned so far.
-type overlay struct {
-	t     *Tree
-	files map[string][]byte // rel -> bytes (nil: deleted)
-}
-
-func newOverlay(t *Tree) *overlay { return &overlay{t: t, files: map[string][]byte{}} }
-
-func (o *overlay) set(rel string, b []byte) { o.files[rel] = b }
-
-func (o *overlay) changed() []string {
-	out := make([]string, 0, len(o.files))
-	for rel, nb := range o.files {
-		old, err := o.t.ReadFile(rel)
-		if err == nil && nb != nil && string(old) == string(nb) {
-			continue // a later patch restored it
-		}
-		if err != nil && nb == nil {
-			continue // created, then deleted
-		}
-		out = append(out, rel)
-	}
-	sort.Strings(out)
-	return out
-}
-
-func (o *overlay) Root() string            { return o.t.Root() }
-func (o *overlay) Kind() source.Kind       { return o.t.Kind() }
-func (o *overlay) Project() source.Project { return o.t.Project() }
-func (o *overlay) Version(ctx context.Context) (*version.Version, string, error) {
-	return o.t.Version(ctx)
-}
-
-func (o *overlay) ReadFile(rel string) ([]byte, error) {
-	if b, ok := o.files[rel]; ok {
-		if b == nil {
-			return nil, &fs.PathError{Op: "read", Path: rel, Err: fs.ErrNotExist}
-		}
-		return append([]byte(nil), b...), nil
-	}
-	return o.t.ReadFile(rel)
-}
-
-func (o *overlay) ListFiles(dir string) ([]string, error) {
-	base, err := o.t.ListFiles(dir)
-	if err != nil {
-		return nil, err
-	}
-	set := map[string]bool{}
-	for _, p := range base {
-		set[p] = true
-	}
-	prefix := strings.TrimSuffix(dir, "/") + "/"
-	for rel, b := range o.files {
-		if dir != "" && !strings.HasPrefix(rel, prefix) {
-			continue
-		}
-		set[rel] = b != nil
-	}
-	out := make([]string, 0, len(set))
-	for p, ok := range set {
-		if ok {
-			out = append(out, p)
-		}
-	}
-	sort.Strings(out)
-	return out, nil
 }

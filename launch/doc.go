@@ -8,4 +8,7 @@
 // map a log line to a label, its meaning and what to try; the first fatal line
 // of a log is its verdict. The main types are Signatures, Verdict, Runner,
 // Cell, Spec and Result.
+//
+// It must not decide whether patches apply (TreePatcher hands the cell's
+// patches to patches.PlanSet and patches.Apply) nor know the command line.
 package launch

@@ -17,10 +17,6 @@ import (
 // registry reference.
 func FromExpansion(x *matrix.Expansion, refs map[string]string, o *Options) ([]*Cell, error) {
 	m := x.Matrix
-	rendered, err := matrix.Render(x, matrix.RenderOptions{Refs: refs})
-	if err != nil {
-		return nil, err
-	}
 	o.Name = m.Name
 	o.Baseline = x.Baseline
 	o.StartupTimeout = m.Launch.StartupTimeout
@@ -42,14 +38,7 @@ func FromExpansion(x *matrix.Expansion, refs map[string]string, o *Options) ([]*
 			Image:   refs[mc.ID],
 			TP:      mc.TP,
 		}
-		for _, name := range []string{"run.sh", "env", "sitecustomize.py"} {
-			if data, ok := rendered[mc.ID+"/"+name]; ok {
-				if c.Files == nil {
-					c.Files = map[string][]byte{}
-				}
-				c.Files[name] = data
-			}
-		}
+		c.Files = matrix.CellFiles(x, mc)
 		if c.Image == "" && len(mc.Patches) == 0 && isRegistryRef(m.Base.Image) {
 			c.Image = m.Base.Image
 		}

@@ -125,25 +125,11 @@ func (tp *TreePatcher) Apply(ctx context.Context, cellID string, names []string)
 		if err != nil {
 			return err
 		}
-		if _, err := patches.Recover(ctx, t); err != nil {
+		set, err := patches.PlanSet(ctx, t, byProject[proj], patches.SetOptions{})
+		if err != nil {
 			return err
 		}
-		var plans []*patches.Plan
-		for _, p := range byProject[proj] {
-			pl, err := patches.NewPlan(ctx, p, t, patches.PlanOptions{})
-			if err != nil {
-				return err
-			}
-			if !pl.OK(false) {
-				why := pl.Reason
-				if why == "" {
-					why = string(pl.Outcome())
-				}
-				return fmt.Errorf("%s does not apply to %s: %s", p.Name, t.Root(), why)
-			}
-			plans = append(plans, pl)
-		}
-		res, err := patches.Apply(ctx, t, plans, patches.ApplyOptions{
+		res, err := patches.Apply(ctx, t, set, patches.ApplyOptions{
 			Notes:         []string{runNote + cellID},
 			ToolVersion:   tp.ToolVersion,
 			CatalogDigest: tp.Catalog.Digest(),

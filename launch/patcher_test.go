@@ -329,11 +329,11 @@ func TestCheckRefusesPatchLeftByEarlierRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, _ := tp.Catalog.Get("sm120-fusion")
-	pl, err := patches.NewPlan(ctx, p, tr, patches.PlanOptions{})
+	set, err := patches.PlanSet(ctx, tr, []*patches.Patch{p}, patches.SetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := patches.Apply(ctx, tr, []*patches.Plan{pl}, patches.ApplyOptions{ToolVersion: "test"}); err != nil {
+	if _, err := patches.Apply(ctx, tr, set, patches.ApplyOptions{ToolVersion: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := treePatcher(t, hand).Check(ctx, []string{"sm120-fusion"}); err != nil {

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"embed"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/smpatch/smpatch/internal/lazyre"
+	"github.com/smpatch/smpatch/internal/tomlfile"
 )
 
 //go:embed signatures/default.toml
@@ -71,23 +71,13 @@ type signatureFile struct {
 	Signature []*Signature `toml:"signature"`
 }
 
-var tomlLineRe = lazyre.New(`^toml: line (\d+) \(last key "([^"]*)"\): (.*)$`)
-
 // ParseSignatures reads a signature file's bytes; name is used in errors
 // ("name:line: ...").
 func ParseSignatures(name string, data []byte) (*Signatures, error) {
 	var f signatureFile
-	md, err := toml.Decode(string(data), &f)
+	md, err := tomlfile.Decode(name, data, &f)
 	if err != nil {
-		var pe toml.ParseError
-		if errors.As(err, &pe) {
-			return nil, fmt.Errorf("%s:%d: %s", name, pe.Position.Line, pe.Message)
-		}
-		// Type mismatches come as plain errors: toml: line N (last key "k"): msg.
-		if m := tomlLineRe().FindStringSubmatch(err.Error()); m != nil {
-			return nil, fmt.Errorf("%s:%s: %s (key %q)", name, m[1], m[3], m[2])
-		}
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, err
 	}
 	headers := headerLines(data, "[[signature]]")
 	lineOf := func(i int) int {
@@ -96,15 +86,15 @@ func ParseSignatures(name string, data []byte) (*Signatures, error) {
 		}
 		return 1
 	}
-	if und := md.Undecoded(); len(und) > 0 {
-		k := und[0]
-		line := 1
+	// Undecoded keys inside an array of tables do not say which element;
+	// the first line that names the key stands for them.
+	if err := tomlfile.UnknownError(name, md, nil, func(k toml.Key) int {
 		if len(k) > 1 && k[0] == "signature" {
-			// Undecoded keys inside an array of tables do not say which element;
-			// point at the first line that names the key.
-			line = keyLine(data, k[len(k)-1], 0)
+			return keyLine(data, k[len(k)-1], 0)
 		}
-		return nil, fmt.Errorf("%s:%d: unknown key %q", name, line, k.String())
+		return 1
+	}); err != nil {
+		return nil, err
 	}
 	if len(f.Signature) == 0 {
 		return nil, fmt.Errorf("%s:1: no [[signature]] entries", name)
@@ -249,7 +239,7 @@ func LoadSignatures(files []string) (*Signatures, error) {
 		labels[sig.Label] = sig.Source
 	}
 	for _, f := range files {
-		data, err := os.ReadFile(f)
+		data, err := tomlfile.ReadFile(nil, f)
 		if err != nil {
 			return nil, fmt.Errorf("signatures: %w", err)
 		}

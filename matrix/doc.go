@@ -6,4 +6,8 @@
 // The main types are Matrix (a loaded file, see Load), Expansion (the result
 // of Matrix.Expand, in the fixed order product → zip → exclude → include →
 // rules) and Cell (one variant with a stable, readable id).
+//
+// It must not know patches, images or how cells run: patch names are
+// checked through a function the caller passes, and probe facts come in as
+// data.
 package matrix

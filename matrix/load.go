@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,6 +16,8 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/smpatch/smpatch/internal/lazyre"
+	"github.com/smpatch/smpatch/internal/smver"
+	"github.com/smpatch/smpatch/internal/tomlfile"
 )
 
 type fileMatrix struct {
@@ -59,7 +60,7 @@ var (
 // Load reads and validates a matrix file and the rules files it names.
 // Every error names the file and, where it can, the line.
 func Load(path string) (*Matrix, error) {
-	data, err := os.ReadFile(path)
+	data, err := tomlfile.ReadFile(nil, path)
 	if err != nil {
 		return nil, err
 	}
@@ -70,9 +71,9 @@ func Load(path string) (*Matrix, error) {
 // anchors relative rules paths.
 func Parse(file string, data []byte) (*Matrix, error) {
 	var fm fileMatrix
-	md, err := toml.Decode(string(data), &fm)
+	md, err := tomlfile.Decode(file, data, &fm)
 	if err != nil {
-		return nil, tomlError(file, err)
+		return nil, err
 	}
 	m := &Matrix{
 		File:     file,
@@ -88,8 +89,8 @@ func Parse(file string, data []byte) (*Matrix, error) {
 	if k := caseMismatch(md, reflect.TypeOf(fm)); k != nil {
 		return nil, m.errf(m.lines.line(k...), "unknown key %q (keys are lower case)", k.String())
 	}
-	if k := firstUndecoded(md, [][]string{{"axes"}, {"presets"}, {"exclude"}, {"include"}, {"launch", "baseline"}}); k != nil {
-		return nil, m.errf(m.lines.line(k...), "unknown key %q", k.String())
+	if err := tomlfile.UnknownError(file, md, [][]string{{"axes"}, {"presets"}, {"exclude"}, {"include"}, {"launch", "baseline"}}, func(k toml.Key) int { return m.lines.line(k...) }); err != nil {
+		return nil, err
 	}
 	if fm.MaxCells != nil {
 		if *fm.MaxCells < 1 || *fm.MaxCells > math.MaxInt32 {
@@ -197,51 +198,6 @@ func caseMismatch(md toml.MetaData, t reflect.Type) toml.Key {
 		}
 	}
 	return nil
-}
-
-// firstUndecoded returns the first key the decoder did not use, leaving out
-// the parts decoded into generic values and checked by hand.
-func firstUndecoded(md toml.MetaData, handled [][]string) toml.Key {
-next:
-	for _, k := range md.Undecoded() {
-		for _, h := range handled {
-			if len(k) >= len(h) && slices.Equal(k[:len(h)], h) {
-				continue next
-			}
-		}
-		return k
-	}
-	return nil
-}
-
-func tomlError(file string, err error) error {
-	var pe toml.ParseError
-	if errors.As(err, &pe) {
-		msg := pe.Message
-		if pe.LastKey != "" && !strings.Contains(msg, pe.LastKey) {
-			msg = fmt.Sprintf("%s (key %q)", msg, pe.LastKey)
-		}
-		return fmt.Errorf("%s:%d: %s", file, pe.Position.Line, oneLine(msg))
-	}
-	// Type mismatches come as plain errors: toml: line N (last key "k"): msg.
-	if m := tomlLineRe().FindStringSubmatch(oneLine(err.Error())); m != nil {
-		msg := m[3]
-		if m[2] != "" {
-			msg = fmt.Sprintf("%s (key %q)", msg, m[2])
-		}
-		return fmt.Errorf("%s:%s: %s", file, m[1], msg)
-	}
-	return fmt.Errorf("%s: %s", file, oneLine(err.Error()))
-}
-
-var tomlLineRe = lazyre.New(`^toml: line (\d+)(?: \(last key "([^"]*)"\))?: (.*)$`)
-
-func oneLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	return s
 }
 
 func (m *Matrix) errf(line int, format string, args ...any) error {
@@ -498,26 +454,7 @@ func (m *Matrix) loadArch(name string) error {
 }
 
 // parseSM reads a compute capability: "12.0", "12", "120", "sm_120", "sm120a".
-func parseSM(s string) (major, minor int, err error) {
-	t := strings.ToLower(strings.TrimSpace(s))
-	t = strings.TrimPrefix(strings.TrimPrefix(t, "sm_"), "sm")
-	t = strings.TrimRight(t, "af")
-	if a, b, ok := strings.Cut(t, "."); ok {
-		major, err1 := strconv.Atoi(a)
-		minor, err2 := strconv.Atoi(b)
-		if err1 == nil && err2 == nil && major > 0 && major < 100 && minor >= 0 && minor < 10 {
-			return major, minor, nil
-		}
-	} else if n, err1 := strconv.Atoi(t); err1 == nil && n > 0 {
-		if n < 20 {
-			return n, 0, nil
-		}
-		if n < 1000 {
-			return n / 10, n % 10, nil
-		}
-	}
-	return 0, 0, fmt.Errorf("%q is not a GPU compute capability (like 12.0 or sm_120)", s)
-}
+func parseSM(s string) (major, minor int, err error) { return smver.Parse(s) }
 
 func (m *Matrix) loadZip(zip [][]string) error {
 	inZip := map[string]bool{}
@@ -910,15 +847,6 @@ func (m *Matrix) CheckPatches(check func(name string) error) error {
 		}
 	}
 	return nil
-}
-
-// AxisNames returns the axis names in file order.
-func (m *Matrix) AxisNames() []string {
-	out := make([]string, len(m.Axes))
-	for i, a := range m.Axes {
-		out[i] = a.Name
-	}
-	return out
 }
 
 // resolvePython makes a relative base.python path (one with a directory, such

@@ -96,7 +96,11 @@ func TestLoadStoryExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(m.AxisNames(), ","); got != "patches,nccl,cuda_graph_max_bs,tp,model,sm" {
+	var axes []string
+	for _, a := range m.Axes {
+		axes = append(axes, a.Name)
+	}
+	if got := strings.Join(axes, ","); got != "patches,nccl,cuda_graph_max_bs,tp,model,sm" {
 		t.Errorf("axes = %s", got)
 	}
 	if m.ArchAxis != "sm" || m.Base.Image == "" || m.Launch.StartupTimeout != 30*time.Minute || len(m.Launch.Metrics) != 1 {

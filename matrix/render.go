@@ -53,9 +53,9 @@ func Render(x *Expansion, opts RenderOptions) (map[string][]byte, error) {
 		}
 		if c.Pruned == nil {
 			ic.Dir = c.ID
-			files[c.ID+"/run.sh"] = runScript(x, c)
-			files[c.ID+"/env"] = envFile(c)
-			files[c.ID+"/sitecustomize.py"] = sitecustomize(c)
+			for name, data := range CellFiles(x, c) {
+				files[c.ID+"/"+name] = data
+			}
 			image, why := cellImage(x.Matrix, c, opts.Refs)
 			ic.Image = image
 			if why != "" {
@@ -82,6 +82,19 @@ func Render(x *Expansion, opts RenderOptions) (map[string][]byte, error) {
 	files["SUMMARY.md"] = summary(x, opts)
 	files["slurm.sbatch"] = slurm(x)
 	return files, nil
+}
+
+// CellFiles are the files a runnable cell runs from, by name: run.sh, env
+// and sitecustomize.py. A pruned cell has none.
+func CellFiles(x *Expansion, c *Cell) map[string][]byte {
+	if c.Pruned != nil {
+		return nil
+	}
+	return map[string][]byte{
+		"run.sh":           runScript(x, c),
+		"env":              envFile(c),
+		"sitecustomize.py": sitecustomize(c),
+	}
 }
 
 // ReadRefs reads a refs file: a JSON object of cell id -> image reference.

@@ -3,12 +3,12 @@ package matrix
 import (
 	_ "embed"
 	"fmt"
-	"os"
 	"reflect"
 	"strconv"
 	"strings"
 
 	"github.com/BurntSushi/toml"
+	"github.com/smpatch/smpatch/internal/tomlfile"
 )
 
 // RulesVersion is the rules file format this package reads.
@@ -82,7 +82,7 @@ var conditionKeys = []string{"axis", "cuda_graphs", "env", "flag_values", "flags
 // LoadRules reads a rules file; axis names in conditions are checked
 // against m.
 func LoadRules(file string, m *Matrix) ([]*Rule, error) {
-	data, err := os.ReadFile(file)
+	data, err := tomlfile.ReadFile(nil, file)
 	if err != nil {
 		return nil, err
 	}
@@ -97,9 +97,9 @@ func DefaultRules(m *Matrix) ([]*Rule, error) {
 // ParseRules parses rules file bytes.
 func ParseRules(file string, data []byte, m *Matrix) ([]*Rule, error) {
 	var rf rulesFile
-	md, err := toml.Decode(string(data), &rf)
+	md, err := tomlfile.Decode(file, data, &rf)
 	if err != nil {
-		return nil, tomlError(file, err)
+		return nil, err
 	}
 	li := indexLines(string(data))
 	errf := func(line int, format string, args ...any) error {
@@ -111,8 +111,8 @@ func ParseRules(file string, data []byte, m *Matrix) ([]*Rule, error) {
 	if k := caseMismatch(md, reflect.TypeOf(rf)); k != nil {
 		return nil, errf(li.line(k...), "unknown key %q (keys are lower case)", k.String())
 	}
-	if k := firstUndecoded(md, [][]string{{"rule", "when"}}); k != nil {
-		return nil, errf(li.line(k...), "unknown key %q", k.String())
+	if err := tomlfile.UnknownError(file, md, [][]string{{"rule", "when"}}, func(k toml.Key) int { return li.line(k...) }); err != nil {
+		return nil, err
 	}
 	if !md.IsDefined("version") {
 		return nil, errf(1, "version is missing: a rules file starts with version = %d", RulesVersion)

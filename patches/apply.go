@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -20,9 +21,13 @@ import (
 
 // ApplyOptions steer Apply.
 type ApplyOptions struct {
-	Strict bool // fuzzy hunks count as conflicts
-	DryRun bool // plan and check, write nothing
-	// Notes are recorded in the journal entry (gate warnings, say).
+	DryRun bool // recover, check and plan again if needed; write nothing
+	// Check runs under the journal lock, after the journal is recovered and
+	// the set is planned on the tree as it is, before anything is written
+	// (the architecture gate). Its notes are recorded in each journal
+	// entry; its error stops Apply with nothing written.
+	Check func(ctx context.Context, s *Set) (notes []string, err error)
+	// Notes are recorded in the journal entry (the matrix cell, say).
 	Notes []string
 	// ToolVersion and CatalogDigest are recorded in the journal.
 	ToolVersion   string
@@ -40,6 +45,9 @@ type ApplyResult struct {
 	// applied but the files no longer had the patched bytes.
 	Notices []string        `json:"notices"`
 	Patches []*PatchOutcome `json:"patches"`
+	// Set is the set as written (planned again when the tree changed
+	// since it was planned).
+	Set *Set `json:"-"`
 }
 
 // PatchOutcome is one patch's part of an ApplyResult.
@@ -67,14 +75,15 @@ type FileOutcome struct {
 	PycRemoved []string     `json:"pyc_removed"`
 }
 
-// ConflictError is returned when a plan does not resolve; it carries the
-// plan so callers can show every conflicting hunk.
+// ConflictError is returned when a set does not apply; it carries the
+// set (as planned when Apply gave up) and its Problem, so callers can show
+// every plan and every conflicting hunk.
 type ConflictError struct {
-	Plan   *Plan
-	Reason string
+	Set     *Set
+	Problem *Problem
 }
 
-func (e *ConflictError) Error() string { return e.Reason }
+func (e *ConflictError) Error() string { return e.Problem.Error() + "; nothing was changed" }
 
 // changedFile is one file a plan writes.
 type changedFile struct {
@@ -105,71 +114,81 @@ func planChanges(p *Plan) []changedFile {
 	return out
 }
 
-// planProblem says why a plan cannot be written, or "".
-func planProblem(p *Plan, strict bool) string {
-	switch p.Outcome() {
-	case OutcomeApplies, OutcomeAlreadyApplied:
-		return ""
-	case OutcomeFuzzy:
-		if strict {
-			return fmt.Sprintf("%s: fuzzy match refused by --strict", p.Patch.Name)
-		}
-		return ""
-	case OutcomeNoVariant:
-		r := p.Reason
-		if r == "" {
-			r = "no variant fits the tree"
-		}
-		return fmt.Sprintf("%s does not apply: %s", p.Patch.Name, r)
-	}
-	n := len(p.Conflicts())
-	r := p.Reason
-	if r == "" {
-		r = fmt.Sprintf("%d hunk(s) conflict", n)
-	}
-	return fmt.Sprintf("%s does not apply: %s", p.Patch.Name, r)
-}
-
-// Apply writes plans to t under the journal: for each patch a pending entry
-// with the original bytes, then each file atomically, then the entry marked
-// applied. A patch already applied (by the journal) is reported, not
-// written again. Any failure leaves every file of the call as it was: a
-// failed patch is rolled back, and so are the patches the call applied
-// before it. Errors carry exit codes (exit.Conflict when a plan does not
-// resolve).
-func Apply(ctx context.Context, t source.WritableTree, plans []*Plan, opts ApplyOptions) (*ApplyResult, error) {
+// Apply writes a planned set to t under the journal. It takes the journal
+// lock and recovers the journal once (an entry left in flight by a killed
+// command is rolled back or finished), then compares the bytes the set was
+// planned on with the bytes on disk and plans the set again only if they
+// differ. opts.Check runs after the recovery; then a set that does not
+// apply is an error with exit.Conflict carrying a *ConflictError; a dry
+// run stops there.
+//
+// Each patch is then written in turn: a pending entry with the original
+// bytes, each file atomically, the entry marked applied. A patch already
+// applied (by the journal) is reported, not written again. Any failure
+// leaves every file of the call as it was: a failed patch is rolled back,
+// and so are the patches the call applied before it.
+func Apply(ctx context.Context, t source.WritableTree, s *Set, opts ApplyOptions) (*ApplyResult, error) {
 	res := &ApplyResult{Tree: t.Root(), Kind: string(t.Kind()), Recovered: []string{}, Notices: []string{}, Patches: []*PatchOutcome{}}
-	// Refuse read-only targets before the journal directory is even created.
-	for _, p := range plans {
-		if prob := planProblem(p, opts.Strict); prob != "" {
-			return res, exit.With(exit.Conflict, &ConflictError{Plan: p, Reason: prob})
+	// A dry run on a tree without a journal needs no lock and creates no
+	// state directory.
+	var j *journal
+	if !opts.DryRun || hasJournal(t) {
+		// Refuse read-only targets before the journal directory is created.
+		if !opts.DryRun {
+			if err := checkWritable(t, setWrites(s)); err != nil {
+				return res, err
+			}
 		}
-		var rels []string
-		for _, c := range planChanges(p) {
-			rels = append(rels, c.fp.Path)
+		var err error
+		if j, err = openJournal(ctx, t); err != nil {
+			return res, err
 		}
-		if err := checkWritable(t, rels); err != nil {
+		defer j.close()
+		rec, err := j.recover()
+		if rec != nil {
+			res.Recovered = rec
+		}
+		if err != nil {
 			return res, err
 		}
 	}
-	if opts.DryRun {
-		for _, p := range plans {
-			res.Patches = append(res.Patches, outcomeOf(p, "would-apply"))
+	notes := opts.Notes
+	if opts.Check != nil {
+		more, err := opts.Check(ctx, s)
+		if err != nil {
+			return res, err
 		}
-		return res, nil
+		notes = append(append([]string(nil), notes...), more...)
 	}
-	j, err := openJournal(ctx, t)
+	stale, err := s.stale(t)
 	if err != nil {
 		return res, err
 	}
-	defer j.close()
-	if res.Recovered, err = j.recover(); err != nil {
+	if stale {
+		if s, err = PlanSet(ctx, t, s.patches(), SetOptions{Strict: s.Strict}); err != nil {
+			return res, err
+		}
+	}
+	res.Set = s
+	if prob := s.Problem(); prob != nil {
+		return res, exit.With(exit.Conflict, &ConflictError{Set: s, Problem: prob})
+	}
+	if opts.DryRun {
+		for _, p := range s.Plans {
+			st := "would-apply"
+			if p.Outcome() == OutcomeAlreadyApplied {
+				st = "already-applied"
+			}
+			res.Patches = append(res.Patches, outcomeOf(p, st))
+		}
+		return res, nil
+	}
+	if err := checkWritable(t, setWrites(s)); err != nil {
 		return res, err
 	}
-	if res.Recovered == nil {
-		res.Recovered = []string{}
-	}
+	opts.Notes = notes
 	var done []*Entry
+	skipped := false
 	fail := func(err error) (*ApplyResult, error) {
 		if errors.Is(err, errCrash) {
 			return res, err
@@ -181,10 +200,10 @@ func Apply(ctx context.Context, t source.WritableTree, plans []*Plan, opts Apply
 		}
 		return res, err
 	}
-	for _, p := range plans {
+	for i, p := range s.Plans {
 		// An entry whose files no longer all have the patched bytes is
-		// stale (the files were put back by hand, say): the plan below
-		// decides, on the files as they are now.
+		// stale (the files were put back by hand, say): the plan decides,
+		// on the files as they are now.
 		var staleEntry *Entry
 		if e := j.state.Get(p.Patch.Name); e != nil && e.State == StateApplied {
 			drift, err := entryDrift(t, e)
@@ -192,6 +211,7 @@ func Apply(ctx context.Context, t source.WritableTree, plans []*Plan, opts Apply
 				return fail(err)
 			}
 			if len(drift) == 0 {
+				skipped = skipped || len(planChanges(p)) > 0
 				po := outcomeOf(p, "already-applied")
 				po.Reason = fmt.Sprintf("already applied (variant %s, %s)", e.Variant, e.AppliedAt.Format(time.RFC3339))
 				po.Variant = e.Variant
@@ -203,31 +223,25 @@ func Apply(ctx context.Context, t source.WritableTree, plans []*Plan, opts Apply
 			res.Notices = append(res.Notices, fmt.Sprintf("%s: the journal says applied (%s) but %s no longer %s the patched bytes; planning it again on the files as they are",
 				e.Name, e.AppliedAt.Format(time.RFC3339), strings.Join(drift, ", "), plural(len(drift), "has", "have")))
 		}
-		// The plan was made before the lock was taken: make it again when
-		// the tree changed in between (another smpatch, an earlier patch of
-		// this call, a rolled-back entry).
-		stale, err := planStale(t, p)
-		if err != nil {
-			return fail(err)
-		}
-		if stale {
-			vname := ""
-			if p.Variant != nil {
-				vname = p.Variant.Name
-			}
-			np, err := NewPlan(ctx, p.Patch, t, PlanOptions{Strict: opts.Strict, Variant: vname})
+		// Each plan was made on the bytes the plans before it write, and
+		// the set was just compared with the disk: only a plan after one
+		// skipped with changes planned (the journal had it applied) can
+		// meet other bytes.
+		if skipped {
+			st, err := planStale(t, p)
 			if err != nil {
 				return fail(err)
 			}
-			// Forcing the variant chosen before the lock makes NewPlan
-			// say "named explicitly": the reason it was chosen stands.
-			if vname != "" && np.Variant != nil && np.Variant.Name == vname && p.VariantReason != "" {
-				np.VariantReason = p.VariantReason
+			if st {
+				rest, err := PlanSet(ctx, t, s.patches()[i:], SetOptions{Strict: s.Strict})
+				if err != nil {
+					return fail(err)
+				}
+				if prob := rest.Problem(); prob != nil {
+					return fail(exit.With(exit.Conflict, &ConflictError{Set: rest, Problem: prob}))
+				}
+				p = rest.Plans[0]
 			}
-			if prob := planProblem(np, opts.Strict); prob != "" {
-				return fail(exit.With(exit.Conflict, &ConflictError{Plan: np, Reason: prob}))
-			}
-			p = np
 		}
 		if p.Outcome() == OutcomeAlreadyApplied {
 			po := outcomeOf(p, "already-applied")
@@ -257,6 +271,23 @@ func Apply(ctx context.Context, t source.WritableTree, plans []*Plan, opts Apply
 		res.Patches = append(res.Patches, po)
 	}
 	return res, nil
+}
+
+// setWrites lists the paths the plans of s write.
+func setWrites(s *Set) []string {
+	var rels []string
+	for _, p := range s.Plans {
+		for _, c := range planChanges(p) {
+			rels = append(rels, c.fp.Path)
+		}
+	}
+	return rels
+}
+
+// hasJournal reports whether t has a journal state file.
+func hasJournal(t source.WritableTree) bool {
+	_, err := os.Stat(filepath.Join(t.StateDir(), "state.json"))
+	return err == nil
 }
 
 // entryDrift lists the files of an applied entry that no longer have the
@@ -599,13 +630,9 @@ func verifyWritten(t source.Tree, p *Plan, changes []changedFile) error {
 	return checkRulesOn(t, p, read)
 }
 
-// checkRules checks the verify rules of p's patch on the tree. A rule on a
-// file that neither exists nor was part of the plan (a target that moved)
-// is skipped.
-func checkRules(t source.Tree, p *Plan) error { return checkRulesOn(t, p, nil) }
-
-// checkRulesOn is checkRules with some files already read (path → bytes,
-// nil for absent).
+// checkRulesOn checks the verify rules of p's patch on the tree, with some
+// files already read (path → bytes, nil for absent). A rule on a file that
+// neither exists nor was part of the plan (a target that moved) is skipped.
 func checkRulesOn(t source.Tree, p *Plan, read map[string][]byte) error {
 	touched := map[string]bool{}
 	for _, fp := range p.Files {

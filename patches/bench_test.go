@@ -22,7 +22,7 @@ func BenchmarkApplyRevert(b *testing.B) {
 		if err != nil || !pl.OK(false) {
 			b.Fatalf("plan: %v %v", err, pl.Reason)
 		}
-		if _, err := Apply(ctx, tr, []*Plan{pl}, ApplyOptions{}); err != nil {
+		if _, err := Apply(ctx, tr, setOf(tr, pl), ApplyOptions{}); err != nil {
 			b.Fatal(err)
 		}
 		if _, err := Revert(ctx, tr, cat, nil, RevertOptions{}); err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/go-version"
 
 	"github.com/smpatch/smpatch/internal/lazyre"
+	"github.com/smpatch/smpatch/internal/tomlfile"
 	"github.com/smpatch/smpatch/source"
 )
 
@@ -266,39 +267,18 @@ func (l *loader) line(table string, idx int, key string) int {
 
 func loadPatch(fsys fs.FS, display, origin, name string) (*Patch, error) {
 	l := &loader{fsys: fsys, display: display, file: display + "/" + name}
-	data, err := fs.ReadFile(fsys, name)
+	data, err := tomlfile.ReadFile(fsys, name)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", l.file, err)
 	}
 	l.data = data
 	var pf patchFile
-	md, err := toml.Decode(string(data), &pf)
+	md, err := tomlfile.Decode(l.file, data, &pf)
 	if err != nil {
-		var pe toml.ParseError
-		var ppe *toml.ParseError
-		switch {
-		case errors.As(err, &pe):
-			return nil, l.errf(pe.Position.Line, "%s", pe.Message)
-		case errors.As(err, &ppe):
-			return nil, l.errf(ppe.Position.Line, "%s", ppe.Message)
-		}
-		if m := tomlLineRE().FindStringSubmatch(oneLineErr(err)); m != nil {
-			n, _ := strconv.Atoi(m[1])
-			return nil, l.errf(n, "%s", m[2])
-		}
-		return nil, l.errf(0, "%s", oneLineErr(err))
+		return nil, err
 	}
-	if und := md.Undecoded(); len(und) > 0 {
-		type found struct {
-			key  string
-			line int
-		}
-		var fs []found
-		for _, k := range und {
-			fs = append(fs, found{k.String(), undecodedLine(data, k)})
-		}
-		sort.SliceStable(fs, func(i, j int) bool { return fs[i].line < fs[j].line })
-		return nil, l.errf(fs[0].line, "unknown key %q", fs[0].key)
+	if err := tomlfile.UnknownError(l.file, md, nil, func(k toml.Key) int { return undecodedLine(data, k) }); err != nil {
+		return nil, err
 	}
 	stem := strings.TrimSuffix(name, ".toml")
 	p := &Patch{
@@ -545,8 +525,6 @@ func inProject(p source.Project, rel string) error {
 	return fmt.Errorf("%s is outside %s's tree (%s)", rel, p, strings.Join(source.ProjectRoots(p), ", "))
 }
 
-var tomlLineRE = lazyre.New(`^toml: line (\d+)(?: \(last key "[^"]*"\))?: (.*)$`)
-
 var versionInConstraint = lazyre.New(`[0-9][0-9A-Za-z.+!_-]*`)
 
 // overlap reports a version both variants admit, probing every version the
@@ -628,14 +606,6 @@ func joinSegs(segs []int) string {
 		parts[i] = strconv.Itoa(s)
 	}
 	return strings.Join(parts, ".")
-}
-
-func oneLineErr(err error) string {
-	s := strings.TrimSpace(err.Error())
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	return s
 }
 
 // undecodedLine finds the line of an undecoded key (toml.MetaData keeps

@@ -82,7 +82,7 @@ func TestCrashChild(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Apply(ctx, tr, []*Plan{pl}, ApplyOptions{}); err != nil {
+		if _, err := Apply(ctx, tr, setOf(tr, pl), ApplyOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -203,7 +203,7 @@ func TestCrashConcurrentChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := Apply(ctx, tr, []*Plan{pl}, ApplyOptions{})
+	res, err := Apply(ctx, tr, setOf(tr, pl), ApplyOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -172,7 +172,7 @@ func plan(t testing.TB, p *Patch, tr source.Tree) *Plan {
 
 func apply(t testing.TB, p *Patch, tr source.WritableTree) (*ApplyResult, error) {
 	t.Helper()
-	return Apply(context.Background(), tr, []*Plan{plan(t, p, tr)}, ApplyOptions{ToolVersion: "test"})
+	return Apply(context.Background(), tr, setOf(tr, plan(t, p, tr)), ApplyOptions{ToolVersion: "test"})
 }
 
 func TestApplyStatusRevert(t *testing.T) {
@@ -312,8 +312,8 @@ func TestApplyConflictChangesNothing(t *testing.T) {
 	if exit.Code(err) != exit.Conflict || !errors.As(err, &ce) {
 		t.Fatalf("want a conflict (4): %v", err)
 	}
-	if !strings.Contains(ConflictReport(ce.Plan), "conflict: "+argsPath+" hunk #1") {
-		t.Fatalf("report: %s", ConflictReport(ce.Plan))
+	if !strings.Contains(ConflictReport(ce.Problem.Plan), "conflict: "+argsPath+" hunk #1") {
+		t.Fatalf("report: %s", ConflictReport(ce.Problem.Plan))
 	}
 	if !sameSnap(before, snapshot(t, root)) {
 		t.Fatal("tree changed")
@@ -425,7 +425,7 @@ func TestConcurrentApply(t *testing.T) {
 				errs[i] = err
 				return
 			}
-			results[i], errs[i] = Apply(context.Background(), tr2, []*Plan{pl}, ApplyOptions{})
+			results[i], errs[i] = Apply(context.Background(), tr2, setOf(tr2, pl), ApplyOptions{})
 		}()
 	}
 	wg.Wait()
@@ -457,7 +457,7 @@ func TestUnifiedDiffRoundTrip(t *testing.T) {
 		{"1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n", "1\n2x\n3\n4\n5\n6\n7\n8\n9\n10\n11x\n12\n"},
 		{"l1\r\nl2\r\n", "l1\r\nl2 changed\r\n"},
 	} {
-		d := udFile("python/sglang/x.py", []byte(tt.a), []byte(tt.b))
+		d := fileDiff("python/sglang/x.py", []byte(tt.a), []byte(tt.b))
 		fds, err := ParseDiff("t", d)
 		if err != nil {
 			t.Fatalf("%q -> %q: %v\n%s", tt.a, tt.b, err, d)
@@ -498,7 +498,7 @@ versions = ">= 0.5"
 	p2, _ := cat.Get("demo2")
 	pl2 := plan(t, p2, tr)
 	pl1 := plan(t, p1, tr)
-	if _, err := Apply(ctx, tr, []*Plan{pl2, pl1}, ApplyOptions{}); err != nil {
+	if _, err := Apply(ctx, tr, setOf(tr, pl2, pl1), ApplyOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := tr.ReadFile(commPath)
@@ -666,7 +666,7 @@ versions = ">= 0.5"
 	if want == "" || strings.Contains(want, "explicitly") {
 		t.Fatalf("fixture: first plan's reason %q", want)
 	}
-	res, err := Apply(ctx, tr, []*Plan{pl2, pl1}, ApplyOptions{})
+	res, err := Apply(ctx, tr, setOf(tr, pl2, pl1), ApplyOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -814,3 +814,6 @@ func TestApplyStaleEntryPartly(t *testing.T) {
 		t.Fatalf("revert left differences: %s", d)
 	}
 }
+
+// setOf is a set of plans each made on the tree as it is.
+func setOf(t source.Tree, plans ...*Plan) *Set { return &Set{Tree: t, Plans: plans} }

@@ -27,7 +27,7 @@ import (
 	"github.com/smpatch/smpatch/source"
 )
 
-// The journal (DESIGN.md, "Journal and safety") lives in the tree's state
+// The journal lives in the tree's state
 // directory:
 //
 //	.smpatch/state.json           applied patches; entries in flight are "pending" or "reverting"

@@ -1,10 +1,3 @@
-// Package patches holds smpatch's patch model: the catalog of named patches
-// (TOML plus unified diffs, embedded and from directories), the unified-diff
-// parser, the Plan that matches every hunk against a source.Tree, and the
-// journaled apply, revert and status on writable trees.
-//
-// One Plan serves every consumer: apply writes it, check only classifies it,
-// image builds write its new bytes into a layer.
 package patches
 
 import (

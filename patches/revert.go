@@ -184,7 +184,7 @@ func Revert(ctx context.Context, t source.WritableTree, cat *Catalog, names []st
 				if perr != nil && f.Patched != "" {
 					patched = nil
 				}
-				rf.Diff = string(udFile(f.Path, patched, c))
+				rf.Diff = string(fileDiff(f.Path, patched, c))
 				if !opts.Force {
 					rf.State = "changed"
 					st.out.Status = "refused"
@@ -359,7 +359,7 @@ func reverseApply(rel string, orig, patched, cur []byte) ([]byte, error) {
 	if cur == nil {
 		return nil, fmt.Errorf("%s: the file is gone", rel)
 	}
-	fd := &FileDiff{OldPath: rel, NewPath: rel, Hunks: udHunks(patched, orig, 3), Source: path.Join(source.StateDirName, "patched", rel)}
+	fd := &FileDiff{OldPath: rel, NewPath: rel, Hunks: hunksOf(patched, orig, contextLines), Source: path.Join(source.StateDirName, "patched", rel)}
 	fp, err := MatchFile(cur, fd, PlanOptions{})
 	if err != nil {
 		return nil, err

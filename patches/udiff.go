@@ -2,187 +2,134 @@ package patches
 
 import (
 	"bytes"
-	"fmt"
+
+	"github.com/sergi/go-diff/diffmatchpatch"
 )
+
+// The one line differ and the one unified-diff writer of the package: a
+// diff smpatch makes (apply --dry-run, show, a revert that meets a changed
+// file) is hunks from hunksOf, written by FileDiff.Format, the writer that
+// also writes parsed diffs back out.
 
 // contextLines is the context a generated diff carries around each change.
 const contextLines = 3
 
-// maxDiffCells bounds the quadratic line diff; beyond it the differing
-// middle of a file is shown as removed and added wholesale.
-const maxDiffCells = 16 << 20
-
-// lineOp is one line of a line diff: ' ', '-' or '+', with the index of the
-// line in the old or new file.
-type lineOp struct {
-	op       byte
-	oldI, nw int
+// diffLine is one line of a line diff: op is ' ', '-' or '+'; text keeps
+// its line ending.
+type diffLine struct {
+	op   byte
+	text []byte
 }
 
-// diffLines returns a minimal line diff of a and b (lines with endings).
-func diffLines(a, b [][]byte) []lineOp {
-	pre := 0
-	for pre < len(a) && pre < len(b) && bytes.Equal(a[pre], b[pre]) {
-		pre++
-	}
-	suf := 0
-	for suf < len(a)-pre && suf < len(b)-pre && bytes.Equal(a[len(a)-1-suf], b[len(b)-1-suf]) {
-		suf++
-	}
-	var ops []lineOp
-	for i := 0; i < pre; i++ {
-		ops = append(ops, lineOp{' ', i, i})
-	}
-	ma, mb := a[pre:len(a)-suf], b[pre:len(b)-suf]
-	if len(ma)*len(mb) > maxDiffCells {
-		for i := range ma {
-			ops = append(ops, lineOp{'-', pre + i, -1})
+// lineDiff diffs a and b line by line (go-diff's Myers diff over lines).
+func lineDiff(a, b []byte) []diffLine {
+	dmp := diffmatchpatch.New()
+	ca, cb, lines := dmp.DiffLinesToChars(string(a), string(b))
+	diffs := dmp.DiffCharsToLines(dmp.DiffMain(ca, cb, false), lines)
+	var out []diffLine
+	for _, d := range diffs {
+		op := byte(' ')
+		switch d.Type {
+		case diffmatchpatch.DiffDelete:
+			op = '-'
+		case diffmatchpatch.DiffInsert:
+			op = '+'
 		}
-		for j := range mb {
-			ops = append(ops, lineOp{'+', -1, pre + j})
-		}
-	} else {
-		// Intern lines so the table compares ints.
-		ids := map[string]int{}
-		id := func(l []byte) int {
-			k := string(l)
-			v, ok := ids[k]
-			if !ok {
-				v = len(ids)
-				ids[k] = v
-			}
-			return v
-		}
-		ia, ib := make([]int, len(ma)), make([]int, len(mb))
-		for i, l := range ma {
-			ia[i] = id(l)
-		}
-		for j, l := range mb {
-			ib[j] = id(l)
-		}
-		w := len(mb) + 1
-		dp := make([]int32, (len(ma)+1)*w)
-		for i := len(ma) - 1; i >= 0; i-- {
-			for j := len(mb) - 1; j >= 0; j-- {
-				if ia[i] == ib[j] {
-					dp[i*w+j] = dp[(i+1)*w+j+1] + 1
-				} else {
-					dp[i*w+j] = max(dp[(i+1)*w+j], dp[i*w+j+1])
-				}
-			}
-		}
-		i, j := 0, 0
-		for i < len(ma) || j < len(mb) {
-			switch {
-			case i < len(ma) && j < len(mb) && ia[i] == ib[j]:
-				ops = append(ops, lineOp{' ', pre + i, pre + j})
-				i++
-				j++
-			case j >= len(mb) || (i < len(ma) && dp[(i+1)*w+j] >= dp[i*w+j+1]):
-				ops = append(ops, lineOp{'-', pre + i, -1})
-				i++
-			default:
-				ops = append(ops, lineOp{'+', -1, pre + j})
-				j++
-			}
+		for _, l := range splitKeep([]byte(d.Text)) {
+			out = append(out, diffLine{op, l})
 		}
 	}
-	for k := 0; k < suf; k++ {
-		ops = append(ops, lineOp{' ', len(a) - suf + k, len(b) - suf + k})
-	}
-	return ops
+	return out
 }
 
-// unifiedFileDiff formats the diff of one file, git style. existed and
-// keeps say whether the file exists before and after.
-func unifiedFileDiff(path string, old, nw []byte, existed, keeps bool) []byte {
-	a, b := splitKeep(old), splitKeep(nw)
-	ops := diffLines(a, b)
-	var out bytes.Buffer
-	fmt.Fprintf(&out, "diff --git a/%s b/%s\n", path, path)
-	oldName, newName := "a/"+path, "b/"+path
-	switch {
-	case !existed:
-		out.WriteString("new file mode 100644\n")
-		oldName = "/dev/null"
-	case !keeps:
-		out.WriteString("deleted file mode 100644\n")
-		newName = "/dev/null"
-	}
-	if len(a) == 0 && len(b) == 0 {
-		return out.Bytes()
-	}
-	fmt.Fprintf(&out, "--- %s\n+++ %s\n", oldName, newName)
-	// Group changes into hunks with contextLines of context.
-	for k := 0; k < len(ops); {
-		for k < len(ops) && ops[k].op == ' ' {
-			k++
+// hunksOf turns the line diff of a and b into hunks with ctx lines of
+// context, in the shape ParseDiff produces (lines without their endings).
+func hunksOf(a, b []byte, ctx int) []*Hunk {
+	dl := lineDiff(a, b)
+	type pos struct{ o, n int }
+	ps := make([]pos, len(dl))
+	oldLine, newLine := 1, 1
+	for i, d := range dl {
+		ps[i] = pos{oldLine, newLine}
+		if d.op != '+' {
+			oldLine++
 		}
-		if k == len(ops) {
+		if d.op != '-' {
+			newLine++
+		}
+	}
+	var hunks []*Hunk
+	for i := 0; i < len(dl); {
+		if dl[i].op == ' ' {
+			i++
+			continue
+		}
+		start, end := max(0, i-ctx), i
+		// Changes closer than 2*ctx lines share a hunk.
+		for end < len(dl) {
+			if dl[end].op != ' ' {
+				end++
+				continue
+			}
+			run := end
+			for run < len(dl) && dl[run].op == ' ' {
+				run++
+			}
+			if run < len(dl) && run-end <= 2*ctx {
+				end = run
+				continue
+			}
+			end = min(len(dl), end+ctx)
 			break
 		}
-		start := max(0, k-contextLines)
-		end := k
-		for {
-			for end < len(ops) && ops[end].op != ' ' {
-				end++
+		h := &Hunk{OldStart: ps[start].o, NewStart: ps[start].n}
+		for _, d := range dl[start:end] {
+			h.Lines = append(h.Lines, string(bytes.TrimSuffix(d.text, []byte("\n"))))
+			h.Ops = append(h.Ops, d.op)
+			if d.op != '+' {
+				h.OldLines++
 			}
-			next := end
-			for next < len(ops) && ops[next].op == ' ' {
-				next++
+			if d.op != '-' {
+				h.NewLines++
 			}
-			if next == len(ops) || next-end > 2*contextLines {
-				end = min(len(ops), end+contextLines)
-				break
+			if !bytes.HasSuffix(d.text, []byte("\n")) {
+				h.NoNewlineOld = h.NoNewlineOld || d.op != '+'
+				h.NoNewlineNew = h.NoNewlineNew || d.op != '-'
 			}
-			end = next
 		}
-		writeHunk(&out, ops[start:end], a, b)
-		k = end
+		// An empty side is numbered from the line before it (0 for an
+		// empty file), as diff -u and git do.
+		if h.OldLines == 0 {
+			h.OldStart--
+		}
+		if h.NewLines == 0 {
+			h.NewStart--
+		}
+		hunks = append(hunks, h)
+		i = end
 	}
-	return out.Bytes()
+	return hunks
 }
 
-func writeHunk(out *bytes.Buffer, ops []lineOp, a, b [][]byte) {
-	oldStart, newStart, oldN, newN := -1, -1, 0, 0
-	for _, o := range ops {
-		if o.op != '+' {
-			if oldStart < 0 {
-				oldStart = o.oldI
-			}
-			oldN++
-		}
-		if o.op != '-' {
-			if newStart < 0 {
-				newStart = o.nw
-			}
-			newN++
-		}
+// unifiedFileDiff is the git-style diff of one file from old to nw.
+// existed and keeps say whether the file exists before and after.
+func unifiedFileDiff(path string, old, nw []byte, existed, keeps bool) []byte {
+	fd := &FileDiff{OldPath: path, NewPath: path}
+	if !existed {
+		fd.OldPath = ""
 	}
-	// A side is empty only when the hunk has no context, which happens only
-	// when that side's file is empty: it is numbered 0.
-	if oldStart < 0 {
-		oldStart = 0
-	} else {
-		oldStart++
+	if !keeps {
+		fd.NewPath = ""
 	}
-	if newStart < 0 {
-		newStart = 0
-	} else {
-		newStart++
+	fd.Hunks = hunksOf(old, nw, contextLines)
+	return fd.Format()
+}
+
+// fileDiff is unifiedFileDiff where nil means absent; nil when a and b
+// are the same.
+func fileDiff(path string, a, b []byte) []byte {
+	if (a == nil) == (b == nil) && bytes.Equal(a, b) {
+		return nil
 	}
-	out.WriteString(hunkHeader(oldStart, oldN, newStart, newN, ""))
-	for _, o := range ops {
-		var line []byte
-		if o.op == '+' {
-			line = b[o.nw]
-		} else {
-			line = a[o.oldI]
-		}
-		out.WriteByte(o.op)
-		out.Write(line)
-		if !bytes.HasSuffix(line, []byte("\n")) {
-			out.WriteString("\n\\ No newline at end of file\n")
-		}
-	}
+	return unifiedFileDiff(path, a, b, a != nil, b != nil)
 }

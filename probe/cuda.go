@@ -179,16 +179,11 @@ func ParseArchList(out []byte) []string {
 	return arches
 }
 
-// versionLess orders "cuda-12.9" < "cuda-13.0" by their numbers.
+// versionLess orders "cuda-12.9" < "cuda-13.0" by CompareVersions, then
+// by name.
 func versionLess(a, b string) bool {
-	na, nb := versionNums(a), versionNums(b)
-	for i := 0; i < len(na) && i < len(nb); i++ {
-		if na[i] != nb[i] {
-			return na[i] < nb[i]
-		}
-	}
-	if len(na) != len(nb) {
-		return len(na) < len(nb)
+	if c := CompareVersions(a, b); c != 0 {
+		return c < 0
 	}
 	return a < b
 }
@@ -204,8 +199,9 @@ func versionNums(s string) []int {
 	return out
 }
 
-// CompareVersions compares dotted numeric versions ("12.9" < "13.0.88"):
-// -1, 0 or 1. Missing parts count as zero.
+// CompareVersions is the one comparer of CUDA versions: it compares the
+// numbers of dotted versions ("12.9" < "13.0.88", "cuda-12.9" <
+// "cuda-13.0"): -1, 0 or 1. Missing parts count as zero.
 func CompareVersions(a, b string) int {
 	na, nb := versionNums(a), versionNums(b)
 	for i := 0; i < len(na) || i < len(nb); i++ {

@@ -1,13 +1,14 @@
 package probe
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/smpatch/smpatch/internal/runner"
 )
 
 // DefaultTimeout bounds every external command the probe runs.
@@ -28,31 +29,22 @@ func runTool(ctx context.Context, timeout time.Duration, name string, args ...st
 		}
 		return nil, fmt.Errorf("%s: %v", name, err)
 	}
-	start := time.Now()
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, path, args...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout = &stdout
-	cmd.Stderr = &stderr
-	cmd.WaitDelay = 500 * time.Millisecond
-	err = cmd.Run()
-	if ctx.Err() != nil {
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return nil, fmt.Errorf("%s: timed out after %s", display, time.Since(start).Round(100*time.Millisecond))
-		}
+	res, err := runner.Run(ctx, timeout, path, args...)
+	switch {
+	case errors.Is(err, runner.ErrTimeout):
+		return nil, fmt.Errorf("%s: %w", display, err)
+	case err != nil && ctx.Err() != nil:
 		return nil, fmt.Errorf("%s: %w", display, ctx.Err())
-	}
-	if err != nil {
-		if l := lastLine(stderr.String()); l != "" {
-			return stdout.Bytes(), fmt.Errorf("%s: %v: %s", display, err, l)
+	case err != nil:
+		if l := lastLine(string(res.Stderr)); l != "" {
+			return res.Stdout, fmt.Errorf("%s: %v: %s", display, err, l)
 		}
-		if l := lastLine(stdout.String()); l != "" {
-			return stdout.Bytes(), fmt.Errorf("%s: %v: %s", display, err, l)
+		if l := lastLine(string(res.Stdout)); l != "" {
+			return res.Stdout, fmt.Errorf("%s: %v: %s", display, err, l)
 		}
-		return stdout.Bytes(), fmt.Errorf("%s: %v", display, err)
+		return res.Stdout, fmt.Errorf("%s: %v", display, err)
 	}
-	return stdout.Bytes(), nil
+	return res.Stdout, nil
 }
 
 func lastLine(s string) string {

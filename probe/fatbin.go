@@ -45,7 +45,7 @@ type FatbinEntry struct {
 	Flags      uint64 `json:"flags"`
 	// Target is sm_90, sm_90a, sm_100f for a cubin, compute_90a for PTX.
 	// cuobjdump --list-elf names a family cubin (sm_100f) sm_100, and
-	// --list-ptx names PTX sm_90a: see CuobjdumpName.
+	// --list-ptx names PTX sm_90a: a family cubin under its plain name, PTX under sm_.
 	Target string `json:"target"`
 	// Ext holds the header bytes past the first 64, hex.
 	Ext string `json:"ext,omitempty"`
@@ -435,14 +435,4 @@ func targetNum(t string) int {
 	t = strings.TrimRight(t, "abcdefghijklmnopqrstuvwxyz")
 	n, _ := strconv.Atoi(t)
 	return n
-}
-
-// CuobjdumpName is the name cuobjdump 13.0 gives a target in --list-elf and
-// --list-ptx: a family cubin under its plain name (sm_100f → sm_100), PTX
-// under sm_ (compute_120f → sm_120f).
-func CuobjdumpName(target string) string {
-	if rest, ok := strings.CutPrefix(target, "compute_"); ok {
-		return "sm_" + rest
-	}
-	return strings.TrimSuffix(target, "f")
 }

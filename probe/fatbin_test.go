@@ -304,17 +304,6 @@ func TestScanBinaryErrors(t *testing.T) {
 	}
 }
 
-func TestCuobjdumpName(t *testing.T) {
-	for in, want := range map[string]string{
-		"sm_90": "sm_90", "sm_90a": "sm_90a", "sm_100f": "sm_100", "sm_120f": "sm_120",
-		"compute_120f": "sm_120f", "compute_90a": "sm_90a", "compute_100": "sm_100",
-	} {
-		if got := CuobjdumpName(in); got != want {
-			t.Errorf("CuobjdumpName(%s) = %s, want %s", in, got, want)
-		}
-	}
-}
-
 func TestScanFile(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "libx.so")
 	if err := os.WriteFile(p, variantsLike(), 0o644); err != nil {

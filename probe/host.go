@@ -11,9 +11,10 @@ import (
 	"time"
 
 	"github.com/smpatch/smpatch/internal/lazyre"
+	"github.com/smpatch/smpatch/internal/smver"
 )
 
-// GPUQueryArgs are the nvidia-smi arguments the probe uses (DOMAIN.md).
+// GPUQueryArgs are the nvidia-smi arguments the probe uses.
 var GPUQueryArgs = []string{"--query-gpu=index,name,uuid,compute_cap,driver_version,memory.total", "--format=csv,noheader"}
 
 // probeGPUs fills h from nvidia-smi, falling back to /proc/driver/nvidia/gpus
@@ -245,16 +246,8 @@ func readProcDriverVersion(procRoot string) (string, error) {
 
 // parseSM splits "12.0" into 12, 0.
 func parseSM(s string) (major, minor int, ok bool) {
-	a, b, found := strings.Cut(strings.TrimSpace(s), ".")
-	if !found {
-		return 0, 0, false
-	}
-	ma, err1 := strconv.Atoi(a)
-	mi, err2 := strconv.Atoi(b)
-	if err1 != nil || err2 != nil || ma < 0 || mi < 0 {
-		return 0, 0, false
-	}
-	return ma, mi, true
+	ma, mi, err := smver.Parse(s)
+	return ma, mi, err == nil
 }
 
 func clip(s string, n int) string {

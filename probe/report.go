@@ -1,10 +1,3 @@
-// Package probe finds out what this machine and its Python environment can
-// really run before a patch is enabled: GPUs and driver (nvidia-smi with a
-// timeout), the CUDA toolkit, installed distributions (dist-info), what the
-// installed flashinfer's JIT gates and headers admit (read statically, never
-// imported), and which SM targets binaries carry (a streaming .nv_fatbin
-// reader). The result is a Report; CheckRequirements turns a Report and a
-// patch's requirements into one Finding per requirement, with evidence.
 package probe
 
 import (
@@ -13,7 +6,7 @@ import (
 	"os"
 )
 
-// Report is everything the probe learned, with the JSON keys of DESIGN.md
+// Report is everything the probe learned, with the JSON keys docs/probe.md lists
 // ("Probe report"). Anything it could not read is absent and explained in
 // Unknown, never guessed.
 type Report struct {

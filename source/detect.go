@@ -75,7 +75,7 @@ func isDir(p string) bool {
 	return err == nil && st.IsDir()
 }
 
-// Resolve finds the tree a command means (DESIGN.md, "--repo omitted"):
+// Resolve finds the tree a command means (README.md, "Command line"):
 // repoFlag when set, else $SMPATCH_REPO, else the current directory (or a
 // parent) when it is a checkout of project, else project as installed for
 // the interpreter python. project "" accepts either project. A directory

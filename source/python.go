@@ -7,10 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/smpatch/smpatch/internal/runner"
 )
 
 // PythonTimeout bounds the one interpreter start PythonSysPath makes when the
@@ -28,26 +29,14 @@ func PythonSysPath(ctx context.Context, python string) ([]string, error) {
 	if python == "" {
 		python = "python3"
 	}
-	start := time.Now()
-	ctx, cancel := context.WithTimeout(ctx, PythonTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, python, "-I", "-c", sysPathScript)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout = &stdout
-	cmd.Stderr = &stderr
-	cmd.Stdin = nil
-	// A wrapper script whose child keeps the pipes open must not hang us past
-	// the deadline.
-	cmd.WaitDelay = 500 * time.Millisecond
-	err := cmd.Run()
-	if ctx.Err() != nil {
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return nil, fmt.Errorf("python %s: timed out after %s asking for sys.path", python, time.Since(start).Round(time.Millisecond))
-		}
+	res, err := runner.Run(ctx, PythonTimeout, python, "-I", "-c", sysPathScript)
+	switch {
+	case errors.Is(err, runner.ErrTimeout):
+		return nil, fmt.Errorf("python %s: timed out after %s asking for sys.path", python, res.Elapsed.Round(time.Millisecond))
+	case err != nil && ctx.Err() != nil:
 		return nil, fmt.Errorf("python %s: %w", python, ctx.Err())
-	}
-	if err != nil {
-		msg := firstLine(stderr.String())
+	case err != nil:
+		msg := firstLine(string(res.Stderr))
 		if msg == "" {
 			msg = err.Error()
 		} else {
@@ -56,8 +45,8 @@ func PythonSysPath(ctx context.Context, python string) ([]string, error) {
 		return nil, fmt.Errorf("python %s: asking for sys.path: %s", python, msg)
 	}
 	var paths []string
-	if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &paths); err != nil {
-		return nil, fmt.Errorf("python %s: sys.path output is not a JSON list of strings: %q", python, clip(stdout.String(), 80))
+	if err := json.Unmarshal(bytes.TrimSpace(res.Stdout), &paths); err != nil {
+		return nil, fmt.Errorf("python %s: sys.path output is not a JSON list of strings: %q", python, clip(string(res.Stdout), 80))
 	}
 	return paths, nil
 }

@@ -32,13 +32,8 @@ type RevisionTree struct {
 
 var _ Tree = (*RevisionTree)(nil)
 
-// NewRevisionTree returns the tree of commit in repo. url names the
+// OpenRevision returns the tree of commit in repo. url names the
 // repository for people (Root is "URL@SHA").
-func NewRevisionTree(repo *git.Repository, commit plumbing.Hash, p Project, url string) (Tree, error) {
-	return OpenRevision(repo, commit, p, url)
-}
-
-// OpenRevision is NewRevisionTree returning the concrete type.
 func OpenRevision(repo *git.Repository, commit plumbing.Hash, p Project, url string) (*RevisionTree, error) {
 	c, err := repo.CommitObject(commit)
 	if err != nil {

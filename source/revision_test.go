@@ -15,7 +15,7 @@ import (
 func TestRevisionTree(t *testing.T) {
 	ctx := context.Background()
 	b, hs := upstreamRepo(t)
-	tr, err := NewRevisionTree(b.Repo, hs["second"], SGLang, b.URL())
+	tr, err := OpenRevision(b.Repo, hs["second"], SGLang, b.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func TestRevisionTree(t *testing.T) {
 			t.Errorf("ReadFile(%q) succeeded", bad)
 		}
 	}
-	if err := tr.(*RevisionTree).CheckProject(); err != nil {
+	if err := tr.CheckProject(); err != nil {
 		t.Errorf("CheckProject: %v", err)
 	}
 	wrong, _ := OpenRevision(b.Repo, hs["second"], FlashInfer, b.URL())
@@ -60,7 +60,7 @@ func TestRevisionTree(t *testing.T) {
 		{"third", "0.5.7rc1", "tag v0.5.7rc1"},
 		{"fourth", "0.5.7rc1", "tag v0.5.7rc1"},
 	} {
-		tr, err := NewRevisionTree(b.Repo, hs[tc.commit], SGLang, b.URL())
+		tr, err := OpenRevision(b.Repo, hs[tc.commit], SGLang, b.URL())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,12 +93,12 @@ func TestRevisionVersionFlashInferAndUnknown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, _ := NewRevisionTree(b.Repo, noVersion, FlashInfer, "")
+	tr, _ := OpenRevision(b.Repo, noVersion, FlashInfer, "")
 	v, from, err := tr.Version(ctx)
 	if err != nil || v != nil || from == "" {
 		t.Fatalf("no version: %v %q %v", v, from, err)
 	}
-	tr, _ = NewRevisionTree(b.Repo, withTxt, FlashInfer, "")
+	tr, _ = OpenRevision(b.Repo, withTxt, FlashInfer, "")
 	v, from, err = tr.Version(ctx)
 	if err != nil || v == nil || from != "version.txt:1" {
 		t.Fatalf("version.txt: %v %q %v", v, from, err)

@@ -1,7 +1,3 @@
-// Package source reads the trees smpatch patches: a directory checkout, an
-// installed package in site-packages, a git revision read from the object
-// store, or an image filesystem. Every tree speaks repository-relative paths
-// (python/sglang/srt/...), whatever its layout on disk.
 package source
 
 import (

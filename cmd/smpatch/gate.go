@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/smpatch/smpatch/internal/exit"
+	"github.com/smpatch/smpatch/internal/smver"
 	"github.com/smpatch/smpatch/patches"
 	"github.com/smpatch/smpatch/probe"
 )
@@ -111,9 +112,9 @@ func toProbeRequirements(r patches.Requirements) probe.Requirements {
 
 // parseSMFlag reads --sm MAJOR.MINOR.
 func parseSMFlag(s string) (int, error) {
-	var major, minor int
-	if n, err := fmt.Sscanf(s, "%d.%d", &major, &minor); n != 2 || err != nil || fmt.Sprintf("%d.%d", major, minor) != s || major < 0 || minor < 0 {
-		return 0, fmt.Errorf("--sm %q: want MAJOR.MINOR, like 12.0", s)
+	major, _, err := smver.Parse(s)
+	if err != nil {
+		return 0, fmt.Errorf("--sm: %w", err)
 	}
 	return major, nil
 }

@@ -86,16 +86,6 @@ func TestCheckArch(t *testing.T) {
 	}
 }
 
-func TestProbeImageUnset(t *testing.T) {
-	old := probeImage
-	probeImage = nil
-	defer func() { probeImage = old }()
-	var out, errb bytes.Buffer
-	if code := run([]string{"probe", "--image", "example.com/x:1"}, &out, &errb); code != exit.Failure || !strings.Contains(errb.String(), "probe --image: this binary cannot read images") {
-		t.Fatalf("code %d stderr %q", code, errb.String())
-	}
-}
-
 // TestApplyCheckArchExitCode runs apply --check-arch end to end: refused
 // with exit 3 and the checkout untouched.
 func TestApplyCheckArchExitCode(t *testing.T) {

@@ -1,15 +1,12 @@
 package main
 
 import (
-	"errors"
 	"io"
 	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -28,18 +25,10 @@ import (
 // $WORK/bases and starts registries on httptest: $REGISTRY (open),
 // $AUTHREG (demands credentials nobody has) and $CLOSED (a closed port).
 func TestImageScripts(t *testing.T) {
-	testscript.Run(t, testscript.Params{
-		Dir:                 "testdata/image",
-		RequireExplicitExec: true,
-		Setup:               imageScriptSetup,
-		Cmds:                map[string]func(ts *testscript.TestScript, neg bool, args []string){"exitcode": cmdExitCode},
-	})
+	testscript.Run(t, scriptParams("testdata/image", imageScriptSetup))
 }
 
 func imageScriptSetup(e *testscript.Env) error {
-	e.Setenv("SMPATCH_CATALOG", "")
-	e.Setenv("SMPATCH_REPO", "")
-	e.Setenv("XDG_CACHE_HOME", e.WorkDir+"/.cache")
 	e.Setenv("DOCKER_CONFIG", e.WorkDir+"/.docker")
 	e.Setenv("SOURCE_DATE_EPOCH", "")
 	bases := filepath.Join(e.WorkDir, "bases")
@@ -117,28 +106,4 @@ func flashinferFixture(file string) (map[string]string, error) {
 		}
 	}
 	return out, nil
-}
-
-// cmdExitCode runs a program like exec and checks its exit code:
-// exitcode N PROG ARGS...
-func cmdExitCode(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) < 2 {
-		ts.Fatalf("usage: exitcode N PROG [ARGS...]")
-	}
-	want, err := strconv.Atoi(args[0])
-	if err != nil {
-		ts.Fatalf("exitcode: %v", err)
-	}
-	err = ts.Exec(args[1], args[2:]...)
-	got := 0
-	var ee *exec.ExitError
-	switch {
-	case errors.As(err, &ee):
-		got = ee.ExitCode()
-	case err != nil:
-		ts.Fatalf("exitcode: %v", err)
-	}
-	if got != want {
-		ts.Fatalf("exit code %d, want %d", got, want)
-	}
 }

@@ -34,20 +34,10 @@ func buildFakeServer(t *testing.T) string {
 // the fake sglang server on PATH, which the common script runner lacks.
 func TestLaunchScripts(t *testing.T) {
 	dir := buildFakeServer(t)
-	testscript.Run(t, testscript.Params{
-		Dir:                 "testdata/launch",
-		RequireExplicitExec: true,
-		Setup: func(e *testscript.Env) error {
-			e.Setenv("PATH", dir+string(os.PathListSeparator)+e.Getenv("PATH"))
-			e.Setenv("SMPATCH_CATALOG", "")
-			e.Setenv("SMPATCH_REPO", "")
-			e.Setenv("GITHUB_STEP_SUMMARY", "")
-			// Race-enabled binaries otherwise sleep a second at exit.
-			e.Setenv("GORACE", "atexit_sleep_ms=0")
-			e.Setenv("XDG_CACHE_HOME", e.WorkDir+"/.cache")
-			return nil
-		},
-	})
+	testscript.Run(t, scriptParams("testdata/launch", func(e *testscript.Env) error {
+		e.Setenv("PATH", dir+string(os.PathListSeparator)+e.Getenv("PATH"))
+		return nil
+	}))
 }
 
 // writeFiles writes name → content under dir.

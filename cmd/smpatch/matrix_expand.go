@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,7 +14,6 @@ import (
 
 	"github.com/smpatch/smpatch/internal/exit"
 	"github.com/smpatch/smpatch/matrix"
-	"github.com/smpatch/smpatch/patches"
 )
 
 // matrixOptions are the flags expand and render share.
@@ -66,47 +66,60 @@ func expandMatrix(g *globalOptions, file string, o *matrixOptions) (*matrix.Expa
 	return m.Expand(opts)
 }
 
-func init() {
-	registerMatrixCommand(func(g *globalOptions) *cobra.Command {
-		var o matrixOptions
-		var asJSON, explain, github bool
-		c := &cobra.Command{
-			Use:   "expand FILE",
-			Short: "Expand a matrix file into cells: product, zip, exclude, include, rules",
-			Long: "Expand a matrix file in the fixed order product → zip → exclude → include → rules\n" +
-				"and list the cells. Pruned cells are listed with the rule and its reason.",
-			Args: cobra.ExactArgs(1),
-			RunE: func(c *cobra.Command, args []string) error {
-				if n := btoi(asJSON) + btoi(explain) + btoi(github); n > 1 {
-					return exit.With(exit.Usage, errors.New("matrix expand: choose one of --json, --explain and --github"))
-				}
-				x, err := expandMatrix(g, args[0], &o)
-				if err != nil {
-					return err
-				}
-				w := bufio.NewWriterSize(c.OutOrStdout(), 1<<16)
-				switch {
-				case github:
-					err = writeGitHubMatrix(w, x)
-				case asJSON:
-					err = writeExpansionJSON(w, x)
-				case explain:
-					printExplain(w, x)
-				default:
-					printCells(w, x)
-				}
-				if ferr := w.Flush(); err == nil {
-					err = ferr
-				}
-				return err
-			},
-		}
-		o.AddFlags(c)
-		c.Flags().BoolVar(&asJSON, "json", false, "print the expansion as JSON")
-		c.Flags().BoolVar(&explain, "explain", false, "show every step, every cell's values and every rule decision")
-		c.Flags().BoolVar(&github, "github", false, "print the runnable cells as a one-line GitHub Actions matrix ({\"include\": [...]}, at most 256: use --shard)")
-		return c
-	})
+// matrixExpandOptions are the flags of smpatch matrix expand.
+type matrixExpandOptions struct {
+	matrixOptions
+	JSON    bool
+	Explain bool
+	GitHub  bool
+}
+
+func (o *matrixExpandOptions) AddFlags(c *cobra.Command) {
+	o.matrixOptions.AddFlags(c)
+	c.Flags().BoolVar(&o.JSON, "json", false, "print the expansion as JSON")
+	c.Flags().BoolVar(&o.Explain, "explain", false, "show every step, every cell's values and every rule decision")
+	c.Flags().BoolVar(&o.GitHub, "github", false, "print the runnable cells as a one-line GitHub Actions matrix ({\"include\": [...]}, at most 256: use --shard)")
+}
+
+func newMatrixExpandCmd(g *globalOptions) *cobra.Command {
+	o := &matrixExpandOptions{}
+	c := &cobra.Command{
+		Use:   "expand FILE",
+		Short: "Expand a matrix file into cells: product, zip, exclude, include, rules",
+		Long: "Expand a matrix file in the fixed order product → zip → exclude → include → rules\n" +
+			"and list the cells. Pruned cells are listed with the rule and its reason.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			return runMatrixExpand(c.Context(), g, o, args, c.OutOrStdout(), c.ErrOrStderr())
+		},
+	}
+	o.AddFlags(c)
+	return c
+}
+
+func runMatrixExpand(ctx context.Context, g *globalOptions, o *matrixExpandOptions, args []string, w, errw io.Writer) error {
+	if n := btoi(o.JSON) + btoi(o.Explain) + btoi(o.GitHub); n > 1 {
+		return exit.With(exit.Usage, errors.New("matrix expand: choose one of --json, --explain and --github"))
+	}
+	x, err := expandMatrix(g, args[0], &o.matrixOptions)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(w, 1<<16)
+	switch {
+	case o.GitHub:
+		err = writeGitHubMatrix(bw, x)
+	case o.JSON:
+		err = writeExpansionJSON(bw, x)
+	case o.Explain:
+		printExplain(bw, x)
+	default:
+		printCells(bw, x)
+	}
+	if ferr := bw.Flush(); err == nil {
+		err = ferr
+	}
+	return err
 }
 
 func btoi(b bool) int {
@@ -332,7 +345,7 @@ func printDecision(w io.Writer, d matrix.Decision) {
 // catalog (built-in plus --catalog directories) and returns the lookup, so
 // that the expansion checks the patch names rules name with it too.
 func checkMatrixPatches(g *globalOptions, m *matrix.Matrix) (func(name string) error, error) {
-	cat, err := patches.LoadCatalog(g.CatalogDirs())
+	cat, err := g.loadCatalog()
 	if err != nil {
 		return nil, err
 	}

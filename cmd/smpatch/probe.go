@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -21,10 +20,6 @@ import (
 	"github.com/smpatch/smpatch/probe"
 )
 
-// probeImage probes a container image's filesystem; the image commands set
-// it in an init function. Nil means this binary cannot read images.
-var probeImage func(ctx context.Context, ref string) (*probe.Report, error)
-
 type probeOptions struct {
 	SitePackages []string
 	JSON         bool
@@ -34,8 +29,6 @@ type probeOptions struct {
 	Entries      bool
 	Timeout      time.Duration
 }
-
-func init() { registerCommand(newProbeCmd) }
 
 func newProbeCmd(g *globalOptions) *cobra.Command {
 	o := &probeOptions{}
@@ -80,10 +73,7 @@ func runProbe(ctx context.Context, w io.Writer, g *globalOptions, o *probeOption
 	var r *probe.Report
 	var err error
 	if o.Image != "" {
-		if probeImage == nil {
-			return errors.New("probe --image: this binary cannot read images")
-		}
-		r, err = probeImage(ctx, o.Image)
+		r, err = probeImageStatic(ctx, o.Image)
 		if err != nil {
 			return fmt.Errorf("probe --image %s: %w", o.Image, err)
 		}
@@ -95,19 +85,13 @@ func runProbe(ctx context.Context, w io.Writer, g *globalOptions, o *probeOption
 	}
 	if o.Output != "" {
 		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false)
-		_ = enc.Encode(r)
+		_ = writeJSON(&buf, r)
 		if err := writeFileAtomic(o.Output, buf.Bytes()); err != nil {
 			return fmt.Errorf("probe -o: %w", err)
 		}
 	}
 	if o.JSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false)
-		return enc.Encode(r)
+		return writeJSON(w, r)
 	}
 	// Without an interpreter, the site-packages came from --site-packages
 	// or from the image.
@@ -129,10 +113,7 @@ func runScan(w io.Writer, o *probeOptions) error {
 		scans = append(scans, s)
 	}
 	if o.JSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false)
-		return enc.Encode(scans)
+		return writeJSON(w, scans)
 	}
 	for _, s := range scans {
 		fmt.Fprintf(w, "%s: %s (ELF%d), %d fatbin containers\n", s.Path, s.Kind, s.Class, s.Containers)

@@ -14,15 +14,18 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/smpatch/smpatch/internal/exit"
+	"github.com/smpatch/smpatch/patches"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
-// globalOptions are the flags every command shares (DESIGN.md, "Command line").
+// globalOptions are the flags every command shares.
 type globalOptions struct {
 	Catalogs []string // --catalog DIR, repeatable; $SMPATCH_CATALOG (colon-separated) is added
 	Python   string   // --python PATH; default python3 on PATH
+
+	catalog *patches.Catalog // loaded once, by loadCatalog
 }
 
 // CatalogDirs is --catalog followed by the directories of $SMPATCH_CATALOG.
@@ -44,15 +47,6 @@ func (g *globalOptions) PythonPath() string {
 	return "python3"
 }
 
-// commandFactories holds a constructor for every top-level command. Each
-// command file adds its own in an init function, so command files never
-// edit one shared list.
-var commandFactories []func(*globalOptions) *cobra.Command
-
-func registerCommand(f func(*globalOptions) *cobra.Command) {
-	commandFactories = append(commandFactories, f)
-}
-
 func newRootCmd(g *globalOptions, stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "smpatch",
@@ -70,9 +64,19 @@ func newRootCmd(g *globalOptions, stdout, stderr io.Writer) *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return exit.With(exit.Usage, err)
 	})
-	for _, f := range commandFactories {
-		root.AddCommand(f(g))
-	}
+	root.AddCommand(
+		newListCmd(g),
+		newShowCmd(g),
+		newApplyCmd(g),
+		newRevertCmd(g),
+		newStatusCmd(g),
+		newProbeCmd(g),
+		newCheckoutCmd(g),
+		newCheckCmd(g),
+		newMatrixCmd(g),
+		newImageCmd(g),
+		newTriageCmd(g),
+	)
 	markUsageErrors(root)
 	return root
 }
@@ -124,7 +128,7 @@ func isCobraUsageError(err error) bool {
 		strings.HasPrefix(s, "invalid argument")
 }
 
-// oneLine keeps an error to the one line DESIGN.md promises.
+// oneLine keeps an error to one line.
 func oneLine(s string) string {
 	s = strings.TrimSpace(s)
 	if i := strings.IndexByte(s, '\n'); i >= 0 {

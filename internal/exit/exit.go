@@ -1,6 +1,3 @@
-// Package exit carries smpatch's process exit codes (DESIGN.md, "Exit codes")
-// through ordinary error values, so packages can say how a failure should end
-// the process without knowing about the command line.
 package exit
 
 import (
@@ -8,7 +5,7 @@ import (
 	"fmt"
 )
 
-// The exit codes of DESIGN.md.
+// The exit codes README.md documents.
 const (
 	OK            = 0 // done, or nothing to do
 	Failure       = 1 // bad input file, I/O, network

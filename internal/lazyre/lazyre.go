@@ -1,6 +1,3 @@
-// Package lazyre compiles a regular expression the first time it is used,
-// so that a package's patterns cost nothing at start-up and nothing at all
-// to commands that never reach them.
 package lazyre
 
 import (

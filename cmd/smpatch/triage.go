@@ -1,0 +1,57 @@
+package main
+
+import (
+	"context"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/smpatch/smpatch/launch"
+)
+
+// triageOptions are the flags of smpatch triage.
+type triageOptions struct {
+	JSON       bool
+	Signatures []string // --signatures FILE, tried before the built-in ones
+}
+
+func (o *triageOptions) AddFlags(c *cobra.Command) {
+	c.Flags().BoolVar(&o.JSON, "json", false, "print JSON")
+	c.Flags().StringArrayVar(&o.Signatures, "signatures", nil, "a TOML file of extra signatures, tried before the built-in ones (repeatable)")
+}
+
+func newTriageCmd(g *globalOptions) *cobra.Command {
+	o := &triageOptions{}
+	c := &cobra.Command{
+		Use:   "triage LOG...",
+		Short: "Name why an sglang server died: the first fatal known line of each log, its meaning and what to try",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			return runTriage(c.Context(), g, o, args, c.OutOrStdout(), c.ErrOrStderr())
+		},
+	}
+	o.AddFlags(c)
+	return c
+}
+
+func runTriage(ctx context.Context, g *globalOptions, o *triageOptions, args []string, w, errw io.Writer) error {
+	sigs, err := launch.LoadSignatures(o.Signatures)
+	if err != nil {
+		return err
+	}
+	var verdicts []*launch.Verdict
+	for _, a := range args {
+		v, err := sigs.TriageFile(a)
+		if err != nil {
+			return err
+		}
+		verdicts = append(verdicts, v)
+	}
+	if o.JSON {
+		return writeJSON(w, map[string]any{"logs": verdicts})
+	}
+	for _, v := range verdicts {
+		v.WriteText(w)
+	}
+	return nil
+}

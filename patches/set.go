@@ -1,0 +1,305 @@
+package patches
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/go-version"
+
+	"github.com/smpatch/smpatch/source"
+)
+
+// Set is a list of patches planned on one tree, each on the result of
+// those before it: the second patch sees the bytes the first would write.
+// It is what apply writes, what a dry run shows, what the image builder
+// puts in a layer and what the matrix runner applies per cell.
+type Set struct {
+	Tree   source.Tree
+	Strict bool
+	Plans  []*Plan // one per patch, in the order given
+}
+
+// SetOptions tune PlanSet.
+type SetOptions struct {
+	Strict bool // fuzzy hunks make the set not apply
+}
+
+// PlanSet plans ps on t in order, each patch on the result of those before
+// it. It reads t and writes nothing. A patch that does not resolve adds
+// nothing to what the patches after it see. The error is only for I/O:
+// why the set does not apply is Set.Problem.
+func PlanSet(ctx context.Context, t source.Tree, ps []*Patch, opts SetOptions) (*Set, error) {
+	s := &Set{Tree: t, Strict: opts.Strict}
+	ov := &overlay{t: t, files: map[string][]byte{}}
+	for _, p := range ps {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		pl, err := NewPlan(ctx, p, ov, PlanOptions{Strict: opts.Strict})
+		if err != nil {
+			return nil, err
+		}
+		// A plan on the overlay names the tree, not the overlay.
+		s.Plans = append(s.Plans, pl)
+		for rel, b := range pl.Changes() {
+			ov.files[rel] = b
+		}
+	}
+	return s, nil
+}
+
+// Problem explains why a set of patches does not apply: the first patch
+// that does not resolve, on the tree, and why.
+type Problem struct {
+	Plan *Plan  // the plan that does not resolve
+	Tree string // the tree, for people: root, kind, project and version
+	Why  string // one line
+}
+
+func (p *Problem) Error() string {
+	return fmt.Sprintf("%s does not apply to %s: %s", p.Plan.Patch.Name, p.Tree, p.Why)
+}
+
+// Problem is nil when every plan of the set resolves (fuzzy hunks count as
+// conflicts when the set is strict); otherwise it says which patch does
+// not apply, where and why.
+func (s *Set) Problem() *Problem {
+	for i, pl := range s.Plans {
+		if pl.OK(s.Strict) {
+			continue
+		}
+		why := planWhy(pl, s.Strict)
+		if on := s.changedBefore(i, pl); len(on) > 0 {
+			why += fmt.Sprintf(" (planned on top of %s)", strings.Join(on, ", "))
+		}
+		if ok, where := UpstreamMarker(s.Tree, pl.Patch); ok {
+			why += fmt.Sprintf(" (the tree already has the upstream change: marker at %s)", where)
+		}
+		return &Problem{Plan: pl, Tree: TreeLine(context.Background(), s.Tree), Why: why}
+	}
+	return nil
+}
+
+// changedBefore names the patches before plan i that change a file plan pl
+// reads.
+func (s *Set) changedBefore(i int, pl *Plan) []string {
+	reads := map[string]bool{}
+	for _, fp := range pl.Files {
+		reads[fp.Path] = true
+	}
+	var out []string
+	for _, prev := range s.Plans[:i] {
+		for rel := range prev.Changes() {
+			if reads[rel] {
+				out = append(out, prev.Patch.Name)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// planWhy says in one line why a plan does not resolve.
+func planWhy(pl *Plan, strict bool) string {
+	switch pl.Outcome() {
+	case OutcomeNoVariant:
+		if pl.Reason != "" {
+			return pl.Reason
+		}
+		return "no variant fits the tree"
+	case OutcomeFuzzy:
+		if strict {
+			for _, fp := range pl.Files {
+				for _, h := range fp.Hunks {
+					if h.Status == Fuzzy {
+						return fmt.Sprintf("%s: hunk %d only matches fuzzily (similarity %.2f at line %d) and --strict is set", fp.Path, h.Index+1, h.Score, h.Line)
+					}
+				}
+			}
+		}
+	}
+	if pl.Reason != "" {
+		return pl.Reason
+	}
+	if c := firstConflict(pl.Files); c != "" {
+		return c
+	}
+	return string(pl.Outcome())
+}
+
+// Changes maps each path the set changes to its final bytes (nil: deleted),
+// relative to the tree as it is. It is nil unless the set applies.
+func (s *Set) Changes() map[string][]byte {
+	if s.Problem() != nil {
+		return nil
+	}
+	out := map[string][]byte{}
+	for _, pl := range s.Plans {
+		for rel, b := range pl.Changes() {
+			out[rel] = b
+		}
+	}
+	for rel, b := range out {
+		old, err := s.Tree.ReadFile(rel)
+		switch {
+		case err == nil && b != nil && string(old) == string(b):
+			delete(out, rel) // a later patch restored it
+		case err != nil && b == nil:
+			delete(out, rel) // created, then deleted
+		}
+	}
+	return out
+}
+
+// UnifiedDiff is every plan's diff in order, each from the bytes the
+// patches before it leave. Empty when the set does not apply.
+func (s *Set) UnifiedDiff() []byte {
+	if s.Problem() != nil {
+		return nil
+	}
+	var out []byte
+	for _, pl := range s.Plans {
+		out = append(out, pl.UnifiedDiff()...)
+	}
+	return out
+}
+
+// stale reports whether the set was not planned on the bytes t has now:
+// each plan on the disk's bytes where no plan before it writes, on the
+// bytes the plans before it write elsewhere. Each path is read once.
+func (s *Set) stale(t source.WritableTree) (bool, error) {
+	after := map[string][]byte{} // path -> bytes the plans so far leave (nil: absent)
+	for _, pl := range s.Plans {
+		for _, fp := range pl.Files {
+			want := fp.Old
+			if fp.Create {
+				want = nil
+			} else if want == nil {
+				want = []byte{}
+			}
+			if have, ok := after[fp.Path]; ok {
+				if (have == nil) != (want == nil) || !bytes.Equal(have, want) {
+					return true, nil
+				}
+				continue
+			}
+			same, err := sameBytes(t, fp.Path, want)
+			if err != nil {
+				return false, err
+			}
+			if !same {
+				return true, nil
+			}
+			after[fp.Path] = want
+		}
+		for rel, b := range pl.Changes() {
+			after[rel] = b
+		}
+	}
+	return false, nil
+}
+
+func (s *Set) patches() []*Patch {
+	out := make([]*Patch, len(s.Plans))
+	for i, pl := range s.Plans {
+		out[i] = pl.Patch
+	}
+	return out
+}
+
+// TreeLine names a tree for people: its root, kind, project and version
+// with where the version was read.
+func TreeLine(ctx context.Context, t source.Tree) string {
+	v, from, err := t.Version(ctx)
+	ver := "version unknown"
+	switch {
+	case err != nil:
+		ver = "version unknown: " + err.Error()
+	case v != nil:
+		ver = fmt.Sprintf("version %s from %s", source.VersionString(v), from)
+	case from != "":
+		ver = "version " + from
+	}
+	return fmt.Sprintf("%s (%s of %s, %s)", t.Root(), t.Kind(), t.Project(), ver)
+}
+
+// overlay is a tree plus the changes of the patches planned so far.
+type overlay struct {
+	t     source.Tree
+	files map[string][]byte // rel -> bytes (nil: deleted)
+}
+
+func (o *overlay) Root() string            { return o.t.Root() }
+func (o *overlay) Kind() source.Kind       { return o.t.Kind() }
+func (o *overlay) Project() source.Project { return o.t.Project() }
+func (o *overlay) Version(ctx context.Context) (*version.Version, string, error) {
+	return o.t.Version(ctx)
+}
+
+func (o *overlay) ReadFile(rel string) ([]byte, error) {
+	if b, ok := o.files[rel]; ok {
+		if b == nil {
+			return nil, &fs.PathError{Op: "read", Path: rel, Err: fs.ErrNotExist}
+		}
+		return append([]byte(nil), b...), nil
+	}
+	return o.t.ReadFile(rel)
+}
+
+func (o *overlay) ListFiles(dir string) ([]string, error) {
+	base, err := o.t.ListFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	if len(o.files) == 0 {
+		return base, nil
+	}
+	set := map[string]bool{}
+	for _, p := range base {
+		set[p] = true
+	}
+	prefix := strings.TrimSuffix(dir, "/") + "/"
+	for rel, b := range o.files {
+		if dir != "" && !strings.HasPrefix(rel, prefix) {
+			continue
+		}
+		set[rel] = b != nil
+	}
+	out := make([]string, 0, len(set))
+	for p, ok := range set {
+		if ok {
+			out = append(out, p)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// GetAll looks up the named patches for one set: each once, in the order
+// first named, all of one project (a set patches one tree).
+func (c *Catalog) GetAll(names []string) ([]*Patch, error) {
+	var ps []*Patch
+	seen := map[string]bool{}
+	for _, n := range names {
+		p, err := c.Get(n)
+		if err != nil {
+			return nil, err
+		}
+		if seen[p.Name] {
+			continue
+		}
+		seen[p.Name] = true
+		if len(ps) > 0 && p.Project != ps[0].Project {
+			return nil, fmt.Errorf("%s is a %s patch and %s a %s patch: apply them separately", ps[0].Name, ps[0].Project, p.Name, p.Project)
+		}
+		ps = append(ps, p)
+	}
+	if len(ps) == 0 {
+		return nil, fmt.Errorf("no patch named")
+	}
+	return ps, nil
+}

@@ -1,0 +1,11 @@
+// Package probe finds out what this machine and its Python environment can
+// really run before a patch is enabled: GPUs and driver (nvidia-smi with a
+// timeout), the CUDA toolkit, installed distributions (dist-info), what the
+// installed flashinfer's JIT gates and headers admit (read statically, never
+// imported), and which SM targets binaries carry (a streaming .nv_fatbin
+// reader). The result is a Report; CheckRequirements turns a Report and a
+// patch's requirements into one Finding per requirement, with evidence.
+//
+// It must not know patches or the command line: requirements come in as
+// plain data (Requirements) and findings go out as plain data.
+package probe
