@@ -201,11 +201,14 @@ func TestBuiltinAutoNeedsAllow(t *testing.T) {
 	for _, shape := range []string{"c4-s3", "c4-s5", "c6-s5"} {
 		files := readShape(t, shape)
 		dir, tree := checkout(t, files)
-		pl := plan(t, pb, tree, patches.PlanOptions{})
-		if pl.Outcome() != patches.OutcomeApplies {
+		set, err := patches.PlanSet(context.Background(), tree, []*patches.Patch{pb}, patches.SetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pl := set.Plans[0]; pl.Outcome() != patches.OutcomeApplies {
 			t.Fatalf("%s: auto plan %s (%s)", shape, pl.Outcome(), pl.Reason)
 		}
-		_, err := patches.Apply(context.Background(), tree, []*patches.Plan{pl}, patches.ApplyOptions{})
+		_, err = patches.Apply(context.Background(), tree, set, patches.ApplyOptions{})
 		if err == nil || !strings.Contains(err.Error(), "verify") {
 			t.Fatalf("%s: auto alone: err %v, want a verify refusal", shape, err)
 		}
@@ -215,8 +218,11 @@ func TestBuiltinAutoNeedsAllow(t *testing.T) {
 				t.Errorf("%s: %s changed by a refused apply", shape, name)
 			}
 		}
-		plans := []*patches.Plan{plan(t, pa, tree, patches.PlanOptions{}), plan(t, pb, tree, patches.PlanOptions{})}
-		if _, err := patches.Apply(context.Background(), tree, plans, patches.ApplyOptions{}); err != nil {
+		both, err := patches.PlanSet(context.Background(), tree, []*patches.Patch{pa, pb}, patches.SetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := patches.Apply(context.Background(), tree, both, patches.ApplyOptions{}); err != nil {
 			t.Errorf("%s: %s then %s: %v", shape, allow, auto, err)
 		}
 	}

@@ -35,7 +35,29 @@ def main():
     for path in glob.glob(os.path.join(out, "tag-*.json")):
         tag = os.path.basename(path)[len("tag-"):-len(".json")]
         tags[tag] = {r["patch"]: r for r in load(path)["results"]}
-    walk = {r["patch"]: r for r in load(os.path.join(out, "branch.json"))["results"]}
+    # The branch walk in consecutive parts (branch-0.json, branch-1.json, ...),
+    # each starting where the one before ends: one range per patch.
+    parts = sorted(glob.glob(os.path.join(out, "branch-*.json")),
+                   key=lambda f: int(os.path.basename(f)[len("branch-"):-len(".json")]))
+    walk = {}
+    for path in parts:
+        for r in load(path)["results"]:
+            w = walk.get(r["patch"])
+            if w is None:
+                walk[r["patch"]] = r
+                continue
+            rg, nx = w["range"], r["range"]
+            if nx["start"] != (rg["changes"][-1]["to"] if rg["changes"] else rg["start"]):
+                # A part starts where the one before ended, which reports
+                # the same change itself; this only happens when it did not.
+                rg["changes"].append({"commit": nx["base"], "date": "", "subject": "(start of a part of the walk)",
+                                      "from": "", "to": nx["start"], "detail": ""})
+            rg["changes"].extend(nx["changes"])
+            rg["commits"] += nx["commits"]
+            rg["planned"] += nx["planned"]
+            for k in ("status", "variant", "version", "commit", "detail", "hunks"):
+                if k in r:
+                    w[k] = r[k]
     shows = {p: load(os.path.join(out, f"show-{p}.json")) for p in patches}
 
     w = []

@@ -57,10 +57,28 @@ first=$(g rev-list --first-parent --since="$since" "$branch" | tail -n 1)
 [[ -n "$first" ]] || { echo "coverage: no commit on $branch since $since" >&2; exit 1; }
 base=$(g rev-parse "$first^")
 echo "coverage: $branch from $(g log -1 --format='%h %cs' "$first") to $(g log -1 --format='%h %cs' "$branch")" >&2
-if [[ -z "${COVERAGE_REUSE:-}" || ! -s "$out/branch.json" ]]; then
-	"$bin" check --repo "$repo" --range "$base..$branch" --format json >"$out/branch.json.tmp" || [[ $? == 4 ]]
-	mv "$out/branch.json.tmp" "$out/branch.json"
-fi
+# The walk is split into COVERAGE_JOBS (4) consecutive ranges run side by
+# side; each range starts where the one before ends, so their changes read
+# as one history (scripts/coverage.py joins them).
+jobs=${COVERAGE_JOBS:-4}
+mapfile -t fp < <(g rev-list --first-parent "$base..$branch")
+n=${#fp[@]}
+bounds=("$base")
+for ((i = jobs - 1; i >= 1; i--)); do
+	bounds+=("${fp[i * n / jobs]}")
+done
+bounds+=("$(g rev-parse "$branch")")
+pids=()
+for ((i = 0; i < jobs; i++)); do
+	f="$out/branch-$i.json"
+	[[ -n "${COVERAGE_REUSE:-}" && -s "$f" ]] && continue
+	("$bin" check --repo "$repo" --range "${bounds[i]}..${bounds[i + 1]}" --format json >"$f.tmp" || [[ $? == 4 ]]) && mv "$f.tmp" "$f" &
+	pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p"; done
+for ((i = 0; i < jobs; i++)); do
+	[[ -s "$out/branch-$i.json" ]] || { echo "coverage: the walk over ${bounds[i]}..${bounds[i + 1]} failed" >&2; exit 1; }
+done
 
 "$bin" list --json >"$out/list.json"
 for p in $(python3 -c 'import json,sys; print(" ".join(p["name"] for p in json.load(open(sys.argv[1]))["patches"] if p["project"] == "sglang"))' "$out/list.json"); do
