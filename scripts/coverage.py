@@ -84,7 +84,7 @@ def main():
             counts[r["status"]] = counts.get(r["status"], 0) + 1
             detail = r.get("detail", "")
             if r["status"] in ("applies", "already-upstream"):
-                detail = ", ".join(f"{n} {k}" for k, n in sorted(r.get("hunks", {}).items())) + " hunks"
+                detail = "hunks: " + ", ".join(f"{n} {k}" for k, n in sorted(r.get("hunks", {}).items()))
             w.append(f"| {t} | `{r['commit'][:10]}` | {r['status']} | {r.get('variant') or '-'} | {r.get('version') or '-'} | {cell(detail)} |")
         w.append("")
         w.append("Tags: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) + ".\n")
