@@ -17,10 +17,15 @@ awk 'BEGIN {
 }' > "$log"
 echo "log: $(wc -l < "$log") lines, $(du -h "$log" | cut -f1)"
 pattern='No supported CUDA architectures found for major versions|SM 12\.x requires CUDA >= 12\.9|Not enough memory.*mem-fraction-static|Capture cuda graph failed|CUDA out of memory|CUDA error: out of memory|OutOfMemoryError|requires SM90 or SM10X|(ncclCommInitRank|NCCL error).*(internal error|unhandled system error|unhandled cuda error)|address already in use|an illegal memory access was encountered'
-t() { local s e; s=$(date +%s.%N); "$@" > /dev/null; e=$(date +%s.%N); awk -v s="$s" -v e="$e" 'BEGIN { printf "%.2fs", e - s }'; }
-echo "grep -nE (first match): $(t grep -m1 -nE "$pattern" "$log")"
-echo "smpatch triage:          $(t "$bin" triage "$log")"
-# Whole output to a file first: `| head -2` closes the pipe early, and under
-# pipefail the SIGPIPE that triage then gets fails the bench (exit 141).
-"$bin" triage "$log" > "$work/triage.txt"
-head -2 "$work/triage.txt"
+# Each side runs 5 times; the medians are compared. Output is read whole
+# (no `| head` under pipefail, which fails by SIGPIPE when the reader stops).
+med() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+t() { local s e; s=$(date +%s.%N); "$@" > /dev/null; e=$(date +%s.%N); awk -v s="$s" -v e="$e" 'BEGIN { printf "%.3f\n", e - s }'; }
+g=$(for i in 1 2 3 4 5; do t grep -m1 -nE "$pattern" "$log"; done | med)
+s=$(for i in 1 2 3 4 5; do t "$bin" triage "$log"; done | med)
+echo "grep -nE (first match): ${g}s (median of 5)"
+echo "smpatch triage:          ${s}s (median of 5)"
+awk -v g="$g" -v s="$s" 'BEGIN { printf "ratio triage/grep:       %.2fx\n", s / g }'
+echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
+out=$("$bin" triage "$log")
+sed -n 1,2p <<< "$out"

@@ -6,13 +6,20 @@
 # cells, the fake server dies there with flashinfer's arch line, smpatch
 # triages it, reverts the patch, and prints the results table.
 #
-# Usage: examples/demo-matrix.sh [path/to/smpatch]   (DEMO_OUT=DIR keeps the results)
+# Three of the six cells fail on purpose: they are the story's failures
+# (KV-pool init out of memory with fewchan at 512, and flashinfer's missing
+# SM12x arch for the fusion cells), caught, triaged and reported.
+#
+# Usage: examples/demo-matrix.sh [path/to/smpatch]
+# The results stay in out/demo-matrix/ (DEMO_OUT=DIR puts them elsewhere).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin="$(realpath "${1:-bin/smpatch}")"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-out="${DEMO_OUT:-$work/results}"
+out="${DEMO_OUT:-out/demo-matrix}"
+rm -rf "$out"
+mkdir -p "$(dirname "$out")"
 
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
@@ -48,3 +55,17 @@ fi
 
 say "results.md (also written to \$GITHUB_STEP_SUMMARY in CI)"
 cat "$out/results.md"
+
+cat <<EOF
+
+The failed cells are the point: they are the story's three failures (KV-pool
+init out of memory under fewchan at --cuda-graph-max-bs 512; flashinfer's
+"No supported CUDA architectures found for major versions [9, 10]" in both
+fusion cells), each caught before a benchmark and named by triage.
+Everything is in $out/: results.md, results.html, results.csv, results.json,
+junit.xml and logs/.
+What to try next:
+  smpatch matrix compare $out --pair unpatched.fewchan.cgbs128:unpatched.default.cgbs128
+  smpatch triage $out/logs/*.log
+  open $out/results.html in a browser (one file, no network)
+EOF

@@ -35,11 +35,18 @@ sums >"$work/before.sha256"
 step smpatch list
 "$bin" list
 
-step smpatch apply sm120-fusion sm120-fusion-auto --repo "$tree" --dry-run
-"$bin" apply sm120-fusion sm120-fusion-auto --repo "$tree" --dry-run
+# The gate, on saved probe reports of the story's host (eight RTX PRO 6000,
+# SM 12.0, PCIe): with flashinfer 0.6.16.post4 it refuses (exit 3) and
+# writes nothing; with 0.6.17 every requirement is met.
+hosts="$here/hosts"
+step smpatch apply sm120-fusion --check-arch --probe-file examples/hosts/rtx-pro-6000x8-flashinfer-0.6.16.json --repo "$tree"
+rc=0
+"$bin" apply sm120-fusion --check-arch --probe-file "$hosts/rtx-pro-6000x8-flashinfer-0.6.16.json" --repo "$tree" || rc=$?
+echo "(exit $rc: refused, nothing written)"
+[ "$rc" = 3 ] || { echo "expected exit 3 from the gate, got $rc" >&2; exit 1; }
 
-step smpatch apply sm120-fusion sm120-fusion-auto --repo "$tree"
-"$bin" apply sm120-fusion sm120-fusion-auto --repo "$tree"
+step smpatch apply sm120-fusion sm120-fusion-auto --check-arch --probe-file examples/hosts/rtx-pro-6000x8-flashinfer-0.6.17.json --repo "$tree"
+"$bin" apply sm120-fusion sm120-fusion-auto --check-arch --probe-file "$hosts/rtx-pro-6000x8-flashinfer-0.6.17.json" --repo "$tree"
 
 step diff -ru untouched sglang
 (cd "$work" && diff -ru --exclude=.smpatch untouched sglang | sed -E 's/^((---|\+\+\+) [^\t]*)\t.*/\1/') || true
@@ -66,3 +73,11 @@ else
   echo "DIFFERENT: the tree did not come back" >&2
   exit 1
 fi
+
+cat <<'NEXT'
+
+What to try next:
+  smpatch show sm120-fusion --repo ~/src/sglang     # what it would change in your checkout
+  smpatch probe -o host.json                        # on the GPU host: what it can build
+  make demo-matrix                                  # the story's experiments on a fake server
+NEXT

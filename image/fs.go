@@ -35,6 +35,8 @@ import (
 // FS implements fs.FS, fs.ReadFileFS, fs.ReadDirFS and fs.StatFS.
 type FS struct {
 	layers  []v1.Layer
+	checks  []layerCheck        // per layer: the digests its streams must match (nil: unchecked, tests only)
+	ctx     context.Context     // stops every layer stream (a signal)
 	entries map[string]*entry   // visible entries by cleaned path
 	dirs    map[string][]string // directory -> sorted child names
 	keep    func(name string, typ byte) bool
@@ -52,6 +54,12 @@ type entry struct {
 	mode  fs.FileMode // permission bits only
 	size  int64
 	link  string // symlink target as written, or hardlink target (cleaned)
+	seq   int    // earlier entries of the same name in its layer
+	// A hard link's bytes: the regular file entry (src, srcSeq) of layer
+	// srcLayer it resolves to.
+	src      string
+	srcSeq   int
+	srcLayer int
 }
 
 func (e *entry) isDir() bool { return e.typ == tar.TypeDir }
@@ -64,10 +72,15 @@ type FSOptions struct {
 	// CacheBytes bounds the bytes of file contents kept after reads
 	// (default 64 MiB; files over 1 MiB are never kept beyond one read).
 	CacheBytes int64
-	// IndexCache is a directory keeping each layer's entry list by diff id,
-	// so a base's multi-GB layers are streamed once, not on every build
-	// ("" for none; DefaultIndexCache is smpatch's).
+	// IndexCache is a directory keeping each layer's entry list by the
+	// digest the layer is verified against, so a base's multi-GB layers
+	// are streamed once, not on every build ("" for none;
+	// DefaultIndexCache is smpatch's).
 	IndexCache string
+
+	// diffOnly: the layers are stored uncompressed (a docker-save
+	// tarball); verify them against the config's diff ids only.
+	diffOnly bool
 }
 
 // DefaultIndexCache is $XDG_CACHE_HOME/smpatch/image-index (or the
@@ -81,7 +94,7 @@ func DefaultIndexCache() string {
 }
 
 // indexCacheVersion changes whenever rawEntry or DefaultKeep changes.
-const indexCacheVersion = "2"
+const indexCacheVersion = "3"
 
 type indexCacheFile struct {
 	Version string     `json:"version"`
@@ -140,29 +153,41 @@ const (
 // NewFS indexes img's layers: each layer's tar is streamed once (several
 // layers at a time) into a list of the entries smpatch needs, or that list
 // is read from the index cache (FSOptions.IndexCache, keyed by the layer's
-// diff id); the lists are then merged top-down, honouring whiteouts. ctx
-// cancels the indexing between entries.
+// digest); the lists are then merged top-down, honouring whiteouts. ctx
+// stops the indexing and every later read of the FS (a signal).
 func NewFS(ctx context.Context, img v1.Image, opts FSOptions) (*FS, error) {
 	layers, err := img.Layers()
 	if err != nil {
 		return nil, fmt.Errorf("reading image layers: %w", err)
 	}
-	// Cache keys are the diff ids the config lists: asking a layer for its
-	// own would hash the uncompressed stream.
-	var diffIDs []v1.Hash
-	if opts.IndexCache != "" {
-		if cf, err := img.ConfigFile(); err == nil && len(cf.RootFS.DiffIDs) == len(layers) {
-			diffIDs = cf.RootFS.DiffIDs
+	if !opts.diffOnly {
+		if err := verifyConfig(img); err != nil {
+			return nil, err
 		}
 	}
-	return newFS(ctx, layers, diffIDs, opts)
+	checks, err := layerChecks(img, len(layers), opts.diffOnly)
+	if err != nil {
+		return nil, err
+	}
+	// Cache keys are the digests each layer is verified against when it
+	// is streamed, so an entry list is only ever written for the bytes
+	// its key names.
+	var keys []string
+	if opts.IndexCache != "" {
+		for _, c := range checks {
+			keys = append(keys, c.cacheKey())
+		}
+	}
+	return newFS(ctx, layers, checks, keys, opts)
 }
 
-// newFS indexes layers (bottom first); diffIDs, when given, key the index
+// newFS indexes layers (bottom first); keys, when given, key the index
 // cache.
-func newFS(ctx context.Context, layers []v1.Layer, diffIDs []v1.Hash, opts FSOptions) (*FS, error) {
+func newFS(ctx context.Context, layers []v1.Layer, checks []layerCheck, keys []string, opts FSOptions) (*FS, error) {
 	f := &FS{
+		ctx:      ctx,
 		layers:   layers,
+		checks:   checks,
 		reads:    make([]int, len(layers)),
 		entries:  map[string]*entry{},
 		keep:     opts.Keep,
@@ -175,7 +200,7 @@ func newFS(ctx context.Context, layers []v1.Layer, diffIDs []v1.Hash, opts FSOpt
 	} else {
 		cacheDir = "" // the cache holds DefaultKeep's selection only
 	}
-	if len(diffIDs) != len(layers) {
+	if len(keys) != len(layers) {
 		cacheDir = ""
 	}
 	if f.cacheMax <= 0 {
@@ -193,7 +218,7 @@ func newFS(ctx context.Context, layers []v1.Layer, diffIDs []v1.Hash, opts FSOpt
 			defer func() { <-sem }()
 			key := ""
 			if cacheDir != "" {
-				key = diffIDs[i].Algorithm + "-" + diffIDs[i].Hex
+				key = keys[i]
 			}
 			lists[i], errs[i] = f.scanLayer(ctx, i, cacheDir, key)
 		}()
@@ -216,13 +241,7 @@ func newFS(ctx context.Context, layers []v1.Layer, diffIDs []v1.Hash, opts FSOpt
 			opaques[p] = true
 		}
 	}
-	for _, e := range f.entries {
-		if e.typ == tar.TypeLink {
-			if t, ok := f.entries[e.link]; ok && t.typ == tar.TypeReg {
-				e.size, e.mode = t.size, t.mode
-			}
-		}
-	}
+	f.resolveLinks()
 	f.buildDirs()
 	return f, nil
 }
@@ -241,6 +260,13 @@ type rawEntry struct {
 	Mode uint32 `json:"m,omitempty"`
 	Size int64  `json:"s,omitempty"`
 	Link string `json:"l,omitempty"`
+	// Seq counts the earlier entries of the same name in the layer (a
+	// later one replaces them).
+	Seq int `json:"q,omitempty"`
+	// Same marks a hard link to an earlier regular file of its own layer,
+	// entry (Link, LinkSeq); Size and Mode are that file's.
+	Same    bool `json:"sm,omitempty"`
+	LinkSeq int  `json:"lq,omitempty"`
 	// Data holds the bytes of the small files every lookup of a Python
 	// environment reads (prefetched), so finding distributions and
 	// editable installs costs no further pass over a big layer.
@@ -268,6 +294,15 @@ func (f *FS) scanLayer(ctx context.Context, i int, cacheDir, key string) ([]rawE
 		}
 	}
 	var list []rawEntry
+	type seen struct {
+		n    int // entries of this name so far
+		reg  bool
+		size int64
+		mode uint32
+		src  string // the regular file a hard link resolves to
+		seq  int
+	}
+	names := map[string]*seen{}
 	err := f.walkLayer(i, func(h *tar.Header, r io.Reader) (bool, error) {
 		if err := ctx.Err(); err != nil {
 			return false, err
@@ -276,9 +311,14 @@ func (f *FS) scanLayer(ctx context.Context, i int, cacheDir, key string) ([]rawE
 		if name == "" {
 			return true, nil
 		}
+		if err := checkWhiteoutName(name); err != nil {
+			return false, fmt.Errorf("layer %s: %w", f.layerName(i), err)
+		}
 		re := rawEntry{Name: name, Typ: h.Typeflag, Mode: uint32(fs.FileMode(h.Mode) & fs.ModePerm), Size: h.Size}
 		base := path.Base(name)
 		switch {
+		case strings.HasPrefix(base, ".wh..wh.") && base != opaqueWhiteout:
+			return true, nil // aufs metadata (.wh..wh.plnk, ...): not part of the tree
 		case strings.HasPrefix(base, ".wh."):
 			re = rawEntry{Name: name, Typ: tar.TypeReg}
 		case h.Typeflag == tar.TypeDir:
@@ -302,8 +342,28 @@ func (f *FS) scanLayer(ctx context.Context, i int, cacheDir, key string) ([]rawE
 			if !f.keep(name, tar.TypeLink) {
 				return true, nil
 			}
+			// A hard link names an earlier entry of the archive: when that
+			// is a regular file of this layer, the link has its bytes.
+			if t := names[re.Link]; t != nil && t.reg {
+				re.Same, re.Size, re.Mode = true, t.size, t.mode
+				re.Link, re.LinkSeq = t.src, t.seq
+			}
 		default:
 			return true, nil // devices, fifos: nothing smpatch reads
+		}
+		sn := names[name]
+		if sn == nil {
+			sn = &seen{}
+			names[name] = sn
+		}
+		re.Seq = sn.n
+		sn.n++
+		sn.reg = false
+		switch {
+		case re.Typ == tar.TypeReg && !strings.HasPrefix(base, ".wh."):
+			sn.reg, sn.size, sn.mode, sn.src, sn.seq = true, re.Size, re.Mode, name, re.Seq
+		case re.Same:
+			sn.reg, sn.size, sn.mode, sn.src, sn.seq = true, re.Size, re.Mode, re.Link, re.LinkSeq
 		}
 		list = append(list, re)
 		return true, nil
@@ -327,7 +387,7 @@ func (f *FS) mergeLayer(i int, list []rawEntry, whiteouts, opaques map[string]bo
 		name := re.Name
 		dir, base := path.Split(name)
 		dir = strings.TrimSuffix(dir, "/")
-		if base == ".wh..wh..opq" {
+		if base == opaqueWhiteout {
 			layerOpq[dir] = true
 			continue
 		}
@@ -341,7 +401,11 @@ func (f *FS) mergeLayer(i int, list []rawEntry, whiteouts, opaques map[string]bo
 		if old, ok := f.entries[name]; ok && old.layer != i {
 			continue // an upper layer has it
 		}
-		f.entries[name] = &entry{layer: i, typ: re.Typ, mode: fs.FileMode(re.Mode), size: re.Size, link: re.Link}
+		e := &entry{layer: i, typ: re.Typ, mode: fs.FileMode(re.Mode), size: re.Size, link: re.Link, seq: re.Seq, srcLayer: -1}
+		if re.Same {
+			e.src, e.srcSeq, e.srcLayer = re.Link, re.LinkSeq, i
+		}
+		f.entries[name] = e
 		if re.Data != nil {
 			f.cache[name] = re.Data
 			f.cacheBytes += int64(len(re.Data))
@@ -352,6 +416,72 @@ func (f *FS) mergeLayer(i int, list []rawEntry, whiteouts, opaques map[string]bo
 		}
 	}
 	return layerWh, layerOpq
+}
+
+const opaqueWhiteout = ".wh..wh..opq"
+
+// checkWhiteoutName refuses entry names that would make a whiteout hide
+// something other than one named entry: ".wh.", ".wh.." and ".wh..." (they
+// would whiteout the directory itself or its parent), and ".wh." names used
+// as directories.
+func checkWhiteoutName(name string) error {
+	parts := strings.Split(name, "/")
+	for k, c := range parts {
+		if !strings.HasPrefix(c, ".wh.") {
+			continue
+		}
+		if k < len(parts)-1 {
+			return fmt.Errorf("entry %q: a whiteout name used as a directory", name)
+		}
+		switch strings.TrimPrefix(c, ".wh.") {
+		case "", ".", "..":
+			return fmt.Errorf("entry %q: a whiteout that names no file", name)
+		}
+	}
+	return nil
+}
+
+// resolveLinks gives each visible hard link the regular file whose bytes it
+// has: an earlier file of its own layer (found while indexing), else the
+// file of that name a lower layer shows through every layer from the
+// link's up. A link that resolves to nothing (its target hidden, for
+// instance by an opaque directory of the same layer) is not part of the
+// filesystem.
+func (f *FS) resolveLinks() {
+	var links []string
+	for n, e := range f.entries {
+		if e.typ == tar.TypeLink {
+			links = append(links, n)
+		}
+	}
+	sort.Slice(links, func(a, b int) bool {
+		ea, eb := f.entries[links[a]], f.entries[links[b]]
+		if ea.layer != eb.layer {
+			return ea.layer < eb.layer
+		}
+		return links[a] < links[b]
+	})
+	for _, n := range links {
+		e := f.entries[n]
+		if e.srcLayer >= 0 {
+			continue
+		}
+		t, ok := f.entries[e.link]
+		switch {
+		case ok && t.layer < e.layer && t.typ == tar.TypeReg:
+			e.src, e.srcSeq, e.srcLayer = e.link, t.seq, t.layer
+			e.size, e.mode = t.size, t.mode
+		case ok && t.layer < e.layer && t.typ == tar.TypeLink && t.srcLayer >= 0:
+			e.src, e.srcSeq, e.srcLayer = t.src, t.srcSeq, t.srcLayer
+			e.size, e.mode = t.size, t.mode
+		default:
+			delete(f.entries, n)
+			if b, ok := f.cache[n]; ok {
+				delete(f.cache, n)
+				f.cacheBytes -= int64(len(b))
+			}
+		}
+	}
 }
 
 // hidden reports whether a lower-layer entry is hidden by the layers above
@@ -381,31 +511,82 @@ func (f *FS) hidden(name string, i int, whiteouts, opaques map[string]bool) bool
 }
 
 // walkLayer streams layer i's tar, calling fn for each entry until fn returns
-// false or the layer ends.
+// false or the layer ends. The rest of the layer is then read to verify its
+// digests: an error from fn, or a mismatch, is returned.
 func (f *FS) walkLayer(i int, fn func(h *tar.Header, r io.Reader) (bool, error)) error {
-	l := f.layers[i]
-	rc, err := l.Uncompressed()
+	rc, err := f.openLayer(i)
 	if err != nil {
-		return fmt.Errorf("opening layer %s: %w", layerName(l), err)
+		return err
 	}
 	defer rc.Close()
 	tr := tar.NewReader(rc)
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
-			return nil
+			break
 		}
 		if err != nil {
-			return fmt.Errorf("reading layer %s: %w", layerName(l), err)
+			if derr := rc.Drain(); derr != nil {
+				return derr
+			}
+			return fmt.Errorf("reading layer %s: %w", f.layerName(i), err)
 		}
 		more, err := fn(h, tr)
 		if err != nil {
+			if derr := rc.Drain(); derr != nil {
+				return derr
+			}
 			return err
 		}
 		if !more {
-			return nil
+			break
 		}
 	}
+	return rc.Drain()
+}
+
+// openLayer opens layer i's uncompressed tar stream, verified against its
+// digests when the FS has them.
+func (f *FS) openLayer(i int) (*verifiedStream, error) {
+	if err := f.ctx.Err(); err != nil {
+		return nil, err
+	}
+	l := f.layers[i]
+	var s *verifiedStream
+	if f.checks == nil {
+		rc, err := l.Uncompressed()
+		if err != nil {
+			return nil, fmt.Errorf("opening layer %s: %w", f.layerName(i), err)
+		}
+		s = &verifiedStream{Reader: rc, closers: []io.Closer{rc}}
+	} else {
+		var err error
+		if s, err = openVerified(l, f.checks[i]); err != nil {
+			return nil, err
+		}
+	}
+	s.Reader = ctxReader{ctx: f.ctx, r: s.Reader}
+	return s, nil
+}
+
+// ctxReader stops a layer stream when the FS's context is done.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+func (f *FS) layerName(i int) string {
+	if f.checks != nil {
+		return f.checks[i].name()
+	}
+	return layerName(f.layers[i])
 }
 
 func layerName(l v1.Layer) string {
@@ -600,40 +781,32 @@ func (f *FS) ReadFiles(names []string) (map[string][]byte, error) {
 }
 
 func (f *FS) readEntry(name string, e *entry) ([]byte, error) {
-	return f.readEntryHops(name, e, 0)
-}
-
-func (f *FS) readEntryHops(name string, e *entry, hops int) ([]byte, error) {
 	f.mu.Lock()
 	if b, ok := f.cache[name]; ok {
 		f.mu.Unlock()
 		return bytes.Clone(b), nil
 	}
 	f.mu.Unlock()
-	if e.typ == tar.TypeLink {
-		// A hard link names a file of its own layer (or below): read the
-		// target from the same layer first, else through the merged view.
-		if b, ok, err := f.scanFor(e.layer, e.link, name); err != nil || ok {
-			return b, err
-		}
-		te, ok := f.entries[e.link]
-		if !ok || te == e || hops >= maxSymlinks {
+	layer, src, seq := e.layer, name, e.seq
+	switch e.typ {
+	case tar.TypeReg:
+	case tar.TypeLink:
+		if e.srcLayer < 0 {
 			return nil, fs.ErrNotExist
 		}
-		return f.readEntryHops(e.link, te, hops+1)
-	}
-	if e.typ != tar.TypeReg {
+		layer, src, seq = e.srcLayer, e.src, e.srcSeq
+	default:
 		return nil, fmt.Errorf("not a regular file")
 	}
 	if e.size > maxReadFile {
 		return nil, fmt.Errorf("%d bytes: too large to read whole (open it to stream it)", e.size)
 	}
-	b, ok, err := f.scanFor(e.layer, name, name)
+	b, ok, err := f.scanFor(layer, src, seq, name)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
-		return nil, fmt.Errorf("entry vanished from layer %s", layerName(f.layers[e.layer]))
+		return nil, fmt.Errorf("entry vanished from layer %s", f.layerName(layer))
 	}
 	return b, nil
 }
@@ -642,22 +815,30 @@ func (f *FS) readEntryHops(name string, e *entry, hops int) ([]byte, error) {
 // its bytes; on the way it caches small visible files of the same package
 // (so reading a project's sources costs one pass). key is the name the
 // caller asked for, cached with the bytes.
-func (f *FS) scanFor(i int, want, key string) ([]byte, bool, error) {
+func (f *FS) scanFor(i int, want string, wantSeq int, key string) ([]byte, bool, error) {
 	f.mu.Lock()
 	f.reads[i]++
 	f.mu.Unlock()
 	group := packageGroup(want)
 	var found []byte
 	ok := false
+	// Entries of a name seen so far: a name given twice in a layer is its
+	// last entry (FS knows which by its seq).
+	count := map[string]int{}
 	err := f.walkLayer(i, func(h *tar.Header, r io.Reader) (bool, error) {
 		name := cleanName(h.Name)
 		if ok && (group == "" || !strings.HasPrefix(name, group)) {
 			return false, nil // found, and past its package: stop
 		}
+		seq := -1
+		if name == want || (group != "" && strings.HasPrefix(name, group)) {
+			seq = count[name]
+			count[name]++
+		}
 		if h.Typeflag != tar.TypeReg && h.Typeflag != tar.TypeRegA {
 			return true, nil
 		}
-		if name == want {
+		if name == want && seq == wantSeq {
 			if h.Size > maxReadFile {
 				return false, fmt.Errorf("%d bytes: too large to read whole", h.Size)
 			}
@@ -672,7 +853,7 @@ func (f *FS) scanFor(i int, want, key string) ([]byte, bool, error) {
 		if group == "" || h.Size > maxCachedFile || !strings.HasPrefix(name, group) {
 			return true, nil
 		}
-		if e, vis := f.entries[name]; !vis || e.layer != i || e.typ != tar.TypeReg {
+		if e, vis := f.entries[name]; !vis || e.layer != i || e.typ != tar.TypeReg || e.seq != seq {
 			return true, nil
 		}
 		f.mu.Lock()
@@ -738,7 +919,7 @@ func (f *FS) Open(name string) (fs.File, error) {
 		_, cached := f.cache[n]
 		f.mu.Unlock()
 		if !cached {
-			sf, err := f.openStream(e.layer, n)
+			sf, err := f.openStream(e.layer, n, e.seq)
 			if err != nil {
 				return nil, &fs.PathError{Op: "open", Path: name, Err: err}
 			}
@@ -852,38 +1033,55 @@ func (d *dirFile) ReadDir(n int) ([]fs.DirEntry, error) {
 
 // openStream opens layer i and positions a tar reader at the regular file
 // name.
-func (f *FS) openStream(i int, name string) (*streamFile, error) {
+func (f *FS) openStream(i int, name string, seq int) (*streamFile, error) {
 	f.mu.Lock()
 	f.reads[i]++
 	f.mu.Unlock()
-	l := f.layers[i]
-	rc, err := l.Uncompressed()
+	rc, err := f.openLayer(i)
 	if err != nil {
-		return nil, fmt.Errorf("opening layer %s: %w", layerName(l), err)
+		return nil, err
 	}
 	tr := tar.NewReader(rc)
+	n := 0
 	for {
 		h, err := tr.Next()
 		if err != nil {
+			derr := rc.Drain()
 			rc.Close()
-			if err == io.EOF {
-				return nil, fmt.Errorf("entry vanished from layer %s", layerName(l))
+			if derr != nil {
+				return nil, derr
 			}
-			return nil, fmt.Errorf("reading layer %s: %w", layerName(l), err)
+			if err == io.EOF {
+				return nil, fmt.Errorf("entry vanished from layer %s", f.layerName(i))
+			}
+			return nil, fmt.Errorf("reading layer %s: %w", f.layerName(i), err)
 		}
-		if cleanName(h.Name) == name && (h.Typeflag == tar.TypeReg || h.Typeflag == tar.TypeRegA) {
-			return &streamFile{r: tr, c: rc}, nil
+		if cleanName(h.Name) != name {
+			continue
+		}
+		if n++; n-1 == seq && (h.Typeflag == tar.TypeReg || h.Typeflag == tar.TypeRegA) {
+			return &streamFile{r: tr, s: rc}, nil
 		}
 	}
 }
 
-// streamFile is a big file read straight from its layer's tar stream.
+// streamFile is a big file read straight from its layer's tar stream. Its
+// end is reported only once the rest of the layer has been read and its
+// digests verified.
 type streamFile struct {
 	r    io.Reader
-	c    io.Closer
+	s    *verifiedStream
 	info *fileInfo
 }
 
-func (s *streamFile) Read(p []byte) (int, error) { return s.r.Read(p) }
+func (s *streamFile) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if err == io.EOF {
+		if derr := s.s.Drain(); derr != nil {
+			return n, derr
+		}
+	}
+	return n, err
+}
 func (s *streamFile) Stat() (fs.FileInfo, error) { return s.info, nil }
-func (s *streamFile) Close() error               { return s.c.Close() }
+func (s *streamFile) Close() error               { return s.s.Close() }

@@ -175,7 +175,7 @@ func TestFSIndexCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	ls, _ := img.Layers()
-	d, _ := ls[0].DiffID()
+	d, _ := ls[0].Digest()
 	file := filepath.Join(dir, "sha256-"+d.Hex+".json")
 	b, err := os.ReadFile(file)
 	if err != nil {
@@ -204,27 +204,106 @@ func TestFSIndexCache(t *testing.T) {
 }
 
 // FuzzFS feeds arbitrary bytes as a layer's tar (above a fixed lower
-// layer): indexing and reading must fail cleanly or give a consistent view,
-// never panic.
+// layer): indexing must fail cleanly or give a consistent view. Every
+// regular file the filesystem lists reads back with the size it lists,
+// and no whiteout entry is ever visible.
 func FuzzFS(f *testing.F) {
 	f.Add(tarBytes(f, []tent{{Name: "sp/.wh.x"}, {Name: "sp/y", Body: "y"}}))
 	f.Add(tarBytes(f, []tent{{Name: "sp/.wh..wh..opq"}, {Name: "l", Link: "../../sp"}, {Name: "h", Hard: "sp/x"}}))
 	f.Add(tarBytes(f, []tent{{Name: "sp", Body: "file over a dir"}, {Name: "a/b/c/", Dir: true}}))
+	f.Add(tarBytes(f, []tent{{Name: "sp/n", Body: "first"}, {Name: "sp/h", Hard: "sp/n"}, {Name: "sp/n", Body: "second, longer"}}))
+	f.Add(tarBytes(f, []tent{{Name: "sp/d/.wh.z"}, {Name: "h2", Hard: "sp/d/z"}, {Name: "h3", Hard: "sp/x"}}))
 	f.Add([]byte("not a tar"))
 	lower := static.NewLayer(tarBytes(f, []tent{{Name: "sp/x", Body: "x"}, {Name: "sp/d/z", Body: "z"}}), types.OCIUncompressedLayer)
 	f.Fuzz(func(t *testing.T, upper []byte) {
 		layers := []v1.Layer{lower, static.NewLayer(upper, types.OCIUncompressedLayer)}
-		fsys, err := newFS(context.Background(), layers, nil, FSOptions{Keep: keepAll})
+		fsys, err := newFS(context.Background(), layers, nil, nil, FSOptions{Keep: keepAll})
 		if err != nil {
 			return
 		}
-		_ = fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
-			if err == nil && !d.IsDir() {
-				_, _ = fsys.ReadFile(p)
-			}
-			return nil
-		})
+		checkFSInvariants(t, fsys)
 	})
+}
+
+func checkFSInvariants(t *testing.T, fsys *FS) {
+	t.Helper()
+	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			t.Errorf("walk %s: %v", p, err)
+			return nil
+		}
+		if strings.HasPrefix(d.Name(), ".wh.") {
+			t.Errorf("whiteout entry %s is visible", p)
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			t.Errorf("listed %s: %v", p, err)
+			return nil
+		}
+		b, err := fsys.ReadFile(p)
+		if err != nil {
+			t.Errorf("listed %s does not read back: %v", p, err)
+		} else if int64(len(b)) != info.Size() {
+			t.Errorf("listed %s is %d bytes, reads %d", p, info.Size(), len(b))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Error(err)
+	}
+}
+
+// TestFSBadWhiteouts checks that whiteouts which would hide a directory
+// or its parent instead of one entry are refused.
+func TestFSBadWhiteouts(t *testing.T) {
+	for _, name := range []string{"usr/lib/.wh.", "usr/lib/.wh..", "usr/lib/.wh...", ".wh..", "usr/.wh.x/y"} {
+		img := testImage(t, []tent{{Name: "usr/lib/a", Body: "a"}, {Name: "usr/b", Body: "b"}}, []tent{{Name: name}})
+		_, err := NewFS(context.Background(), img, FSOptions{Keep: keepAll})
+		if err == nil || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), "layer sha256:") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// TestFSHardLinks checks hard links against their layer: to a file of the
+// same layer (also one an upper layer whites out), to a lower file, into a
+// directory the link's own layer made opaque (gone), and a name given
+// twice in one layer (the last entry counts; a link made in between keeps
+// the first).
+func TestFSHardLinks(t *testing.T) {
+	img := testImage(t,
+		[]tent{{Name: "sp/x", Body: "lower x"}, {Name: "opq/y", Body: "y"}},
+		[]tent{
+			{Name: "opq/.wh..wh..opq"},
+			{Name: "into-opaque", Hard: "opq/y"},
+			{Name: "to-lower", Hard: "sp/x"},
+			{Name: "n", Body: "first"},
+			{Name: "to-first", Hard: "n"},
+			{Name: "n", Body: "second, longer"},
+			{Name: "w", Body: "whited out above"},
+			{Name: "to-w", Hard: "w"},
+		},
+		[]tent{{Name: ".wh.w"}},
+	)
+	f, err := NewFS(context.Background(), img, FSOptions{Keep: keepAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"to-lower": "lower x", "n": "second, longer", "to-first": "first", "to-w": "whited out above"}
+	for n, w := range want {
+		if b, err := f.ReadFile(n); err != nil || string(b) != w {
+			t.Errorf("%s = %q, %v; want %q", n, b, err, w)
+		}
+	}
+	for _, n := range []string{"into-opaque", "w", "opq/y"} {
+		if f.Exists(n) {
+			t.Errorf("%s is listed", n)
+		}
+	}
+	checkFSInvariants(t, f)
 }
 
 func TestFSHardLinkCycle(t *testing.T) {

@@ -52,6 +52,19 @@ type MatrixBuild struct {
 // cells are reported and not built.
 func (mb *MatrixBuild) Run(ctx context.Context, cells []*matrix.Cell) []CellOutcome {
 	out := make([]CellOutcome, 0, len(cells))
+	if a, ok := mb.Dest.(*Archive); ok {
+		// One archive file holds every cell: written once, at the end.
+		a.Begin()
+		defer func() {
+			if err := a.Flush(); err != nil {
+				for i := range out {
+					if out[i].Status == StatusBuilt {
+						out[i].Status, out[i].Ref, out[i].Reason, out[i].Code = StatusFailed, "", err.Error(), exit.Failure
+					}
+				}
+			}
+		}()
+	}
 	for _, c := range cells {
 		o := mb.one(ctx, c)
 		if mb.Progress != nil {

@@ -44,6 +44,7 @@ func OpenBase(ctx context.Context, ref string, rem Remote, opts FSOptions) (*Bas
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", ref, err)
 	}
+	opts.diffOnly = r.Kind == "tarball"
 	f, err := NewFS(ctx, img, opts)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", ref, err)

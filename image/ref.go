@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -144,11 +145,23 @@ func Open(ctx context.Context, r *Ref, rem Remote) (v1.Image, error) {
 	case "registry":
 		img, err := remote.Image(r.Name, rem.options(ctx)...)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", r.Raw, err)
+			return nil, fmt.Errorf("%s: %w%s", r.Raw, err, offlineHint(err))
 		}
 		return img, nil
 	}
 	return nil, fmt.Errorf("%s: unknown reference kind %q", r.Raw, r.Kind)
+}
+
+// offlineHint suggests a base that needs no registry when the registry
+// could not be reached at all (no route, no name, refused, timed out).
+func offlineHint(err error) string {
+	var nerr net.Error
+	var oerr *net.OpError
+	var derr *net.DNSError
+	if errors.As(err, &derr) || errors.As(err, &oerr) || errors.As(err, &nerr) {
+		return " (registry unreachable; a base that needs none: oci:DIR, an OCI layout, or a docker-save tarball FILE.tar; make demo-image writes one)"
+	}
+	return ""
 }
 
 func openLayout(r *Ref) (v1.Image, error) {
@@ -199,10 +212,16 @@ func openLayout(r *Ref) (v1.Image, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", r.Raw, err)
 		}
+		if err := verifyIndex(child, d); err != nil {
+			return nil, fmt.Errorf("%s: %w", r.Raw, err)
+		}
 		return pickPlatform(r, child)
 	}
 	img, err := ii.Image(d.Digest)
 	if err != nil {
+		return nil, fmt.Errorf("%s: %w", r.Raw, err)
+	}
+	if err := verifyManifest(img, &d); err != nil {
 		return nil, fmt.Errorf("%s: %w", r.Raw, err)
 	}
 	return img, nil
@@ -215,7 +234,14 @@ func pickPlatform(r *Ref, ii v1.ImageIndex) (v1.Image, error) {
 	}
 	for _, d := range im.Manifests {
 		if d.MediaType.IsImage() && (d.Platform == nil || (d.Platform.OS == "linux" && d.Platform.Architecture == "amd64")) {
-			return ii.Image(d.Digest)
+			img, err := ii.Image(d.Digest)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", r.Raw, err)
+			}
+			if err := verifyManifest(img, &d); err != nil {
+				return nil, fmt.Errorf("%s: %w", r.Raw, err)
+			}
+			return img, nil
 		}
 	}
 	return nil, fmt.Errorf("%s: no linux/amd64 image in the index", r.Raw)

@@ -2,6 +2,7 @@ package image
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log"
 	"net"
@@ -241,4 +242,57 @@ func FuzzParseRef(f *testing.F) {
 			t.Errorf("layout without a directory: %q", s)
 		}
 	})
+}
+
+// TestLayoutRefusesForeign checks that a layout smpatch did not write (a
+// user's, with an index.json) is never changed, and that a Put that fails
+// leaves nothing behind: no new directory, no added blobs, the index as it
+// was.
+func TestLayoutRefusesForeign(t *testing.T) {
+	base := writeBase(t, imagetest.Options{})
+	o := openBase(t, "oci:"+base)
+	b := buildOne(t, o, "c", nil)
+	ctx := context.Background()
+	before, _ := os.ReadFile(filepath.Join(base, "index.json"))
+	_, err := (&Layout{Dir: base}).Put(ctx, "c", b.Image)
+	if !errors.Is(err, ErrNotOurs) || !strings.Contains(err.Error(), base) {
+		t.Fatalf("Put into a foreign layout: %v", err)
+	}
+	if after, _ := os.ReadFile(filepath.Join(base, "index.json")); string(after) != string(before) {
+		t.Error("a foreign index.json changed")
+	}
+
+	// A failing Put: the base's project layer is corrupt, so copying it
+	// (no hard link: LinkFrom is unset) fails verification.
+	m, _ := o.img.Manifest()
+	bad := m.Layers[len(m.Layers)-2].Digest
+	p := filepath.Join(base, "blobs", bad.Algorithm, bad.Hex)
+	data, _ := os.ReadFile(p)
+	data[len(data)-6] ^= 1
+	os.WriteFile(p, data, 0o644)
+	out := filepath.Join(t.TempDir(), "new")
+	if _, err := (&Layout{Dir: out}).Put(ctx, "c", b.Image); err == nil || !errors.Is(err, ErrDigest) {
+		t.Fatalf("Put of a corrupt base layer: %v", err)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("a failed Put left %s: %v", out, err)
+	}
+	// Into an existing layout of ours: the failed Put adds no blob and
+	// keeps the index.
+	ours := filepath.Join(t.TempDir(), "ours")
+	b2 := buildOne(t, openBase(t, "oci:"+writeBase(t, imagetest.Options{Seed: 7, Version: "0.5.7"})), "d", nil)
+	if _, err := (&Layout{Dir: ours}).Put(ctx, "d", b2.Image); err != nil {
+		t.Fatal(err)
+	}
+	idx, _ := os.ReadFile(filepath.Join(ours, "index.json"))
+	blobs, _ := os.ReadDir(filepath.Join(ours, "blobs", "sha256"))
+	if _, err := (&Layout{Dir: ours}).Put(ctx, "c", b.Image); err == nil {
+		t.Fatal("Put of a corrupt base layer succeeded")
+	}
+	if now, _ := os.ReadFile(filepath.Join(ours, "index.json")); string(now) != string(idx) {
+		t.Error("a failed Put changed index.json")
+	}
+	if now, _ := os.ReadDir(filepath.Join(ours, "blobs", "sha256")); len(now) != len(blobs) {
+		t.Errorf("a failed Put left blobs: %d before, %d after", len(blobs), len(now))
+	}
 }

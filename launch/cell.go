@@ -34,6 +34,7 @@ type Cell struct {
 
 	script string   // the written run.sh, set by Run
 	gpus   []string // the GPUs Options.GPUs lent the cell for this run
+	repeat int      // 1-based repeat of this run when the cell runs more than once
 }
 
 // AxisValue is a cell's value on one axis.
@@ -80,6 +81,10 @@ type Options struct {
 	GPUs   []string
 	Only   []string // run only these cell ids
 	Resume bool     // keep the results of cells results.jsonl already has
+	// Repeat runs every cell this many times, each a fresh server process,
+	// round-robin over the cells (all cells once, then all again) so that
+	// drift of the machine spreads over every cell; 1 when 0.
+	Repeat int
 	// StepSummary is a file the markdown table is appended to
 	// ($GITHUB_STEP_SUMMARY); "" for none. Failing to append to it is a
 	// warning (Warn), not an error: the results are written either way.
@@ -88,6 +93,10 @@ type Options struct {
 	Warn func(format string, args ...any)
 	// Progress receives one line per cell as it starts and ends; nil for none.
 	Progress func(format string, args ...any)
+	// Heartbeat, when set, is called every HeartbeatEvery (10 s when 0)
+	// while a cell waits for health or runs its bench.
+	Heartbeat      func(Beat)
+	HeartbeatEvery time.Duration
 
 	pos map[string]int // cell id -> 1-based position among the cells to run
 }

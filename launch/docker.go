@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
+	"os"
 	"os/exec"
 	"sort"
 	"strconv"
@@ -15,15 +17,22 @@ import (
 	"github.com/smpatch/smpatch/internal/lazyre"
 )
 
-// Docker runs each cell's image through the docker CLI, with every GPU, the
-// host's IPC namespace and network, and the cell's environment.
+// Docker runs each cell's image through the docker CLI (which honours
+// $DOCKER_HOST and docker contexts), with every GPU, the host's IPC
+// namespace, the host's network or a published loopback port, and the
+// cell's environment.
 type Docker struct {
 	// CLI is the docker executable; "docker" on PATH when empty.
 	CLI string
 	// ShmSize is --shm-size ("32g" when empty): NCCL needs shared memory.
 	ShmSize string
-	// GPUs is --gpus ("all" when empty).
+	// GPUs is --gpus ("all" when empty); "none" passes no --gpus.
 	GPUs string
+	// Network is "host" (the default: --network=host, the server's ports
+	// are the host's) or "bridge": the container gets a network of its own
+	// and the health URL's port is published on 127.0.0.1 (the server must
+	// listen on 0.0.0.0 inside the container).
+	Network string
 	// Prefix starts every container name; names end with the cell id.
 	Prefix string
 }
@@ -46,10 +55,63 @@ func (d Docker) cli() (string, error) {
 	return p, nil
 }
 
-// Check reports ErrNoDocker when the CLI is missing, before any cell starts.
+// Check runs before any cell starts: ErrNoDocker when the CLI is missing,
+// a one-line refusal when the daemon does not answer, and an error for a
+// network mode it does not know.
 func (d Docker) Check() error {
-	_, err := d.cli()
-	return err
+	cli, err := d.cli()
+	if err != nil {
+		return err
+	}
+	switch d.Network {
+	case "", "host", "bridge":
+	default:
+		return fmt.Errorf("docker runner: network %q: want host or bridge", d.Network)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var stderr strings.Builder
+	cmd := exec.CommandContext(ctx, cli, "version", "--format", "{{.Server.Version}}")
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil || strings.TrimSpace(string(out)) == "" {
+		why := firstLine(stderr.String())
+		if why == "" && err != nil {
+			why = err.Error()
+		}
+		where := os.Getenv("DOCKER_HOST")
+		if where == "" {
+			where = "the default socket"
+		}
+		return fmt.Errorf("docker runner: the Docker daemon at %s is not reachable: %s (start dockerd, or set DOCKER_HOST)", where, why)
+	}
+	return nil
+}
+
+func firstLine(s string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			return l
+		}
+	}
+	return ""
+}
+
+// publishedPort is the port of the cell's health URL, which the bridge
+// network publishes on 127.0.0.1.
+func publishedPort(c *Cell) (string, error) {
+	u, err := url.Parse(c.Health)
+	if err != nil || c.Health == "" {
+		return "", fmt.Errorf("cell %s: the bridge network publishes the health URL's port, and the cell has no health URL", c.ID)
+	}
+	p := u.Port()
+	if p == "" {
+		p = "80"
+		if u.Scheme == "https" {
+			p = "443"
+		}
+	}
+	return p, nil
 }
 
 var unsafeName = lazyre.New(`[^a-zA-Z0-9_.-]+`)
@@ -84,8 +146,24 @@ func (d Docker) RunArgs(c *Cell) ([]string, error) {
 		// The quotes keep docker from splitting the list at its commas.
 		gpus = `"device=` + strings.Join(c.gpus, ",") + `"`
 	}
-	args := []string{"run", "--rm", "--name", d.ContainerName(c),
-		"--gpus", gpus, "--ipc=host", "--network=host", "--shm-size", shm}
+	args := []string{"run", "--rm", "--name", d.ContainerName(c)}
+	if gpus != "none" {
+		args = append(args, "--gpus", gpus)
+	}
+	args = append(args, "--ipc=host")
+	switch d.Network {
+	case "", "host":
+		args = append(args, "--network=host")
+	case "bridge":
+		p, err := publishedPort(c)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, "--network=bridge", "--publish", "127.0.0.1:"+p+":"+p)
+	default:
+		return nil, fmt.Errorf("docker runner: network %q: want host or bridge", d.Network)
+	}
+	args = append(args, "--shm-size", shm)
 	keys := make([]string, 0, len(c.Env))
 	for k := range c.Env {
 		keys = append(keys, k)
@@ -114,6 +192,7 @@ func (d Docker) Start(ctx context.Context, c *Cell, log io.Writer) (Server, erro
 	name := d.ContainerName(c)
 	// A container left by an interrupted earlier run would take the name.
 	_ = exec.CommandContext(ctx, cli, "rm", "-f", name).Run()
+	fmt.Fprintf(log, "### smpatch: docker %s\n", strings.Join(args, " "))
 	g, err := startGroup(append([]string{cli}, args...), nil, "", log)
 	if err != nil {
 		return nil, fmt.Errorf("cell %s: docker run: %w", c.ID, err)

@@ -3,6 +3,7 @@ package launch
 import (
 	"bytes"
 	"io"
+	"strings"
 	"sync"
 )
 
@@ -15,6 +16,7 @@ type logSink struct {
 	partial []byte
 	fatal   chan struct{} // closed at the first fatal line
 	cause   *Match
+	last    string // the server's last non-empty line, for the heartbeat
 }
 
 func newLogSink(w io.Writer, sigs *Signatures) *logSink {
@@ -29,8 +31,16 @@ func (s *logSink) Write(p []byte) (int, error) {
 	for len(data) > 0 {
 		i := bytes.IndexByte(data, '\n')
 		if i < 0 {
-			if len(s.partial) < maxLineBytes {
-				s.partial = append(s.partial, data...)
+			s.partial = append(s.partial, data...)
+			if len(s.partial) >= maxLineBytes {
+				// A line redrawn with carriage returns for megabytes (a
+				// progress bar): match what is drawn so far, keep the rest.
+				cut := bytes.LastIndexByte(s.partial, '\r') + 1
+				if cut == 0 {
+					cut = len(s.partial)
+				}
+				s.partialMatch(string(s.partial[:cut]))
+				s.partial = append(s.partial[:0], s.partial[cut:]...)
 			}
 			break
 		}
@@ -45,7 +55,17 @@ func (s *logSink) Write(p []byte) (int, error) {
 	return n, err
 }
 
+func (s *logSink) partialMatch(l string) {
+	if m := s.sc.Partial(l); m != nil && s.cause == nil {
+		s.cause = m
+		close(s.fatal)
+	}
+}
+
 func (s *logSink) line(l string) {
+	if t := strings.TrimSpace(l); t != "" {
+		s.last = shortLine(t)
+	}
 	if m := s.sc.Line(l); m != nil && s.cause == nil {
 		s.cause = m
 		close(s.fatal)
@@ -64,6 +84,14 @@ func (s *logSink) Note(text string) {
 	line := NotePrefix + text
 	io.WriteString(s.w, line+"\n")
 	s.sc.Skip(line)
+}
+
+// LastLine is the server's last non-empty line so far (smpatch's own
+// notes left out).
+func (s *logSink) LastLine() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.last
 }
 
 // Fatal is closed once a fatal line has been seen.

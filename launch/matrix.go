@@ -21,6 +21,7 @@ func FromExpansion(x *matrix.Expansion, refs map[string]string, o *Options) ([]*
 	o.Baseline = x.Baseline
 	o.StartupTimeout = m.Launch.StartupTimeout
 	o.BenchTimeout = m.Launch.BenchTimeout
+	o.Repeat = m.Launch.Repeat
 	o.Metrics = nil
 	for _, mt := range m.Launch.Metrics {
 		o.Metrics = append(o.Metrics, Metric{Name: mt.Name, Re: mt.Re})

@@ -40,6 +40,8 @@ type Result struct {
 	// Reason says why a cell failed, was pruned or skipped.
 	Reason string `json:"reason,omitempty"`
 	Runner string `json:"runner,omitempty"`
+	// Launch is the cell's server command line, shell-quoted.
+	Launch string `json:"launch,omitempty"`
 	// Started is when the cell started (RFC 3339); empty for cells not run.
 	Started string `json:"started,omitempty"`
 	// Seconds is the cell's wall time, start to stopped.
@@ -47,12 +49,20 @@ type Result struct {
 	// HealthySeconds is the time from start to the first healthy answer.
 	HealthySeconds *float64           `json:"healthy_seconds,omitempty"`
 	Metrics        map[string]float64 `json:"metrics,omitempty"`
+	// Stats summarise each metric over the cell's repeats (matrix repeat > 1).
+	Stats map[string]*Stat `json:"stats,omitempty"`
+	// Samples are the cell's repeats, each a fresh server process, in the
+	// order they ran; Metrics then holds each metric's median.
+	Samples []Sample `json:"samples,omitempty"`
 	// DeltaPct is each metric's change against the baseline cell, in percent.
 	DeltaPct map[string]float64 `json:"delta_pct,omitempty"`
 	// Triage is the log's first fatal line, for a failed cell.
 	Triage *Match `json:"triage,omitempty"`
 	// Tail is the last lines of the log of a failed cell no signature named.
-	Tail     []string `json:"tail,omitempty"`
+	Tail []string `json:"tail,omitempty"`
+	// LastLine is the server's own last line in the log of a failed cell
+	// no signature named (smpatch's notes left out).
+	LastLine *LogLine `json:"last_line,omitempty"`
 	Log      string   `json:"log,omitempty"`
 	Warnings []string `json:"warnings,omitempty"`
 	// Resumed is set when the row was carried over from an earlier run.
@@ -64,17 +74,21 @@ func (r *Result) Finished() bool { return r.Status == StatusOK || r.Status == St
 
 // Summary is a whole run.
 type Summary struct {
-	Name     string    `json:"name"`
-	Runner   string    `json:"runner"`
-	Baseline string    `json:"baseline,omitempty"`
-	Metrics  []string  `json:"metrics"`
-	Results  []*Result `json:"results"`
-	OK       int       `json:"ok"`
-	Failed   int       `json:"failed"`
-	Pruned   int       `json:"pruned"`
-	Skipped  int       `json:"skipped"`
+	Name     string   `json:"name"`
+	Runner   string   `json:"runner"`
+	Baseline string   `json:"baseline,omitempty"`
+	Metrics  []string `json:"metrics"`
+	// Repeat is how many times each cell ran (a fresh server each time).
+	Repeat  int       `json:"repeat,omitempty"`
+	Results []*Result `json:"results"`
+	OK      int       `json:"ok"`
+	Failed  int       `json:"failed"`
+	Pruned  int       `json:"pruned"`
+	Skipped int       `json:"skipped"`
 	// Interrupted is set when the run was stopped before every cell ran.
 	Interrupted bool `json:"interrupted,omitempty"`
+
+	ab []*Comparison // every cell against the baseline, once computed
 }
 
 func (s *Summary) count() {
@@ -226,13 +240,14 @@ func appendJSONL(path string, r *Result) error {
 // WriteFiles writes results.json, results.csv, results.md and junit.xml into
 // dir, each atomically, and appends the markdown to stepSummary when set.
 func (s *Summary) WriteFiles(dir, stepSummary string) error {
+	s.ab = nil // the results may have changed since the last write
 	var js bytes.Buffer
 	enc := json.NewEncoder(&js)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(s); err != nil {
 		return err
 	}
-	var c, md, ju bytes.Buffer
+	var c, md, ju, ht bytes.Buffer
 	if err := s.WriteCSV(&c); err != nil {
 		return err
 	}
@@ -240,7 +255,10 @@ func (s *Summary) WriteFiles(dir, stepSummary string) error {
 	if err := s.WriteJUnit(&ju); err != nil {
 		return err
 	}
-	for name, data := range map[string][]byte{ResultsJSON: js.Bytes(), ResultsCSV: c.Bytes(), ResultsMD: md.Bytes(), ResultsJUnit: ju.Bytes()} {
+	if err := s.WriteHTML(&ht); err != nil {
+		return err
+	}
+	for name, data := range map[string][]byte{ResultsJSON: js.Bytes(), ResultsCSV: c.Bytes(), ResultsMD: md.Bytes(), ResultsJUnit: ju.Bytes(), ResultsHTML: ht.Bytes()} {
 		if err := renameio.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 			return err
 		}
@@ -287,6 +305,9 @@ func formatValues(vs []AxisValue) string {
 
 func formatFloat(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
+// round3 keeps 3 significant decimals for tables.
+func round3(f float64) float64 { return math.Round(f*1000) / 1000 }
+
 func formatDelta(d float64) string {
 	if d >= 0 {
 		return "+" + strconv.FormatFloat(d, 'f', 1, 64) + "%"
@@ -309,6 +330,9 @@ func note(r *Result) (label, line string) {
 			return r.Triage.Label, ""
 		}
 		return r.Triage.Label, fmt.Sprintf("line %d: %s", r.Triage.Line, r.Triage.Text)
+	}
+	if r.Status == StatusFailed && r.LastLine != nil {
+		return "unknown", fmt.Sprintf("line %d: %s", r.LastLine.Line, r.LastLine.Text)
 	}
 	if r.Status == StatusFailed && len(r.Tail) > 0 {
 		return "unknown", r.Tail[len(r.Tail)-1]
@@ -392,6 +416,9 @@ func (s *Summary) metricCells(r *Result) []string {
 		v := ""
 		if x, ok := r.Metrics[m]; ok {
 			v = formatFloat(x)
+			if st := r.Stats[m]; st != nil && st.N > 1 {
+				v = fmt.Sprintf("%s [%s, %s]", formatFloat(round3(st.Median)), formatFloat(round3(st.CILo)), formatFloat(round3(st.CIHi)))
+			}
 		}
 		cells = append(cells, v)
 		if s.Baseline != "" {
@@ -450,6 +477,10 @@ func (s *Summary) WriteMarkdown(w io.Writer) {
 		fmt.Fprintf(w, "| %s |\n", strings.Join(row, " | "))
 	}
 	fmt.Fprintln(w)
+	if s.Repeat > 1 {
+		fmt.Fprintf(w, "Each cell ran %d times, a fresh server each time, round-robin over the cells; a metric is the median [distribution-free confidence interval of the median] of its runs.\n\n", s.Repeat)
+	}
+	s.writeComparisonsMarkdown(w)
 	// Rule warnings (matrix rules with action warn) under the table, one
 	// line per cell and warning, so the table's columns stay as they are.
 	first := true

@@ -55,6 +55,9 @@ func Run(ctx context.Context, cells []*Cell, o Options) (*Summary, error) {
 	}
 
 	s := &Summary{Name: o.Name, Runner: o.Runner.Name(), Baseline: o.Baseline}
+	if o.Repeat > 1 {
+		s.Repeat = o.Repeat
+	}
 	for _, m := range o.Metrics {
 		s.Metrics = append(s.Metrics, m.Name)
 	}
@@ -65,13 +68,13 @@ func Run(ctx context.Context, cells []*Cell, o Options) (*Summary, error) {
 	var todo []*Cell
 	index := map[string]int{}
 	for i, c := range cells {
-		r := &Result{ID: c.ID, Values: c.Values, Patches: nonNil(c.Patches), Warnings: c.Warnings}
+		r := &Result{ID: c.ID, Values: c.Values, Patches: nonNil(c.Patches), Warnings: c.Warnings, Launch: shellLine(c.Command)}
 		switch p := prev[c.ID]; {
 		case c.Pruned != "":
 			r.Status, r.Reason = StatusPruned, c.Pruned
 		case only[c.ID]: // asked for by name: runs even if it finished before
 			todo = append(todo, c)
-		case p != nil && p.Finished():
+		case p != nil && p.Finished() && len(p.Samples) >= o.Repeat*btoi(o.Repeat > 1):
 			r = p
 			r.Resumed = true
 		case len(only) > 0:
@@ -92,18 +95,36 @@ func Run(ctx context.Context, cells []*Cell, o Options) (*Summary, error) {
 	record := func(c *Cell, r *Result) error {
 		mu.Lock()
 		defer mu.Unlock()
+		if c.repeat > 0 {
+			// The cell's result so far, all its samples: the last line
+			// of results.jsonl for the cell holds them all.
+			r = addSample(s.Results[index[c.ID]], r, c.repeat)
+		}
 		s.Results[index[c.ID]] = r
 		return appendJSONL(jsonl, r)
 	}
+	for _, c := range todo {
+		if o.Repeat > 1 {
+			s.Results[index[c.ID]] = &Result{ID: c.ID, Values: c.Values, Patches: nonNil(c.Patches), Warnings: c.Warnings, Launch: shellLine(c.Command)}
+		}
+	}
 
 	var runErr error
-	for _, grp := range groupByPatches(todo) {
-		if ctx.Err() != nil {
-			break
-		}
-		if err := runGroupOfCells(ctx, grp, o, record); err != nil {
-			runErr = err
-			break
+	// Repeats go round-robin: every cell once, then every cell again.
+run:
+	for k := 1; k <= max(o.Repeat, 1); k++ {
+		for _, grp := range groupByPatches(todo) {
+			if ctx.Err() != nil {
+				break run
+			}
+			cells := make([]*Cell, len(grp))
+			for i, c := range grp {
+				cells[i] = forRepeat(c, k, o.Repeat)
+			}
+			if err := runGroupOfCells(ctx, cells, o, record); err != nil {
+				runErr = err
+				break run
+			}
 		}
 	}
 	if ctx.Err() != nil {
@@ -137,6 +158,26 @@ func Run(ctx context.Context, cells []*Cell, o Options) (*Summary, error) {
 		runErr = ctx.Err()
 	}
 	return s, runErr
+}
+
+// shellLine quotes a command for a shell, for people to copy.
+func shellLine(argv []string) string {
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=,+@%") == "" {
+			out[i] = a
+		} else {
+			out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func nonNil(s []string) []string {
@@ -300,6 +341,9 @@ func runGroupOfCells(ctx context.Context, cells []*Cell, o Options, record func(
 			if r == nil { // interrupted: not recorded
 				return
 			}
+			if c.repeat > 0 {
+				o.Progress("%s: repeat %d of %d done", o.tag(c.ID), c.repeat, o.Repeat)
+			}
 			if err := record(c, r); err != nil {
 				errMu.Lock()
 				recErr = errors.Join(recErr, err)
@@ -356,7 +400,7 @@ func oneLineErr(err error) string {
 
 func newResult(c *Cell, o Options) *Result {
 	return &Result{ID: c.ID, Values: c.Values, Patches: nonNil(c.Patches), Runner: o.Runner.Name(),
-		Warnings: c.Warnings, Log: filepath.Join(o.Out, LogsDir, c.ID+".log")}
+		Warnings: c.Warnings, Log: repeatLogPath(o.Out, c), Launch: shellLine(c.Command)}
 }
 
 // writeCellFiles writes a cell's rendered launch files into dir and returns
@@ -447,6 +491,7 @@ func runCell(ctx context.Context, c *Cell, o Options) *Result {
 			r.Triage = v.Cause
 		} else {
 			r.Tail = lastN(v.Tail, 8)
+			r.LastLine = v.LastLine
 		}
 	}
 	if r.Status == StatusOK {
@@ -487,7 +532,10 @@ func serveCell(ctx context.Context, c *Cell, o Options, srv Server, sink *logSin
 	if c.Health == "" {
 		return runJob(ctx, c, o, srv, sink, r, failed)
 	}
-	switch err := waitHealthy(ctx, c.Health, o, srv, sink); {
+	stopBeat := heartbeat(o, o.tag(c.ID), "health", o.StartupTimeout, sink)
+	err := waitHealthy(ctx, c.Health, o, srv, sink)
+	stopBeat()
+	switch {
 	case ctx.Err() != nil:
 		return true
 	case err != nil:
@@ -504,7 +552,9 @@ func serveCell(ctx context.Context, c *Cell, o Options, srv Server, sink *logSin
 	sink.Note("bench: " + strings.Join(c.Bench, " "))
 	var out bytes.Buffer
 	bctx, cancel := context.WithTimeout(ctx, o.BenchTimeout)
-	err := srv.Exec(bctx, c.Bench, &teeWriter{sink, &out})
+	stopBeat = heartbeat(o, o.tag(c.ID), "bench", o.BenchTimeout, sink)
+	err = srv.Exec(bctx, c.Bench, &teeWriter{sink, &out})
+	stopBeat()
 	timedOut := bctx.Err() == context.DeadlineExceeded
 	cancel()
 	switch {
@@ -531,6 +581,8 @@ func serveCell(ctx context.Context, c *Cell, o Options, srv Server, sink *logSin
 func runJob(ctx context.Context, c *Cell, o Options, srv Server, sink *logSink, r *Result, failed func(string)) (interrupted bool) {
 	timer := time.NewTimer(o.StartupTimeout + o.BenchTimeout)
 	defer timer.Stop()
+	stopBeat := heartbeat(o, o.tag(c.ID), "run", o.StartupTimeout+o.BenchTimeout, sink)
+	defer stopBeat()
 	select {
 	case <-ctx.Done():
 		return true

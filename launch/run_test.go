@@ -32,6 +32,8 @@ func TestMain(m *testing.M) {
 			return 1
 		}
 		defer os.RemoveAll(dir)
+		// Journal keys of patched trees stay in the test's own directory.
+		os.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
 		fakeServer = filepath.Join(dir, "fakeserver")
 		cmd := exec.Command("go", "build", "-o", fakeServer, "../testdata/fakeserver")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")

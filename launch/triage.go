@@ -1,7 +1,6 @@
 package launch
 
 import (
-	"bufio"
 	"bytes"
 	"embed"
 	"fmt"
@@ -10,6 +9,7 @@ import (
 	"regexp"
 	"regexp/syntax"
 	"strings"
+	"sync"
 
 	"github.com/BurntSushi/toml"
 
@@ -31,6 +31,10 @@ type Signature struct {
 	Try     string `toml:"try" json:"try"`
 	// Fatal means the server will not come up once this line is printed.
 	Fatal bool `toml:"fatal" json:"fatal"`
+	// Consequence means the line is what other ranks print once one of them
+	// has died (an NCCL watchdog, a collective timeout): when another fatal
+	// line came first, that one is the cause.
+	Consequence bool `toml:"consequence" json:"consequence,omitempty"`
 	// Source is "file:line" of the signature's [[signature]] header.
 	Source string `toml:"-" json:"source"`
 
@@ -62,6 +66,9 @@ func (s *Signature) match(line string) bool {
 // names it.
 type Signatures struct {
 	list []*Signature
+
+	preOnce sync.Once
+	pre     *prefilter // nil when some signature has no required literal
 }
 
 // All returns the signatures in the order they are tried.
@@ -268,6 +275,18 @@ type Match struct {
 	Try       string     `json:"try"`
 	Line      int        `json:"line"` // 1-based line number in the log
 	Text      string     `json:"text"` // the line, colour codes removed, at most maxLineText bytes
+	// Rank is the process that wrote the line ("3" for "TP3" or "[rank3]"),
+	// read from the line's prefix or the nearest line above it that has one;
+	// for per-rank logs without a prefix, from the file name.
+	Rank string `json:"rank,omitempty"`
+	// Time is the line's timestamp as written, when it has one.
+	Time string `json:"time,omitempty"`
+	// Consequence marks a fatal line that follows the cause and is of a kind
+	// (an NCCL watchdog, a collective timeout) that a dead peer produces.
+	Consequence bool   `json:"consequence,omitempty"`
+	File        string `json:"file,omitempty"` // the log, in a verdict over several ranks' logs
+
+	at stamp
 }
 
 // maxLineText caps the text kept from one log line.
@@ -311,130 +330,6 @@ func (s *Signatures) MatchLine(lineNo int, line string) *Match {
 	return nil
 }
 
-// Verdict is what triage concludes about one log.
-type Verdict struct {
-	File string `json:"file"`
-	// Known is true when a fatal signature matched; Cause is then its first
-	// fatal line.
-	Known bool   `json:"known"`
-	Cause *Match `json:"cause,omitempty"`
-	// Notes are the non-fatal matches (at most maxNotes, first ones first).
-	Notes []Match `json:"notes"`
-	// Tail is the last lines of the log, shown when the cause is unknown.
-	Tail      []string `json:"tail"`
-	TailStart int      `json:"tail_start"` // line number of Tail[0]
-	Lines     int      `json:"lines"`      // lines read
-}
-
-const (
-	tailLines = 20
-	maxNotes  = 10
-)
-
-// Scanner feeds a log line by line and keeps what a Verdict needs. It is what
-// the runner uses while a server is starting: Line reports a fatal match the
-// moment it is seen.
-type Scanner struct {
-	sigs  *Signatures
-	n     int
-	cause *Match
-	notes []Match
-	tail  []string // ring of the last tailLines lines
-}
-
-// NewScanner starts a scan of one log.
-func (s *Signatures) NewScanner() *Scanner { return &Scanner{sigs: s} }
-
-// Line feeds the next line (without its newline). It returns the match when
-// this line is the log's first fatal one, else nil.
-func (sc *Scanner) Line(text string) *Match {
-	clean := cleanLine(text)
-	sc.Skip(clean)
-	if strings.HasPrefix(clean, NotePrefix) {
-		return nil // the runner's own line, not the server's
-	}
-	m := sc.sigs.MatchLine(sc.n, clean)
-	if m == nil {
-		return nil
-	}
-	if m.Fatal {
-		if sc.cause == nil {
-			sc.cause = m
-			return m
-		}
-		return nil
-	}
-	if len(sc.notes) < maxNotes {
-		sc.notes = append(sc.notes, *m)
-	}
-	return nil
-}
-
-// NotePrefix starts the lines the matrix runner writes into a cell's log;
-// triage never matches them.
-const NotePrefix = "### smpatch: "
-
-// Skip counts a line (and keeps it for the tail) without matching it: the
-// runner's own notes in a log.
-func (sc *Scanner) Skip(text string) {
-	sc.n++
-	if len(sc.tail) == tailLines {
-		copy(sc.tail, sc.tail[1:])
-		sc.tail = sc.tail[:tailLines-1]
-	}
-	sc.tail = append(sc.tail, truncate(cleanLine(text), maxLineText))
-}
-
-// Verdict is the conclusion so far.
-func (sc *Scanner) Verdict(file string) *Verdict {
-	v := &Verdict{File: file, Cause: sc.cause, Known: sc.cause != nil, Lines: sc.n,
-		Notes: append([]Match{}, sc.notes...), Tail: append([]string{}, sc.tail...)}
-	v.TailStart = sc.n - len(sc.tail) + 1
-	if v.Lines == 0 {
-		v.TailStart = 0
-	}
-	return v
-}
-
-// maxLineBytes bounds one line read from a log; the rest is dropped.
-const maxLineBytes = 1 << 20
-
-// ScanLines calls fn for each line of r (without the newline). A line longer
-// than maxLineBytes is cut there rather than failing the scan.
-func ScanLines(r io.Reader, fn func(string)) error {
-	br := bufio.NewReaderSize(r, 64<<10)
-	var buf []byte
-	for {
-		chunk, isPrefix, err := br.ReadLine()
-		if len(buf)+len(chunk) <= maxLineBytes {
-			buf = append(buf, chunk...)
-		}
-		if err != nil {
-			if len(buf) > 0 {
-				fn(string(buf))
-			}
-			if err == io.EOF {
-				return nil
-			}
-			return err
-		}
-		if !isPrefix {
-			fn(string(buf))
-			buf = buf[:0]
-		}
-	}
-}
-
-// Triage reads a whole log and returns its verdict; name is how the log is
-// reported.
-func (s *Signatures) Triage(name string, r io.Reader) (*Verdict, error) {
-	sc := s.NewScanner()
-	if err := ScanLines(r, func(l string) { sc.Line(l) }); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	return sc.Verdict(name), nil
-}
-
 // TriageFile triages the log at path.
 func (s *Signatures) TriageFile(path string) (*Verdict, error) {
 	f, err := os.Open(path)
@@ -450,14 +345,46 @@ func (v *Verdict) WriteText(w io.Writer) {
 	if v.Known {
 		c := v.Cause
 		fmt.Fprintf(w, "%s: %s\n", v.File, c.Label)
-		fmt.Fprintf(w, "  line %d: %s\n", c.Line, c.Text)
+		where := fmt.Sprintf("line %d", c.Line)
+		if c.File != "" {
+			where = c.File + ":" + fmt.Sprint(c.Line)
+		}
+		fmt.Fprintf(w, "  %s: %s\n", where, c.Text)
+		if c.Rank != "" {
+			at := ""
+			if c.Time != "" {
+				at = " at " + c.Time
+			}
+			fmt.Fprintf(w, "  rank:   %s (the first fatal line in time%s)\n", c.Rank, at)
+		}
 		fmt.Fprintf(w, "  means:  %s\n", c.Meaning)
 		fmt.Fprintf(w, "  try:    %s\n", c.Try)
+		for _, f := range v.Fatal {
+			if !f.Consequence {
+				continue
+			}
+			where := fmt.Sprintf("line %d", f.Line)
+			if f.File != "" {
+				where = f.File + ":" + fmt.Sprint(f.Line)
+			}
+			rank := ""
+			if f.Rank != "" {
+				rank = " rank " + f.Rank
+			}
+			fmt.Fprintf(w, "  then:  %s%s at %s (a consequence): %s\n", f.Label, rank, where, f.Text)
+		}
 	} else {
 		fmt.Fprintf(w, "%s: unknown: no fatal signature matched (%d lines)\n", v.File, v.Lines)
+		if v.LastLine != nil {
+			fmt.Fprintf(w, "  last server line %d: %s\n", v.LastLine.Line, v.LastLine.Text)
+		}
 	}
 	for _, n := range v.Notes {
-		fmt.Fprintf(w, "  note: %s at line %d: %s\n", n.Label, n.Line, n.Text)
+		where := fmt.Sprintf("line %d", n.Line)
+		if n.File != "" {
+			where = n.File + ":" + fmt.Sprint(n.Line)
+		}
+		fmt.Fprintf(w, "  note: %s at %s: %s\n", n.Label, where, n.Text)
 	}
 	if !v.Known && len(v.Tail) > 0 {
 		fmt.Fprintf(w, "  last %d lines:\n", len(v.Tail))

@@ -205,18 +205,6 @@ func TestLoadSignaturesDuplicateAcrossFiles(t *testing.T) {
 	}
 }
 
-func TestScanLinesLongAndUnterminated(t *testing.T) {
-	long := strings.Repeat("x", maxLineBytes+100)
-	var got []string
-	err := ScanLines(strings.NewReader("a\r\n"+long+"\nlast"), func(l string) { got = append(got, l) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != 3 || got[0] != "a" || len(got[1]) != maxLineBytes || got[2] != "last" {
-		t.Fatalf("got %d lines (%q, len %d, %q)", len(got), got[0], len(got[1]), got[len(got)-1])
-	}
-}
-
 // FuzzTriage feeds arbitrary logs and signature files: triage never panics,
 // line numbers stay within the log and the tail never exceeds its bound.
 func FuzzTriage(f *testing.F) {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/smpatch/smpatch/probe"
+	"github.com/smpatch/smpatch/source"
 )
 
 // flagTable numbers the flags rules ask about, so that each cell's command
@@ -216,6 +217,17 @@ func (r *ruleEval) match(e *evalCell, pf *ProbeFacts) bool {
 			return false
 		}
 	}
+	if len(c.tp) > 0 && !slices.Contains(c.tp, max(cell.TP, 1)) {
+		return false
+	}
+	if len(c.tpOutside) > 0 && slices.Contains(c.tpOutside, max(cell.TP, 1)) {
+		return false
+	}
+	for _, name := range c.envEmpty {
+		if v, set := cell.Env[name]; !set || v != "" {
+			return false
+		}
+	}
 	if len(c.smMajor) > 0 {
 		ok := false
 		for _, m := range e.majors {
@@ -245,6 +257,50 @@ func (r *ruleEval) match(e *evalCell, pf *ProbeFacts) bool {
 			}
 		}
 		if c.cudaGraphs != nil && *c.cudaGraphs == e.fset[e.ft.idx[cudaGraphFlag]] {
+			return false
+		}
+	}
+	if c.nvlink != nil || c.p2p != nil || len(c.versions) > 0 {
+		if pf == nil {
+			if r.unprobed == 0 {
+				r.first = cell.ID
+			}
+			r.unprobed++
+			return false
+		}
+		unknown := ""
+		if c.nvlink != nil && (pf.NVLink == nil || *pf.NVLink != *c.nvlink) {
+			if pf.NVLink == nil {
+				unknown = "NVLink between the GPUs"
+			} else {
+				return false
+			}
+		}
+		if c.p2p != nil && unknown == "" && (pf.P2P == nil || *pf.P2P != *c.p2p) {
+			if pf.P2P == nil {
+				unknown = "P2P between the GPUs"
+			} else {
+				return false
+			}
+		}
+		for _, vc := range c.versions {
+			if unknown != "" {
+				break
+			}
+			v, err := source.ParseVersion(pf.Versions[vc.pkg])
+			if pf.Versions[vc.pkg] == "" || err != nil {
+				unknown = vc.pkg + " version"
+				break
+			}
+			if !source.Satisfies(vc.cs, v) {
+				return false
+			}
+		}
+		if unknown != "" {
+			if r.unknown == 0 {
+				r.unknownFirst, r.unknownWhy = cell.ID, unknown
+			}
+			r.unknown++
 			return false
 		}
 	}

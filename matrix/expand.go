@@ -1,6 +1,7 @@
 package matrix
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"slices"
@@ -30,6 +31,9 @@ type ExpandOptions struct {
 	// when.patches names (the catalog lookup, with its did-you-mean);
 	// an error names the rules file and line.
 	CheckPatch func(name string) error
+	// Context stops a long expansion (a signal): Expand returns its error.
+	// Nil means none.
+	Context context.Context
 }
 
 // Shard is part i of n (1-based) of the cells, in contiguous blocks.
@@ -85,6 +89,8 @@ type Expansion struct {
 	Notes    []string `json:"notes,omitempty"`
 	Shard    Shard    `json:"shard"`
 	MaxCells int      `json:"max_cells"`
+
+	ctx context.Context
 }
 
 // Runnable returns the cells no rule pruned.
@@ -111,7 +117,10 @@ func (x *Expansion) Cell(id string) *Cell {
 // Expand runs the fixed expansion order: product → zip → exclude → include
 // → rules, then gives ids, renders templates and selects the shard.
 func (m *Matrix) Expand(opts ExpandOptions) (*Expansion, error) {
-	x := &Expansion{Matrix: m, Shard: opts.Shard}
+	x := &Expansion{Matrix: m, Shard: opts.Shard, ctx: opts.Context}
+	if x.ctx == nil {
+		x.ctx = context.Background()
+	}
 	limit := opts.MaxCells
 	if limit <= 0 {
 		limit = m.MaxCells
@@ -135,14 +144,26 @@ func (m *Matrix) Expand(opts ExpandOptions) (*Expansion, error) {
 		return nil, err
 	}
 
+	if err := x.ctx.Err(); err != nil {
+		return nil, err
+	}
 	if err := m.assignIDs(cells); err != nil {
+		return nil, err
+	}
+	if err := x.ctx.Err(); err != nil {
 		return nil, err
 	}
 	if err := m.render(cells); err != nil {
 		return nil, err
 	}
+	if err := x.ctx.Err(); err != nil {
+		return nil, err
+	}
 
 	applyRules(m, x, rules, cells, opts.Probe)
+	if err := x.ctx.Err(); err != nil {
+		return nil, err
+	}
 
 	if err := m.resolveBaseline(x, cells); err != nil {
 		return nil, err
@@ -222,6 +243,11 @@ func (m *Matrix) productCells(x *Expansion, limit int) ([]*Cell, error) {
 	var kept []int // len(m.Axes) value indexes per kept cell, back to back
 	nk := 0
 	for t := 0; t < x.Steps.Zip; t++ {
+		if t&0xfff == 0 {
+			if err := x.ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
 		for di, d := range dims {
 			for _, ai := range d.axes {
 				idx[ai] = pos[di]
@@ -301,6 +327,9 @@ func (m *Matrix) applyIncludes(x *Expansion, cells []*Cell, limit int) ([]*Cell,
 	}
 	extended := map[*Cell]bool{}
 	for _, inc := range m.Include {
+		if err := x.ctx.Err(); err != nil {
+			return nil, err
+		}
 		where := fmt.Sprintf("%s:%d", m.File, inc.Line)
 		var matched []*Cell
 		if len(inc.Values) == len(m.Axes) {
@@ -476,7 +505,7 @@ func satMul(a, b int64) int64 {
 }
 
 func (m *Matrix) allRules(opts ExpandOptions) ([]*Rule, error) {
-	var rules []*Rule
+	rules := append([]*Rule{}, m.requireRules...)
 	if !opts.NoDefaultRules {
 		d, err := DefaultRules(m)
 		if err != nil {

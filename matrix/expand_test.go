@@ -1,11 +1,14 @@
 package matrix
 
 import (
+	"context"
+	"errors"
 	"math/rand"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -683,5 +686,121 @@ command = ["serve", "--disable-custom-all-reduce"]
 		if strings.Contains(n, "could not be judged") {
 			t.Errorf("note on a judged rule: %q", n)
 		}
+	}
+}
+
+// TestExpandCancel checks that a long expansion stops when its context is
+// done (Ctrl-C, SIGTERM): millions of combinations, all excluded.
+func TestExpandCancel(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("name = \"big\"\n[axes]\n")
+	for _, a := range []string{"a", "b", "c", "d"} {
+		b.WriteString(a + " = [")
+		for i := range 60 {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(strconv.Itoa(i))
+		}
+		b.WriteString("]\n")
+	}
+	b.WriteString("[[exclude]]\na = [0]\n[launch]\ncommand = [\"x\"]\n")
+	m, err := Parse("big.toml", []byte(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := m.Expand(ExpandOptions{Context: ctx, NoDefaultRules: true, MaxCells: 1 << 30}); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled expansion: %v", err)
+	}
+}
+
+// The rules from the field read NVLink, P2P and the NCCL version from the
+// probe report, the TP size and environment from the cell.
+func TestFieldRules(t *testing.T) {
+	yes := true
+	facts := func(nvlink bool, nccl string) *ProbeFacts {
+		return &ProbeFacts{SMs: []string{"12.0", "12.0"}, Verdicts: map[string]map[string]string{}, NVLink: &nvlink, P2P: &yes, Versions: map[string]string{"nccl": nccl}}
+	}
+	src := `[axes]
+sm = "12.0"
+[launch]
+command = ["serve", "--tp", "2"]
+`
+	pruned := func(x *Expansion) string {
+		if p := x.Cells[0].Pruned; p != nil {
+			return p.Rule
+		}
+		return ""
+	}
+	if got := pruned(expand(t, src, ExpandOptions{Probe: facts(false, "2.26.2")})); got != "nccl-2.26-large-allreduce-sm12x" {
+		t.Errorf("NCCL 2.26.2 without NVLink: pruned by %q", got)
+	}
+	for _, f := range []*ProbeFacts{facts(false, "2.31.2"), facts(true, "2.26.2")} {
+		if got := pruned(expand(t, src, ExpandOptions{Probe: f})); got != "" {
+			t.Errorf("nvlink %v nccl %s: pruned by %q", *f.NVLink, f.Versions["nccl"], got)
+		}
+	}
+	// TP 1 is no all-reduce at all.
+	if got := pruned(expand(t, strings.Replace(src, `"2"`, `"1"`, 1), ExpandOptions{Probe: facts(false, "2.26.2")})); got != "" {
+		t.Errorf("TP 1: pruned by %q", got)
+	}
+	// Without a version in the report the rule says it could not judge.
+	f := facts(false, "")
+	x := expand(t, src, ExpandOptions{Probe: f})
+	if pruned(x) != "" || !slices.ContainsFunc(x.Notes, func(n string) bool {
+		return strings.Contains(n, "nccl-2.26-large-allreduce-sm12x") && strings.Contains(n, "nccl version")
+	}) {
+		t.Errorf("no NCCL version: pruned %q, notes %q", pruned(x), x.Notes)
+	}
+
+	empty := `[axes]
+sm = "9.0"
+[launch]
+command = ["serve", "--tp", "2"]
+env = { NCCL_GRAPH_FILE = "", PYTORCH_CUDA_ALLOC_CONF = "expandable_segments:True" }
+`
+	x = expand(t, empty, ExpandOptions{})
+	if pruned(x) != "nccl-graph-file-empty" {
+		t.Errorf("empty NCCL_GRAPH_FILE: pruned by %q", pruned(x))
+	}
+	x = expand(t, strings.Replace(empty, `NCCL_GRAPH_FILE = "", `, "", 1), ExpandOptions{})
+	if w := x.Cells[0].Warnings; len(w) != 1 || w[0].Rule != "custom-all-reduce-expandable-segments" {
+		t.Errorf("expandable segments: warnings %+v", w)
+	}
+}
+
+// [requires.PATCH] keeps a patch to the TP sizes and topology it wins on.
+func TestMatrixRequires(t *testing.T) {
+	src := `[axes]
+patches = [[], ["sm120-fusion"]]
+tp = [2, 4]
+[launch]
+command = ["serve", "--tp", "{{.tp}}", "--disable-custom-all-reduce"]
+[requires.sm120-fusion]
+tp = [2]
+nvlink = false
+`
+	x := expand(t, src, ExpandOptions{})
+	var got []string
+	for _, c := range x.Cells {
+		s := c.ID
+		if c.Pruned != nil {
+			s += ":" + c.Pruned.Rule
+		}
+		got = append(got, s)
+	}
+	want := "unpatched.tp2 unpatched.tp4 sm120-fusion.tp2 sm120-fusion.tp4:requires-sm120-fusion-tp"
+	if strings.Join(got, " ") != want {
+		t.Errorf("got %q, want %q", strings.Join(got, " "), want)
+	}
+	linked := true
+	x = expand(t, src, ExpandOptions{Probe: &ProbeFacts{Verdicts: map[string]map[string]string{}, NVLink: &linked}})
+	if p := x.Cells[2].Pruned; p == nil || p.Rule != "requires-sm120-fusion-nvlink" || !strings.Contains(p.Where, ":6") {
+		t.Errorf("with NVLink: %+v", p)
+	}
+	if _, err := Parse("m.toml", []byte(strings.Replace(src, "tp = [2]", "tp = [0]", 1))); err == nil || !strings.Contains(err.Error(), "m.toml:7: requires.sm120-fusion.tp: 0 is not a tensor-parallel size") {
+		t.Errorf("bad tp: %v", err)
 	}
 }

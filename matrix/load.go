@@ -34,6 +34,14 @@ type fileMatrix struct {
 	Include  []map[string]any                     `toml:"include"`
 	IDPrefix map[string]string                    `toml:"id_prefix"`
 	Launch   fileLaunch                           `toml:"launch"`
+	Requires map[string]fileRequires              `toml:"requires"`
+}
+
+// fileRequires is [requires.PATCH]: what a cell with that patch needs.
+type fileRequires struct {
+	TP     []int64 `toml:"tp"`
+	P2P    *bool   `toml:"p2p"`
+	NVLink *bool   `toml:"nvlink"`
 }
 
 type fileLaunch struct {
@@ -48,6 +56,7 @@ type fileLaunch struct {
 	BenchTimeout   string            `toml:"bench_timeout"`
 	TP             int64             `toml:"tp"`
 	Baseline       any               `toml:"baseline"`
+	Repeat         int64             `toml:"repeat"`
 }
 
 var (
@@ -60,6 +69,9 @@ var (
 // Load reads and validates a matrix file and the rules files it names.
 // Every error names the file and, where it can, the line.
 func Load(path string) (*Matrix, error) {
+	if hasControl(path) {
+		return nil, fmt.Errorf("%q: a matrix file name with a control character is refused (it would reach scripts and logs)", path)
+	}
 	data, err := tomlfile.ReadFile(nil, path)
 	if err != nil {
 		return nil, err
@@ -88,6 +100,9 @@ func Parse(file string, data []byte) (*Matrix, error) {
 	}
 	if k := caseMismatch(md, reflect.TypeOf(fm)); k != nil {
 		return nil, m.errf(m.lines.line(k...), "unknown key %q (keys are lower case)", k.String())
+	}
+	if hasControl(m.Name) {
+		return nil, m.errf(m.lines.line("name"), "name %q: control characters (newline, tab, escape) are not allowed", m.Name)
 	}
 	if err := tomlfile.UnknownError(file, md, [][]string{{"axes"}, {"presets"}, {"exclude"}, {"include"}, {"launch", "baseline"}}, func(k toml.Key) int { return m.lines.line(k...) }); err != nil {
 		return nil, err
@@ -144,6 +159,9 @@ func Parse(file string, data []byte) (*Matrix, error) {
 		m.IDPrefix[k] = p
 	}
 	if err := m.loadLaunch(fm.Launch); err != nil {
+		return nil, err
+	}
+	if err := m.loadRequires(fm.Requires); err != nil {
 		return nil, err
 	}
 	if err := m.checkConflicts(); err != nil {
@@ -378,6 +396,9 @@ func (m *Matrix) loadPresets(md toml.MetaData, presets map[string]map[string]map
 					if err != nil {
 						return m.errf(kl, "presets.%s.%s.%s: %v", axis, name, k, err)
 					}
+					if err := envValueErr(v.Text); err != nil {
+						return m.errf(kl, "presets.%s.%s.%s: %v", axis, name, k, err)
+					}
 					p.Env[k] = v.Text
 				case flagKeyRe().MatchString(k):
 					args, err := flagArgs(k, x)
@@ -589,6 +610,9 @@ func (m *Matrix) parseInclude(e map[string]any, i int) (*Include, error) {
 				if err != nil {
 					return nil, m.errf(kl, "include[%d].env.%s: %v", i, name, err)
 				}
+				if err := envValueErr(v.Text); err != nil {
+					return nil, m.errf(kl, "include[%d].env.%s: %v", i, name, err)
+				}
 				inc.Env[name] = v.Text
 			}
 			continue
@@ -646,6 +670,9 @@ func (m *Matrix) loadLaunch(fl fileLaunch) error {
 		if !envKeyRe().MatchString(k) {
 			return m.errf(m.lines.line("launch", "env", k), "launch.env: %q is not an environment variable name", k)
 		}
+		if err := envValueErr(fl.Env[k]); err != nil {
+			return m.errf(m.lines.line("launch", "env", k), "launch.env.%s: %v", k, err)
+		}
 		l.Env[k] = fl.Env[k]
 	}
 	l.Workdir, l.Health, l.Bench = fl.Workdir, fl.Health, fl.Bench
@@ -683,6 +710,10 @@ func (m *Matrix) loadLaunch(fl fileLaunch) error {
 		return m.errf(m.lines.line("launch", "tp"), "launch.tp: %d is not a GPU count", fl.TP)
 	}
 	l.TP = int(fl.TP)
+	if fl.Repeat < 0 || fl.Repeat > 1000 {
+		return m.errf(m.lines.line("launch", "repeat"), "launch.repeat: %d is not a number of runs per cell (1 to 1000)", fl.Repeat)
+	}
+	l.Repeat = max(int(fl.Repeat), 1)
 	switch b := fl.Baseline.(type) {
 	case nil:
 	case string:
@@ -861,4 +892,64 @@ func resolvePython(file, py string) string {
 		return py
 	}
 	return filepath.Join(base, py)
+}
+
+// hasControl reports whether s holds a control character (C0, DEL or C1).
+func hasControl(s string) bool {
+	return strings.IndexFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }) >= 0
+}
+
+// envValueErr refuses what an environment file (KEY=VALUE per line, as
+// docker --env-file reads it) cannot hold: a line break or a NUL.
+func envValueErr(v string) error {
+	if strings.ContainsAny(v, "\n\r\x00") {
+		return fmt.Errorf("value %q has a line break or NUL: an environment file cannot hold it", v)
+	}
+	return nil
+}
+
+// loadRequires turns [requires.PATCH] tables into prune rules that run
+// before every other rule: a cell with the patch is pruned when its TP is
+// not one of tp, or when the probe report shows NVLink (nvlink = false),
+// no NVLink (nvlink = true) or a pair of GPUs without P2P (p2p = true).
+func (m *Matrix) loadRequires(req map[string]fileRequires) error {
+	for _, patch := range sortedKeys(req) {
+		r := req[patch]
+		line := m.lines.line("requires", patch)
+		where := fmt.Sprintf("%s:%d", m.File, line)
+		if patch == "" || slug(patch) != patch {
+			return m.errf(line, "requires.%s: a patch name is lower case letters, digits, '.' and '-'", patch)
+		}
+		add := func(kind, reason string, c cond) {
+			c.patches = []string{patch}
+			m.requireRules = append(m.requireRules, &Rule{Name: "requires-" + patch + "-" + kind, Action: "prune",
+				Reason: reason, Source: where, Where: where, NeedsProbe: c.nvlink != nil || c.p2p != nil, when: c, file: m.File})
+		}
+		if len(r.TP) > 0 {
+			var tp []int
+			for _, n := range r.TP {
+				if n < 1 || n > 1024 {
+					return m.errf(m.lines.line("requires", patch, "tp"), "requires.%s.tp: %d is not a tensor-parallel size", patch, n)
+				}
+				tp = append(tp, int(n))
+			}
+			add("tp", fmt.Sprintf("%s is for tensor parallel %v only", patch, tp), cond{tpOutside: tp})
+		}
+		if r.NVLink != nil {
+			linked := !*r.NVLink
+			why := patch + " is for GPUs without NVLink; the probe report shows NVLink"
+			if *r.NVLink {
+				why = patch + " needs NVLink; the probe report shows none"
+			}
+			add("nvlink", why, cond{nvlink: &linked})
+		}
+		if r.P2P != nil {
+			if !*r.P2P {
+				return m.errf(m.lines.line("requires", patch, "p2p"), "requires.%s.p2p = false: a cell cannot require P2P to be missing; leave it out", patch)
+			}
+			no := false
+			add("p2p", patch+" needs P2P between every pair of GPUs; the probe report shows a pair without", cond{p2p: &no})
+		}
+	}
+	return nil
 }

@@ -21,6 +21,13 @@ type ProbeFacts struct {
 	// judge a major the probed host did not have (an SM120 cell probed on
 	// an H200 build host).
 	FlashInfer *probe.FlashInfer
+	// NVLink is whether some pair of GPUs is linked by NVLink, P2P whether
+	// every pair can read each other's memory; nil when the report does
+	// not say.
+	NVLink, P2P *bool
+	// Versions are the installed packages' versions ("torch", "nccl": the
+	// nvidia-nccl-cu12/cu13 wheel), for version conditions.
+	Versions map[string]string
 }
 
 // verdict is the verdict for a module on a GPU major: the report's, else
@@ -50,12 +57,31 @@ func ReadProbeFacts(file string) (*ProbeFacts, error) {
 
 // FactsFromReport takes from a probe report what rules read.
 func FactsFromReport(r *probe.Report) *ProbeFacts {
-	f := &ProbeFacts{Verdicts: map[string]map[string]string{}, FlashInfer: r.FlashInfer}
+	f := &ProbeFacts{Verdicts: map[string]map[string]string{}, FlashInfer: r.FlashInfer, Versions: map[string]string{}}
 	if r.Host != nil {
 		for _, g := range r.Host.GPUs {
 			if g.SM != "" {
 				f.SMs = append(f.SMs, g.SM)
 			}
+		}
+		if linked, _, ok := probe.AnyPair(r.Host.NVLink); ok {
+			f.NVLink = &linked
+		} else if len(r.Host.GPUs) == 1 {
+			f.NVLink = new(bool)
+		}
+		if _, all, ok := probe.AnyPair(r.Host.P2P); ok {
+			f.P2P = &all
+		}
+	}
+	for name, p := range r.Packages {
+		if p == nil || p.Version == "" {
+			continue
+		}
+		switch name {
+		case "nvidia-nccl-cu12", "nvidia-nccl-cu13":
+			f.Versions["nccl"] = p.Version
+		case "torch":
+			f.Versions["torch"] = p.Version
 		}
 	}
 	for mod, per := range r.Verdicts {

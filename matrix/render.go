@@ -3,9 +3,11 @@ package matrix
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -53,6 +55,14 @@ func Render(x *Expansion, opts RenderOptions) (map[string][]byte, error) {
 		}
 		if c.Pruned == nil {
 			ic.Dir = c.ID
+			for _, k := range sortedKeys(c.Env) {
+				if !envNameOK(k) {
+					return nil, fmt.Errorf("cell %s: %q is not an environment variable name", c.ID, k)
+				}
+				if err := envValueErr(c.Env[k]); err != nil {
+					return nil, fmt.Errorf("cell %s: env %s: %w", c.ID, k, err)
+				}
+			}
 			for name, data := range CellFiles(x, c) {
 				files[c.ID+"/"+name] = data
 			}
@@ -95,6 +105,35 @@ func CellFiles(x *Expansion, c *Cell) map[string][]byte {
 		"env":              envFile(c),
 		"sitecustomize.py": sitecustomize(c),
 	}
+}
+
+// envNameOK reports whether k is a plain environment variable name.
+func envNameOK(k string) bool {
+	if k == "" || k[0] >= '0' && k[0] <= '9' {
+		return false
+	}
+	return strings.IndexFunc(k, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_')
+	}) < 0
+}
+
+// shellComment makes s safe inside a "# ..." line of a script: control
+// characters (a newline would end the comment and start a command) are
+// written as Go escapes.
+func shellComment(s string) string {
+	if !hasControl(s) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // ReadRefs reads a refs file: a JSON object of cell id -> image reference.
@@ -140,8 +179,27 @@ func isLocalImage(s string) bool {
 	return strings.HasPrefix(s, "oci:") || strings.HasSuffix(s, ".tar") || strings.HasSuffix(s, ".tar.gz") || strings.HasPrefix(s, "/") || strings.HasPrefix(s, ".")
 }
 
-// shellQuote quotes s for bash when it needs it.
+// shellQuote quotes s for bash when it needs it: single quotes, or
+// bash's $'...' (control characters as \xHH) when s holds a control
+// character, so that every quoted word stays on its line.
 func shellQuote(s string) string {
+	if hasControl(s) {
+		var b strings.Builder
+		b.WriteString("$'")
+		for i := 0; i < len(s); i++ {
+			switch c := s[i]; {
+			case c == '\\' || c == '\'':
+				b.WriteByte('\\')
+				b.WriteByte(c)
+			case c < 0x20 || c == 0x7f:
+				fmt.Fprintf(&b, "\\x%02x", c)
+			default:
+				b.WriteByte(c)
+			}
+		}
+		b.WriteString("'")
+		return b.String()
+	}
 	if s != "" && strings.IndexFunc(s, func(r rune) bool {
 		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=,+@%", r))
 	}) < 0 {
@@ -177,14 +235,15 @@ func runScript(x *Expansion, c *Cell) []byte {
 	m := x.Matrix
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "#!/usr/bin/env bash\n")
-	fmt.Fprintf(&b, "# Cell %s of matrix %s (%s), written by smpatch matrix render.\n", c.ID, m.Name, filepath.ToSlash(m.File))
+	fmt.Fprintf(&b, "# Cell %s of matrix %s (%s), written by smpatch matrix render.\n", shellComment(c.ID), shellComment(m.Name), shellComment(filepath.ToSlash(m.File)))
 	if len(c.Patches) > 0 {
-		fmt.Fprintf(&b, "# Patches: %s (the environment must have them: smpatch apply %s).\n", strings.Join(c.Patches, " "), strings.Join(c.Patches, " "))
+		ps := shellComment(strings.Join(c.Patches, " "))
+		fmt.Fprintf(&b, "# Patches: %s (the environment must have them: smpatch apply %s).\n", ps, ps)
 	} else {
 		fmt.Fprintf(&b, "# Patches: none.\n")
 	}
 	for _, d := range c.Warnings {
-		fmt.Fprintf(&b, "# %s %s: %s\n", d.Action, d.Rule, d.Reason)
+		fmt.Fprintf(&b, "# %s %s: %s\n", shellComment(d.Action), shellComment(d.Rule), shellComment(d.Reason))
 	}
 	b.WriteString("set -euo pipefail\n")
 	b.WriteString("here=\"$(cd \"$(dirname \"${BASH_SOURCE[0]}\")\" && pwd)\"\n")
@@ -196,14 +255,14 @@ func runScript(x *Expansion, c *Cell) []byte {
 	if m.Base.Python != "" {
 		fmt.Fprintf(&b, "export PATH=%s\"${PATH:+:$PATH}\"\n", shellQuote(filepath.Dir(m.Base.Python)))
 	}
-	fmt.Fprintf(&b, "log=\"${SMPATCH_LOG_DIR:-$here}/%s.log\"\n", c.ID)
+	fmt.Fprintf(&b, "log=\"${SMPATCH_LOG_DIR:-$here}\"/%s\n", shellQuote(c.ID+".log"))
 	if c.Workdir != "" {
 		fmt.Fprintf(&b, "cd %s\n", shellQuote(hostWorkdir(m, c.Workdir)))
 	}
-	fmt.Fprintf(&b, "echo \"cell %s: log $log\" >&2\n", c.ID)
+	fmt.Fprintf(&b, "echo %s\"$log\" >&2\n", shellQuote("cell "+c.ID+": log "))
 	b.WriteString("rc=0\n")
 	fmt.Fprintf(&b, "%s >\"$log\" 2>&1 || rc=$?\n", shellJoin(c.Command))
-	fmt.Fprintf(&b, "echo \"cell %s: exit $rc\" >&2\n", c.ID)
+	fmt.Fprintf(&b, "echo %s\"$rc\" >&2\n", shellQuote("cell "+c.ID+": exit "))
 	b.WriteString("exit \"$rc\"\n")
 	return b.Bytes()
 }
@@ -212,14 +271,14 @@ func runScript(x *Expansion, c *Cell) []byte {
 func envFile(c *Cell) []byte {
 	var b bytes.Buffer
 	for _, k := range sortedKeys(c.Env) {
-		fmt.Fprintf(&b, "%s=%s\n", k, strings.ReplaceAll(c.Env[k], "\n", " "))
+		fmt.Fprintf(&b, "%s=%s\n", k, c.Env[k]) // Render refused line breaks
 	}
 	return b.Bytes()
 }
 
 func sitecustomize(c *Cell) []byte {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "# Cell %s, written by smpatch matrix render: sets the cell's NCCL\n", c.ID)
+	fmt.Fprintf(&b, "# Cell %s, written by smpatch matrix render: sets the cell's NCCL\n", shellComment(c.ID))
 	b.WriteString("# variables when Python starts, before anything imports torch or NCCL.\n")
 	b.WriteString("# run.sh puts this directory first on PYTHONPATH.\n")
 	b.WriteString("import os\n")
@@ -366,7 +425,7 @@ func slurm(x *Expansion) []byte {
 	}
 	var b bytes.Buffer
 	b.WriteString("#!/usr/bin/env bash\n")
-	fmt.Fprintf(&b, "# Matrix %s as a Slurm job array, one task per runnable cell:\n", x.Matrix.Name)
+	fmt.Fprintf(&b, "# Matrix %s as a Slurm job array, one task per runnable cell:\n", shellComment(x.Matrix.Name))
 	b.WriteString("#   sbatch slurm.sbatch   (from this directory)\n")
 	fmt.Fprintf(&b, "#SBATCH --job-name=%s\n", shellQuote(slugOr(x.Matrix.Name, "smpatch")))
 	if len(ids) > 0 {
@@ -377,7 +436,7 @@ func slurm(x *Expansion) []byte {
 	b.WriteString("set -euo pipefail\n")
 	b.WriteString("cells=(\n")
 	for _, id := range ids {
-		fmt.Fprintf(&b, "  %s\n", id)
+		fmt.Fprintf(&b, "  %s\n", shellQuote(id))
 	}
 	b.WriteString(")\n")
 	b.WriteString("dir=\"${SLURM_SUBMIT_DIR:-$(pwd)}\"\n")
@@ -403,12 +462,46 @@ func slugOr(s, def string) string {
 	return def
 }
 
+// RenderMarker is the file that marks a directory smpatch matrix render
+// wrote; renderMarkerText is its content (a format and its version).
+const (
+	RenderMarker     = ".smpatch-render"
+	renderMarkerText = "{\"format\": \"smpatch-render\", \"version\": 1}\n"
+)
+
+// ErrNotRendered is returned by WriteRender for an existing directory it
+// must not replace.
+var ErrNotRendered = errors.New("not written by smpatch matrix render")
+
+// checkRendered reports whether dir holds the marker of an earlier render
+// in a format this version writes.
+func checkRendered(dir string) error {
+	b, err := os.ReadFile(filepath.Join(dir, RenderMarker))
+	if err != nil {
+		return fmt.Errorf("%s is not empty and was %w (no %s marker); choose another --out or remove it", dir, ErrNotRendered, RenderMarker)
+	}
+	var mk struct {
+		Format  string `json:"format"`
+		Version int    `json:"version"`
+	}
+	if json.Unmarshal(b, &mk) != nil || mk.Format != "smpatch-render" || mk.Version < 1 {
+		return fmt.Errorf("%s: %s is not a render marker; %w: choose another --out or remove it", dir, RenderMarker, ErrNotRendered)
+	}
+	if mk.Version > 1 {
+		return fmt.Errorf("%s: written by a newer smpatch (render format %d); choose another --out", dir, mk.Version)
+	}
+	return nil
+}
+
 // WriteRender puts rendered files under dir. It writes a fresh tree next to
 // dir and swaps it in, so a failed render leaves dir as it was. An existing
-// dir is replaced only when empty or written by an earlier render (it has
-// index.json).
+// dir is replaced only when empty or when it holds the marker an earlier
+// render wrote (RenderMarker); any other directory is refused.
 func WriteRender(dir string, files map[string][]byte) error {
-	if fi, err := os.Stat(dir); err == nil {
+	if fi, err := os.Lstat(dir); err == nil {
+		if fi.Mode()&os.ModeSymlink != 0 {
+			return fmt.Errorf("%s is a symbolic link; name the directory itself", dir)
+		}
 		if !fi.IsDir() {
 			return fmt.Errorf("%s exists and is not a directory", dir)
 		}
@@ -417,8 +510,8 @@ func WriteRender(dir string, files map[string][]byte) error {
 			return err
 		}
 		if len(entries) > 0 {
-			if _, err := os.Stat(filepath.Join(dir, "index.json")); err != nil {
-				return fmt.Errorf("%s is not empty and was not written by smpatch matrix render (no index.json); choose another --out", dir)
+			if err := checkRendered(dir); err != nil {
+				return err
 			}
 		}
 	} else if !os.IsNotExist(err) {
@@ -438,6 +531,12 @@ func WriteRender(dir string, files map[string][]byte) error {
 			os.RemoveAll(tmp)
 		}
 	}()
+	if _, ok := files[RenderMarker]; ok {
+		return fmt.Errorf("%s: a rendered file may not be named %s", dir, RenderMarker)
+	}
+	if err := os.WriteFile(filepath.Join(tmp, RenderMarker), []byte(renderMarkerText), 0o644); err != nil {
+		return err
+	}
 	names := sortedKeys(files)
 	for _, name := range names {
 		p := filepath.Join(tmp, filepath.FromSlash(name))

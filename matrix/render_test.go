@@ -3,8 +3,10 @@ package matrix
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -421,6 +423,127 @@ workdir = "scripts"
 	for _, c := range append(job.Spec.Template.Spec.InitContainers, job.Spec.Template.Spec.Containers...) {
 		if c.WorkingDir != "scripts" {
 			t.Errorf("job container %s: workingDir %q, want it as written", c.Name, c.WorkingDir)
+		}
+	}
+}
+
+// TestRenderHostileText checks that text from a matrix file never becomes
+// a command in run.sh or slurm.sbatch: control characters in names and
+// reasons are escaped in comments, and ids are quoted.
+func TestRenderHostileText(t *testing.T) {
+	src := `name = "n"
+[axes]
+x = ["a", "b"]
+[launch]
+command = ["python3", "-c", "print(1)\ntouch /tmp/pwned-arg"]
+`
+	m, err := Parse("m.toml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What Load refuses, a program may still set.
+	m.Name = "evil\ntouch /tmp/pwned-name\r\x1b]52;c;AAAA\x07"
+	m.File = "dir/x\ntouch /tmp/pwned-file.toml"
+	x, err := m.Expand(ExpandOptions{NoDefaultRules: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := Render(x, RenderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range files {
+		if !strings.HasSuffix(name, ".sh") && !strings.HasSuffix(name, ".sbatch") {
+			continue
+		}
+		if strings.ContainsAny(string(b), "\r\x1b\x07") {
+			t.Errorf("%s holds raw control characters", name)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), "touch") {
+				t.Errorf("%s: a line became a command: %q", name, line)
+			}
+		}
+	}
+}
+
+// TestMatrixControlCharacters checks that Load refuses control
+// characters in the name and line breaks in env values, with file:line.
+func TestMatrixControlCharacters(t *testing.T) {
+	for _, tc := range []struct{ src, want string }{
+		{"name = \"a\\nb\"\n[axes]\nx = [1]\n[launch]\ncommand = [\"x\"]\n", "m.toml:1: name"},
+		{"name = \"a\"\n[axes]\nx = [1]\n[launch]\ncommand = [\"x\"]\nenv = { A = \"1\\nB=2\" }\n", "m.toml:6: launch.env.A"},
+		{"name = \"a\"\n[axes]\nn = [\"p\"]\n[presets.n.p]\nNCCL_X = \"1\\r\"\n[launch]\ncommand = [\"x\"]\n", "m.toml:5: presets.n.p.NCCL_X"},
+	} {
+		_, err := Parse("m.toml", []byte(tc.src))
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want %s...", tc.src, err, tc.want)
+		}
+	}
+	dir := t.TempDir()
+	p := filepath.Join(dir, "a\nb.toml")
+	os.WriteFile(p, []byte("name = \"a\"\n"), 0o644)
+	if _, err := Load(p); err == nil || !strings.Contains(err.Error(), "control character") {
+		t.Errorf("file name with a newline: %v", err)
+	}
+	// A value that only a template puts in the env is refused at render.
+	src := "name = \"a\"\n[axes]\nx = [\"1\\nrm -rf ~\"]\n[launch]\ncommand = [\"x\"]\nenv = { V = \"{{.x}}\" }\n"
+	m, err := Parse("m.toml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := m.Expand(ExpandOptions{NoDefaultRules: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Render(x, RenderOptions{}); err == nil || !strings.Contains(err.Error(), "env V") {
+		t.Errorf("templated env with a newline rendered: %v", err)
+	}
+}
+
+// TestWriteRenderMarker checks that only a directory holding an earlier
+// render's marker is replaced: one that merely has an index.json is not.
+func TestWriteRenderMarker(t *testing.T) {
+	user := t.TempDir()
+	os.WriteFile(filepath.Join(user, "index.json"), []byte(`{"mine": true}`), 0o644)
+	err := WriteRender(user, map[string][]byte{"index.json": []byte("{}")})
+	if !errors.Is(err, ErrNotRendered) {
+		t.Fatalf("replaced a user's directory with an index.json: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(user, "index.json")); string(b) != `{"mine": true}` {
+		t.Error("user's index.json changed")
+	}
+	os.WriteFile(filepath.Join(user, RenderMarker), []byte(`{"format": "smpatch-render", "version": 99}`), 0o644)
+	if err := WriteRender(user, map[string][]byte{"index.json": []byte("{}")}); err == nil || !strings.Contains(err.Error(), "newer") {
+		t.Errorf("newer marker: %v", err)
+	}
+	dir := filepath.Join(t.TempDir(), "out")
+	if err := WriteRender(dir, map[string][]byte{"index.json": []byte("{}")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, RenderMarker)); err != nil {
+		t.Fatalf("no marker written: %v", err)
+	}
+	if err := WriteRender(dir, map[string][]byte{"index.json": []byte("{}")}); err != nil {
+		t.Errorf("second render refused: %v", err)
+	}
+}
+
+// TestShellQuoteRoundTrip checks quoted words with control characters
+// against bash itself.
+func TestShellQuoteRoundTrip(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	for _, s := range []string{"a\nb", "x'\\\r\x1b]52;c;QQ==\x07y", "\x7f1", "é\u0085", "$(touch /tmp/x)\n"} {
+		q := shellQuote(s)
+		if strings.ContainsAny(q, "\n\r") {
+			t.Errorf("shellQuote(%q) = %s spans lines", s, q)
+		}
+		out, err := exec.Command(bash, "-c", "printf %s "+q).Output()
+		if err != nil || string(out) != s {
+			t.Errorf("bash reads shellQuote(%q) = %s as %q, %v", s, q, out, err)
 		}
 	}
 }

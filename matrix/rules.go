@@ -8,7 +8,10 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+	"github.com/hashicorp/go-version"
+
 	"github.com/smpatch/smpatch/internal/tomlfile"
+	"github.com/smpatch/smpatch/source"
 )
 
 // RulesVersion is the rules file format this package reads.
@@ -48,8 +51,19 @@ type cond struct {
 	smMajor      []int
 	probeVerdict []namedCond // module -> wanted verdicts
 	varies       []string
+	tp           []int
+	tpOutside    []int // matches a cell whose TP is not one of these ([requires.PATCH] tp)
+	nvlink, p2p  *bool
+	versions     []versionCond // package -> PEP 440 constraint, read from the probe report
+	envEmpty     []string      // variables set to the empty string
 
 	needFlags bool
+}
+
+type versionCond struct {
+	pkg  string // "nccl", "torch"
+	text string
+	cs   version.Constraints
 }
 
 type axisCond struct {
@@ -77,7 +91,7 @@ type fileRule struct {
 }
 
 // conditionKeys are the keys a rule's [rule.when] table may use.
-var conditionKeys = []string{"axis", "cuda_graphs", "env", "flag_values", "flags", "no_flags", "patches", "probe_verdict", "sm_major", "varies"}
+var conditionKeys = []string{"axis", "cuda_graphs", "env", "env_empty", "flag_values", "flags", "nccl_version", "no_flags", "nvlink", "p2p", "patches", "probe_verdict", "sm_major", "torch_version", "tp", "varies"}
 
 // LoadRules reads a rules file; axis names in conditions are checked
 // against m.
@@ -163,7 +177,7 @@ func ParseRules(file string, data []byte, m *Matrix) ([]*Rule, error) {
 			return nil, errf(l, "rule %q: %v", r.Name, err)
 		}
 		r.when = c
-		r.NeedsProbe = len(c.probeVerdict) > 0
+		r.NeedsProbe = len(c.probeVerdict) > 0 || c.nvlink != nil || c.p2p != nil || len(c.versions) > 0
 		out = append(out, r)
 	}
 	return out, nil
@@ -296,6 +310,44 @@ func parseCond(w map[string]any, m *Matrix, line func(string) int) (cond, error)
 				}
 				c.probeVerdict = append(c.probeVerdict, namedCond{mod, vs})
 			}
+		case "tp":
+			l, isList := x.([]any)
+			if !isList {
+				l = []any{x}
+			}
+			for _, e := range l {
+				n, ok := e.(int64)
+				if !ok || n < 1 || n > 1024 {
+					return c, fail(k, "when.tp: want tensor-parallel sizes like 2 or [4, 8]")
+				}
+				c.tp = append(c.tp, int(n))
+			}
+		case "nvlink", "p2p":
+			b, ok := x.(bool)
+			if !ok {
+				return c, fail(k, "when.%s: want true or false", k)
+			}
+			if k == "nvlink" {
+				c.nvlink = &b
+			} else {
+				c.p2p = &b
+			}
+		case "nccl_version", "torch_version":
+			t, ok := x.(string)
+			if !ok {
+				return c, fail(k, "when.%s: want a version range like \">= 2.26.2, < 2.31.2\"", k)
+			}
+			cs, err := source.ParseConstraints(t)
+			if err != nil {
+				return c, fail(k, "when.%s: %v", k, err)
+			}
+			c.versions = append(c.versions, versionCond{pkg: strings.TrimSuffix(k, "_version"), text: t, cs: cs})
+		case "env_empty":
+			vs, err := stringsOf(x)
+			if err != nil {
+				return c, fail(k, "when.env_empty: %v", err)
+			}
+			c.envEmpty = vs
 		default:
 			return c, fail(k, "when: unknown condition %q (known: %s)", k, strings.Join(conditionKeys, ", "))
 		}

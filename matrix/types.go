@@ -37,9 +37,11 @@ type Matrix struct {
 	RuleFiles []string
 
 	rules []*Rule // loaded from RuleFiles
-	lines lineIndex
-	src   []string // the file's lines
-	axis  map[string]int
+	// requireRules are the [requires.PATCH] tables as prune rules.
+	requireRules []*Rule
+	lines        lineIndex
+	src          []string // the file's lines
+	axis         map[string]int
 }
 
 // Base is what every cell starts from: a container image or a Python
@@ -116,6 +118,8 @@ type Launch struct {
 	// TP is the tensor-parallel size (GPUs per cell) when no tp axis exists;
 	// 0 means "read --tp/--tp-size from the command".
 	TP int `json:"tp,omitempty"`
+	// Repeat is how many times each cell runs, a fresh server each time.
+	Repeat int `json:"repeat,omitempty"`
 	// Baseline selects the cell others are compared with.
 	Baseline *Match `json:"-"`
 	// BaselineID is the baseline given as a cell id.

@@ -196,6 +196,9 @@ type requiresFile struct {
 	CUDAMin          string            `toml:"cuda_min"`
 	P2PAll           bool              `toml:"p2p_all"`
 	Packages         map[string]string `toml:"packages"`
+	TP               []int             `toml:"tp"`
+	P2P              *bool             `toml:"p2p"`
+	NVLink           *bool             `toml:"nvlink"`
 }
 
 type upstreamFile struct {
@@ -358,12 +361,22 @@ func (l *loader) requirements(p *Patch, r requiresFile) error {
 			return l.errf(n, "requires.packages.%s: %v", dist, err)
 		}
 	}
+	for _, tp := range r.TP {
+		if tp < 1 || tp > 1024 {
+			return l.errf(l.line("requires", -1, "tp"), "requires.tp: %d is not a tensor-parallel size", tp)
+		}
+	}
+	if r.P2P != nil && !*r.P2P {
+		return l.errf(l.line("requires", -1, "p2p"), "requires.p2p = false: a patch cannot require P2P to be missing; leave it out")
+	}
 	p.Requires = Requirements{
 		GPUSMMajor:       r.GPUSMMajor,
 		FlashInferModule: r.FlashInferModule,
 		CUDAMin:          r.CUDAMin,
-		P2PAll:           r.P2PAll,
+		P2PAll:           r.P2PAll || (r.P2P != nil && *r.P2P),
 		Packages:         r.Packages,
+		TP:               r.TP,
+		NVLink:           r.NVLink,
 	}
 	return nil
 }

@@ -65,6 +65,13 @@ func TestLoadCatalogFSGood(t *testing.T) {
 	if p.Digest == "" || len(p.Verify) != 1 {
 		t.Fatalf("digest %q verify %v", p.Digest, p.Verify)
 	}
+	ps, err = LoadCatalogFS(catFS(map[string]string{"demo.toml": strings.Replace(testTOML, "cuda_min = \"12.9\"\n", "cuda_min = \"12.9\"\ntp = [2]\np2p = true\nnvlink = false\n", 1), "demo/a.diff": testDiff}), "cat", "cat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := ps[0].Requires; len(r.TP) != 1 || r.TP[0] != 2 || !r.P2PAll || r.NVLink == nil || *r.NVLink {
+		t.Fatalf("tp/p2p/nvlink: %+v", r)
+	}
 }
 
 func TestLoadCatalogFSErrors(t *testing.T) {
@@ -106,6 +113,8 @@ func TestLoadCatalogFSErrors(t *testing.T) {
 		{"verify empty", map[string]string{"demo.toml": head + variant("", "demo/a.diff") + "[[verify]]\nfile = \"python/sglang/x.py\"\n", "demo/a.diff": testDiff}, "needs contains or not_contains"},
 		{"bad sm", map[string]string{"demo.toml": head + "[requires]\ngpu_sm_major = [0]\n"}, "cat/demo.toml:4: gpu_sm_major"},
 		{"bad status", map[string]string{"demo.toml": head + "[upstream]\nstatus = \"maybe\"\n"}, "cat/demo.toml:4: upstream status"},
+		{"bad tp", map[string]string{"demo.toml": head + "[requires]\ntp = [2, 0]\n" + variant("", "demo/a.diff"), "demo/a.diff": testDiff}, "cat/demo.toml:4: requires.tp: 0 is not a tensor-parallel size"},
+		{"p2p false", map[string]string{"demo.toml": head + "[requires]\np2p = false\n" + variant("", "demo/a.diff"), "demo/a.diff": testDiff}, "cat/demo.toml:4: requires.p2p = false"},
 		{"wrong type", map[string]string{"demo.toml": head + "links = \"x\"\n"}, "cat/demo.toml:3:"},
 	}
 	for _, tt := range tests {

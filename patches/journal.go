@@ -15,7 +15,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/gofrs/flock"
 
+	"github.com/smpatch/smpatch/internal/exit"
 	"github.com/smpatch/smpatch/source"
 )
 
@@ -43,8 +43,10 @@ import (
 // that finds an entry in flight first finishes it the safe way: a pending
 // apply is rolled back, an interrupted revert is completed.
 
-// stateFormat is the version of state.json's layout.
-const stateFormat = 1
+// stateFormat is the version of state.json's layout: 2 added the owner
+// record, hashes of forced-revert targets and lossless paths; format 1
+// journals are read, and adopted with smpatch journal trust.
+const stateFormat = 2
 
 // EntryState is where a journal entry stands.
 type EntryState string
@@ -61,6 +63,9 @@ type State struct {
 	Tree    string   `json:"tree"`
 	Kind    string   `json:"kind"`
 	Patches []*Entry `json:"patches"`
+	// Owner says who wrote the journal, with the signature that proves it
+	// (trust.go).
+	Owner *Owner `json:"owner,omitempty"`
 	// Recovered says what was rolled back or finished before this state was
 	// read (not stored).
 	Recovered []string `json:"-"`
@@ -93,6 +98,13 @@ type FileRecord struct {
 	Path     string `json:"path"`                      // repository-relative
 	Original string `json:"original_sha256,omitempty"` // "" when the patch created the file
 	Patched  string `json:"patched_sha256,omitempty"`  // "" when the patch deleted it
+	// Target is the hash of the bytes a forced revert writes (TargetDelete:
+	// it removes the file), and Before the hash of the file before that
+	// revert: an interrupted forced revert is finished only on files that
+	// have one of the hashes it recorded.
+	Target       string `json:"target_sha256,omitempty"`
+	TargetDelete bool   `json:"target_delete,omitempty"`
+	Before       string `json:"before_sha256,omitempty"`
 }
 
 // Get returns the entry called name, or nil.
@@ -165,16 +177,27 @@ func diskPath(t source.WritableTree, rel string) (string, error) {
 }
 
 // openJournal creates the state directory if needed and takes the lock,
-// waiting for another smpatch until ctx ends.
+// waiting for another smpatch until ctx ends. A journal this user did not
+// write on this machine is refused (UntrustedError).
 func openJournal(ctx context.Context, t source.WritableTree) (*journal, error) {
+	return openJournalMode(ctx, t, false)
+}
+
+// openJournalMode is openJournal; adopting skips the owner check (for
+// TrustJournal, which signs what it read).
+func openJournalMode(ctx context.Context, t source.WritableTree, adopting bool) (*journal, error) {
 	dir := t.StateDir()
+	exists, err := lstatStateDir(dir)
+	if err != nil {
+		return nil, err
+	}
 	created := false
-	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+	if !exists {
 		created = true
 		if err := checkDirWritable(filepath.Dir(dir)); err != nil {
 			return nil, err
 		}
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 			return nil, fmt.Errorf("journal: %w", err)
 		}
 		if t.Kind() == source.KindCheckout {
@@ -185,12 +208,25 @@ func openJournal(ctx context.Context, t source.WritableTree) (*journal, error) {
 	}
 	lockPath := filepath.Join(dir, "lock")
 	for {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 			return nil, fmt.Errorf("journal: %w", err)
 		}
-		l := flock.New(lockPath)
+		if _, err := lstatStateDir(dir); err != nil {
+			return nil, err
+		}
+		writeStateGitignore(dir)
+		l := flock.New(lockPath, flock.SetFlag(os.O_CREATE|os.O_RDONLY|syscall.O_NOFOLLOW))
 		ok, err := l.TryLockContext(ctx, 20*time.Millisecond)
 		if err != nil {
+			// The holder before us removed the journal (a revert that
+			// left nothing applied) between our mkdir and our open:
+			// make it again.
+			if errors.Is(err, fs.ErrNotExist) && ctx.Err() == nil {
+				continue
+			}
+			if errors.Is(err, syscall.ELOOP) {
+				return nil, fmt.Errorf("journal lock %s: a symlink; refusing (remove it)", lockPath)
+			}
 			return nil, fmt.Errorf("journal lock %s: %w", lockPath, err)
 		}
 		if !ok {
@@ -200,10 +236,10 @@ func openJournal(ctx context.Context, t source.WritableTree) (*journal, error) {
 		// revert that left nothing applied): the lock we hold is then on a
 		// file nobody else can see. Take it again on the current file.
 		held, err1 := l.Stat()
-		cur, err2 := os.Stat(lockPath)
+		cur, err2 := os.Lstat(lockPath)
 		if err1 == nil && err2 == nil && os.SameFile(held, cur) {
 			j := &journal{t: t, dir: dir, lock: l, created: created}
-			if err := j.load(); err != nil {
+			if err := j.load(adopting); err != nil {
 				_ = l.Unlock()
 				return nil, err
 			}
@@ -216,20 +252,58 @@ func openJournal(ctx context.Context, t source.WritableTree) (*journal, error) {
 	}
 }
 
+// writeStateGitignore puts a .gitignore ignoring everything in the state
+// directory, so that a tree vendored inside another repository (where
+// .git/info/exclude is not the tree's) stays clean. An existing entry of
+// that name is left alone (O_EXCL: never followed).
+func writeStateGitignore(dir string) {
+	f, err := os.OpenFile(filepath.Join(dir, ".gitignore"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return
+	}
+	_, _ = f.WriteString("# smpatch's journal: not part of the tree\n*\n")
+	_ = f.Close()
+}
+
 // close saves nothing; it releases the lock, removing the state directory
-// first when nothing is applied any more.
+// first when nothing is applied any more. Only the journal's own files go,
+// each by name, the lock last: a command that opened the lock file before
+// it was removed finds, once it holds the lock, that the file is no longer
+// the one at the lock's path and takes the lock again (openJournal). The
+// directory itself goes only when empty: another command may have made a
+// new lock in it already.
 func (j *journal) close() {
 	if j.state != nil && len(j.state.Patches) == 0 {
-		// Everything in it is ours, temporary files of killed writes included.
-		_ = os.RemoveAll(j.dir)
+		if ok, err := lstatStateDir(j.dir); ok && err == nil {
+			if ents, err := os.ReadDir(j.dir); err == nil {
+				for _, de := range ents {
+					n := de.Name()
+					p := filepath.Join(j.dir, n)
+					switch {
+					case n == "lock":
+					case de.IsDir():
+						// Directories of older layouts (orig/, patched/,
+						// target/): real directories, never symlinks;
+						// RemoveAll follows no link inside them.
+						if isRealDir(p) {
+							_ = os.RemoveAll(p)
+						}
+					default:
+						_ = os.Remove(p)
+					}
+				}
+			}
+			_ = os.Remove(filepath.Join(j.dir, "lock"))
+			_ = os.Remove(j.dir)
+		}
 	}
 	_ = j.lock.Unlock()
 }
 
 func (j *journal) statePath() string { return filepath.Join(j.dir, "state.json") }
 
-func (j *journal) load() error {
-	data, err := os.ReadFile(j.statePath())
+func (j *journal) load(adopting bool) error {
+	f, st, err := openInJournal(j.dir, journalStateJSON)
 	if errors.Is(err, fs.ErrNotExist) {
 		j.state = &State{Format: stateFormat, Tree: j.t.Root(), Kind: string(j.t.Kind())}
 		return nil
@@ -237,34 +311,24 @@ func (j *journal) load() error {
 	if err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
-	var s State
-	if err := json.Unmarshal(data, &s); err != nil {
-		return fmt.Errorf("%s: %v", j.statePath(), err)
+	defer f.Close()
+	if st.Size() > maxStateBytes {
+		return &JournalError{Path: j.statePath(), Msg: fmt.Sprintf("%d bytes, more than the %d a journal may have", st.Size(), maxStateBytes)}
 	}
-	if s.Format > stateFormat {
-		return fmt.Errorf("%s: written by a newer smpatch (format %d)", j.statePath(), s.Format)
+	data, err := io.ReadAll(io.LimitReader(f, maxStateBytes+1))
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
 	}
-	// Names and paths become file names under the journal and the tree:
-	// refuse anything that could lead elsewhere.
-	for _, e := range s.Patches {
-		if e == nil || !patchNameRE().MatchString(e.Name) {
-			return fmt.Errorf("%s: damaged: bad patch name in an entry", j.statePath())
-		}
-		for _, f := range e.Files {
-			if f == nil {
-				return fmt.Errorf("%s: damaged: empty file record in %s", j.statePath(), e.Name)
-			}
-			if _, err := source.CleanRel(f.Path); err != nil {
-				return fmt.Errorf("%s: damaged: entry %s: %v", j.statePath(), e.Name, err)
-			}
-		}
-		for _, d := range e.CreatedDirs {
-			if _, err := source.CleanRel(d); err != nil || !dirOfAny(d, e.Files) {
-				return fmt.Errorf("%s: damaged: entry %s: created directory %q is not above one of its files", j.statePath(), e.Name, d)
-			}
+	s, err := parseState(j.statePath(), data)
+	if err != nil {
+		return err
+	}
+	if !adopting {
+		if why := checkOwner(s); why != "" {
+			return &UntrustedError{Path: j.statePath(), Tree: j.t.Root(), Reason: why}
 		}
 	}
-	j.state = &s
+	j.state = s
 	return nil
 }
 
@@ -295,6 +359,12 @@ type stagedState struct {
 
 // stageState writes the current state to a temporary file.
 func (j *journal) stageState() (*stagedState, error) {
+	if j.state.Format < stateFormat {
+		j.state.Format = stateFormat
+	}
+	if err := sign(j.state); err != nil {
+		return nil, err
+	}
 	data, err := json.MarshalIndent(j.state, "", "  ")
 	if err != nil {
 		return nil, err
@@ -347,23 +417,26 @@ func (j *journal) blobTarOld(kind, name string) string {
 	return filepath.Join(j.dir, kind, name+".tar")
 }
 
-// blobLegacy is where journals before the tar files kept a copy.
-func (j *journal) blobLegacy(kind, name, rel string) string {
-	return filepath.Join(j.dir, kind, name, filepath.FromSlash(rel))
-}
-
 // blobSet reads (once) the tar file of one kind and entry: path → bytes;
-// nil without error when there is none.
+// nil without error when there is none. Only the copies the entry records
+// are kept (a copy under any other name is ignored), each bounded.
 func (j *journal) blobSet(kind, name string) (map[string][]byte, error) {
 	key := kind + "/" + name
 	if set, ok := j.blobCache[key]; ok {
 		return set, nil
 	}
-	p := j.blobTar(kind, name)
-	f, err := os.Open(p)
+	want := map[string]bool{}
+	if e := j.state.Get(name); e != nil {
+		for _, f := range e.Files {
+			want[f.Path] = true
+			want[f.Path+".deleted"] = true
+		}
+	}
+	rel := name + "." + kind + ".tar"
+	f, st, err := openInJournal(j.dir, rel)
 	if errors.Is(err, fs.ErrNotExist) {
-		p = j.blobTarOld(kind, name)
-		f, err = os.Open(p)
+		rel = kind + "/" + name + ".tar"
+		f, st, err = openInJournal(j.dir, rel)
 	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -372,24 +445,9 @@ func (j *journal) blobSet(kind, name string) (map[string][]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	set := map[string][]byte{}
-	tr := tar.NewReader(bufio.NewReaderSize(f, 64<<10))
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", p, err)
-		}
-		if h.Typeflag != tar.TypeReg {
-			continue
-		}
-		b := make([]byte, h.Size)
-		if _, err := io.ReadFull(tr, b); err != nil {
-			return nil, fmt.Errorf("%s: %s: %w", p, h.Name, err)
-		}
-		set[h.Name] = b
+	set, err := readCopies(filepath.Join(j.dir, filepath.FromSlash(rel)), f, st.Size(), want)
+	if err != nil {
+		return nil, err
 	}
 	if j.blobCache == nil {
 		j.blobCache = map[string]map[string][]byte{}
@@ -398,43 +456,104 @@ func (j *journal) blobSet(kind, name string) (map[string][]byte, error) {
 	return set, nil
 }
 
-// readBlob reads a journal copy; a missing one is an error satisfying
-// errors.Is(err, fs.ErrNotExist).
+// readBlob reads a journal copy and checks it against the hash the entry
+// recorded for it; a missing one is an error satisfying
+// errors.Is(err, fs.ErrNotExist), a copy with other bytes a JournalError.
 func (j *journal) readBlob(kind, name, rel string) ([]byte, error) {
+	var rec *FileRecord
+	if e := j.state.Get(name); e != nil {
+		for _, f := range e.Files {
+			if f.Path == rel {
+				rec = f
+			}
+		}
+	}
+	wantHash := ""
+	if rec != nil {
+		switch kind {
+		case "orig":
+			wantHash = rec.Original
+		case "patched":
+			wantHash = rec.Patched
+		case "target":
+			wantHash = rec.Target
+		}
+	}
+	missing := &fs.PathError{Op: "read", Path: j.blobTar(kind, name) + ": " + rel, Err: fs.ErrNotExist}
+	if wantHash == "" {
+		// Nothing recorded: no copy can be proved right.
+		return nil, missing
+	}
 	set, err := j.blobSet(kind, name)
 	if err != nil {
 		return nil, err
 	}
+	var b []byte
+	where := j.blobTar(kind, name)
 	if set == nil {
-		return os.ReadFile(j.blobLegacy(kind, name, rel))
+		legacy := kind + "/" + name + "/" + rel
+		where = filepath.Join(j.dir, filepath.FromSlash(legacy))
+		f, st, err := openInJournal(j.dir, legacy)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, missing
+		}
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		if st.Size() > maxCopyBytes {
+			return nil, &JournalError{Path: where, Msg: fmt.Sprintf("%d bytes, more than a copy may have", st.Size())}
+		}
+		if b, err = io.ReadAll(io.LimitReader(f, maxCopyBytes+1)); err != nil {
+			return nil, err
+		}
+	} else {
+		var ok bool
+		if b, ok = set[rel]; !ok {
+			return nil, missing
+		}
 	}
-	if b, ok := set[rel]; ok {
-		return b, nil
+	if h := sha256Hex(b); h != wantHash {
+		return nil, &JournalError{Path: where, Msg: fmt.Sprintf("the copy of %s has sha256 %s, the journal recorded %s", displayLine(rel), h[:12], wantHash[:12])}
 	}
-	return nil, &fs.PathError{Op: "read", Path: j.blobTar(kind, name) + ": " + rel, Err: fs.ErrNotExist}
+	return b, nil
 }
 
-// hasBlob reports whether a journal copy exists.
-func (j *journal) hasBlob(kind, name, rel string) bool {
-	set, err := j.blobSet(kind, name)
-	if err != nil {
-		return true // let the read report it
+// copyState says whether the copies of e's original bytes are all there
+// and right: "" when they are, else what is wrong, for people.
+func (j *journal) copyState(e *Entry) string {
+	var missing []string
+	for _, f := range e.Files {
+		if f.Original == "" {
+			continue
+		}
+		_, err := j.readBlob("orig", e.Name, f.Path)
+		switch {
+		case err == nil:
+		case errors.Is(err, fs.ErrNotExist):
+			missing = append(missing, f.Path)
+		default:
+			return err.Error()
+		}
 	}
-	if set == nil {
-		_, err := os.Lstat(j.blobLegacy(kind, name, rel))
-		return err == nil
+	if len(missing) == 0 {
+		return ""
 	}
-	_, ok := set[rel]
-	return ok
+	if _, err := os.Lstat(j.blobTar("orig", e.Name)); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Sprintf("%s is missing: the original bytes of %d file(s) cannot be restored", j.blobTar("orig", e.Name), len(missing))
+	}
+	return fmt.Sprintf("%s has no copy of %s: its original bytes cannot be restored", j.blobTar("orig", e.Name), displayLine(strings.Join(missing, ", ")))
 }
 
 func (j *journal) dropBlobs(name string) {
 	for _, d := range blobKinds {
 		_ = os.Remove(j.blobTar(d, name))
 		delete(j.blobCache, d+"/"+name)
-		if _, err := os.Lstat(filepath.Join(j.dir, d)); err == nil {
+		if isRealDir(filepath.Join(j.dir, d)) {
 			_ = os.Remove(j.blobTarOld(d, name))
-			_ = os.RemoveAll(filepath.Join(j.dir, d, name))
+			if p := filepath.Join(j.dir, d, name); isRealDir(p) {
+				_ = os.RemoveAll(p)
+			}
 		}
 	}
 }
@@ -484,7 +603,9 @@ func (bw *blobWriter) write(kind, name, rel string, data []byte, durable bool) e
 		if err != nil {
 			return err
 		}
-		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		// Never through a symlink planted in the journal directory.
+		_ = os.Remove(p)
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
 		if err != nil {
 			return err
 		}
@@ -715,6 +836,9 @@ func (j *journal) dropOrphans() {
 		}
 	}
 	for _, d := range blobKinds {
+		if !isRealDir(filepath.Join(j.dir, d)) {
+			continue
+		}
 		ents, err := os.ReadDir(filepath.Join(j.dir, d))
 		if err != nil {
 			continue
@@ -725,7 +849,11 @@ func (j *journal) dropOrphans() {
 				name = strings.TrimSuffix(name, ".tar")
 			}
 			if j.state.Get(name) == nil {
-				_ = os.RemoveAll(filepath.Join(j.dir, d, de.Name()))
+				if p := filepath.Join(j.dir, d, de.Name()); de.IsDir() {
+					_ = os.RemoveAll(p)
+				} else {
+					_ = os.Remove(p)
+				}
 			}
 		}
 		// The directory of an older layout goes once empty.
@@ -734,19 +862,47 @@ func (j *journal) dropOrphans() {
 }
 
 // restore writes back, for every file of e, the original bytes (or, when
-// forced is set and a forced-revert target was recorded, that target).
+// useTarget is set and a forced-revert target was recorded, that target).
 // A file that already has them is left alone, and its journal copy is not
-// even needed.
+// even needed. Every file must have bytes the interrupted command could
+// have left (its original or patched bytes; for a revert also the target
+// and the bytes before it): a file edited since makes it refuse with
+// exit.RevertRefused, nothing written.
 func (j *journal) restore(e *Entry, useTarget bool) error {
 	files := map[string][]byte{}
-	var order []string
+	var order, edited []string
+	what := "apply"
+	if useTarget {
+		what = "revert"
+	}
 	for _, f := range e.Files {
+		if _, err := guardTreePath(j.t, f.Path); err != nil {
+			return err
+		}
+		cleanTemps(j.t, f.Path)
+		h, err := hashCurrent(j.t, f.Path)
+		if err != nil {
+			return err
+		}
+		ok := h == f.Original || h == f.Patched
+		if useTarget {
+			ok = ok || (f.Target != "" && h == f.Target) || (f.Before != "" && h == f.Before) || (f.TargetDelete && h == "")
+		}
+		if !ok {
+			edited = append(edited, f.Path)
+		}
+	}
+	if len(edited) > 0 {
+		return exit.With(exit.RevertRefused, fmt.Errorf("%s changed since the interrupted %s of %s (neither the bytes before it nor the bytes it wrote); nothing written: keep your edits, or put the file back, then run `smpatch journal forget %s` to drop the entry and keep the tree as it is",
+			displayLine(strings.Join(edited, ", ")), what, e.Name, e.Name))
+	}
+	for _, f := range e.Files {
+		target := useTarget && (f.Target != "" || f.TargetDelete)
 		cur, err := readCurrent(j.t, f.Path)
 		if err != nil {
 			return err
 		}
-		cleanTemps(j.t, f.Path)
-		if !(useTarget && j.hasTarget(e, f)) && isOriginal(cur, f) {
+		if !target && isOriginal(cur, f) {
 			continue
 		}
 		want, err := j.wanted(e, f, useTarget)
@@ -822,7 +978,7 @@ func dirOfAny(d string, files []*FileRecord) bool {
 // empty again; a directory that now holds anything stays.
 func removeCreatedDirs(t source.WritableTree, e *Entry) {
 	for _, d := range e.CreatedDirs {
-		p, err := diskPath(t, d)
+		p, err := guardTreePath(t, d)
 		if err != nil {
 			continue
 		}
@@ -842,11 +998,6 @@ func isOriginal(cur []byte, f *FileRecord) bool {
 		return cur == nil
 	}
 	return cur != nil && sha256Hex(cur) == f.Original
-}
-
-// hasTarget reports whether a forced revert recorded a target for f.
-func (j *journal) hasTarget(e *Entry, f *FileRecord) bool {
-	return j.hasBlob("target", e.Name, f.Path) || j.hasBlob("target", e.Name, f.Path+".deleted")
 }
 
 // treeWrite is a set of tree files being written: every new content goes
@@ -909,31 +1060,29 @@ func (w *treeWrite) cleanup() {
 }
 
 // wanted is the bytes a file of e must have after rolling back (originals)
-// or after a revert (target when recorded, else originals).
+// or after a revert (target when recorded, else originals). Every copy is
+// checked against the hash recorded for it.
 func (j *journal) wanted(e *Entry, f *FileRecord, useTarget bool) ([]byte, error) {
 	if useTarget {
-		b, err := j.readBlob("target", e.Name, f.Path)
-		if err == nil {
-			return b, nil
-		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			return nil, err
-		}
-		if j.hasBlob("target", e.Name, f.Path+".deleted") {
+		if f.TargetDelete {
 			return nil, nil
+		}
+		if f.Target != "" {
+			b, err := j.readBlob("target", e.Name, f.Path)
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil, &JournalError{Path: j.blobTar("target", e.Name), Msg: fmt.Sprintf("no copy of the bytes a forced revert writes to %s", displayLine(f.Path))}
+			}
+			return b, err
 		}
 	}
 	if f.Original == "" {
 		return nil, nil // the patch created it
 	}
 	b, err := j.readBlob("orig", e.Name, f.Path)
-	if err != nil {
-		return nil, fmt.Errorf("journal copy of %s: %w", f.Path, err)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, &JournalError{Path: j.statePath(), Msg: j.copyState(e) + "; nothing written (`smpatch journal forget " + e.Name + "` drops the entry and keeps the tree as it is)"}
 	}
-	if sha256Hex(b) != f.Original {
-		return nil, fmt.Errorf("journal copy of %s is damaged (sha256 %s, expected %s)", f.Path, sha256Hex(b)[:12], f.Original[:12])
-	}
-	return b, nil
+	return b, err
 }
 
 // cleanTemps removes temporary files a killed write left beside rel
@@ -948,9 +1097,22 @@ func cleanTemps(t source.WritableTree, rel string) {
 	if err != nil {
 		return
 	}
-	re := regexp.MustCompile(`^\.` + regexp.QuoteMeta(base) + `[0-9]+$`)
+	// Matched as bytes, not by a regular expression: a name need not be
+	// UTF-8.
+	isTemp := func(n string) bool {
+		digits, ok := strings.CutPrefix(n, "."+base)
+		if !ok || digits == "" {
+			return false
+		}
+		for i := 0; i < len(digits); i++ {
+			if digits[i] < '0' || digits[i] > '9' {
+				return false
+			}
+		}
+		return true
+	}
 	for _, de := range ents {
-		if de.Type().IsRegular() && re.MatchString(de.Name()) {
+		if de.Type().IsRegular() && isTemp(de.Name()) {
 			_ = os.Remove(filepath.Join(dir, de.Name()))
 		}
 	}
@@ -995,7 +1157,10 @@ func removePyc(t source.WritableTree, rel string) []string {
 // read-only is not ours to change.
 func checkWritable(t source.WritableTree, rels []string) error {
 	for _, rel := range rels {
-		p, err := diskPath(t, rel)
+		if why := reservedPath(rel); why != "" {
+			return fmt.Errorf("%s: %s; smpatch never writes there", rel, why)
+		}
+		p, err := guardTreePath(t, rel)
 		if err != nil {
 			return err
 		}
@@ -1071,9 +1236,26 @@ func addGitExclude(root string) error {
 			gitDir = common
 		}
 	}
-	excl := filepath.Join(gitDir, "info", "exclude")
-	data, err := os.ReadFile(excl)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	// Only a git directory (HEAD in it) gets the line, and never through a
+	// symlinked info/ or exclude: a .git file from an archive can name any
+	// directory.
+	if st, err := os.Stat(filepath.Join(gitDir, "HEAD")); err != nil || !st.Mode().IsRegular() {
+		return nil
+	}
+	info := filepath.Join(gitDir, "info")
+	if st, err := os.Lstat(info); err == nil && !st.IsDir() {
+		return nil
+	}
+	excl := filepath.Join(info, "exclude")
+	var data []byte
+	if st, err := os.Lstat(excl); err == nil {
+		if !st.Mode().IsRegular() || st.Size() > 1<<20 {
+			return nil
+		}
+		if data, err = os.ReadFile(excl); err != nil {
+			return err
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	line := "/" + source.StateDirName + "/"
@@ -1087,7 +1269,7 @@ func addGitExclude(root string) error {
 		data = append(data, '\n')
 	}
 	data = append(data, []byte("# smpatch journal\n"+line+"\n")...)
-	if err := os.MkdirAll(filepath.Dir(excl), 0o755); err != nil {
+	if err := os.Mkdir(info, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 		return err
 	}
 	return source.WriteFileAtomic(excl, data, 0o644)
@@ -1097,7 +1279,12 @@ func addGitExclude(root string) error {
 // flight (State.Recovered says what was done). A tree without a journal has
 // an empty state and is not touched.
 func ReadState(ctx context.Context, t source.WritableTree) (*State, error) {
-	if _, err := os.Stat(filepath.Join(t.StateDir(), "state.json")); errors.Is(err, fs.ErrNotExist) {
+	if ok, err := lstatStateDir(t.StateDir()); err != nil {
+		return nil, err
+	} else if !ok {
+		return &State{Format: stateFormat, Tree: t.Root(), Kind: string(t.Kind())}, nil
+	}
+	if _, err := os.Lstat(filepath.Join(t.StateDir(), journalStateJSON)); errors.Is(err, fs.ErrNotExist) {
 		return &State{Format: stateFormat, Tree: t.Root(), Kind: string(t.Kind())}, nil
 	}
 	j, err := openJournal(ctx, t)

@@ -112,6 +112,14 @@ func TestJournalLegacyCopies(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(state, "state.json"), b, 0o644); err != nil {
 				t.Fatal(err)
 			}
+			// Edited by hand, the journal is no longer this user's until
+			// adopted.
+			if _, err := Recover(ctx, tr); err == nil || !strings.Contains(err.Error(), "journal not written by this user") {
+				t.Fatalf("edited journal acted on: %v", err)
+			}
+			if _, err := TrustJournal(ctx, tr); err != nil {
+				t.Fatal(err)
+			}
 			notes, err := Recover(ctx, tr)
 			if err != nil || len(notes) != 1 {
 				t.Fatalf("recover: %v %v", notes, err)

@@ -51,11 +51,14 @@ type Requirements struct {
 	CUDAMin          string            // minimum CUDA toolkit version
 	P2PAll           bool              // P2P reads between every pair of visible GPUs
 	Packages         map[string]string // dist name -> version constraint
+	TP               []int             // tensor-parallel sizes the patch is for
+	NVLink           *bool             // false: only without NVLink (a PCIe machine); true: only with
 }
 
 // Empty reports whether the patch requires nothing.
 func (r Requirements) Empty() bool {
-	return len(r.GPUSMMajor) == 0 && r.FlashInferModule == "" && r.CUDAMin == "" && !r.P2PAll && len(r.Packages) == 0
+	return len(r.GPUSMMajor) == 0 && r.FlashInferModule == "" && r.CUDAMin == "" && !r.P2PAll && len(r.Packages) == 0 &&
+		len(r.TP) == 0 && r.NVLink == nil
 }
 
 // Variant is one version range of a patch and the diffs for it.

@@ -65,6 +65,7 @@ type revertStep struct {
 	targets map[string][]byte // path -> bytes to write (nil value: delete)
 	write   []string          // paths to write, in order
 	forced  map[string]bool
+	before  map[string]string // path -> hash of a forced file before the revert
 }
 
 // Revert restores the original bytes of the named applied patches (every
@@ -77,7 +78,11 @@ func Revert(ctx context.Context, t source.WritableTree, cat *Catalog, names []st
 	res := &RevertResult{Tree: t.Root(), Kind: string(t.Kind()), Recovered: []string{}, Patches: []*RevertOutcome{}, NotApplied: []string{}}
 	// Without a journal there is nothing to lock or revert (the journal
 	// itself is read, and checked, once locked).
-	if _, err := os.Stat(filepath.Join(t.StateDir(), "state.json")); err != nil {
+	exists, err := lstatStateDir(t.StateDir())
+	if err != nil {
+		return res, err
+	}
+	if _, err := os.Lstat(filepath.Join(t.StateDir(), journalStateJSON)); !exists || err != nil {
 		for _, n := range names {
 			if cat != nil {
 				if _, err := cat.Get(n); err != nil {
@@ -155,7 +160,7 @@ func Revert(ctx context.Context, t source.WritableTree, cat *Catalog, names []st
 	var steps []*revertStep
 	refused := 0
 	for _, e := range sel {
-		st := &revertStep{e: e, out: &RevertOutcome{Name: e.Name, Status: "reverted", Files: []*RevertFile{}}, targets: map[string][]byte{}, forced: map[string]bool{}}
+		st := &revertStep{e: e, out: &RevertOutcome{Name: e.Name, Status: "reverted", Files: []*RevertFile{}}, targets: map[string][]byte{}, forced: map[string]bool{}, before: map[string]string{}}
 		for _, f := range e.Files {
 			h, err := curHash(f.Path)
 			if err != nil {
@@ -202,6 +207,7 @@ func Revert(ctx context.Context, t source.WritableTree, cat *Catalog, names []st
 				rf.State = "forced"
 				st.targets[f.Path] = nb
 				st.forced[f.Path] = true
+				st.before[f.Path] = sha256Hex(c)
 				st.write = append(st.write, f.Path)
 				overlay[f.Path] = nb
 			}
@@ -267,6 +273,19 @@ func (j *journal) revertOne(ctx context.Context, st *revertStep) error {
 			return fmt.Errorf("journal: %w", err)
 		}
 	}
+	// The forced targets are recorded by hash, with the bytes each file
+	// has now: finishing an interrupted revert writes only proved bytes,
+	// and only over a file the revert could have left.
+	for _, f := range e.Files {
+		if st.forced[f.Path] {
+			f.Before = st.before[f.Path]
+			if b := st.targets[f.Path]; b != nil {
+				f.Target = sha256Hex(b)
+			} else {
+				f.TargetDelete = true
+			}
+		}
+	}
 	e.State = StateReverting
 	reverting, err := j.stageState()
 	if err == nil {
@@ -281,6 +300,9 @@ func (j *journal) revertOne(ctx context.Context, st *revertStep) error {
 	}
 	if err != nil {
 		e.State = StateApplied
+		for _, f := range e.Files {
+			f.Target, f.TargetDelete, f.Before = "", false, ""
+		}
 		return fmt.Errorf("journal: %w", err)
 	}
 	w, err := prepareTreeWrite(j.t, st.write, st.targets)

@@ -3,7 +3,11 @@ package patches
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/smpatch/smpatch/source"
@@ -39,6 +43,10 @@ type PatchStatus struct {
 	Files          []*FileStatus `json:"files"`
 	// Clean is true when every file still has the patched bytes.
 	Clean bool `json:"clean"`
+	// Damaged says what is wrong with the journal's copies of this
+	// patch's original bytes ("" when they are all there and match the
+	// hashes recorded): a revert would refuse.
+	Damaged string `json:"damaged"`
 }
 
 // FileStatus is one file of an applied patch: "patched" (as written),
@@ -51,7 +59,7 @@ type FileStatus struct {
 // Status reads the journal of t (finishing anything left in flight) and
 // compares every journaled file with the bytes written. cat may be nil.
 func Status(ctx context.Context, t source.WritableTree, cat *Catalog) (*StatusResult, error) {
-	st, err := ReadState(ctx, t)
+	st, damaged, err := readStateChecked(ctx, t)
 	if err != nil {
 		return nil, err
 	}
@@ -71,6 +79,10 @@ func Status(ctx context.Context, t source.WritableTree, cat *Catalog) (*StatusRe
 			Name: e.Name, Variant: e.Variant, VariantReason: e.VariantReason, AppliedAt: e.AppliedAt,
 			ToolVersion: e.ToolVersion, Origin: e.Origin, PatchDigest: e.PatchDigest,
 			CatalogDigest: e.CatalogDigest, Notes: e.Notes, Clean: true, Files: []*FileStatus{},
+			Damaged: damaged[e.Name],
+		}
+		if ps.Damaged != "" {
+			ps.Clean = false
 		}
 		if ps.Notes == nil {
 			ps.Notes = []string{}
@@ -119,4 +131,33 @@ func UpstreamMarker(t source.Tree, p *Patch) (bool, string) {
 	}
 	line := 1 + bytes.Count(b[:bytes.Index(b, []byte(u.Marker))], []byte("\n"))
 	return true, fmt.Sprintf("%s:%d", u.MarkerFile, line)
+}
+
+// readStateChecked is ReadState that also checks, for every entry, the
+// journal's copies of the original bytes: entry name → what is wrong.
+func readStateChecked(ctx context.Context, t source.WritableTree) (*State, map[string]string, error) {
+	damaged := map[string]string{}
+	if ok, err := lstatStateDir(t.StateDir()); err != nil || !ok {
+		if err != nil {
+			return nil, nil, err
+		}
+		return &State{Format: stateFormat, Tree: t.Root(), Kind: string(t.Kind())}, damaged, nil
+	}
+	if _, err := os.Lstat(filepath.Join(t.StateDir(), journalStateJSON)); errors.Is(err, fs.ErrNotExist) {
+		return &State{Format: stateFormat, Tree: t.Root(), Kind: string(t.Kind())}, damaged, nil
+	}
+	j, err := openJournal(ctx, t)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer j.close()
+	if _, err := j.recover(); err != nil {
+		return nil, nil, err
+	}
+	for _, e := range j.state.Patches {
+		if d := j.copyState(e); d != "" {
+			damaged[e.Name] = d
+		}
+	}
+	return j.state, damaged, nil
 }

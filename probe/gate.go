@@ -2,6 +2,7 @@ package probe
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -16,6 +17,8 @@ type Requirements struct {
 	CUDAMin          string            // minimum CUDA toolkit version
 	P2PAll           bool              // P2P reads between every pair of visible GPUs
 	Packages         map[string]string // dist name -> version constraint
+	TP               []int             // tensor-parallel sizes the patch is for: enough GPUs for the smallest
+	NVLink           *bool             // false: no NVLink between the GPUs; true: NVLink between some
 }
 
 // CheckRequirements checks req against the report, one Finding per
@@ -56,6 +59,12 @@ func CheckRequirements(r *Report, req Requirements, sm string) []Finding {
 	}
 	if req.P2PAll {
 		out = append(out, checkP2P(r))
+	}
+	if len(req.TP) > 0 {
+		out = append(out, checkTP(r, req.TP))
+	}
+	if req.NVLink != nil {
+		out = append(out, checkNVLink(r, *req.NVLink))
 	}
 	names := make([]string, 0, len(req.Packages))
 	for n := range req.Packages {
@@ -198,7 +207,7 @@ func orQ(s string) string {
 }
 
 func checkCUDA(r *Report, min string) Finding {
-	f := Finding{Requirement: "CUDA toolkit >= " + min}
+	f := Finding{Requirement: "CUDA toolkit >= " + min, Host: true}
 	var tk *CUDAToolkit
 	if r.Host != nil {
 		tk = r.Host.CUDAToolkit
@@ -219,7 +228,7 @@ func checkCUDA(r *Report, min string) Finding {
 }
 
 func checkP2P(r *Report) Finding {
-	f := Finding{Requirement: "P2P reads between every pair of GPUs"}
+	f := Finding{Requirement: "P2P reads between every pair of GPUs", Host: true}
 	if r.Host == nil || len(r.Host.GPUs) == 0 {
 		f.Evidence = gpuUnknownWhy(r)
 		return f
@@ -281,5 +290,62 @@ func checkPackage(r *Report, name, constraint string) Finding {
 	}
 	f.OK = source.Satisfies(cs, v)
 	f.Evidence = fmt.Sprintf("%s %s at %s", name, p.Version, p.Location)
+	return f
+}
+
+// checkTP: the patch is for these tensor-parallel sizes; the machine needs
+// at least as many GPUs as the smallest (the size a server runs with is
+// the matrix's to check, per cell).
+func checkTP(r *Report, tp []int) Finding {
+	least := slices.Min(tp)
+	f := Finding{Requirement: fmt.Sprintf("tensor parallel %s: at least %d GPUs", intsText(tp), least)}
+	if r.Host == nil || len(r.Host.GPUs) == 0 {
+		f.Evidence = gpuUnknownWhy(r)
+		return f
+	}
+	n := len(r.Host.GPUs)
+	f.OK = n >= least
+	f.Evidence = fmt.Sprintf("%d GPUs visible (%s)", n, r.Host.GPUSource)
+	return f
+}
+
+func intsText(xs []int) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmt.Sprint(x)
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+// checkNVLink: want false is "no NVLink between any pair of GPUs" (a PCIe
+// machine, where the patch's path wins); true is "NVLink between some".
+func checkNVLink(r *Report, want bool) Finding {
+	f := Finding{Requirement: "no NVLink between the GPUs"}
+	if want {
+		f.Requirement = "NVLink between the GPUs"
+	}
+	if r.Host == nil || len(r.Host.GPUs) == 0 {
+		f.Evidence = gpuUnknownWhy(r)
+		return f
+	}
+	if len(r.Host.GPUs) == 1 {
+		f.OK = !want
+		f.Evidence = "one GPU: no links"
+		return f
+	}
+	linked, _, ok := AnyPair(r.Host.NVLink)
+	if !ok {
+		f.Evidence = "no NVLink matrix"
+		if why, ok := r.Unknown["host.nvlink"]; ok {
+			f.Evidence = why
+		}
+		return f
+	}
+	f.OK = linked == want
+	if linked {
+		f.Evidence = "nvidia-smi topo -p2p n: NVLink between some pairs"
+	} else {
+		f.Evidence = fmt.Sprintf("nvidia-smi topo -p2p n: no NVLink between any of the %d GPUs", len(r.Host.GPUs))
+	}
 	return f
 }

@@ -124,3 +124,26 @@ func TestCheckRequirements(t *testing.T) {
 		})
 	}
 }
+
+func TestCheckTPAndNVLink(t *testing.T) {
+	r := &Report{Host: &Host{GPUSource: "nvidia-smi",
+		GPUs:   []GPU{{Index: 0, SM: "12.0"}, {Index: 1, SM: "12.0"}},
+		NVLink: [][]string{{"X", "NS"}, {"NS", "X"}}}}
+	no, yes := false, true
+	fs := CheckRequirements(r, Requirements{TP: []int{2}, NVLink: &no}, "")
+	if len(fs) != 2 || !fs[0].OK || !fs[1].OK {
+		t.Fatalf("TP 2 on 2 GPUs without NVLink: %+v", fs)
+	}
+	if fs[1].Evidence != "nvidia-smi topo -p2p n: no NVLink between any of the 2 GPUs" {
+		t.Errorf("evidence %q", fs[1].Evidence)
+	}
+	fs = CheckRequirements(r, Requirements{TP: []int{4, 8}, NVLink: &yes}, "")
+	if fs[0].OK || fs[1].OK || fs[0].Requirement != "tensor parallel [4, 8]: at least 4 GPUs" {
+		t.Errorf("TP 4/8 and NVLink wanted: %+v", fs)
+	}
+	r.Host.NVLink = nil
+	r.Unknown = map[string]string{"host.nvlink": "nvidia-smi: not found"}
+	if fs := CheckRequirements(r, Requirements{NVLink: &no}, ""); fs[0].OK || fs[0].Evidence != "nvidia-smi: not found" {
+		t.Errorf("unknown NVLink passed: %+v", fs)
+	}
+}

@@ -58,7 +58,37 @@ func probeGPUs(ctx context.Context, r *Report, h *Host, procRoot string, timeout
 			return
 		}
 		h.P2P = m
+		if out, err := runTool(ctx, timeout, "nvidia-smi", "topo", "-p2p", "n"); err != nil {
+			r.unknown("host.nvlink", err.Error())
+		} else if m, err := ParseP2PMatrix(out, len(h.GPUs)); err != nil {
+			r.unknown("host.nvlink", "nvidia-smi topo -p2p n: "+err.Error())
+		} else {
+			h.NVLink = m
+		}
 	}
+}
+
+// AnyPair reports whether some pair of distinct GPUs has "OK" in m (a
+// P2P or NVLink matrix), and whether every pair has; ok is false for a
+// nil matrix.
+func AnyPair(m [][]string) (any, all, ok bool) {
+	if m == nil {
+		return false, false, false
+	}
+	all = true
+	for i, row := range m {
+		for j, s := range row {
+			if i == j {
+				continue
+			}
+			if s == "OK" {
+				any = true
+			} else {
+				all = false
+			}
+		}
+	}
+	return any, all, true
 }
 
 var (

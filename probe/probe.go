@@ -2,6 +2,7 @@ package probe
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -25,7 +26,8 @@ type Options struct {
 	// SitePackages replaces asking the interpreter: directories to read
 	// distributions (and flashinfer) from. A flashinfer checkout root works too.
 	SitePackages []string
-	// Timeout bounds each external command (DefaultTimeout when zero).
+	// Timeout bounds each external command, and the reading of files
+	// (DefaultTimeout when zero).
 	Timeout time.Duration
 	// Majors adds SM majors to compute verdicts for (an --sm override).
 	Majors []int
@@ -80,7 +82,20 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 			break
 		}
 	}
-	staticInto(ctx, r, os.DirFS("/"), dirs, opts)
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	sctx, cancel := context.WithTimeout(ctx, timeout)
+	staticInto(sctx, r, hostFS{}, dirs, opts)
+	timedOut := errors.Is(sctx.Err(), context.DeadlineExceeded)
+	cancel()
+	if err := ctx.Err(); err != nil {
+		return nil, err // interrupted: no half report
+	}
+	if timedOut {
+		r.unknown("probe.timeout", fmt.Sprintf("--timeout %s reached while reading files; what was not read yet is unknown", timeout))
+	}
 	// FLASHINFER_CUDA_ARCH_LIST in this environment replaces flashinfer's
 	// device detection, so it changes the verdicts.
 	if env := os.Getenv("FLASHINFER_CUDA_ARCH_LIST"); env != "" && r.FlashInfer != nil {
@@ -143,10 +158,14 @@ func Static(ctx context.Context, fsys fs.FS, sitePackages []string) (*Report, er
 	r := newReport()
 	r.Python = &Python{SitePackages: append([]string{}, sitePackages...)}
 	staticInto(ctx, r, fsys, sitePackages, Options{})
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
 func staticInto(ctx context.Context, r *Report, fsys fs.FS, dirs []string, opts Options) {
+	fsys = boundedFS{fsys: fsys, ctx: ctx, max: MaxSourceFile}
 	fsDirs := make([]string, len(dirs))
 	for i, d := range dirs {
 		fsDirs[i] = fsPath(d)
@@ -319,7 +338,7 @@ func scanPackageBinaries(ctx context.Context, r *Report, fsys fs.FS) {
 
 // ScanFile scans one binary on disk.
 func ScanFile(file string, keepEntries bool) (*BinaryScan, error) {
-	f, err := os.Open(file)
+	f, err := openRegular(file)
 	if err != nil {
 		return nil, err
 	}

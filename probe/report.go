@@ -3,7 +3,6 @@ package probe
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 )
 
 // Report is everything the probe learned, with the JSON keys docs/probe.md lists
@@ -29,6 +28,10 @@ type Host struct {
 	// P2P is the pairwise P2P read matrix from `nvidia-smi topo -p2p r`
 	// ("OK", "NS", "X" …), indexed by GPU index; nil with fewer than two GPUs.
 	P2P [][]string `json:"p2p,omitempty"`
+	// NVLink is the pairwise NVLink matrix from `nvidia-smi topo -p2p n`
+	// ("OK" where two GPUs are linked, "NS" where not); nil with fewer than
+	// two GPUs or when it could not be read.
+	NVLink [][]string `json:"nvlink,omitempty"`
 	// GPUSource says where the GPU list came from ("nvidia-smi", "/proc/driver/nvidia/gpus").
 	GPUSource string `json:"gpu_source,omitempty"`
 }
@@ -158,11 +161,21 @@ type Finding struct {
 	Requirement string `json:"requirement"`
 	OK          bool   `json:"ok"`
 	Evidence    string `json:"evidence"`
+	// NotChecked, when set, says why the requirement was not checked (it
+	// then neither passes nor refuses).
+	NotChecked string `json:"not_checked,omitempty"`
+	// Host marks a requirement on the machine the report was taken on (its
+	// CUDA toolkit, P2P between its GPUs) rather than on the GPU meant.
+	Host bool `json:"-"`
 }
+
+// MaxReport bounds the size of a saved report ReadReport reads; a real
+// one is tens of KiB.
+const MaxReport = 8 << 20
 
 // ReadReport reads a report saved with `smpatch probe --json -o FILE`.
 func ReadReport(path string) (*Report, error) {
-	data, err := os.ReadFile(path)
+	data, err := readBounded(path, "a probe report", MaxReport)
 	if err != nil {
 		return nil, err
 	}

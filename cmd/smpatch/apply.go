@@ -38,7 +38,8 @@ func (o *applyOptions) AddFlags(c *cobra.Command) {
 	f.StringArrayVar(&o.SitePackages, "site-packages", nil, "with --check-arch: site-packages directory to probe (repeatable)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the unified diff that would be written; change nothing")
 	f.BoolVar(&o.Strict, "strict", false, "count fuzzy matches as failures")
-	f.BoolVar(&o.Force, "force", false, "with --check-arch: warn about an unmet requirement instead of refusing")
+	f.BoolVar(&o.Force, "warn-only", false, "with --check-arch: warn about an unmet requirement instead of refusing")
+	hiddenAlias(c, "force", "warn-only")
 	f.BoolVar(&o.JSON, "json", false, "print JSON")
 }
 
@@ -48,7 +49,7 @@ func (o *applyOptions) validate(c *cobra.Command) error {
 	if o.CheckArch {
 		return nil
 	}
-	for _, name := range []string{"probe-file", "sm", "site-packages", "force"} {
+	for _, name := range []string{"probe-file", "sm", "site-packages", "warn-only", "force"} {
 		if c.Flags().Changed(name) {
 			return exit.With(exit.Usage, fmt.Errorf("apply: --%s needs --check-arch", name))
 		}
@@ -94,6 +95,10 @@ func runApply(ctx context.Context, g *globalOptions, o *applyOptions, names []st
 	if err != nil {
 		return err
 	}
+	for _, pl := range set.Plans {
+		fmt.Fprintf(g.detail(errw), "plan of %s on %s:\n", pl.Patch.Name, t.Root())
+		printPlan(g.detail(errw), pl)
+	}
 	findings := []archFinding{}
 	opts := patches.ApplyOptions{DryRun: o.DryRun, ToolVersion: version, CatalogDigest: cat.Digest()}
 	if o.CheckArch {
@@ -108,7 +113,8 @@ func runApply(ctx context.Context, g *globalOptions, o *applyOptions, names []st
 				// the sglang being patched, not python3's.
 				sp = []string{t.Root()}
 			}
-			return checkArch(ctx, info, archGateOptions{ProbeFile: o.ProbeFile, SM: o.SM, Force: o.Force, Python: g.PythonPath(), SitePackages: sp, Findings: &findings}, ps)
+			info, paint := g.colorTarget(info)
+			return checkArch(ctx, info, archGateOptions{ProbeFile: o.ProbeFile, SM: o.SM, Force: o.Force, Quiet: g.Quiet, Paint: paint, Python: g.PythonPath(), SitePackages: sp, Findings: &findings}, ps)
 		}
 	}
 	res, err := patches.Apply(ctx, t, set, opts)
@@ -141,8 +147,9 @@ func runApply(ctx context.Context, g *globalOptions, o *applyOptions, names []st
 	case o.DryRun && o.JSON:
 		return writeJSON(w, applyPlansJSON(t, res.Set.Plans, true, "would-apply"))
 	case o.DryRun:
-		_, _ = w.Write(res.Set.UnifiedDiff())
-		fmt.Fprintln(errw, "smpatch: dry run, nothing was written")
+		cw, paint := g.colorTarget(w)
+		_, _ = cw.Write(paint.diff(res.Set.UnifiedDiff()))
+		fmt.Fprintln(g.info(errw), "smpatch: dry run, nothing was written")
 		return nil
 	case o.JSON:
 		return writeJSON(w, res)

@@ -44,7 +44,7 @@ type checkoutOptions struct {
 func newCheckoutCmd(g *globalOptions) *cobra.Command {
 	o := &checkoutOptions{}
 	c := &cobra.Command{
-		Use:   "checkout PROJECT@REV --into DIR",
+		Use:   "checkout PROJECT@REV --out DIR",
 		Short: "Fetch an upstream revision into the cache and write its work tree into DIR",
 		Long: `Fetch an upstream revision (tag, branch, full or short SHA) into the
 repository cache ($XDG_CACHE_HOME/smpatch/repos, one bare repository per URL;
@@ -55,7 +55,8 @@ empty or absent. DIR/.git holds that one commit, HEAD detached at it.`,
 			return runCheckout(c, o, args[0])
 		},
 	}
-	c.Flags().StringVar(&o.Into, "into", "", "directory to write the work tree into (empty or absent)")
+	c.Flags().StringVar(&o.Into, "out", "", "directory to write the work tree into (empty or absent)")
+	hiddenAlias(c, "into", "out")
 	c.Flags().StringVar(&o.URL, "url", "", "repository URL (default: the project's public repository)")
 	c.Flags().BoolVar(&o.JSON, "json", false, "print the result as JSON")
 	return c
@@ -63,7 +64,7 @@ empty or absent. DIR/.git holds that one commit, HEAD detached at it.`,
 
 func runCheckout(c *cobra.Command, o *checkoutOptions, arg string) error {
 	if o.Into == "" {
-		return exit.With(exit.Usage, fmt.Errorf("checkout: --into DIR is required"))
+		return exit.With(exit.Usage, fmt.Errorf("checkout: --out DIR is required"))
 	}
 	t, err := upstream.ParseTarget(arg)
 	if err != nil {

@@ -17,6 +17,8 @@ type archGateOptions struct {
 	ProbeFile    string   // --probe-file: a saved report instead of the live probe
 	SM           string   // --sm MAJOR.MINOR: the GPU the patch is meant for
 	Force        bool     // --force: a failed requirement warns instead of refusing
+	Quiet        bool     // --quiet: print only the requirements not met
+	Paint        painter  // colours ok and FAIL
 	Python       string   // the interpreter whose environment is probed
 	SitePackages []string // explicit site-packages dirs
 	// Findings, when set, collects every requirement checked (for --json).
@@ -30,6 +32,7 @@ type archFinding struct {
 	Requirement string `json:"requirement"`
 	OK          bool   `json:"ok"`
 	Evidence    string `json:"evidence"`
+	NotChecked  string `json:"not_checked,omitempty"`
 }
 
 // checkArch checks every requirement of ps against the probe, printing one
@@ -68,28 +71,40 @@ func checkArch(ctx context.Context, w io.Writer, opts archGateOptions, ps []*pat
 	for _, p := range ps {
 		req := toProbeRequirements(p.Requires)
 		if p.Requires.Empty() {
-			fmt.Fprintf(w, "check-arch: %s: no requirements\n", p.Name)
+			fmt.Fprintf(w, "check-arch: %s: no requirements\n", opts.Paint.text(p.Name))
 			continue
 		}
 		for _, f := range probe.CheckRequirements(r, req, opts.SM) {
-			if opts.Findings != nil {
-				*opts.Findings = append(*opts.Findings, archFinding{Patch: p.Name, Requirement: f.Requirement, OK: f.OK, Evidence: f.Evidence})
+			if f.Host && opts.SM != "" && opts.ProbeFile == "" {
+				// --sm prepares a patch for another machine: this one's
+				// toolkit and GPUs say nothing about that host's.
+				f.NotChecked = "--sm " + opts.SM + ": a requirement of the GPU host, not of this machine; give --probe-file for the GPU host's"
 			}
-			word := "ok"
+			if opts.Findings != nil {
+				*opts.Findings = append(*opts.Findings, archFinding{Patch: p.Name, Requirement: f.Requirement, OK: f.OK, Evidence: f.Evidence, NotChecked: f.NotChecked})
+			}
+			if f.NotChecked != "" {
+				if !opts.Quiet {
+					fmt.Fprintf(w, "check-arch: %s: not checked %s (%s)\n", opts.Paint.text(p.Name), opts.Paint.text(f.Requirement), opts.Paint.text(f.NotChecked))
+				}
+				continue
+			}
+			word := opts.Paint.word(f.OK)
 			if !f.OK {
-				word = "FAIL"
 				failed = append(failed, fmt.Sprintf("%s: %s: %s", p.Name, f.Requirement, f.Evidence))
 			}
-			fmt.Fprintf(w, "check-arch: %s: %s %s: %s\n", p.Name, word, f.Requirement, f.Evidence)
+			if !f.OK || !opts.Quiet {
+				fmt.Fprintf(w, "check-arch: %s: %s %s: %s\n", opts.Paint.text(p.Name), word, opts.Paint.text(f.Requirement), opts.Paint.text(f.Evidence))
+			}
 		}
 	}
 	if len(failed) == 0 {
 		return nil, nil
 	}
 	if opts.Force {
-		fmt.Fprintf(w, "check-arch: warning: --force: applying although %d requirement(s) are not met (%s)\n", len(failed), from)
+		fmt.Fprintf(w, "check-arch: warning: --warn-only: applying although %d requirement(s) are not met (%s)\n", len(failed), opts.Paint.text(from))
 		for _, f := range failed {
-			notes = append(notes, fmt.Sprintf("--force over failed --check-arch requirement (%s): %s", from, f))
+			notes = append(notes, fmt.Sprintf("--warn-only over failed --check-arch requirement (%s): %s", from, f))
 		}
 		return notes, nil
 	}
@@ -107,6 +122,8 @@ func toProbeRequirements(r patches.Requirements) probe.Requirements {
 		CUDAMin:          r.CUDAMin,
 		P2PAll:           r.P2PAll,
 		Packages:         r.Packages,
+		TP:               r.TP,
+		NVLink:           r.NVLink,
 	}
 }
 

@@ -57,7 +57,7 @@ func TestCheckArch(t *testing.T) {
 	// --force: a warning line, and the failure comes back as a journal note.
 	out.Reset()
 	notes, err = checkArch(ctx, &out, archGateOptions{ProbeFile: savedReport(t, []int{9, 10}), Force: true}, []*patches.Patch{sm120Patch()})
-	if err != nil || len(notes) != 1 || !strings.Contains(notes[0], "trtllm_comm") || !strings.Contains(out.String(), "check-arch: warning: --force") {
+	if err != nil || len(notes) != 1 || !strings.Contains(notes[0], "trtllm_comm") || !strings.Contains(out.String(), "check-arch: warning: --warn-only") {
 		t.Fatalf("force: err %v notes %q output:\n%s", err, notes, out.String())
 	}
 	// Met: no error, no notes.

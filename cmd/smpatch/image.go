@@ -30,7 +30,7 @@ func newImageCmd(g *globalOptions) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "image",
 		Short: "Build images: a base image plus one reproducible patch layer (no Docker daemon)",
-		Args:  cobra.NoArgs,
+		Args:  groupArgs,
 		RunE:  func(c *cobra.Command, _ []string) error { return c.Help() },
 	}
 	c.AddCommand(newImageApplyCmd(g), newImageShowCmd(g))

@@ -27,7 +27,8 @@ type imageApplyOptions struct {
 
 func (o *imageApplyOptions) AddFlags(c *cobra.Command) {
 	c.Flags().StringVar(&o.Base, "base", "", "base image: a registry reference, oci:DIR[:NAME] or a docker-save tarball")
-	c.Flags().StringVar(&o.Tag, "tag", "", "where the image goes: oci:DIR[:NAME] (an OCI layout) or a registry reference REPO:TAG")
+	c.Flags().StringVar(&o.Tag, "out", "", "where the image goes: oci:DIR[:NAME] (an OCI layout) or a registry reference REPO:TAG")
+	hiddenAlias(c, "tag", "out")
 	c.Flags().StringArrayVar(&o.Env, "env", nil, "K=V set in the image config (repeatable; overrides the base's K)")
 	c.Flags().BoolVar(&o.Strict, "strict", false, "fuzzy matches count as failures")
 	c.Flags().BoolVar(&o.JSON, "json", false, "print the result as JSON")
@@ -71,7 +72,7 @@ type imagePatchResult struct {
 func newImageApplyCmd(g *globalOptions) *cobra.Command {
 	o := &imageApplyOptions{}
 	c := &cobra.Command{
-		Use:   "apply NAME... --base REF --tag REF",
+		Use:   "apply NAME... --base REF --out DEST",
 		Short: "Apply patches to a base image as one new layer, with env and labels",
 		Long: "Read the base image's layers (top-down, honouring whiteouts, without flattening),\n" +
 			"find sglang/flashinfer in its site-packages, plan each patch exactly as on a\n" +
@@ -88,7 +89,7 @@ func newImageApplyCmd(g *globalOptions) *cobra.Command {
 
 func runImageApply(ctx context.Context, g *globalOptions, o *imageApplyOptions, args []string, w, errw io.Writer) error {
 	if o.Base == "" || o.Tag == "" {
-		return exit.With(exit.Usage, errors.New("image apply: --base and --tag are required"))
+		return exit.With(exit.Usage, errors.New("image apply: --base and --out are required"))
 	}
 	env, err := parseEnv(o.Env)
 	if err != nil {
@@ -108,11 +109,11 @@ func runImageApply(ctx context.Context, g *globalOptions, o *imageApplyOptions, 
 	}
 	dst, name, err := image.ParseDestination(o.Tag, image.Remote{})
 	if err != nil {
-		return exit.With(exit.Usage, fmt.Errorf("--tag: %w", err))
+		return exit.With(exit.Usage, fmt.Errorf("--out: %w", err))
 	}
 	if name == "" {
 		if _, ok := dst.(*image.Registry); ok {
-			return exit.With(exit.Usage, fmt.Errorf("--tag %s: name a tag (REPO:TAG)", o.Tag))
+			return exit.With(exit.Usage, fmt.Errorf("--out %s: name a tag (REPO:TAG)", o.Tag))
 		}
 		name = "latest"
 	}

@@ -35,6 +35,10 @@ func scriptParams(dir string, more func(*testscript.Env) error) testscript.Param
 			e.Setenv("SMPATCH_REPO", "")
 			e.Setenv("GITHUB_STEP_SUMMARY", "")
 			e.Setenv("XDG_CACHE_HOME", e.WorkDir+"/.cache")
+			e.Setenv("XDG_CONFIG_HOME", e.WorkDir+"/.config")
+			e.Setenv("SMPATCH_PYTHON", "")
+			e.Setenv("NO_COLOR", "")
+			e.Setenv("XDG_STATE_HOME", e.WorkDir+"/.state")
 			// A race-enabled binary sleeps a second at exit by default.
 			e.Setenv("GORACE", "atexit_sleep_ms=0")
 			if more != nil {

@@ -8,7 +8,7 @@ func newMatrixCmd(g *globalOptions) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "matrix",
 		Short: "Expand, render, build and run a TOML matrix of environment variants",
-		Args:  cobra.NoArgs,
+		Args:  groupArgs,
 		RunE:  func(c *cobra.Command, _ []string) error { return c.Help() },
 	}
 	c.AddCommand(
@@ -16,6 +16,7 @@ func newMatrixCmd(g *globalOptions) *cobra.Command {
 		newMatrixRenderCmd(g),
 		newMatrixBuildCmd(g),
 		newMatrixRunCmd(g),
+		newMatrixCompareCmd(g),
 	)
 	return c
 }

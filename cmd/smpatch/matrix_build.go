@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -26,16 +27,18 @@ type matrixBuildOptions struct {
 	Push   string
 	Only   []string
 	Refs   string
+	Base   string // --base REF: instead of the matrix's [base] image
 	Strict bool
 	JSON   bool
 }
 
 func (o *matrixBuildOptions) AddFlags(c *cobra.Command) {
 	o.matrixOptions.AddFlags(c)
-	c.Flags().StringVar(&o.Out, "out", "", "write every cell's image into this OCI layout directory")
+	c.Flags().StringVar(&o.Out, "out", "", "write every cell's image into this OCI layout directory, or docker-archive:FILE[:REPO] (one docker-save tarball, images tagged REPO:ID)")
 	c.Flags().StringVar(&o.Push, "push", "", "push every cell's image to this repository, tagged with the cell id")
 	c.Flags().StringArrayVar(&o.Only, "only", nil, "build only this cell (repeatable)")
-	c.Flags().StringVar(&o.Refs, "refs", "", "refs file to write, cell id -> repo@sha256:... (default DIR/refs.json with --out, ./refs.json with --push)")
+	c.Flags().StringVar(&o.Refs, "refs", "", "refs file to write, cell id -> repo@sha256:... (default DIR/refs.json with --out, results/NAME/refs.json with --push, beside matrix run's results)")
+	c.Flags().StringVar(&o.Base, "base", "", "build on this image instead of the matrix's [base] image (a mirror, oci:DIR, a docker-save FILE.tar)")
 	c.Flags().BoolVar(&o.Strict, "strict", false, "fuzzy matches count as failures")
 	c.Flags().BoolVar(&o.JSON, "json", false, "print the result as JSON")
 }
@@ -73,7 +76,7 @@ func runMatrixBuild(ctx context.Context, g *globalOptions, o *matrixBuildOptions
 	if (o.Out == "") == (o.Push == "") {
 		return exit.With(exit.Usage, errors.New("matrix build: give one of --out DIR or --push REPO"))
 	}
-	x, err := expandMatrix(g, args[0], &o.matrixOptions)
+	x, err := expandMatrix(ctx, g, args[0], &o.matrixOptions)
 	if err != nil {
 		return err
 	}
@@ -81,17 +84,29 @@ func runMatrixBuild(ctx context.Context, g *globalOptions, o *matrixBuildOptions
 	if err != nil {
 		return err
 	}
-	if x.Matrix.Base.Image == "" {
-		return fmt.Errorf("%s: [base] image is not set; matrix build needs a base image", args[0])
+	baseRef := o.Base
+	if baseRef == "" {
+		if x.Matrix.Base.Image == "" {
+			return fmt.Errorf("%s: [base] image is not set; matrix build needs a base image (or --base REF)", args[0])
+		}
+		baseRef = matrixBaseRef(x.Matrix.Base.Image, filepath.Dir(args[0]))
 	}
-	baseRef := matrixBaseRef(x.Matrix.Base.Image, filepath.Dir(args[0]))
 	cat, err := g.loadCatalog()
 	if err != nil {
 		return err
 	}
 	var dst image.Destination
 	refs := o.Refs
-	if o.Out != "" {
+	if strings.HasPrefix(o.Out, image.ArchivePrefix) {
+		d, tag, err := image.ParseDestination(o.Out, image.Remote{})
+		if err != nil || tag != "" {
+			return exit.With(exit.Usage, fmt.Errorf("--out %s: want docker-archive:FILE[:REPO]; each cell's image is tagged REPO:ID (%v)", o.Out, err))
+		}
+		dst = d
+		if refs == "" {
+			refs = filepath.Join(filepath.Dir(d.(*image.Archive).Path), "refs.json")
+		}
+	} else if o.Out != "" {
 		dst = &image.Layout{Dir: o.Out}
 		if refs == "" {
 			refs = filepath.Join(o.Out, "refs.json")
@@ -106,7 +121,12 @@ func runMatrixBuild(ctx context.Context, g *globalOptions, o *matrixBuildOptions
 		}
 		dst = d
 		if refs == "" {
-			refs = "refs.json"
+			// Beside matrix run's results for the same matrix, not
+			// silently in the current directory.
+			refs = filepath.Join(g.resultsDir(), x.Matrix.Slug(), "refs.json")
+			if err := os.MkdirAll(filepath.Dir(refs), 0o755); err != nil {
+				return err
+			}
 		}
 	}
 	base, err := image.OpenBase(ctx, baseRef, image.Remote{}, imageFSOptions())
@@ -137,6 +157,7 @@ func runMatrixBuild(ctx context.Context, g *globalOptions, o *matrixBuildOptions
 	if _, err := image.WriteRefs(refs, outs, inMatrix); err != nil {
 		return err
 	}
+	fmt.Fprintf(g.info(errw), "smpatch: refs written to %s (matrix render --refs / matrix run --refs)\n", refs)
 	if o.JSON {
 		if err := writeJSON(w, matrixBuildResult{Base: baseRef, BaseDigest: base.Digest.String(), Dest: dst.String(), Refs: refs, Cells: outs}); err != nil {
 			return err

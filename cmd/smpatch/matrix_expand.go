@@ -35,8 +35,8 @@ func (o *matrixOptions) AddFlags(c *cobra.Command) {
 
 // expandMatrix loads FILE, checks its patch names against the catalog and
 // expands it.
-func expandMatrix(g *globalOptions, file string, o *matrixOptions) (*matrix.Expansion, error) {
-	opts := matrix.ExpandOptions{MaxCells: o.MaxCells, RuleFiles: o.Rules, NoDefaultRules: o.NoDefault}
+func expandMatrix(ctx context.Context, g *globalOptions, file string, o *matrixOptions) (*matrix.Expansion, error) {
+	opts := matrix.ExpandOptions{MaxCells: o.MaxCells, RuleFiles: o.Rules, NoDefaultRules: o.NoDefault, Context: ctx}
 	if o.MaxCells < 0 {
 		return nil, exit.With(exit.Usage, fmt.Errorf("--max-cells %d: want a positive number (0: the file's max_cells)", o.MaxCells))
 	}
@@ -51,6 +51,7 @@ func expandMatrix(g *globalOptions, file string, o *matrixOptions) (*matrix.Expa
 	if err != nil {
 		return nil, err
 	}
+	g.warnNCCL(m)
 	check, err := checkMatrixPatches(g, m)
 	if err != nil {
 		return nil, err
@@ -72,13 +73,16 @@ type matrixExpandOptions struct {
 	JSON    bool
 	Explain bool
 	GitHub  bool
+	Only    []string
 }
 
 func (o *matrixExpandOptions) AddFlags(c *cobra.Command) {
 	o.matrixOptions.AddFlags(c)
 	c.Flags().BoolVar(&o.JSON, "json", false, "print the expansion as JSON")
+	addOnlyFlag(c, &o.Only, "list")
 	c.Flags().BoolVar(&o.Explain, "explain", false, "show every step, every cell's values and every rule decision")
-	c.Flags().BoolVar(&o.GitHub, "github", false, "print the runnable cells as a one-line GitHub Actions matrix ({\"include\": [...]}, at most 256: use --shard)")
+	c.Flags().BoolVar(&o.GitHub, "github", false, "same as --format github: the runnable cells as a one-line GitHub Actions matrix ({\"include\": [...]}, at most 256: use --shard)")
+	_ = c.Flags().MarkHidden("github")
 }
 
 func newMatrixExpandCmd(g *globalOptions) *cobra.Command {
@@ -101,8 +105,11 @@ func runMatrixExpand(ctx context.Context, g *globalOptions, o *matrixExpandOptio
 	if n := btoi(o.JSON) + btoi(o.Explain) + btoi(o.GitHub); n > 1 {
 		return exit.With(exit.Usage, errors.New("matrix expand: choose one of --json, --explain and --github"))
 	}
-	x, err := expandMatrix(g, args[0], &o.matrixOptions)
+	x, err := expandMatrix(ctx, g, args[0], &o.matrixOptions)
 	if err != nil {
+		return err
+	}
+	if x, err = onlyExpansion(x, o.Only); err != nil {
 		return err
 	}
 	bw := bufio.NewWriterSize(w, 1<<16)
@@ -169,16 +176,21 @@ func writeExpansionJSON(w io.Writer, x *matrix.Expansion) error {
 	if _, err := fmt.Fprintf(w, "%s,\n  \"cells\": [", b); err != nil {
 		return err
 	}
+	// One encoder and one buffer for every cell: the document is written
+	// as it is made, and memory does not grow with it.
+	var cb bytes.Buffer
+	enc := json.NewEncoder(&cb)
+	enc.SetIndent("    ", "  ")
 	for i, c := range x.Cells {
-		cb, err := json.MarshalIndent(c, "    ", "  ")
-		if err != nil {
+		cb.Reset()
+		if i > 0 {
+			cb.WriteByte(',')
+		}
+		cb.WriteString("\n    ")
+		if err := enc.Encode(c); err != nil {
 			return err
 		}
-		sep := ","
-		if i == 0 {
-			sep = ""
-		}
-		if _, err := fmt.Fprintf(w, "%s\n    %s", sep, cb); err != nil {
+		if _, err := w.Write(bytes.TrimSuffix(cb.Bytes(), []byte("\n"))); err != nil {
 			return err
 		}
 	}

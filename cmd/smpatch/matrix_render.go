@@ -18,6 +18,7 @@ type matrixRenderOptions struct {
 	Out  string // --out DIR
 	Refs string // --refs FILE
 	JSON bool
+	Only []string // --only ID
 }
 
 func (o *matrixRenderOptions) AddFlags(c *cobra.Command) {
@@ -25,6 +26,7 @@ func (o *matrixRenderOptions) AddFlags(c *cobra.Command) {
 	c.Flags().StringVar(&o.Out, "out", "", "directory to write (replaced when it holds an earlier render)")
 	c.Flags().StringVar(&o.Refs, "refs", "", "JSON file of cell id -> image reference pinned by digest (from matrix build)")
 	c.Flags().BoolVar(&o.JSON, "json", false, "print what was written as JSON")
+	addOnlyFlag(c, &o.Only, "render")
 }
 
 func newMatrixRenderCmd(g *globalOptions) *cobra.Command {
@@ -57,7 +59,7 @@ func runMatrixRender(ctx context.Context, g *globalOptions, o *matrixRenderOptio
 		}
 		ropts.Refs = r
 	}
-	x, err := expandMatrix(g, args[0], &o.matrixOptions)
+	x, err := expandMatrix(ctx, g, args[0], &o.matrixOptions)
 	if err != nil {
 		return err
 	}
@@ -65,6 +67,9 @@ func runMatrixRender(ctx context.Context, g *globalOptions, o *matrixRenderOptio
 		if x.Cell(id) == nil && x.Shard.Count <= 1 {
 			return fmt.Errorf("%s: no cell %q in %s", o.Refs, id, args[0])
 		}
+	}
+	if x, err = onlyExpansion(x, o.Only); err != nil {
+		return err
 	}
 	files, err := matrix.Render(x, ropts)
 	if err != nil {

@@ -36,6 +36,9 @@ type matrixRunOptions struct {
 	StopGrace   time.Duration
 	ShmSize     string
 	JSON        bool
+	Repeat      int
+
+	DockerNetwork, DockerGPUs string
 }
 
 func (o *matrixRunOptions) AddFlags(c *cobra.Command) {
@@ -44,8 +47,8 @@ func (o *matrixRunOptions) AddFlags(c *cobra.Command) {
 	f.StringArrayVar(&o.Only, "only", nil, "run only this cell (repeatable)")
 	f.BoolVar(&o.Resume, "resume", false, "keep the cells results.jsonl in --out already has and run the rest (with --only: run those again, keep the others)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print what each cell would run; start nothing, change nothing")
-	f.StringVar(&o.Runner, "runner", "local", "where cells run: local (process groups on this host) or docker")
-	f.StringVar(&o.Out, "out", "", "results directory (default results/NAME, NAME from the matrix)")
+	f.StringVar(&o.Runner, "runner", "", "where cells run: local (process groups on this host) or docker (default: the config file's runner, else local)")
+	f.StringVar(&o.Out, "out", "", "results directory (default results/NAME, NAME from the matrix; the config file's results_dir replaces results)")
 	f.StringVar(&o.Repo, "repo", "", "the tree the local runner patches (default: $SMPATCH_REPO, the current checkout, or the installed package)")
 	f.StringVar(&o.Refs, "refs", "", "docker: a JSON file of cell id to image (matrix build writes it)")
 	f.StringArrayVar(&o.Signatures, "signatures", nil, "a TOML file of extra triage signatures (repeatable)")
@@ -53,7 +56,10 @@ func (o *matrixRunOptions) AddFlags(c *cobra.Command) {
 	f.StringVar(&o.GPUs, "gpus", "", "GPU indices cells may use (0,1,...): each cell gets TP of them (CUDA_VISIBLE_DEVICES; docker --gpus device=), cells running at once never share one")
 	f.DurationVar(&o.StopGrace, "stop-grace", 10*time.Second, "time between SIGTERM and SIGKILL when a server is stopped")
 	f.StringVar(&o.ShmSize, "shm-size", "32g", "docker: --shm-size of each container")
+	f.StringVar(&o.DockerNetwork, "docker-network", "host", "docker: host (--network=host) or bridge (the health URL's port published on 127.0.0.1)")
+	f.StringVar(&o.DockerGPUs, "docker-gpus", "all", "docker: --gpus of each container (none: no --gpus, for hosts without GPUs)")
 	f.BoolVar(&o.JSON, "json", false, "print the results as JSON")
+	f.IntVar(&o.Repeat, "repeat", 0, "run each cell N times, a fresh server each time, round-robin over the cells (default: the matrix's launch.repeat, else 1)")
 }
 
 func newMatrixRunCmd(g *globalOptions) *cobra.Command {
@@ -77,9 +83,12 @@ func newMatrixRunCmd(g *globalOptions) *cobra.Command {
 }
 
 func runMatrix(ctx context.Context, g *globalOptions, file string, o *matrixRunOptions, stdout, stderr io.Writer) error {
-	x, err := expandMatrix(g, file, &o.matrixOptions)
+	x, err := expandMatrix(ctx, g, file, &o.matrixOptions)
 	if err != nil {
 		return err
+	}
+	if o.Runner == "" {
+		o.Runner = g.runner()
 	}
 	var refs map[string]string
 	if o.Refs != "" {
@@ -108,9 +117,15 @@ func runMatrix(ctx context.Context, g *globalOptions, file string, o *matrixRunO
 	if err != nil {
 		return err
 	}
+	if o.Repeat != 0 {
+		if o.Repeat < 1 || o.Repeat > 1000 {
+			return exit.With(exit.Usage, fmt.Errorf("--repeat %d: want 1 to 1000", o.Repeat))
+		}
+		opts.Repeat = o.Repeat
+	}
 	opts.Out = o.Out
 	if opts.Out == "" {
-		opts.Out = filepath.Join("results", x.Matrix.Slug())
+		opts.Out = filepath.Join(g.resultsDir(), x.Matrix.Slug())
 	}
 	if o.GPUs != "" {
 		for _, id := range strings.Split(o.GPUs, ",") {
@@ -128,7 +143,7 @@ func runMatrix(ctx context.Context, g *globalOptions, file string, o *matrixRunO
 	case "local":
 		opts.Runner = launch.Local{}
 	case "docker":
-		opts.Runner = launch.Docker{ShmSize: o.ShmSize}
+		opts.Runner = launch.Docker{ShmSize: o.ShmSize, Network: o.DockerNetwork, GPUs: o.DockerGPUs}
 	default:
 		return exit.With(exit.Usage, fmt.Errorf("--runner %q: want local or docker", o.Runner))
 	}
@@ -139,7 +154,17 @@ func runMatrix(ctx context.Context, g *globalOptions, file string, o *matrixRunO
 				return err
 			}
 		}
-		return printDryRun(stdout, cells, prev, opts, o)
+		problems, err := dryRunChecks(ctx, g, o, x, cells, opts)
+		if err != nil {
+			return err
+		}
+		if err := printDryRun(stdout, cells, prev, opts, o, problems); err != nil {
+			return err
+		}
+		if len(problems) > 0 {
+			return exit.With(exit.Conflict, dryRunProblemsError(problems))
+		}
+		return nil
 	}
 	if o.Runner == "local" {
 		if names := patchesToRun(cells, o.Only); len(names) > 0 {
@@ -168,8 +193,18 @@ func runMatrix(ctx context.Context, g *globalOptions, file string, o *matrixRunO
 	opts.Warn = func(format string, args ...any) {
 		fmt.Fprintf(stderr, "smpatch: warning: %s\n", fmt.Sprintf(format, args...))
 	}
-	opts.Progress = func(format string, args ...any) {
-		fmt.Fprintf(stderr, "%s %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+	if !g.Quiet {
+		opts.Progress = func(format string, args ...any) {
+			fmt.Fprintf(stderr, "%s %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+		}
+	}
+	printCellCommands(g.detail(stderr), cells, o.Only)
+	if !g.Quiet && isTerminal(stderr) {
+		// Minutes of health wait and bench pass without a line otherwise;
+		// not in a log file or a pipe.
+		opts.Heartbeat = func(b launch.Beat) {
+			fmt.Fprintf(stderr, "%s %s\n", time.Now().Format("15:04:05"), b)
+		}
 	}
 	s, err := launch.Run(ctx, cells, opts)
 	if s != nil {
@@ -259,10 +294,12 @@ type dryRunCell struct {
 	Health  string             `json:"health,omitempty"`
 	Bench   []string           `json:"bench,omitempty"`
 	Image   string             `json:"image,omitempty"`
+	Docker  []string           `json:"docker,omitempty"` // the docker command line (without "docker")
 	Log     string             `json:"log"`
+	Problem string             `json:"problem,omitempty"` // why the cell's patches do not apply on the tree
 }
 
-func printDryRun(w io.Writer, cells []*launch.Cell, prev map[string]*launch.Result, opts launch.Options, o *matrixRunOptions) error {
+func printDryRun(w io.Writer, cells []*launch.Cell, prev map[string]*launch.Result, opts launch.Options, o *matrixRunOptions, problems map[string]string) error {
 	only := map[string]bool{}
 	for _, id := range o.Only {
 		only[id] = true
@@ -276,7 +313,11 @@ func printDryRun(w io.Writer, cells []*launch.Cell, prev map[string]*launch.Resu
 		}
 		if o.Runner == "docker" {
 			d.Image = c.Image
+			if dk, ok := opts.Runner.(launch.Docker); ok {
+				d.Docker, _ = dk.RunArgs(c)
+			}
 		}
+		d.Problem = problems[c.ID]
 		switch {
 		case c.Pruned != "":
 			d.Action, d.Reason = "pruned", c.Pruned
@@ -300,6 +341,11 @@ func printDryRun(w io.Writer, cells []*launch.Cell, prev map[string]*launch.Resu
 		if len(d.Patches) > 0 {
 			if o.Runner == "local" {
 				fmt.Fprintf(w, "  apply   %s (reverted afterwards)\n", strings.Join(d.Patches, ", "))
+				if d.Problem != "" {
+					fmt.Fprintf(w, "  FAILS   %s\n", d.Problem)
+				} else {
+					fmt.Fprintf(w, "  plan    the patches apply on the tree\n")
+				}
 			} else {
 				fmt.Fprintf(w, "  image   %s (patches %s)\n", orNone(d.Image), strings.Join(d.Patches, ", "))
 			}
@@ -315,6 +361,9 @@ func printDryRun(w io.Writer, cells []*launch.Cell, prev map[string]*launch.Resu
 			fmt.Fprintf(w, "  env     %s=%s\n", k, d.Env[k])
 		}
 		fmt.Fprintf(w, "  run     %s\n", strings.Join(d.Command, " "))
+		if len(d.Docker) > 0 {
+			fmt.Fprintf(w, "  docker  docker %s\n", strings.Join(d.Docker, " "))
+		}
 		if d.Health != "" {
 			fmt.Fprintf(w, "  health  %s\n", d.Health)
 		}
@@ -332,4 +381,24 @@ func orNone(s string) string {
 		return "(none: build it with smpatch matrix build, pass --refs)"
 	}
 	return s
+}
+
+// printCellCommands prints, with --verbose, what each selected cell will
+// run before the run starts: its patches, environment and command.
+func printCellCommands(w io.Writer, cells []*launch.Cell, only []string) {
+	for _, c := range cells {
+		if c.Pruned != "" || (len(only) > 0 && !slices.Contains(only, c.ID)) {
+			continue
+		}
+		keys := make([]string, 0, len(c.Env))
+		for k := range c.Env {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		var env []string
+		for _, k := range keys {
+			env = append(env, k+"="+c.Env[k])
+		}
+		fmt.Fprintf(w, "cell %s: patches [%s] env [%s] run %s\n", c.ID, strings.Join(c.Patches, ", "), strings.Join(env, " "), strings.Join(c.Command, " "))
+	}
 }

@@ -1,14 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -23,7 +19,6 @@ import (
 type probeOptions struct {
 	SitePackages []string
 	JSON         bool
-	Output       string
 	Image        string
 	Scan         []string
 	Entries      bool
@@ -49,7 +44,6 @@ torch or flashinfer. Whatever it cannot read is listed as unknown, with why.
 	f := c.Flags()
 	f.StringArrayVar(&o.SitePackages, "site-packages", nil, "read distributions from this directory instead of asking --python (repeatable; a flashinfer checkout root works too)")
 	f.BoolVar(&o.JSON, "json", false, "print the report as JSON")
-	f.StringVarP(&o.Output, "output", "o", "", "also write the JSON report to `FILE` (for --probe-file)")
 	f.StringVar(&o.Image, "image", "", "probe a container image `REF` instead of this machine (static part only)")
 	f.StringArrayVar(&o.Scan, "scan", nil, "list the SM targets of a CUDA binary `FILE` (repeatable)")
 	f.BoolVar(&o.Entries, "entries", false, "with --scan --json: every fatbin entry header")
@@ -64,7 +58,7 @@ func runProbe(ctx context.Context, w io.Writer, g *globalOptions, o *probeOption
 	if o.Entries && len(o.Scan) == 0 {
 		return exit.With(exit.Usage, errors.New("probe: --entries needs --scan"))
 	}
-	if len(o.Scan) > 0 && (o.Output != "" || o.Image != "" || len(o.SitePackages) > 0) {
+	if len(o.Scan) > 0 && (g.Output != "" || o.Image != "" || len(o.SitePackages) > 0) {
 		return exit.With(exit.Usage, errors.New("probe: --scan lists one binary's targets; it takes no -o, --image or --site-packages"))
 	}
 	if len(o.Scan) > 0 {
@@ -78,16 +72,12 @@ func runProbe(ctx context.Context, w io.Writer, g *globalOptions, o *probeOption
 			return fmt.Errorf("probe --image %s: %w", o.Image, err)
 		}
 	} else {
+		if err := checkNamedPython(g, o); err != nil {
+			return err
+		}
 		r, err = probe.Run(ctx, probe.Options{Python: g.PythonPath(), SitePackages: o.SitePackages, Timeout: o.Timeout})
 		if err != nil {
 			return fmt.Errorf("probe: %w", err)
-		}
-	}
-	if o.Output != "" {
-		var buf bytes.Buffer
-		_ = writeJSON(&buf, r)
-		if err := writeFileAtomic(o.Output, buf.Bytes()); err != nil {
-			return fmt.Errorf("probe -o: %w", err)
 		}
 	}
 	if o.JSON {
@@ -99,7 +89,8 @@ func runProbe(ctx context.Context, w io.Writer, g *globalOptions, o *probeOption
 	if o.Image != "" {
 		from = "image " + o.Image
 	}
-	printReport(w, r, from)
+	cw, paint := g.colorTarget(w)
+	printReport(w, r, from, g.Verbose, cw, paint)
 	return nil
 }
 
@@ -130,51 +121,8 @@ func joinOrNone(ss []string) string {
 	return strings.Join(ss, " ")
 }
 
-func writeFileAtomic(path string, data []byte) error {
-	if err := writeFileAtomicTemp(path, data); err != nil {
-		// Name the file asked for, not the temporary one beside it.
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return nil
-}
-
-// writeFileAtomicTemp writes data to a temporary file beside path and
-// renames it over path. The file is readable by all, as a report meant to
-// be copied to another machine should be.
-func writeFileAtomicTemp(path string, data []byte) error {
-	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		return errors.New("is a directory")
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
-}
-
 // printReport writes the report for people.
-func printReport(w io.Writer, r *probe.Report, from string) {
+func printReport(w io.Writer, r *probe.Report, from string, all bool, cw io.Writer, p painter) {
 	if h := r.Host; h != nil {
 		if why, ok := r.Unknown["host.gpus"]; ok && len(h.GPUs) == 0 {
 			// nvidia-smi hung, printed garbage or is absent: that says
@@ -231,8 +179,13 @@ func printReport(w io.Writer, r *probe.Report, from string) {
 			fmt.Fprintf(w, "  unknown: %s\n", why)
 		}
 	}
-	fmt.Fprintln(w, "Packages:")
-	if len(r.Packages) == 0 {
+	if why, ok := r.Unknown["python"]; ok && len(r.Packages) == 0 && len(pySitePackages(r.Python)) == 0 {
+		// Nothing was read: that says nothing about what is installed.
+		fmt.Fprintf(w, "Packages: unknown (no site-packages read: %s)\n", why)
+	} else {
+		fmt.Fprintln(w, "Packages:")
+	}
+	if len(r.Packages) == 0 && len(pySitePackages(r.Python)) > 0 {
 		fmt.Fprintln(w, "  none of "+strings.Join(probe.Dists, ", "))
 	}
 	for _, name := range probe.Dists {
@@ -279,7 +232,7 @@ func printReport(w io.Writer, r *probe.Report, from string) {
 		others := 0
 		for _, n := range names {
 			m := fi.Modules[n]
-			if !isCommModule(n, m) {
+			if !all && !isCommModule(n, m) {
 				others++
 				for _, mj := range majors {
 					counts[probe.ModuleVerdict(fi, n, mj).Verdict]++
@@ -303,13 +256,13 @@ func printReport(w io.Writer, r *probe.Report, from string) {
 					parts = append(parts, fmt.Sprintf("%d %s", counts[k], k))
 				}
 			}
-			fmt.Fprintf(w, "  %d other modules (module × major): %s (--json for each)\n", others, strings.Join(parts, ", "))
+			fmt.Fprintf(w, "  %d other modules (module × major): %s (--json or --verbose for each)\n", others, strings.Join(parts, ", "))
 		}
 	}
 	if len(r.Findings) > 0 {
 		fmt.Fprintln(w, "Findings:")
 		for _, f := range r.Findings {
-			fmt.Fprintf(w, "  %s %s: %s\n", okWord(f.OK), f.Requirement, f.Evidence)
+			fmt.Fprintf(cw, "  %s %s: %s\n", p.okWord(f.OK), p.text(f.Requirement), p.text(f.Evidence))
 		}
 	}
 	if len(r.Unknown) > 0 {
@@ -347,13 +300,6 @@ func orDash(s string) string {
 		return "unknown"
 	}
 	return s
-}
-
-func okWord(ok bool) string {
-	if ok {
-		return "ok  "
-	}
-	return "FAIL"
 }
 
 func isCommModule(name string, m *probe.Module) bool {

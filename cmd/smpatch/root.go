@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/smpatch/smpatch/internal/exit"
+	"github.com/smpatch/smpatch/internal/termsafe"
 	"github.com/smpatch/smpatch/patches"
 )
 
@@ -25,7 +26,21 @@ type globalOptions struct {
 	Catalogs []string // --catalog DIR, repeatable; $SMPATCH_CATALOG (colon-separated) is added
 	Python   string   // --python PATH; default python3 on PATH
 
-	catalog *patches.Catalog // loaded once, by loadCatalog
+	Verbose bool   // -v/--verbose
+	Quiet   bool   // -q/--quiet
+	Color   string // --color auto|always|never
+	Format  string // --format of the commands addOutputFlags gave it
+	Output  string // -o/--output FILE
+
+	config        *config // the config file, read before the command runs
+	defaultPython string  // the config file's python, below --python and $SMPATCH_PYTHON
+
+	catalog    *patches.Catalog // loaded once, by loadCatalog
+	formatsOf  map[*cobra.Command][]string
+	stderr     io.Writer    // the command's standard error, for warnings
+	rawStdout  io.Writer    // standard output before the terminal escaping
+	pending    *pendingFile // -o FILE while the command runs
+	pendingCmd *cobra.Command
 }
 
 // CatalogDirs is --catalog followed by the directories of $SMPATCH_CATALOG.
@@ -36,6 +51,9 @@ func (g *globalOptions) CatalogDirs() []string {
 			dirs = append(dirs, d)
 		}
 	}
+	if len(dirs) == 0 && g.config != nil {
+		dirs = append(dirs, g.config.Catalog...)
+	}
 	return dirs
 }
 
@@ -44,6 +62,9 @@ func (g *globalOptions) PythonPath() string {
 	if g.Python != "" {
 		return g.Python
 	}
+	if g.defaultPython != "" {
+		return g.defaultPython
+	}
 	return "python3"
 }
 
@@ -51,18 +72,23 @@ func newRootCmd(g *globalOptions, stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "smpatch",
 		Short:         "Safe, revertible source patches for sglang and flashinfer on GPUs upstream does not fully support yet",
+		Long:          rootLong,
 		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Args:          cobra.NoArgs,
+		Args:          groupArgs,
 		RunE:          func(c *cobra.Command, _ []string) error { return c.Help() },
+		PersistentPreRunE: func(c *cobra.Command, _ []string) error {
+			return g.beforeRun(c)
+		},
 	}
+	g.addGlobalFlags(root)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.PersistentFlags().StringArrayVar(&g.Catalogs, "catalog", nil, "add a directory of patches to the built-in catalog (repeatable; also $SMPATCH_CATALOG)")
 	root.PersistentFlags().StringVar(&g.Python, "python", "", "the Python interpreter whose environment is meant (default python3 on PATH)")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return exit.With(exit.Usage, err)
+		return flagError(c, err)
 	})
 	root.AddCommand(
 		newListCmd(g),
@@ -76,7 +102,12 @@ func newRootCmd(g *globalOptions, stdout, stderr io.Writer) *cobra.Command {
 		newMatrixCmd(g),
 		newImageCmd(g),
 		newTriageCmd(g),
+		newJournalCmd(g),
+		newVersionCmd(g),
 	)
+	addOutputFlags(root, g)
+	addExamples(root)
+	addCompletions(root, g)
 	markUsageErrors(root)
 	return root
 }
@@ -86,7 +117,10 @@ func markUsageErrors(c *cobra.Command) {
 	if c.Args != nil {
 		args := c.Args
 		c.Args = func(cmd *cobra.Command, a []string) error {
-			return exit.With(exit.Usage, args(cmd, a))
+			if err := args(cmd, a); err != nil {
+				return argsError(cmd, a, err)
+			}
+			return nil
 		}
 	}
 	for _, sub := range c.Commands() {
@@ -99,9 +133,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	g := &globalOptions{}
+	g.rawStdout = stdout           // for colour on a terminal (color.go), which escapes what it colours
+	stdout = termsafe.Wrap(stdout) // text from elsewhere never reaches a terminal raw
 	root := newRootCmd(g, stdout, stderr)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	err := g.finishOutput(root.ExecuteContext(ctx))
 	if err == nil {
 		return exit.OK
 	}
@@ -110,7 +146,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		code = exit.Usage
 	}
 	if !exit.IsSilent(err) {
-		fmt.Fprintf(stderr, "smpatch: %s\n", oneLine(err.Error()))
+		fmt.Fprintf(stderr, "smpatch: %s\n", termsafe.Line(oneLine(err.Error())))
 	}
 	if errors.Is(err, context.Canceled) && code == exit.Failure {
 		code = 130

@@ -234,7 +234,8 @@ func runShow(ctx context.Context, g *globalOptions, o *showOptions, args []strin
 	printPlan(w, plan)
 	if plan.OK(false) && plan.Outcome() != patches.OutcomeAlreadyApplied {
 		fmt.Fprintln(w, "diff it would make:")
-		_, _ = w.Write(plan.UnifiedDiff())
+		cw, paint := g.colorTarget(w)
+		_, _ = cw.Write(paint.diff(plan.UnifiedDiff()))
 	}
 	return nil
 }

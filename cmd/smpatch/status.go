@@ -69,6 +69,9 @@ func runStatus(ctx context.Context, g *globalOptions, o *statusOptions, args []s
 		if !ps.Clean {
 			state = "changed since apply"
 		}
+		if ps.Damaged != "" {
+			state = "journal damaged: " + ps.Damaged
+		}
 		fmt.Fprintf(w, "%s: applied %s, variant %s, %s\n", ps.Name, ps.AppliedAt.Format("2006-01-02 15:04:05Z07:00"), ps.Variant, state)
 		if ps.CatalogChanged {
 			fmt.Fprintln(w, "  the catalog's patch differs from the one applied")

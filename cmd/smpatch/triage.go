@@ -12,11 +12,13 @@ import (
 // triageOptions are the flags of smpatch triage.
 type triageOptions struct {
 	JSON       bool
+	Ranks      bool     // --ranks: the logs are the ranks of one job
 	Signatures []string // --signatures FILE, tried before the built-in ones
 }
 
 func (o *triageOptions) AddFlags(c *cobra.Command) {
 	c.Flags().BoolVar(&o.JSON, "json", false, "print JSON")
+	c.Flags().BoolVar(&o.Ranks, "ranks", false, "the logs are the ranks of one job: order their fatal lines by time and name the rank that failed first")
 	c.Flags().StringArrayVar(&o.Signatures, "signatures", nil, "a TOML file of extra signatures, tried before the built-in ones (repeatable)")
 }
 
@@ -46,6 +48,9 @@ func runTriage(ctx context.Context, g *globalOptions, o *triageOptions, args []s
 			return err
 		}
 		verdicts = append(verdicts, v)
+	}
+	if o.Ranks {
+		verdicts = []*launch.Verdict{launch.MergeRanks(verdicts)}
 	}
 	if o.JSON {
 		return writeJSON(w, map[string]any{"logs": verdicts})

@@ -21,6 +21,7 @@ import (
 // container name, its pid (NAME.pid), environment (NAME.env) and the full
 // command line it was run with (NAME.run).
 //
+//	docker version [--format F]
 //	docker run --rm --name N [--gpus G] [--ipc=host] [--network=host] [--shm-size S] [-e K=V]... [-w DIR] IMAGE CMD...
 //	docker exec N CMD...
 //	docker stop -t SECONDS N
@@ -36,6 +37,9 @@ func fakeDocker(args []string) int {
 		return 125
 	}
 	switch args[0] {
+	case "version":
+		fmt.Println("fake")
+		return 0
 	case "run":
 		return dockerRun(state, args[1:])
 	case "exec":

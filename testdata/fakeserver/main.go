@@ -4,7 +4,7 @@
 // sglang.bench_one_batch_server does. Each failure the matrix runner must
 // handle has a mode.
 //
-//	fakeserver [-mode M] [-port N] [-delay D] [-tps X] [-pidfile F] [-child-pidfile F] [server flags...]
+//	fakeserver [-mode M] [-host H] [-port N] [-delay D] [-tps X] [-noise F] [-pidfile F] [-child-pidfile F] [server flags...]
 //	fakeserver bench -url http://127.0.0.1:N
 //	docker run|exec|stop|rm ...   (installed under the name docker: see docker.go)
 //
@@ -18,12 +18,20 @@
 //	ignore-term  healthy, but ignores SIGTERM (only SIGKILL ends it)
 //	exit0        exits 0 before it is healthy
 //	story        decides from its flags, environment and -repo (default
-//	             $SMPATCH_REPO, the tree smpatch patches) like the story's
-//	             server: the sm120-fusion patch present in -repo crashes with the
+//	             $SMPATCH_REPO, the tree smpatch patches: a checkout, or a
+//	             site-packages holding an installed sglang, as in an image)
+//	             like the story's server; it logs whether the SM120 fusion gate
+//	             of the communicator.py it read is open. The sm120-fusion patch
+//	             present in -repo crashes with the
 //	             flashinfer arch line; the fewer-channels NCCL preset with
 //	             --cuda-graph-max-bs above 256 fails KV pool init; otherwise
 //	             throughput follows --cuda-graph-max-bs (512: 82, 128: 89.5)
 //	             and the channel count.
+//
+// -noise F (or $FAKESERVER_NOISE) multiplies the throughput by 1 + F·z, z a
+// standard normal drawn once per process from $FAKESERVER_SEED, the cell
+// ($SMPATCH_CELL) and the repeat ($SMPATCH_REPEAT): run-to-run drift that
+// repeats the same for the same seed.
 //
 // Unknown flags (sglang's own, like --tp 8) are accepted and ignored.
 package main
@@ -31,7 +39,9 @@ package main
 import (
 	"flag"
 	"fmt"
+	"hash/fnv"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -67,14 +77,16 @@ type config struct {
 	pidfile      string
 	childPidfile string
 	repo         string
+	host         string
 	cgbs         int
 	memFraction  float64
+	noise        float64
 }
 
 // parse reads the flags it knows and skips the rest, so sglang's own
 // command lines can be passed through unchanged.
 func parse(args []string) (*config, error) {
-	c := &config{mode: os.Getenv("FAKESERVER_MODE"), port: 30000, delay: 100 * time.Millisecond, tps: 82, repo: os.Getenv("SMPATCH_REPO")}
+	c := &config{mode: os.Getenv("FAKESERVER_MODE"), host: "127.0.0.1", port: 30000, delay: 100 * time.Millisecond, tps: 82, repo: os.Getenv("SMPATCH_REPO")}
 	if c.mode == "" {
 		c.mode = "ok"
 	}
@@ -84,6 +96,13 @@ func parse(args []string) (*config, error) {
 			return nil, fmt.Errorf("FAKESERVER_DELAY: %w", err)
 		}
 		c.delay = v
+	}
+	if n := os.Getenv("FAKESERVER_NOISE"); n != "" {
+		v, err := strconv.ParseFloat(n, 64)
+		if err != nil {
+			return nil, fmt.Errorf("FAKESERVER_NOISE: %w", err)
+		}
+		c.noise = v
 	}
 	for i := 0; i < len(args); i++ {
 		name, val, hasVal := strings.Cut(strings.TrimLeft(args[i], "-"), "=")
@@ -102,6 +121,8 @@ func parse(args []string) (*config, error) {
 		switch name {
 		case "mode":
 			c.mode, err = next()
+		case "host":
+			c.host, err = next()
 		case "port":
 			if s, err = next(); err == nil {
 				c.port, err = strconv.Atoi(s)
@@ -113,6 +134,10 @@ func parse(args []string) (*config, error) {
 		case "tps":
 			if s, err = next(); err == nil {
 				c.tps, err = strconv.ParseFloat(s, 64)
+			}
+		case "noise":
+			if s, err = next(); err == nil {
+				c.noise, err = strconv.ParseFloat(s, 64)
 			}
 		case "pidfile":
 			c.pidfile, err = next()
@@ -203,9 +228,9 @@ func serve(args []string) int {
 		return 2
 	}
 
-	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", c.port))
+	ln, err := net.Listen("tcp", net.JoinHostPort(c.host, strconv.Itoa(c.port)))
 	if err != nil {
-		fmt.Printf("OSError: [Errno 98] error while attempting to bind on address ('127.0.0.1', %d): address already in use\n", c.port)
+		fmt.Printf("OSError: [Errno 98] error while attempting to bind on address ('%s', %d): address already in use\n", c.host, c.port)
 		return 1
 	}
 	var ready atomic.Bool
@@ -225,6 +250,9 @@ func serve(args []string) int {
 		fmt.Fprintf(w, "%g\n", c.tps)
 	})
 	go http.Serve(ln, mux)
+	if c.noise != 0 {
+		c.tps *= 1 + c.noise*drift()
+	}
 
 	delay := c.delay
 	if mode == "slow" {
@@ -237,7 +265,12 @@ func serve(args []string) int {
 	logf("The server is fired up and ready to roll!")
 
 	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	if c.mode == "ignore-term" {
+		// Notify on SIGTERM would undo signal.Ignore.
+		signal.Notify(sig, syscall.SIGINT)
+	} else {
+		signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	}
 	s := <-sig
 	logf("Received %v; shutting down", s)
 	return 0
@@ -247,9 +280,15 @@ func serve(args []string) int {
 // the environment and the sglang tree the server would import.
 func (c *config) story() string {
 	if c.repo != "" {
-		data, _ := os.ReadFile(filepath.Join(c.repo, "python/sglang/srt/layers/communicator.py"))
-		if strings.Contains(string(data), "_is_sm120_supported") {
+		file, open := sm120Gate(c.repo)
+		switch {
+		case file == "":
+			logf("sm120 fusion gate: no communicator.py under %s", c.repo)
+		case open:
+			logf("sm120 fusion gate: open (%s calls _is_sm120_supported)", file)
 			return "crash-arch"
+		default:
+			logf("sm120 fusion gate: closed (%s gates on SM90/SM100 only)", file)
 		}
 	}
 	fewchan := false
@@ -267,6 +306,30 @@ func (c *config) story() string {
 		c.tps += 4.1
 	}
 	return "ok"
+}
+
+// sm120Gate reads sglang's communicator.py under root, a source checkout
+// (python/sglang/...) or an installed site-packages (sglang/...), and
+// reports which file it read and whether its fusion gate admits SM120.
+func sm120Gate(root string) (file string, open bool) {
+	for _, rel := range []string{"python/sglang/srt/layers/communicator.py", "sglang/srt/layers/communicator.py"} {
+		p := filepath.Join(root, rel)
+		data, err := os.ReadFile(p)
+		if err == nil {
+			return p, strings.Contains(string(data), "_is_sm120_supported")
+		}
+	}
+	return "", false
+}
+
+// drift is this process's standard normal draw, from $FAKESERVER_SEED,
+// $SMPATCH_CELL and $SMPATCH_REPEAT.
+func drift() float64 {
+	h := fnv.New64a()
+	for _, k := range []string{"FAKESERVER_SEED", "SMPATCH_CELL", "SMPATCH_REPEAT"} {
+		h.Write([]byte(os.Getenv(k) + "\x00"))
+	}
+	return rand.New(rand.NewPCG(h.Sum64(), 1)).NormFloat64()
 }
 
 // child is a worker process: it records its pid and sleeps until killed.

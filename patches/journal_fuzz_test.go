@@ -1,0 +1,201 @@
+package patches
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/smpatch/smpatch/source"
+)
+
+// FuzzJournal feeds the journal reader a state.json and an orig tar file,
+// signed with this user's key (so every check past the owner's is
+// reached), and checks what it accepts, not only that it does not panic:
+// an accepted state names only clean paths inside the tree, outside .git
+// and the journal, each with a well-formed hash, and survives a write and
+// a read unchanged; the copies read are only the names asked for, within
+// the bounds; and a recovery changes no file outside the tree, nothing in
+// .git, and every tree file it changes it changes from bytes the entry
+// recorded to the original bytes the entry recorded.
+func FuzzJournal(f *testing.F) {
+	seedTar := func(files map[string]string) []byte {
+		var b bytes.Buffer
+		w := tar.NewWriter(&b)
+		for n, c := range files {
+			w.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: n, Mode: 0o644, Size: int64(len(c))})
+			w.Write([]byte(c))
+		}
+		w.Close()
+		return b.Bytes()
+	}
+	rec := func(path, o, p string) string {
+		return `{"format":1,"patches":[{"name":"demo","state":"pending","files":[{"path":"` + path + `","original_sha256":"` + o + `","patched_sha256":"` + p + `"}]}]}`
+	}
+	h := func(s string) string { return sha256Hex([]byte(s)) }
+	f.Add([]byte(rec(commPath, h("orig\n"), h(commOrig))), seedTar(map[string]string{commPath: "orig\n"}))
+	f.Add([]byte(rec(".git/config", h("evil"), h("cfg"))), seedTar(map[string]string{".git/config": "evil"}))
+	f.Add([]byte(rec("python/../../x", h("evil"), h("cfg"))), seedTar(map[string]string{"python/../../x": "evil"}))
+	f.Add([]byte(rec("python/evil/config", h("evil"), h("cfg"))), seedTar(map[string]string{"python/evil/config": "evil"}))
+	f.Add([]byte(rec(commPath, h("other"), h(commOrig))), seedTar(map[string]string{commPath: "tampered"}))
+	f.Add([]byte(strings.Replace(rec(commPath, h("orig\n"), ""), `"state":"pending"`, `"state":"reverting"`, 1)), seedTar(map[string]string{commPath: "orig\n"}))
+	f.Add([]byte(`{"format":1,"patches":[{"name":"demo","state":"pending","files":[{"path":"a\ufffd","path_b64":"YdA=","patched_sha256":"`+h("x")+`"}]}]}`), []byte{})
+	f.Add([]byte(`{"format":1,"patches":[{"name":"demo","state":"applied","files":[],"created_dirs":["python"]}]}`), []byte{})
+	f.Fuzz(func(t *testing.T, stateJSON, tarData []byte) {
+		// The parser on its own.
+		s, err := parseState("state.json", stateJSON)
+		if err != nil {
+			return
+		}
+		checkAccepted(t, s)
+		again, err := json.Marshal(s)
+		if err != nil {
+			t.Fatalf("accepted state does not marshal: %v", err)
+		}
+		s2, err := parseState("state.json", again)
+		if err != nil {
+			t.Fatalf("accepted state does not read back: %v\n%s", err, again)
+		}
+		for i, e := range s.Patches {
+			for k, fr := range e.Files {
+				if s2.Patches[i].Files[k].Path != fr.Path {
+					t.Fatalf("path %q read back as %q", fr.Path, s2.Patches[i].Files[k].Path)
+				}
+			}
+		}
+		// The tar reader on its own.
+		want := map[string]bool{}
+		for _, e := range s.Patches {
+			for _, fr := range e.Files {
+				want[fr.Path] = true
+			}
+		}
+		if set, err := readCopies("t.tar", bytes.NewReader(tarData), int64(len(tarData)), want); err == nil {
+			for n, b := range set {
+				if !want[n] || len(b) > maxCopyBytes || len(b) > len(tarData) {
+					t.Fatalf("copy %q (%d bytes) accepted", n, len(b))
+				}
+			}
+		}
+		// A recovery on a real tree, with .git and a directory outside.
+		base := t.TempDir()
+		root := filepath.Join(base, "tree")
+		for rel, c := range map[string]string{
+			"tree/python/sglang/__init__.py": "", "tree/python/sglang/version.py": "__version__ = \"0.5.6\"\n",
+			"tree/" + commPath: commOrig, "tree/.git/config": "[core]\n", "outside/keep": "x",
+		} {
+			p := filepath.Join(base, filepath.FromSlash(rel))
+			os.MkdirAll(filepath.Dir(p), 0o755)
+			os.WriteFile(p, []byte(c), 0o644)
+		}
+		os.Symlink("../.git", filepath.Join(root, "python", "evil"))
+		os.Symlink("../../outside", filepath.Join(root, "python", "out"))
+		tr, err := source.OpenCheckout(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sign(s); err != nil {
+			t.Fatal(err)
+		}
+		data, _ := json.Marshal(s)
+		os.MkdirAll(filepath.Join(root, source.StateDirName), 0o755)
+		os.WriteFile(filepath.Join(root, source.StateDirName, "state.json"), data, 0o644)
+		os.WriteFile(filepath.Join(root, source.StateDirName, "demo.orig.tar"), tarData, 0o644)
+		before := treeHashes(t, base)
+		_, rerr := Recover(context.Background(), tr)
+		after := treeHashes(t, base)
+		for p, hb := range before {
+			ha, ok := after[p]
+			if ok && ha == hb {
+				continue
+			}
+			if !strings.HasPrefix(p, "tree/") || strings.HasPrefix(p, "tree/.git/") {
+				t.Fatalf("%s changed (recover: %v)", p, rerr)
+			}
+			if !changedAsRecorded(s, strings.TrimPrefix(p, "tree/"), hb, ha) {
+				t.Fatalf("%s changed from %.12s to %.12s, not as the journal recorded", p, hb, ha)
+			}
+		}
+		for p, ha := range after {
+			if _, ok := before[p]; !ok {
+				if !strings.HasPrefix(p, "tree/") || strings.HasPrefix(p, "tree/.git/") || !changedAsRecorded(s, strings.TrimPrefix(p, "tree/"), "", ha) {
+					t.Fatalf("%s created (recover: %v)", p, rerr)
+				}
+			}
+		}
+	})
+}
+
+// checkAccepted checks the invariants of a state the reader accepted.
+func checkAccepted(t *testing.T, s *State) {
+	t.Helper()
+	for _, e := range s.Patches {
+		if !patchNameRE().MatchString(e.Name) {
+			t.Fatalf("entry name %q accepted", e.Name)
+		}
+		for _, fr := range e.Files {
+			c, err := source.CleanRel(fr.Path)
+			if err != nil || c != fr.Path || reservedPath(fr.Path) != "" {
+				t.Fatalf("path %q accepted", fr.Path)
+			}
+			if fr.Original == "" && fr.Patched == "" {
+				t.Fatalf("%q accepted without hashes", fr.Path)
+			}
+			for _, h := range []string{fr.Original, fr.Patched, fr.Target, fr.Before} {
+				if h != "" && len(h) != 64 {
+					t.Fatalf("hash %q accepted", h)
+				}
+			}
+		}
+		for _, d := range e.CreatedDirs {
+			if reservedPath(d) != "" || !dirOfAny(d, e.Files) {
+				t.Fatalf("created dir %q accepted", d)
+			}
+		}
+	}
+}
+
+// changedAsRecorded reports whether a tree file went from hash before to
+// hash after ("" absent) as a recovery of s may change it.
+func changedAsRecorded(s *State, rel, before, after string) bool {
+	for _, e := range s.Patches {
+		for _, fr := range e.Files {
+			if fr.Path != rel {
+				continue
+			}
+			from := before == fr.Original || before == fr.Patched || (before != "" && (before == fr.Target || before == fr.Before))
+			to := after == fr.Original || (e.State == StateReverting && (after == fr.Target || (fr.TargetDelete && after == "")))
+			if from && to {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// treeHashes hashes every regular file under base (not following
+// symlinks), except the journal and temporary files of writes.
+func treeHashes(t *testing.T, base string) map[string]string {
+	out := map[string]string{}
+	filepath.WalkDir(base, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.IsDir() && d.Name() == source.StateDirName {
+			return filepath.SkipDir
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		rel, _ := filepath.Rel(base, p)
+		b, _ := os.ReadFile(p)
+		out[filepath.ToSlash(rel)] = sha256Hex(b)
+		return nil
+	})
+	return out
+}

@@ -1,0 +1,190 @@
+package probe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"syscall"
+)
+
+// MaxSourceFile bounds the size of one text file the probe reads (Python
+// sources, headers, distribution metadata, a saved report): flashinfer's
+// largest is well under 1 MiB. A bigger file is reported, not read.
+const MaxSourceFile = 4 << 20
+
+// ErrNotRegular is wrapped by the error for a path that is a device, a
+// named pipe or a socket: the probe reads regular files only.
+var ErrNotRegular = errors.New("not a regular file")
+
+// hostFS is the machine's filesystem from "/", opened the way a probe of
+// untrusted trees must: without blocking on a named pipe (O_NONBLOCK), and
+// refusing anything that is not a regular file or a directory after it is
+// open (fstat), so a symlink to /dev/zero or a FIFO cannot hang the probe.
+type hostFS struct{}
+
+func (hostFS) full(op, name string) (string, error) {
+	if !fs.ValidPath(name) {
+		return "", &fs.PathError{Op: op, Path: name, Err: fs.ErrInvalid}
+	}
+	return path.Join("/", name), nil
+}
+
+func (h hostFS) Open(name string) (fs.File, error) {
+	p, err := h.full("open", name)
+	if err != nil {
+		return nil, err
+	}
+	return openRegular(p)
+}
+
+func (h hostFS) Stat(name string) (fs.FileInfo, error) {
+	p, err := h.full("stat", name)
+	if err != nil {
+		return nil, err
+	}
+	return os.Stat(p)
+}
+
+func (h hostFS) ReadDir(name string) ([]fs.DirEntry, error) {
+	p, err := h.full("readdir", name)
+	if err != nil {
+		return nil, err
+	}
+	return os.ReadDir(p)
+}
+
+// openRegular opens a regular file or a directory without blocking, and
+// refuses everything else.
+func openRegular(p string) (*os.File, error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if m := fi.Mode(); !m.IsRegular() && !m.IsDir() {
+		f.Close()
+		return nil, &fs.PathError{Op: "open", Path: p, Err: fmt.Errorf("%w (%s)", ErrNotRegular, kindOf(m))}
+	}
+	return f, nil
+}
+
+func kindOf(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	}
+	return m.Type().String()
+}
+
+// boundedFS reads text files of fsys at most max bytes each, regular files
+// only, and stops when ctx is done (the probe's --timeout, or a signal).
+type boundedFS struct {
+	fsys fs.FS
+	ctx  context.Context
+	max  int64
+}
+
+func (b boundedFS) Open(name string) (fs.File, error) {
+	if err := b.ctx.Err(); err != nil {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
+	}
+	return b.fsys.Open(name)
+}
+
+func (b boundedFS) Stat(name string) (fs.FileInfo, error) { return fs.Stat(b.fsys, name) }
+
+func (b boundedFS) ReadDir(name string) ([]fs.DirEntry, error) {
+	if err := b.ctx.Err(); err != nil {
+		return nil, &fs.PathError{Op: "readdir", Path: name, Err: err}
+	}
+	return fs.ReadDir(b.fsys, name)
+}
+
+func (b boundedFS) ReadFile(name string) ([]byte, error) {
+	if err := b.ctx.Err(); err != nil {
+		return nil, &fs.PathError{Op: "read", Path: name, Err: err}
+	}
+	fi, err := fs.Stat(b.fsys, name)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &fs.PathError{Op: "read", Path: name, Err: fmt.Errorf("%w (%s)", ErrNotRegular, kindOf(fi.Mode()))}
+	}
+	if fi.Size() > b.max {
+		return nil, &fs.PathError{Op: "read", Path: name, Err: fmt.Errorf("%d bytes: larger than the %d bytes the probe reads of one file", fi.Size(), b.max)}
+	}
+	f, err := b.fsys.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	// The file may have changed since Stat: Open checked it is regular
+	// (hostFS), and no more than max bytes are read.
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return nil, &fs.PathError{Op: "read", Path: name, Err: ErrNotRegular}
+	}
+	data, err := io.ReadAll(io.LimitReader(ctxReader{b.ctx, f}, b.max+1))
+	if err != nil {
+		return nil, &fs.PathError{Op: "read", Path: name, Err: err}
+	}
+	if int64(len(data)) > b.max {
+		return nil, &fs.PathError{Op: "read", Path: name, Err: fmt.Errorf("grew past the %d bytes the probe reads of one file", b.max)}
+	}
+	return data, nil
+}
+
+// ctxReader stops reading when ctx is done.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+// readBounded reads a regular file of the host, at most max bytes; what
+// names the file's kind in the message ("a probe report").
+func readBounded(p, what string, max int64) ([]byte, error) {
+	f, err := openRegular(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if fi.IsDir() {
+		return nil, fmt.Errorf("%s: is a directory", p)
+	}
+	if fi.Size() > max {
+		return nil, fmt.Errorf("%s: %d bytes: more than the %d bytes %s may have", p, fi.Size(), max, what)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("%s: more than the %d bytes %s may have", p, max, what)
+	}
+	return data, nil
+}
