@@ -106,6 +106,9 @@ type PlanOptions struct {
 	Strict bool
 	// Variant forces a variant by name (or by its range as written).
 	Variant string
+	// Memo, when set, remembers anchor-search matches per blob across plans
+	// of revisions of one repository (trees that are FileHashers).
+	Memo *Memo
 }
 
 // Attempt records one variant NewPlan planned.
@@ -151,6 +154,7 @@ func VariantLabel(v *Variant) string {
 // missing variant is a Plan whose Outcome says so.
 func NewPlan(ctx context.Context, p *Patch, t source.Tree, opts PlanOptions) (*Plan, error) {
 	pl := &Plan{Patch: p}
+	defer pl.noteMoved()
 	v, from, err := t.Version(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%s: reading version: %w", t.Root(), err)
@@ -281,7 +285,7 @@ func rangeText(v *Variant) string {
 
 // try plans variant c and records the attempt.
 func (pl *Plan) try(ctx context.Context, t source.Tree, c *Variant, opts PlanOptions) error {
-	files, err := planVariant(ctx, t, c)
+	files, err := planVariant(ctx, t, c, opts.Memo)
 	if err != nil {
 		return err
 	}
@@ -292,6 +296,9 @@ func (pl *Plan) try(ctx context.Context, t source.Tree, c *Variant, opts PlanOpt
 		a.Reason = firstConflict(files)
 	} else if o == OutcomeFuzzy && opts.Strict {
 		a.Reason = "fuzzy hunks (strict)"
+		if f := firstFuzzy(files); f != "" {
+			a.Reason += ": " + f
+		}
 	}
 	pl.Attempts = append(pl.Attempts, a)
 	pl.attemptFiles = append(pl.attemptFiles, files)
@@ -313,6 +320,47 @@ func (pl *Plan) setReason() {
 	}
 }
 
+// noteMoved adds to the variant's reason the files its diffs name that were
+// found elsewhere by anchor search, so that the label shown beside the
+// variant says where its hunks went.
+func (pl *Plan) noteMoved() {
+	if pl.Variant == nil {
+		return
+	}
+	var moved []string
+	for _, fp := range pl.Files {
+		if fp.Diff != nil && fp.Path != fp.Diff.Path() {
+			moved = append(moved, fmt.Sprintf("%s found by search as %s", fp.Diff.Path(), fp.Path))
+		}
+	}
+	if len(moved) > 0 {
+		pl.VariantReason += "; " + strings.Join(moved, "; ")
+	}
+}
+
+// Tried is every variant's attempt, each with its first failing hunk, when
+// the plan does not resolve and more than one variant was planned (or none
+// was chosen); nil otherwise. It is what a person needs to see why nothing
+// resolves, beyond the one variant shown.
+func (pl *Plan) Tried() []Attempt {
+	if pl.Outcome() == OutcomeNoVariant || (len(pl.Attempts) > 1 && !resolves(pl.Outcome(), false)) {
+		return pl.Attempts
+	}
+	return nil
+}
+
+// firstFuzzy names the first fuzzy hunk of files.
+func firstFuzzy(files []*FilePlan) string {
+	for _, f := range files {
+		for _, h := range f.Hunks {
+			if h.Status == Fuzzy {
+				return fmt.Sprintf("%s: hunk %d: %s", f.Path, h.Index+1, h.Reason)
+			}
+		}
+	}
+	return ""
+}
+
 func firstConflict(files []*FilePlan) string {
 	for _, f := range files {
 		for _, h := range f.Hunks {
@@ -326,7 +374,7 @@ func firstConflict(files []*FilePlan) string {
 
 // planVariant matches every diff of a variant against t. Diffs of the same
 // file apply in order, each to the previous one's result.
-func planVariant(ctx context.Context, t source.Tree, c *Variant) ([]*FilePlan, error) {
+func planVariant(ctx context.Context, t source.Tree, c *Variant, memo *Memo) ([]*FilePlan, error) {
 	if len(c.Files) == 0 && len(c.Diffs) > 0 {
 		return nil, fmt.Errorf("variant %s: diffs %s were not parsed", VariantLabel(c), strings.Join(c.Diffs, ", "))
 	}
@@ -351,19 +399,24 @@ func planVariant(ctx context.Context, t source.Tree, c *Variant) ([]*FilePlan, e
 		}
 		return state{data: data, exists: true}, nil
 	}
+	hasher, _ := t.(FileHasher)
+	if memo == nil {
+		hasher = nil
+	}
 	var out []*FilePlan
 	for _, fd := range c.Files {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		target := fd.Path()
+		_, changed := cur[target]
 		st, err := read(target)
 		if err != nil {
 			return nil, err
 		}
 		note := ""
 		if !st.exists && !fd.IsCreate() && !fd.IsDelete() && len(c.Search) > 0 && len(fd.Hunks) > 0 {
-			found, data, why, err := findByAnchor(ctx, t, fd, c.Search, "")
+			found, data, why, err := findByAnchor(ctx, t, fd, c.Search, "", memo)
 			if err != nil {
 				return nil, err
 			}
@@ -376,13 +429,26 @@ func planVariant(ctx context.Context, t source.Tree, c *Variant) ([]*FilePlan, e
 				note = why
 			}
 		}
-		fp := matchFile(st.data, st.exists, fd)
+		var fp *FilePlan
+		var key fileKey
+		if hasher != nil && st.exists && note == "" && !changed {
+			if h, ok := hasher.FileHash(target); ok {
+				key = fileKey{fd, h}
+				fp, _ = memo.getFile(key, st.data)
+			}
+		}
+		if fp == nil {
+			fp = matchFile(st.data, st.exists, fd)
+			if key.fd != nil && hasConflict(fp) {
+				memo.putFile(key, fp)
+			}
+		}
 		fp.Path = target
 		fp.Note = note
 		if st.exists && note == "" && !fd.IsCreate() && !fd.IsDelete() && len(c.Search) > 0 && len(fd.Hunks) > 0 && hasConflict(fp) {
 			// The file is there but the code moved on: look for it by anchor
 			// and take the other file only when the whole diff resolves there.
-			found, data, why, err := findByAnchor(ctx, t, fd, c.Search, target)
+			found, data, why, err := findByAnchor(ctx, t, fd, c.Search, target, memo)
 			if err != nil {
 				return nil, err
 			}
@@ -435,7 +501,11 @@ const maxAnchorFiles = 5000
 // findByAnchor looks in the search directories for the file in which the
 // diff's first hunk resolves best. It returns the path and bytes of the
 // unique best file and a note, or "" and why nothing was found.
-func findByAnchor(ctx context.Context, t source.Tree, fd *FileDiff, dirs []string, exclude string) (string, []byte, string, error) {
+func findByAnchor(ctx context.Context, t source.Tree, fd *FileDiff, dirs []string, exclude string, memo *Memo) (string, []byte, string, error) {
+	hasher, _ := t.(FileHasher)
+	if memo == nil {
+		hasher = nil
+	}
 	ext := path.Ext(fd.Path())
 	type cand struct {
 		path   string
@@ -467,6 +537,18 @@ func findByAnchor(ctx context.Context, t source.Tree, fd *FileDiff, dirs []strin
 				return "", nil, "", err
 			}
 			read++
+			var key anchorKey
+			if hasher != nil {
+				if h, ok := hasher.FileHash(f); ok {
+					key = anchorKey{fd.Hunks[0], h}
+					if hit, ok := memo.getAnchor(key); ok {
+						if hit.status != Conflict {
+							cands = append(cands, cand{path: f, score: hit.score, status: hit.status})
+						}
+						continue
+					}
+				}
+			}
 			data, err := t.ReadFile(f)
 			if err != nil {
 				if errors.Is(err, fs.ErrNotExist) {
@@ -474,13 +556,16 @@ func findByAnchor(ctx context.Context, t source.Tree, fd *FileDiff, dirs []strin
 				}
 				return "", nil, "", err
 			}
-			res, _, _, _ := matchHunk(splitText(data), fd.Hunks[0], 0, 0)
-			if res.Status == Conflict {
-				continue
-			}
+			res, _, _, _ := matchHunk(splitText(data), fd.Hunks[0], 0, 0, false)
 			score := 1.0
 			if res.Status == Fuzzy {
 				score = res.Score
+			}
+			if key.hunk != nil {
+				memo.putAnchor(key, anchorHit{res.Status, score})
+			}
+			if res.Status == Conflict {
+				continue
 			}
 			cands = append(cands, cand{path: f, data: data, score: score, status: res.Status})
 		}
@@ -499,6 +584,13 @@ func findByAnchor(ctx context.Context, t source.Tree, fd *FileDiff, dirs []strin
 		return "", nil, fmt.Sprintf("anchor is ambiguous: the first hunk matches %s", strings.Join(names, ", ")), nil
 	}
 	c := cands[0]
+	if c.data == nil { // remembered from another revision: read it now
+		data, err := t.ReadFile(c.path)
+		if err != nil {
+			return "", nil, "", err
+		}
+		c.data = data
+	}
 	return c.path, c.data, fmt.Sprintf("found by anchor (hunk 1 %s) in %s", c.status, c.path), nil
 }
 

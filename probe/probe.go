@@ -2,6 +2,7 @@ package probe
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -87,11 +88,12 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	sctx, cancel := context.WithTimeout(ctx, timeout)
 	staticInto(sctx, r, hostFS{}, dirs, opts)
+	timedOut := errors.Is(sctx.Err(), context.DeadlineExceeded)
 	cancel()
 	if err := ctx.Err(); err != nil {
 		return nil, err // interrupted: no half report
 	}
-	if sctx.Err() != nil {
+	if timedOut {
 		r.unknown("probe.timeout", fmt.Sprintf("--timeout %s reached while reading files; what was not read yet is unknown", timeout))
 	}
 	// FLASHINFER_CUDA_ARCH_LIST in this environment replaces flashinfer's

@@ -75,6 +75,10 @@ func TestProbeHostileFiles(t *testing.T) {
 	if r.FlashInfer == nil || r.FlashInfer.Modules["trtllm_comm"] == nil {
 		t.Errorf("the gates beside the hostile files were not read: %+v", r.FlashInfer)
 	}
+	// Read well within its minute: no timeout is reported.
+	if why, ok := r.Unknown["probe.timeout"]; ok {
+		t.Errorf("probe.timeout reported for a probe that finished in time: %s", why)
+	}
 }
 
 // TestProbeTimeoutAndCancel checks that the file reading honours the

@@ -53,6 +53,9 @@ type Result struct {
 	SourceLine int    `json:"source_line,omitempty"`
 	// Hunks counts hunks by status ("exact": 2, "offset": 1).
 	Hunks map[string]int `json:"hunks,omitempty"`
+	// Attempts lists every variant planned, each with its first failing
+	// hunk, when none resolves.
+	Attempts []patches.Attempt `json:"attempts,omitempty"`
 	// With --range: the status at the start of the range and every change
 	// after it, oldest first.
 	Range   *RangeInfo `json:"range,omitempty"`
@@ -91,14 +94,14 @@ func StatusOf(pl *patches.Plan) Status {
 func CheckTree(ctx context.Context, t source.Tree, ps []*patches.Patch, opts Options) []Result {
 	out := make([]Result, 0, len(ps))
 	for _, p := range ps {
-		out = append(out, checkOne(ctx, t, p, opts))
+		out = append(out, checkOne(ctx, t, p, opts, nil))
 	}
 	return out
 }
 
-func checkOne(ctx context.Context, t source.Tree, p *patches.Patch, opts Options) Result {
+func checkOne(ctx context.Context, t source.Tree, p *patches.Patch, opts Options, memo *patches.Memo) Result {
 	r := Result{Project: p.Project, Patch: p.Name, Revision: t.Root(), Source: p.File, SourceLine: 1}
-	pl, err := patches.NewPlan(ctx, p, t, patches.PlanOptions{Strict: opts.Strict})
+	pl, err := patches.NewPlan(ctx, p, t, patches.PlanOptions{Strict: opts.Strict, Memo: memo})
 	if err != nil {
 		r.Status = Error
 		r.Detail = err.Error()
@@ -114,6 +117,7 @@ func describe(r *Result, pl *patches.Plan) {
 	r.Variant = patches.VariantLabel(pl.Variant)
 	r.Version = pl.Version
 	r.VersionFrom = pl.VersionFrom
+	r.Attempts = pl.Tried()
 	r.Hunks = map[string]int{}
 	var first *patches.HunkResult
 	var firstFile *patches.FilePlan
@@ -161,7 +165,7 @@ func describe(r *Result, pl *patches.Plan) {
 				r.Source, r.SourceLine = firstFile.Diff.Source, h.Line
 			}
 			if r.Status == Fuzzy {
-				r.Detail = fmt.Sprintf("hunk %d of %s located by similarity (score %.2f) at line %d", first.Index+1, firstFile.Path, first.Score, first.Line)
+				r.Detail = fmt.Sprintf("hunk %d of %s located by similarity (score %.2f) at line %d: %s", first.Index+1, firstFile.Path, first.Score, first.Line, first.Reason)
 			} else {
 				r.Detail = fmt.Sprintf("hunk %d of %s: %s", first.Index+1, firstFile.Path, first.Reason)
 			}

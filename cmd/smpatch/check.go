@@ -88,7 +88,7 @@ func runCheck(c *cobra.Command, g *globalOptions, o *checkOptions) error {
 	ctx := c.Context()
 	opts := upstream.Options{Strict: o.Strict}
 	if isTerminal(c.ErrOrStderr()) {
-		opts.Progress = c.ErrOrStderr()
+		opts.Progress = rawWriter(c.ErrOrStderr()) // counts only, with its own \r\033[K
 	}
 	rp := &upstream.Report{Strict: o.Strict}
 	var firstErr error

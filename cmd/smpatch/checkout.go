@@ -7,6 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/smpatch/smpatch/internal/termsafe"
+
 	"github.com/smpatch/smpatch/internal/exit"
 	"github.com/smpatch/smpatch/source"
 	"github.com/smpatch/smpatch/upstream"
@@ -14,12 +16,25 @@ import (
 
 // isTerminal reports whether w is a terminal (progress goes there only).
 func isTerminal(w io.Writer) bool {
+	if _, ok := w.(*termsafe.Writer); ok {
+		return true // termsafe wraps terminals only
+	}
 	f, ok := w.(*os.File)
 	if !ok {
 		return false
 	}
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// rawWriter is the terminal behind an escaping writer, for output that
+// must drive the terminal itself (colour, a redrawn progress line) and
+// escapes what it shows on its own; any other writer is returned as it is.
+func rawWriter(w io.Writer) io.Writer {
+	if t, ok := w.(*termsafe.Writer); ok {
+		return t.Underlying()
+	}
+	return w
 }
 
 // openCache opens the repository cache with progress and notices on stderr.
@@ -30,7 +45,9 @@ func openCache(c *cobra.Command) (*source.RepoCache, error) {
 	}
 	rc.Notice = c.ErrOrStderr()
 	if isTerminal(c.ErrOrStderr()) {
-		rc.Progress = c.ErrOrStderr()
+		// go-git's progress is the server's sideband text: escaped, but its
+		// carriage returns still redraw the line.
+		rc.Progress = termsafe.NewProgressWriter(rawWriter(c.ErrOrStderr()))
 	}
 	return rc, nil
 }

@@ -40,8 +40,10 @@ func (g *globalOptions) colorTarget(w io.Writer) (io.Writer, painter) {
 	if !p.on {
 		return w, p
 	}
-	if _, ok := w.(*termsafe.Writer); ok && g.rawStdout != nil {
-		return g.rawStdout, painter{on: true, escape: true}
+	if _, ok := w.(*termsafe.Writer); ok {
+		if raw := rawWriter(w); raw != w {
+			return raw, painter{on: true, escape: true}
+		}
 	}
 	return w, p
 }

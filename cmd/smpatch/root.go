@@ -38,7 +38,6 @@ type globalOptions struct {
 	catalog    *patches.Catalog // loaded once, by loadCatalog
 	formatsOf  map[*cobra.Command][]string
 	stderr     io.Writer    // the command's standard error, for warnings
-	rawStdout  io.Writer    // standard output before the terminal escaping
 	pending    *pendingFile // -o FILE while the command runs
 	pendingCmd *cobra.Command
 }
@@ -133,8 +132,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	g := &globalOptions{}
-	g.rawStdout = stdout           // for colour on a terminal (color.go), which escapes what it colours
-	stdout = termsafe.Wrap(stdout) // text from elsewhere never reaches a terminal raw
+	// Text from elsewhere never reaches a terminal raw: names, logs and
+	// catalog text are escaped on both streams (colour and progress write
+	// past the escaping, escaping what they show themselves: rawWriter).
+	stdout = termsafe.Wrap(stdout)
+	stderr = termsafe.Wrap(stderr)
 	root := newRootCmd(g, stdout, stderr)
 	root.SetArgs(args)
 	err := g.finishOutput(root.ExecuteContext(ctx))

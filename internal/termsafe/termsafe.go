@@ -135,3 +135,43 @@ func Wrap(w io.Writer) io.Writer {
 	}
 	return w
 }
+
+// ProgressWriter escapes like Writer but lets carriage returns through, so
+// a progress line written by someone else (a git server's sideband) can
+// still redraw itself; everything else that could drive the terminal is
+// escaped.
+type ProgressWriter struct{ w *Writer }
+
+// NewProgressWriter returns a ProgressWriter over w.
+func NewProgressWriter(w io.Writer) *ProgressWriter { return &ProgressWriter{w: NewWriter(w)} }
+
+// Write implements io.Writer.
+func (p *ProgressWriter) Write(b []byte) (int, error) {
+	for i, seg := range strings.Split(string(b), "\r") {
+		if i > 0 {
+			if err := p.w.flushRaw([]byte{'\r'}); err != nil {
+				return 0, err
+			}
+		}
+		if _, err := p.w.Write([]byte(seg)); err != nil {
+			return 0, err
+		}
+	}
+	return len(b), nil
+}
+
+// flushRaw writes b as it is, after any held-back partial sequence
+// (escaped, since it can no longer complete).
+func (t *Writer) flushRaw(b []byte) error {
+	if len(t.tail) > 0 {
+		if _, err := io.WriteString(t.w, Text(string(t.tail))); err != nil {
+			return err
+		}
+		t.tail = nil
+	}
+	_, err := t.w.Write(b)
+	return err
+}
+
+// Underlying is the writer t escapes for.
+func (t *Writer) Underlying() io.Writer { return t.w }
