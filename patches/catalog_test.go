@@ -233,7 +233,6 @@ func TestBuiltinCatalogLoads(t *testing.T) {
 	}
 }
 
-
 func TestKeyLine(t *testing.T) {
 	data := []byte("name = \"x\"\n# c\n[requires]\ncuda_min = \"1\"\n\n[[variant]]\nname = \"a\"\n[[variant]]\n\"name\" = \"b\"\nversions = \"\"\"\nname = 1\n\"\"\"\n")
 	for _, tt := range []struct {
