@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/smpatch/smpatch/internal/textdist"
 	"io/fs"
 	"os"
 	"slices"
@@ -18,6 +17,8 @@ import (
 	"github.com/hashicorp/go-version"
 
 	"github.com/smpatch/smpatch/internal/lazyre"
+	"github.com/smpatch/smpatch/internal/requires"
+	"github.com/smpatch/smpatch/internal/textdist"
 	"github.com/smpatch/smpatch/internal/tomlfile"
 	"github.com/smpatch/smpatch/source"
 )
@@ -349,7 +350,7 @@ func (l *loader) requirements(p *Patch, r requiresFile) error {
 	if r.P2P != nil && !*r.P2P {
 		return l.errf(l.line("requires", -1, "p2p"), "requires.p2p = false: a patch cannot require P2P to be missing; leave it out")
 	}
-	p.Requires = Requirements{
+	p.Requires = requires.Set{
 		GPUSMMajor:       r.GPUSMMajor,
 		FlashInferModule: r.FlashInferModule,
 		CUDAMin:          r.CUDAMin,
