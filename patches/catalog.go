@@ -171,15 +171,11 @@ type patchFile struct {
 	Verify    []verifyFile  `toml:"verify"`
 }
 
+// requiresFile is [requires]: the record itself, and p2p, which says what
+// p2p_all says.
 type requiresFile struct {
-	GPUSMMajor       []int             `toml:"gpu_sm_major"`
-	FlashInferModule string            `toml:"flashinfer_module"`
-	CUDAMin          string            `toml:"cuda_min"`
-	P2PAll           bool              `toml:"p2p_all"`
-	Packages         map[string]string `toml:"packages"`
-	TP               []int             `toml:"tp"`
-	P2P              *bool             `toml:"p2p"`
-	NVLink           *bool             `toml:"nvlink"`
+	requires.Set
+	P2P *bool `toml:"p2p"`
 }
 
 type upstreamFile struct {
@@ -350,15 +346,8 @@ func (l *loader) requirements(p *Patch, r requiresFile) error {
 	if r.P2P != nil && !*r.P2P {
 		return l.errf(l.line("requires", -1, "p2p"), "requires.p2p = false: a patch cannot require P2P to be missing; leave it out")
 	}
-	p.Requires = requires.Set{
-		GPUSMMajor:       r.GPUSMMajor,
-		FlashInferModule: r.FlashInferModule,
-		CUDAMin:          r.CUDAMin,
-		P2PAll:           r.P2PAll || (r.P2P != nil && *r.P2P),
-		Packages:         r.Packages,
-		TP:               r.TP,
-		NVLink:           r.NVLink,
-	}
+	p.Requires = r.Set
+	p.Requires.P2PAll = r.P2PAll || (r.P2P != nil && *r.P2P)
 	return nil
 }
 

@@ -5,15 +5,16 @@
 // catalogs, probes or the command line.
 package requires
 
-// Set is what a machine must have for a patch to be enabled.
+// Set is what a machine must have for a patch to be enabled. Its keys are
+// those of a catalog entry's [requires] table and of show --json.
 type Set struct {
-	GPUSMMajor       []int             // a visible GPU of one of these majors (or --sm)
-	FlashInferModule string            // its JIT gate must admit the GPU, no header exclusion
-	CUDAMin          string            // minimum CUDA toolkit version
-	P2PAll           bool              // P2P reads between every pair of visible GPUs
-	Packages         map[string]string // dist name -> version constraint
-	TP               []int             // tensor-parallel sizes the patch is for: enough GPUs for the smallest
-	NVLink           *bool             // false: only without NVLink (a PCIe machine); true: only with
+	GPUSMMajor       []int             `toml:"gpu_sm_major" json:"gpu_sm_major"`           // a visible GPU of one of these majors (or --sm)
+	FlashInferModule string            `toml:"flashinfer_module" json:"flashinfer_module"` // its JIT gate must admit the GPU, no header exclusion
+	CUDAMin          string            `toml:"cuda_min" json:"cuda_min"`                   // minimum CUDA toolkit version
+	P2PAll           bool              `toml:"p2p_all" json:"p2p_all"`                     // P2P reads between every pair of visible GPUs
+	Packages         map[string]string `toml:"packages" json:"packages"`                   // dist name -> version constraint
+	TP               []int             `toml:"tp" json:"tp"`                               // tensor-parallel sizes the patch is for: enough GPUs for the smallest
+	NVLink           *bool             `toml:"nvlink" json:"nvlink"`                       // false: only without NVLink (a PCIe machine); true: only with
 }
 
 // Empty reports whether the set requires nothing.
