@@ -182,17 +182,17 @@ func editDistance(a, b string) int {
 
 // The TOML shapes of a catalog file.
 type patchFile struct {
-	Name      string        `toml:"name"`
-	Project   string        `toml:"project"`
-	Summary   string        `toml:"summary"`
-	Links     []string      `toml:"links"`
-	Overrides bool          `toml:"overrides"`
+	Name      string          `toml:"name"`
+	Project   string          `toml:"project"`
+	Summary   string          `toml:"summary"`
+	Links     []string        `toml:"links"`
+	Overrides bool            `toml:"overrides"`
 	Uncovered []uncoveredFile `toml:"uncovered"`
 	Needs     []string        `toml:"needs"`
-	Requires  requiresFile  `toml:"requires"`
-	Upstream  upstreamFile  `toml:"upstream"`
-	Variant   []variantFile `toml:"variant"`
-	Verify    []verifyFile  `toml:"verify"`
+	Requires  requiresFile    `toml:"requires"`
+	Upstream  upstreamFile    `toml:"upstream"`
+	Variant   []variantFile   `toml:"variant"`
+	Verify    []verifyFile    `toml:"verify"`
 }
 
 type requiresFile struct {

@@ -183,7 +183,7 @@ func (pl *Plan) finish(t source.Tree, strict bool) error {
 		if err != nil {
 			return err
 		}
-		pl.Refused = why
+		pl.refuse(why)
 		return nil
 	}
 	u, err := pl.Patch.uncoveredShape(t)
@@ -195,6 +195,15 @@ func (pl *Plan) finish(t source.Tree, strict bool) error {
 		pl.Reason = fmt.Sprintf("this tree is shape %s, which the catalog does not cover: %s (marker in %s)", shapeTitle(u), u.Why, u.File)
 	}
 	return nil
+}
+
+// refuse marks a plan whose hunks resolve as not to be applied, why in one
+// line (also its Reason); "" leaves it as it is.
+func (pl *Plan) refuse(why string) {
+	if why == "" {
+		return
+	}
+	pl.Refused, pl.Reason = why, why
 }
 
 func shapeTitle(u *Uncovered) string {
@@ -424,6 +433,9 @@ func (pl *Plan) noteMoved() {
 // was chosen); nil otherwise. It is what a person needs to see why nothing
 // resolves, beyond the one variant shown.
 func (pl *Plan) Tried() []Attempt {
+	if pl.Refused != "" {
+		return nil // a variant resolved; the refusal is not about variants
+	}
 	if pl.Outcome() == OutcomeNoVariant || (len(pl.Attempts) > 1 && !resolves(pl.Outcome(), false)) {
 		return pl.Attempts
 	}

@@ -21,7 +21,7 @@ import (
 type Set struct {
 	Tree   source.Tree
 	Strict bool
-	Plans  []*Plan // one per patch, in the order given
+	Plans  []*Plan // one per patch, in the order given (needed patches first)
 }
 
 // SetOptions tune PlanSet.
@@ -30,14 +30,14 @@ type SetOptions struct {
 }
 
 // PlanSet plans ps on t in order, each patch on the result of those before
-// it. It reads t and writes nothing. A patch that does not resolve adds
+// it; a patch named before a patch of ps it needs is moved after it. It reads t and writes nothing. A patch that does not resolve adds
 // nothing to what the patches after it see. The error is only for I/O:
 // why the set does not apply is Set.Problem.
 func PlanSet(ctx context.Context, t source.Tree, ps []*Patch, opts SetOptions) (*Set, error) {
 	s := &Set{Tree: t, Strict: opts.Strict}
 	ov := &overlay{t: t, files: map[string][]byte{}}
 	planned := map[string]bool{}
-	for _, p := range ps {
+	for _, p := range needsFirst(ps) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -52,9 +52,7 @@ func PlanSet(ctx context.Context, t source.Tree, ps []*Patch, opts SetOptions) (
 			if err != nil {
 				return nil, err
 			}
-			if why != "" {
-				pl.Refused = why
-			}
+			pl.refuse(why)
 		}
 		planned[p.Name] = true
 		// A plan on the overlay names the tree, not the overlay.
@@ -428,8 +426,8 @@ func PlanWithNeeds(ctx context.Context, p *Patch, t source.Tree, opts PlanOption
 	if err != nil {
 		return nil, err
 	}
-	if missing != "" && (pl.OK(opts.Strict) || pl.Refused != "") {
-		pl.Refused = missing
+	if pl.OK(opts.Strict) || pl.Refused != "" {
+		pl.refuse(missing)
 	}
 	return pl, nil
 }
