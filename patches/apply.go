@@ -428,7 +428,12 @@ func planStale(t source.WritableTree, p *Plan) (bool, error) {
 func (j *journal) applyOne(ctx context.Context, p *Plan, opts ApplyOptions, replace *Entry, carry []carried) (*Entry, *PatchOutcome, error) {
 	changes := planChanges(p)
 	var rels []string
-	for _, c := range changes {
+	for i, c := range changes {
+		// Plans compose the diffs of one file into one file plan; two for
+		// one path would journal and write it twice.
+		if i > 0 && changes[i-1].fp.Path == c.fp.Path {
+			return nil, nil, fmt.Errorf("%s: two file plans for %s; nothing was changed", p.Patch.Name, c.fp.Path)
+		}
 		rels = append(rels, c.fp.Path)
 	}
 	if err := checkWritable(j.t, rels); err != nil {

@@ -328,3 +328,25 @@ func TestUncoveredCatalogForms(t *testing.T) {
 		}
 	}
 }
+
+// A plan made by hand with two file plans for one path is refused before
+// anything is written or journaled.
+func TestApplyRefusesTwoFilePlansForOnePath(t *testing.T) {
+	ctx := context.Background()
+	root, tr, ps := setFixture(t)
+	before := snapshot(t, root)
+	a := plan(t, ps[0], tr)
+	b := plan(t, ps[0], tr)
+	pl := *a
+	pl.Files = append(append([]*FilePlan(nil), a.Files...), b.Files...)
+	_, err := Apply(ctx, tr, setOf(tr, &pl), ApplyOptions{ToolVersion: "test"})
+	if err == nil || !strings.Contains(err.Error(), "two file plans for "+setFile) {
+		t.Fatalf("err %v", err)
+	}
+	if after := snapshot(t, root); !sameSnap(before, after) {
+		t.Errorf("tree changed: %s", diffSnap(before, after))
+	}
+	if st, err := ReadState(ctx, tr); err == nil && st.Get(ps[0].Name) != nil {
+		t.Error("the journal kept an entry")
+	}
+}
