@@ -227,14 +227,14 @@ func TestRenderIndexAndGitHub(t *testing.T) {
 	if err := json.Unmarshal(files["index.json"], &idx); err != nil {
 		t.Fatal(err)
 	}
-	if len(idx.Cells) != 9 || idx.Cells[5].Runnable || idx.Cells[5].Pruned == nil || idx.Cells[5].Pruned.Rule != "nccl-tree-cuda-graphs" {
+	if len(idx.Cells) != 12 || idx.Cells[5].Runnable || idx.Cells[5].Pruned == nil || idx.Cells[5].Pruned.Rule != "nccl-tree-cuda-graphs" {
 		t.Errorf("index = %+v", idx)
 	}
 	var gh struct{ Include []map[string]string }
 	if err := json.Unmarshal(files["github-matrix.json"], &gh); err != nil {
 		t.Fatal(err)
 	}
-	if len(gh.Include) != 8 || gh.Include[0]["id"] != "unpatched.default.cgbs512.tp8.moonshotai-kimi-k2.5" || gh.Include[0]["nccl"] != "default" {
+	if len(gh.Include) != 9 || gh.Include[0]["id"] != "unpatched.default.cgbs512.tp8.moonshotai-kimi-k2.5" || gh.Include[0]["nccl"] != "default" {
 		t.Errorf("github matrix = %+v", gh)
 	}
 }

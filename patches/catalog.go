@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/smpatch/smpatch/internal/textdist"
 	"io/fs"
 	"os"
 	"regexp"
@@ -147,7 +148,7 @@ func (c *Catalog) suggest(name string) string {
 	}
 	best, bestD := "", -1
 	for _, p := range c.all {
-		d := editDistance(strings.ToLower(name), strings.ToLower(p.Name))
+		d := textdist.Distance(strings.ToLower(name), strings.ToLower(p.Name))
 		if bestD < 0 || d < bestD {
 			best, bestD = p.Name, d
 		}
@@ -157,27 +158,6 @@ func (c *Catalog) suggest(name string) string {
 		return ""
 	}
 	return best
-}
-
-// editDistance is the Levenshtein distance between a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // The TOML shapes of a catalog file.
