@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -97,6 +98,10 @@ const (
 	OutcomeAlreadyApplied Outcome = "already-applied" // every hunk already present
 	OutcomeConflict       Outcome = "conflict"        // some hunk conflicts
 	OutcomeNoVariant      Outcome = "no-variant"      // no variant fits the tree
+	// OutcomeRefused: the hunks resolve, but the patch may not go on this
+	// tree: a patch it needs is not in place, or a verify rule fails on
+	// the result.
+	OutcomeRefused Outcome = "refused"
 )
 
 // PlanOptions tune NewPlan.
@@ -130,6 +135,12 @@ type Plan struct {
 	Files         []*FilePlan
 	Attempts      []Attempt // variants planned, in order
 	Reason        string    // why the plan does not resolve (no variant, conflicts)
+	// Refused says why a plan whose hunks resolve may not be applied: a
+	// needed patch missing, or a verify rule that fails on the result.
+	Refused string
+	// Shape is the uncovered shape whose marker the tree has, when no
+	// variant resolves.
+	Shape *Uncovered
 
 	attemptFiles     [][]*FilePlan // per attempt
 	attemptConflicts []int         // per attempt
@@ -153,6 +164,85 @@ func VariantLabel(v *Variant) string {
 // opts.Variant forces one. The error is only for I/O: a conflict or a
 // missing variant is a Plan whose Outcome says so.
 func NewPlan(ctx context.Context, p *Patch, t source.Tree, opts PlanOptions) (*Plan, error) {
+	pl, err := newPlan(ctx, p, t, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := pl.finish(t, opts.Strict); err != nil {
+		return nil, err
+	}
+	return pl, nil
+}
+
+// finish judges a plan beyond its hunks: a plan that resolves must leave
+// the patch's verify rules holding on the bytes it would write; a plan that
+// does not resolve on a tree with the marker of an uncovered shape says so.
+func (pl *Plan) finish(t source.Tree, strict bool) error {
+	if pl.OK(strict) {
+		why, err := pl.verifyResult(t)
+		if err != nil {
+			return err
+		}
+		pl.refuse(why)
+		return nil
+	}
+	u, err := pl.Patch.uncoveredShape(t)
+	if err != nil {
+		return err
+	}
+	if u != nil {
+		pl.Shape = u
+		pl.Reason = fmt.Sprintf("this tree is shape %s, which the catalog does not cover: %s (marker in %s)", shapeTitle(u), u.Why, u.File)
+	}
+	return nil
+}
+
+// refuse marks a plan whose hunks resolve as not to be applied, why in one
+// line (also its Reason); "" leaves it as it is.
+func (pl *Plan) refuse(why string) {
+	if why == "" {
+		return
+	}
+	pl.Refused, pl.Reason = why, why
+}
+
+func shapeTitle(u *Uncovered) string {
+	if u.Window == "" {
+		return u.Name
+	}
+	return fmt.Sprintf("%s (%s)", u.Name, u.Window)
+}
+
+// verifyResult checks the patch's verify rules on the bytes the tree would
+// have after the plan, and says in one line which rule fails ("" when all
+// hold). A rule on a file that neither exists nor is written is skipped.
+func (pl *Plan) verifyResult(t source.Tree) (string, error) {
+	if len(pl.Patch.Verify) == 0 {
+		return "", nil
+	}
+	read := map[string][]byte{}
+	for rel, b := range pl.Changes() {
+		read[rel] = b
+	}
+	for _, fp := range pl.Files {
+		if _, ok := read[fp.Path]; !ok && !fp.Create {
+			if fp.Old != nil {
+				read[fp.Path] = fp.Old
+			}
+		}
+	}
+	err := checkRules(t, pl, read, "on the result")
+	if err == nil {
+		return "", nil
+	}
+	var re *ruleError
+	if errors.As(err, &re) {
+		return re.Error(), nil
+	}
+	return "", err
+}
+
+func newPlan(ctx context.Context, p *Patch, t source.Tree, opts PlanOptions) (*Plan, error) {
 	pl := &Plan{Patch: p}
 	defer pl.noteMoved()
 	v, from, err := t.Version(ctx)
@@ -343,6 +433,9 @@ func (pl *Plan) noteMoved() {
 // was chosen); nil otherwise. It is what a person needs to see why nothing
 // resolves, beyond the one variant shown.
 func (pl *Plan) Tried() []Attempt {
+	if pl.Refused != "" {
+		return nil // a variant resolved; the refusal is not about variants
+	}
 	if pl.Outcome() == OutcomeNoVariant || (len(pl.Attempts) > 1 && !resolves(pl.Outcome(), false)) {
 		return pl.Attempts
 	}
@@ -475,9 +568,50 @@ func planVariant(ctx context.Context, t source.Tree, c *Variant, memo *Memo) ([]
 		if fp.New != nil || fp.Delete {
 			cur[target] = state{data: fp.New, exists: !fp.Delete}
 		}
+		if i := slices.IndexFunc(out, func(o *FilePlan) bool { return o.Path == target }); i >= 0 {
+			out[i] = composeFile(out[i], fp)
+			continue
+		}
 		out = append(out, fp)
 	}
 	return out, nil
+}
+
+// composeFile is one file plan for two diffs of one file, the second
+// planned on the first's result: the old bytes of the first, the new bytes
+// of the second, and the hunks of both, numbered on (hunk n of the second
+// diff is hunk len(first's hunks)+n). Its Diff holds the hunks of both, in
+// that order, so that a hunk's Index still finds its header.
+func composeFile(a, b *FilePlan) *FilePlan {
+	c := *a
+	base := len(a.Hunks)
+	if a.Diff != nil && len(a.Diff.Hunks) > base {
+		base = len(a.Diff.Hunks)
+	}
+	if a.Diff != nil && b.Diff != nil {
+		d := *a.Diff
+		d.NewPath = b.Diff.NewPath
+		d.NewMode = b.Diff.NewMode
+		d.Hunks = append(append(make([]*Hunk, 0, base+len(b.Diff.Hunks)), a.Diff.Hunks...), make([]*Hunk, base-len(a.Diff.Hunks))...)
+		d.Hunks = append(d.Hunks, b.Diff.Hunks...)
+		c.Diff = &d
+	}
+	c.Hunks = append([]HunkResult(nil), a.Hunks...)
+	for _, h := range b.Hunks {
+		h.Index += base
+		c.Hunks = append(c.Hunks, h)
+	}
+	c.New, c.Delete = b.New, b.Delete
+	if hasConflict(a) || hasConflict(b) {
+		c.New = nil
+	}
+	switch {
+	case c.Note == "":
+		c.Note = b.Note
+	case b.Note != "" && b.Note != c.Note:
+		c.Note += "; " + b.Note
+	}
+	return &c
 }
 
 // cleanDir turns "a/b/", "./a//b" into "a/b", and "." or "/" into "".
@@ -596,6 +730,9 @@ func findByAnchor(ctx context.Context, t source.Tree, fd *FileDiff, dirs []strin
 
 // Outcome classifies the plan.
 func (p *Plan) Outcome() Outcome {
+	if p.Refused != "" {
+		return OutcomeRefused
+	}
 	if p.Variant == nil {
 		return OutcomeNoVariant
 	}

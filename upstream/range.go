@@ -283,7 +283,19 @@ func subject(msg string) string {
 // files of every variant, their search directories and the version files.
 func watchedPaths(pt *patches.Patch, p source.Project) []string {
 	set := map[string]bool{}
-	for _, v := range pt.Variants {
+	// The patches it needs are planned first, the verify rules read their
+	// files, and uncovered shapes are recognised by their markers.
+	for _, q := range append(pt.Needed(), pt) {
+		for _, r := range q.Verify {
+			set[r.File] = true
+		}
+		for _, u := range q.Uncovered {
+			if u.File != "" {
+				set[u.File] = true
+			}
+		}
+	}
+	for _, v := range allVariants(pt) {
 		for _, fd := range v.Files {
 			if fd.OldPath != "" {
 				set[fd.OldPath] = true
@@ -304,6 +316,15 @@ func watchedPaths(pt *patches.Patch, p source.Project) []string {
 		out = append(out, k)
 	}
 	sort.Strings(out)
+	return out
+}
+
+// allVariants is every variant of pt and of the patches it needs.
+func allVariants(pt *patches.Patch) []*patches.Variant {
+	var out []*patches.Variant
+	for _, q := range append(pt.Needed(), pt) {
+		out = append(out, q.Variants...)
+	}
 	return out
 }
 

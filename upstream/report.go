@@ -47,7 +47,7 @@ func (rp *Report) WriteText(w io.Writer) error {
 		return err
 	}
 	for _, r := range rp.Results {
-		if len(r.Attempts) == 0 {
+		if len(r.Attempts) == 0 || (r.Shape != "" && !rp.Verbose) {
 			continue
 		}
 		fmt.Fprintf(w, "\n%s %s: no variant resolves on %s\n", r.Project, rp.name(r), dash(r.Version))
