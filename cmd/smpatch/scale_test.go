@@ -33,6 +33,7 @@ func scaleScripts(t *testing.T, dir string, env map[string]string) {
 	testscript.Run(t, testscript.Params{
 		Dir:                 dir,
 		RequireExplicitExec: true,
+		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"exclusive": cmdExclusive, "exitcode": cmdExitCode},
 		Setup: func(e *testscript.Env) error {
 			// testscript's own bin folder (smpatch) comes first on PATH.
 			first, _, _ := strings.Cut(e.Getenv("PATH"), string(os.PathListSeparator))
@@ -171,4 +172,20 @@ func exitCodeOf(err error) int {
 func TestKubeScripts(t *testing.T) {
 	kc := testsvc.Need(t, "kubernetes", "SMPATCH_TEST_KUBECONFIG")
 	scaleScripts(t, "testdata/kube", map[string]string{"KUBECONFIG": kc})
+}
+
+// clusterLocks serialize the scripts that share one cluster's GPUs.
+var clusterLocks sync.Map // name -> *sync.Mutex
+
+// cmdExclusive holds the lock NAME until the script ends: exclusive NAME.
+// The stories of one cluster run one at a time, so that one's Jobs never
+// wait (and run past their deadline) behind another's for the node's GPUs.
+func cmdExclusive(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: exclusive NAME")
+	}
+	m, _ := clusterLocks.LoadOrStore(args[0], &sync.Mutex{})
+	mu := m.(*sync.Mutex)
+	mu.Lock()
+	ts.Defer(mu.Unlock)
 }
