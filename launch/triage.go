@@ -2,6 +2,7 @@ package launch
 
 import (
 	"bytes"
+	"context"
 	"embed"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"regexp/syntax"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/BurntSushi/toml"
 
@@ -332,12 +334,41 @@ func (s *Signatures) MatchLine(lineNo int, line string) *Match {
 
 // TriageFile triages the log at path.
 func (s *Signatures) TriageFile(path string) (*Verdict, error) {
-	f, err := os.Open(path)
+	return s.TriageFileContext(context.Background(), path)
+}
+
+// TriageFileContext triages the log at path and stops when ctx is done. The
+// log is opened without blocking, so a named pipe nobody writes to reads as
+// empty instead of hanging the open, and a pipe being written (a process
+// substitution) is read as it comes; a cancelled ctx closes the file, which
+// ends a read blocked on a pipe, and is checked before every read, which
+// ends an endless device (/dev/zero).
+func (s *Signatures) TriageFileContext(ctx context.Context, path string) (*Verdict, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return s.Triage(path, f)
+	stop := context.AfterFunc(ctx, func() { f.Close() })
+	defer stop()
+	v, err := s.Triage(path, ctxReader{ctx, f})
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("%s: %w", path, ctx.Err())
+	}
+	return v, err
+}
+
+// ctxReader reads r until ctx is done.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }
 
 // WriteText prints a verdict for people.
