@@ -5,7 +5,7 @@ COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 FUZZTIME ?= 5s
 
-.PHONY: all build install static test test-crash test-hostile demo demo-matrix demo-image demo-docker fuzz bench vet clean
+.PHONY: all build install static test test-crash test-hostile demo demo-matrix demo-image demo-docker fuzz bench coverage vet clean
 
 all: build
 
@@ -58,6 +58,14 @@ fuzz:
 
 bench: build
 	./bench/run.sh $(BIN)
+
+# Where each catalog patch applies on real sglang history (release tags and
+# first-parent main), written to docs/coverage.md. Needs a clone:
+# SGLANG_GIT_DIR=~/src/sglang make coverage
+coverage:
+	@if [ -z "$(SGLANG_GIT_DIR)" ]; then echo "make coverage: set SGLANG_GIT_DIR to a clone of sglang with its main branch and release tags, e.g. SGLANG_GIT_DIR=~/src/sglang make coverage" >&2; exit 2; fi
+	$(MAKE) build
+	SGLANG_GIT_DIR="$(SGLANG_GIT_DIR)" ./scripts/coverage.sh $(BIN) > docs/coverage.md.tmp && mv docs/coverage.md.tmp docs/coverage.md || { rm -f docs/coverage.md.tmp; exit 1; }
 
 clean:
 	rm -rf bin

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The core benchmark: apply then revert the built-in sm120-fusion patch
-# (variant c4-s3) on a synthetic sglang checkout whose two target files have
+# The core benchmark: apply then revert the built-in sm120-fusion and
+# sm120-fusion-auto patches
+# (variants gate and server-args) on a synthetic sglang checkout whose two target files have
 # upstream's size (communicator.py ~140 KB, server_args.py ~250 KB), beside
 # GNU patch -p1 / patch -R -p1 with the same diffs on the same files, in the
 # same run. Each number is the median of $BENCH_RUNS runs (default 15) of
@@ -22,7 +23,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bin="$(realpath "${1:-bin/smpatch}")"
 runs="${BENCH_RUNS:-15}"
-diffs=(patches/catalog/sm120-fusion/c4-communicator.diff patches/catalog/sm120-fusion/s3-server-args.diff)
+diffs=(patches/catalog/sm120-fusion/gate-c4.diff patches/catalog/sm120-fusion-auto/server-args.diff)
 for d in "${diffs[@]}"; do
   [ -f "$d" ] || { echo "core.bench: $d is missing" >&2; exit 1; }
 done
@@ -64,7 +65,7 @@ bench_on() {
     cp -R "$tree_src/tree" "$work/s"
     cp -R "$tree_src/tree" "$work/g"
     t0=$(now_us); "$bin" --version >/dev/null; t1=$(now_us); sv+=($((t1 - t0)))
-    t0=$(now_us); "$bin" apply sm120-fusion --repo "$work/s" >/dev/null; t1=$(now_us); sa+=($((t1 - t0)))
+    t0=$(now_us); "$bin" apply sm120-fusion sm120-fusion-auto --repo "$work/s" >/dev/null; t1=$(now_us); sa+=($((t1 - t0)))
     t0=$(now_us); "$bin" revert --repo "$work/s" >/dev/null; t1=$(now_us); sr+=($((t1 - t0)))
     if ! cmp -s "$work/s/python/sglang/srt/server_args.py" "$tree_src/tree/python/sglang/srt/server_args.py"; then
       echo "core.bench: smpatch revert did not restore server_args.py" >&2; exit 1

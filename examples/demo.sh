@@ -2,7 +2,8 @@
 # make demo: the main job on the bundled sample tree.
 #
 # Copies examples/sample/sglang (a small synthetic sglang checkout) to a
-# temporary directory, applies the built-in sm120-fusion patch, prints the
+# temporary directory, applies the built-in sm120-fusion and
+# sm120-fusion-auto patches, prints the
 # diff it made and the status, reverts it, and shows the tree is back byte
 # for byte (sha256 of every file before and after).
 #
@@ -44,8 +45,8 @@ rc=0
 echo "(exit $rc: refused, nothing written)"
 [ "$rc" = 3 ] || { echo "expected exit 3 from the gate, got $rc" >&2; exit 1; }
 
-step smpatch apply sm120-fusion --check-arch --probe-file examples/hosts/rtx-pro-6000x8-flashinfer-0.6.17.json --repo "$tree"
-"$bin" apply sm120-fusion --check-arch --probe-file "$hosts/rtx-pro-6000x8-flashinfer-0.6.17.json" --repo "$tree"
+step smpatch apply sm120-fusion sm120-fusion-auto --check-arch --probe-file examples/hosts/rtx-pro-6000x8-flashinfer-0.6.17.json --repo "$tree"
+"$bin" apply sm120-fusion sm120-fusion-auto --check-arch --probe-file "$hosts/rtx-pro-6000x8-flashinfer-0.6.17.json" --repo "$tree"
 
 step diff -ru untouched sglang
 (cd "$work" && diff -ru --exclude=.smpatch untouched sglang | sed -E 's/^((---|\+\+\+) [^\t]*)\t.*/\1/') || true

@@ -110,9 +110,25 @@ func Run(ctx context.Context, cells []*Cell, o Options) (*Summary, error) {
 	}
 
 	var runErr error
-	// Repeats go round-robin: every cell once, then every cell again.
+	// Repeats go round-robin: every cell once, then every cell again; a
+	// scheduler (BatchRunner) gets each round as one batch.
+	batch, isBatch := o.Runner.(BatchRunner)
 run:
 	for k := 1; k <= max(o.Repeat, 1); k++ {
+		if isBatch {
+			if ctx.Err() != nil || len(todo) == 0 {
+				break run
+			}
+			cells := make([]*Cell, len(todo))
+			for i, c := range todo {
+				cells[i] = forRepeat(c, k, o.Repeat)
+			}
+			if err := batch.RunBatch(ctx, cells, &o, record); err != nil {
+				runErr = err
+				break run
+			}
+			continue
+		}
 		for _, grp := range groupByPatches(todo) {
 			if ctx.Err() != nil {
 				break run
@@ -225,7 +241,7 @@ func checkCells(cells []*Cell, o Options) error {
 			}
 		}
 	}
-	if d, ok := o.Runner.(Docker); ok {
+	if d, ok := o.Runner.(interface{ Check() error }); ok {
 		if err := d.Check(); err != nil {
 			return err
 		}

@@ -7,13 +7,24 @@ import (
 )
 
 // Runner starts a cell's server somewhere: a process group on this host
-// (Local) or a container (Docker).
+// (Local) or a container (Docker). Schedulers (Slurm, Kube) are
+// BatchRunners.
 type Runner interface {
-	// Name is "local" or "docker".
+	// Name is "local", "docker", "slurm" or "kubernetes".
 	Name() string
 	// Start starts the cell's command; everything it prints goes to log.
 	// The server keeps running until Stop, whatever happens to ctx.
 	Start(ctx context.Context, c *Cell, log io.Writer) (Server, error)
+}
+
+// BatchRunner hands every cell to run to a scheduler at once (Slurm,
+// Kubernetes) instead of starting them one by one: RunBatch submits the
+// cells, follows them and calls record with each cell's result as it ends.
+// When ctx is cancelled it withdraws what it submitted and returns; cells
+// that did not end are not recorded.
+type BatchRunner interface {
+	Runner
+	RunBatch(ctx context.Context, cells []*Cell, o *Options, record func(*Cell, *Result) error) error
 }
 
 // Server is a started cell.

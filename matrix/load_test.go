@@ -100,7 +100,7 @@ func TestLoadStoryExample(t *testing.T) {
 	for _, a := range m.Axes {
 		axes = append(axes, a.Name)
 	}
-	if got := strings.Join(axes, ","); got != "patches,nccl,cuda_graph_max_bs,sm" {
+	if got := strings.Join(axes, ","); got != "patches,nccl,cuda_graph_max_bs,tp,model,sm" {
 		t.Errorf("axes = %s", got)
 	}
 	if m.ArchAxis != "sm" || m.Base.Image == "" || m.Launch.StartupTimeout != 30*time.Minute || len(m.Launch.Metrics) != 1 {
@@ -119,14 +119,23 @@ func TestLoadStoryExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := strings.Join(ids(x), " ")
-	wantIDs := "unpatched.default.cgbs512 unpatched.default.cgbs128 unpatched.fewchan.cgbs128 unpatched.tree.cgbs128 sm120-fusion.fewchan.cgbs128"
+	wantIDs := "unpatched.default.cgbs512.tp8.moonshotai-kimi-k2.5 unpatched.default.cgbs128.tp8.moonshotai-kimi-k2.5 unpatched.fewchan.cgbs128.tp8.moonshotai-kimi-k2.5 unpatched.fewchan.cgbs128.tp4.qwen-qwen3-235b-a22b-fp8 unpatched.fewchan.cgbs128.tp2.qwen-qwen3-30b-a3b unpatched.tree.cgbs128.tp8.moonshotai-kimi-k2.5 sm120-fusion.fewchan.cgbs128.tp8.moonshotai-kimi-k2.5 sm120-fusion.fewchan.cgbs128.tp4.qwen-qwen3-235b-a22b-fp8 sm120-fusion.fewchan.cgbs128.tp2.qwen-qwen3-30b-a3b sm120-fusion-sm120-fusion-auto.fewchan.cgbs128.tp8.moonshotai-kimi-k2.5 sm120-fusion-sm120-fusion-auto.fewchan.cgbs128.tp4.qwen-qwen3-235b-a22b-fp8 sm120-fusion-sm120-fusion-auto.fewchan.cgbs128.tp2.qwen-qwen3-30b-a3b"
 	if got != wantIDs {
 		t.Errorf("ids = %s\nwant  %s", got, wantIDs)
 	}
-	if x.Baseline != "unpatched.default.cgbs512" {
+	if x.Baseline != "unpatched.default.cgbs512.tp8.moonshotai-kimi-k2.5" {
 		t.Errorf("baseline = %q", x.Baseline)
 	}
-	if c := x.Cell("unpatched.tree.cgbs128"); c.Pruned == nil || c.Pruned.Rule != "nccl-tree-cuda-graphs" {
+	// The auto-enable stays where it wins: TP 2 only.
+	for _, tp := range []string{"tp8.moonshotai-kimi-k2.5", "tp4.qwen-qwen3-235b-a22b-fp8"} {
+		if c := x.Cell("sm120-fusion-sm120-fusion-auto.fewchan.cgbs128." + tp); c.Pruned == nil || c.Pruned.Rule != "requires-sm120-fusion-auto-tp" {
+			t.Errorf("auto at %s not pruned by its tp requirement: %+v", tp, c.Pruned)
+		}
+	}
+	if c := x.Cell("sm120-fusion-sm120-fusion-auto.fewchan.cgbs128.tp2.qwen-qwen3-30b-a3b"); c.Pruned != nil {
+		t.Errorf("auto at TP 2 pruned: %+v", c.Pruned)
+	}
+	if c := x.Cell("unpatched.tree.cgbs128.tp8.moonshotai-kimi-k2.5"); c.Pruned == nil || c.Pruned.Rule != "nccl-tree-cuda-graphs" {
 		t.Errorf("tree cell not pruned: %+v", c.Pruned)
 	}
 }

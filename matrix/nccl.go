@@ -3,6 +3,7 @@ package matrix
 import (
 	_ "embed"
 	"fmt"
+	"github.com/smpatch/smpatch/internal/textdist"
 	"sort"
 	"strings"
 	"sync"
@@ -93,7 +94,7 @@ func (m *Matrix) warnf(line int, format string, args ...any) string {
 func nearestNCCL(name string) string {
 	best, bestD := "", 1<<30
 	for k := range ncclVariables() {
-		d := editDistance(name, k)
+		d := textdist.Distance(name, k)
 		if d < bestD || d == bestD && k < best {
 			best, bestD = k, d
 		}
@@ -103,25 +104,4 @@ func nearestNCCL(name string) string {
 		return ""
 	}
 	return best
-}
-
-// editDistance is the Levenshtein distance of a and b (bytes).
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

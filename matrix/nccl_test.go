@@ -46,14 +46,3 @@ func TestNCCLVariablesList(t *testing.T) {
 		}
 	}
 }
-
-func TestEditDistance(t *testing.T) {
-	for _, c := range []struct {
-		a, b string
-		d    int
-	}{{"", "", 0}, {"a", "", 1}, {"NCCL_PROTCOL", "NCCL_PROTO", 2}, {"kitten", "sitting", 3}} {
-		if got := editDistance(c.a, c.b); got != c.d {
-			t.Errorf("editDistance(%q, %q) = %d, want %d", c.a, c.b, got, c.d)
-		}
-	}
-}

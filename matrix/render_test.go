@@ -55,8 +55,8 @@ func TestRenderGolden(t *testing.T) {
 		refs map[string]string
 	}{
 		{"story", story, map[string]string{
-			"sm120-fusion.fewchan.cgbs128": "registry.example/story@sha256:1111111111111111111111111111111111111111111111111111111111111111",
-			"unpatched.default.cgbs512":    "registry.example/story@sha256:2222222222222222222222222222222222222222222222222222222222222222",
+			"sm120-fusion.fewchan.cgbs128.tp8.moonshotai-kimi-k2.5": "registry.example/story@sha256:1111111111111111111111111111111111111111111111111111111111111111",
+			"unpatched.default.cgbs512.tp8.moonshotai-kimi-k2.5":    "registry.example/story@sha256:2222222222222222222222222222222222222222222222222222222222222222",
 		}},
 		{"host", hostX, nil},
 	} {
@@ -110,7 +110,7 @@ func checkGolden(t *testing.T, dir string, files map[string][]byte) {
 func TestRenderJobs(t *testing.T) {
 	x := storyExpansion(t, nil)
 	digest := "registry.example/story@sha256:2222222222222222222222222222222222222222222222222222222222222222"
-	files, err := Render(x, RenderOptions{Refs: map[string]string{"unpatched.default.cgbs512": digest}})
+	files, err := Render(x, RenderOptions{Refs: map[string]string{"unpatched.default.cgbs512.tp8.moonshotai-kimi-k2.5": digest}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestRenderJobs(t *testing.T) {
 		if _, ok := bench.Resources.Limits["nvidia.com/gpu"]; ok {
 			t.Errorf("%s: the bench container asks for GPUs", name)
 		}
-		if q := ctr.Resources.Limits["nvidia.com/gpu"]; q.Value() != 8 {
+		if q := ctr.Resources.Limits["nvidia.com/gpu"]; q.Value() != int64(c.TP) {
 			t.Errorf("%s: gpu limit %v", name, q.String())
 		}
 		if got := append(slices.Clone(ctr.Command), ctr.Args...); !slices.Equal(got, c.Command) {
@@ -180,21 +180,21 @@ func TestRenderJobs(t *testing.T) {
 			t.Errorf("%s: /dev/shm volume missing", name)
 		}
 		wantImage := "lmsysorg/sglang:v0.5.9-cu129"
-		if id == "unpatched.default.cgbs512" {
+		if id == "unpatched.default.cgbs512.tp8.moonshotai-kimi-k2.5" {
 			wantImage = digest
 		}
 		if ctr.Image != wantImage || bench.Image != wantImage {
 			t.Errorf("%s: images %s, %s, want %s", name, ctr.Image, bench.Image, wantImage)
 		}
 	}
-	// Three unpatched runnable cells; the patched one has no ref, so no Job.
-	if n != 3 {
-		t.Errorf("%d jobs, want 3", n)
+	// Five unpatched runnable cells; the patched ones have no ref, so no Job.
+	if n != 5 {
+		t.Errorf("%d jobs, want 5", n)
 	}
-	if _, ok := files["sm120-fusion.fewchan.cgbs128/job.yaml"]; ok {
+	if _, ok := files["sm120-fusion.fewchan.cgbs128.tp8.moonshotai-kimi-k2.5/job.yaml"]; ok {
 		t.Error("a patched cell got a Job running the unpatched base image")
 	}
-	if _, ok := files["unpatched.tree.cgbs128/run.sh"]; ok {
+	if _, ok := files["unpatched.tree.cgbs128.tp8.moonshotai-kimi-k2.5/run.sh"]; ok {
 		t.Error("a pruned cell was rendered")
 	}
 }
@@ -227,14 +227,14 @@ func TestRenderIndexAndGitHub(t *testing.T) {
 	if err := json.Unmarshal(files["index.json"], &idx); err != nil {
 		t.Fatal(err)
 	}
-	if len(idx.Cells) != 5 || idx.Cells[3].Runnable || idx.Cells[3].Pruned == nil || idx.Cells[3].Pruned.Rule != "nccl-tree-cuda-graphs" {
+	if len(idx.Cells) != 12 || idx.Cells[5].Runnable || idx.Cells[5].Pruned == nil || idx.Cells[5].Pruned.Rule != "nccl-tree-cuda-graphs" {
 		t.Errorf("index = %+v", idx)
 	}
 	var gh struct{ Include []map[string]string }
 	if err := json.Unmarshal(files["github-matrix.json"], &gh); err != nil {
 		t.Fatal(err)
 	}
-	if len(gh.Include) != 4 || gh.Include[0]["id"] != "unpatched.default.cgbs512" || gh.Include[0]["nccl"] != "default" {
+	if len(gh.Include) != 9 || gh.Include[0]["id"] != "unpatched.default.cgbs512.tp8.moonshotai-kimi-k2.5" || gh.Include[0]["nccl"] != "default" {
 		t.Errorf("github matrix = %+v", gh)
 	}
 }
@@ -327,7 +327,7 @@ func TestHealthProbe(t *testing.T) {
 
 func TestJobName(t *testing.T) {
 	long := strings.Repeat("sm120-fusion.", 10)
-	for _, id := range []string{"unpatched.default.cgbs512", long} {
+	for _, id := range []string{"unpatched.default.cgbs512.tp8.moonshotai-kimi-k2.5", long} {
 		n := jobName(id)
 		if len(n) > 63 || strings.Contains(n, ".") || strings.HasSuffix(n, "-") {
 			t.Errorf("jobName(%q) = %q", id, n)
@@ -344,14 +344,14 @@ func TestJobName(t *testing.T) {
 func TestRenderLocalRefNoJob(t *testing.T) {
 	x := storyExpansion(t, nil)
 	local := "oci:/tmp/out@sha256:3333333333333333333333333333333333333333333333333333333333333333"
-	files, err := Render(x, RenderOptions{Refs: map[string]string{"unpatched.default.cgbs512": local}})
+	files, err := Render(x, RenderOptions{Refs: map[string]string{"unpatched.default.cgbs512.tp8.moonshotai-kimi-k2.5": local}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if y, ok := files["unpatched.default.cgbs512/job.yaml"]; ok {
+	if y, ok := files["unpatched.default.cgbs512.tp8.moonshotai-kimi-k2.5/job.yaml"]; ok {
 		t.Fatalf("a Job for a cell whose image is an OCI layout on this machine:\n%s", y)
 	}
-	if _, ok := files["unpatched.default.cgbs128/job.yaml"]; !ok {
+	if _, ok := files["unpatched.default.cgbs128.tp8.moonshotai-kimi-k2.5/job.yaml"]; !ok {
 		t.Error("the other unpatched cells lost their Jobs")
 	}
 	var idx struct {
@@ -365,7 +365,7 @@ func TestRenderLocalRefNoJob(t *testing.T) {
 	}
 	found := false
 	for _, c := range idx.Cells {
-		if c.ID == "unpatched.default.cgbs512" {
+		if c.ID == "unpatched.default.cgbs512.tp8.moonshotai-kimi-k2.5" {
 			found = true
 			if c.Image != local || c.Job != "" || !strings.Contains(c.NoJob, "--push") {
 				t.Errorf("index.json: image %q job %q no_job %q", c.Image, c.Job, c.NoJob)

@@ -428,7 +428,12 @@ func planStale(t source.WritableTree, p *Plan) (bool, error) {
 func (j *journal) applyOne(ctx context.Context, p *Plan, opts ApplyOptions, replace *Entry, carry []carried) (*Entry, *PatchOutcome, error) {
 	changes := planChanges(p)
 	var rels []string
-	for _, c := range changes {
+	for i, c := range changes {
+		// Plans compose the diffs of one file into one file plan; two for
+		// one path would journal and write it twice.
+		if i > 0 && changes[i-1].fp.Path == c.fp.Path {
+			return nil, nil, fmt.Errorf("%s: two file plans for %s; nothing was changed", p.Patch.Name, c.fp.Path)
+		}
 		rels = append(rels, c.fp.Path)
 	}
 	if err := checkWritable(j.t, rels); err != nil {
@@ -634,6 +639,17 @@ func verifyWritten(t source.Tree, p *Plan, changes []changedFile) error {
 // files already read (path → bytes, nil for absent). A rule on a file that
 // neither exists nor was part of the plan (a target that moved) is skipped.
 func checkRulesOn(t source.Tree, p *Plan, read map[string][]byte) error {
+	return checkRules(t, p, read, "after writing")
+}
+
+// ruleError is a verify rule that does not hold.
+type ruleError struct{ msg string }
+
+func (e *ruleError) Error() string { return e.msg }
+
+// checkRules is checkRulesOn with the words that say when ("after
+// writing", "on the result"); a rule that fails is a *ruleError.
+func checkRules(t source.Tree, p *Plan, read map[string][]byte, when string) error {
 	touched := map[string]bool{}
 	for _, fp := range p.Files {
 		touched[fp.Path] = true
@@ -648,15 +664,15 @@ func checkRulesOn(t source.Tree, p *Plan, read map[string][]byte) error {
 		}
 		if b == nil {
 			if touched[r.File] {
-				return fmt.Errorf("verify %s: file is missing after writing", r.File)
+				return &ruleError{fmt.Sprintf("verify %s: file is missing %s", r.File, when)}
 			}
 			continue
 		}
 		if r.Contains != "" && !bytes.Contains(b, []byte(r.Contains)) {
-			return fmt.Errorf("verify %s: does not contain %q after writing", r.File, r.Contains)
+			return &ruleError{fmt.Sprintf("verify %s: does not contain %q %s", r.File, r.Contains, when)}
 		}
 		if r.NotContains != "" && bytes.Contains(b, []byte(r.NotContains)) {
-			return fmt.Errorf("verify %s: still contains %q after writing", r.File, r.NotContains)
+			return &ruleError{fmt.Sprintf("verify %s: still contains %q %s", r.File, r.NotContains, when)}
 		}
 	}
 	return nil
@@ -707,7 +723,7 @@ func ConflictReport(p *Plan) string {
 				continue
 			}
 			hdr := ""
-			if fp.Diff != nil && h.Index < len(fp.Diff.Hunks) {
+			if fp.Diff != nil && h.Index < len(fp.Diff.Hunks) && fp.Diff.Hunks[h.Index] != nil {
 				hk := fp.Diff.Hunks[h.Index]
 				hdr = fmt.Sprintf(" @@ -%d,%d +%d,%d @@%s", hk.OldStart, hk.OldLines, hk.NewStart, hk.NewLines, displayLine(hk.Section))
 			}

@@ -23,18 +23,23 @@ import (
 // (testdata/shapes/*.txtar): which variant is chosen, how every hunk
 // resolves, and what the patched files look like.
 
-func builtinPatch(t *testing.T) *patches.Patch {
+func builtinPatch(t *testing.T, name string) *patches.Patch {
 	t.Helper()
 	cat, err := patches.LoadCatalog(nil)
 	if err != nil {
 		t.Fatalf("loading the built-in catalog: %v", err)
 	}
-	p, err := cat.Get("sm120-fusion")
+	p, err := cat.Get(name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return p
 }
+
+const (
+	allow = "sm120-fusion"
+	auto  = "sm120-fusion-auto"
+)
 
 func readShape(t *testing.T, name string) map[string][]byte {
 	t.Helper()
@@ -71,7 +76,9 @@ func checkout(t *testing.T, files map[string][]byte) (string, source.WritableTre
 
 func plan(t *testing.T, p *patches.Patch, tree source.Tree, opts patches.PlanOptions) *patches.Plan {
 	t.Helper()
-	pl, err := patches.NewPlan(context.Background(), p, tree, opts)
+	// A patch that needs another is planned on its result, as apply plans
+	// the two named together.
+	pl, err := patches.PlanWithNeeds(context.Background(), p, tree, opts)
 	if err != nil {
 		t.Fatalf("NewPlan: %v", err)
 	}
@@ -96,91 +103,144 @@ func statuses(pl *patches.Plan) []string {
 }
 
 func TestBuiltinShapes(t *testing.T) {
-	p := builtinPatch(t)
+	pa, pb := builtinPatch(t, allow), builtinPatch(t, auto)
+	const (
+		comm = "python/sglang/srt/layers/communicator.py"
+		sa   = "python/sglang/srt/server_args.py"
+		ov   = "python/sglang/srt/arg_groups/overrides.py"
+		fcf  = "python/sglang/srt/layers/flashinfer_comm_fusion.py"
+		an   = "python/sglang/srt/layers/layer_boundary/residual/add_norm.py"
+		an7  = "python/sglang/srt/layers/communicator/residual/add_norm.py"
+	)
 	tests := []struct {
-		shape   string
-		variant string
-		outcome patches.Outcome
-		// files the plan changes, sorted
-		changes []string
+		shape        string
+		allow, auto  string // variants chosen
+		outcome      patches.Outcome
+		allowChanges []string // files each plan changes, sorted
+		autoChanges  []string
 	}{
-		{"c4-s3", "c4-s3", patches.OutcomeApplies, []string{
-			"python/sglang/srt/layers/communicator.py",
-			"python/sglang/srt/server_args.py",
-		}},
-		{"c4-s3-drift", "c4-s3", patches.OutcomeApplies, []string{
-			"python/sglang/srt/layers/communicator.py",
-			"python/sglang/srt/server_args.py",
-		}},
-		{"c5-s5", "c5-s5", patches.OutcomeApplies, []string{
-			"python/sglang/srt/arg_groups/overrides.py",
-			"python/sglang/srt/layers/communicator.py",
-			"python/sglang/srt/layers/flashinfer_comm_fusion.py",
-		}},
-		{"c5-s5-applied", "c5-s5", patches.OutcomeAlreadyApplied, nil},
-		{"c6-s5", "c6-s5", patches.OutcomeApplies, []string{
-			"python/sglang/srt/arg_groups/overrides.py",
-			"python/sglang/srt/layers/flashinfer_comm_fusion.py",
-			"python/sglang/srt/layers/layer_boundary/residual/add_norm.py",
-		}},
-		{"c2", "", patches.OutcomeNoVariant, nil},
+		{"c4-s3", "gate", "server-args", patches.OutcomeApplies, []string{comm}, []string{sa}},
+		{"c4-s3-drift", "gate", "server-args", patches.OutcomeApplies, []string{comm}, []string{sa}},
+		{"c4-s3-preflight", "preflight", "server-args", patches.OutcomeApplies, []string{comm, fcf}, []string{sa}},
+		{"c4-s4-resolver", "resolver", "server-args", patches.OutcomeApplies, []string{comm, fcf}, []string{sa}},
+		{"c4-s5", "resolver", "overrides", patches.OutcomeApplies, []string{comm, fcf}, []string{ov}},
+		{"c5-s5", "platform", "overrides-platform", patches.OutcomeApplies, []string{comm, fcf}, []string{ov}},
+		{"c5-s5-applied", "platform", "overrides-platform", patches.OutcomeAlreadyApplied, nil, nil},
+		{"c6-s5", "platform", "overrides-platform", patches.OutcomeApplies, []string{fcf, an}, []string{ov}},
+		{"c7-s5", "platform", "overrides-platform", patches.OutcomeApplies, []string{an7, fcf}, []string{ov}},
+		{"c2", "", "", patches.OutcomeNoVariant, nil, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.shape, func(t *testing.T) {
 			files := readShape(t, tc.shape)
 			dir, tree := checkout(t, files)
-			pl := plan(t, p, tree, patches.PlanOptions{Strict: true})
-			if got := pl.Outcome(); got != tc.outcome {
-				t.Fatalf("outcome %s, want %s (%s; %s)", got, tc.outcome, pl.Reason, strings.Join(statuses(pl), " "))
-			}
-			if got := variantName(pl); got != tc.variant {
-				t.Fatalf("variant %q, want %q (%s)", got, tc.variant, pl.VariantReason)
-			}
-			if pl.Version == "" {
-				t.Errorf("no version read from the tree (%s)", pl.VersionFrom)
-			}
-			changes := pl.Changes()
-			var changed []string
-			for name := range changes {
-				changed = append(changed, name)
-			}
-			sort.Strings(changed)
-			if strings.Join(changed, " ") != strings.Join(tc.changes, " ") {
-				t.Errorf("changes %v, want %v", changed, tc.changes)
+			pla := plan(t, pa, tree, patches.PlanOptions{Strict: true})
+			plb := plan(t, pb, tree, patches.PlanOptions{Strict: true})
+			for _, c := range []struct {
+				pl      *patches.Plan
+				variant string
+				changes []string
+			}{{pla, tc.allow, tc.allowChanges}, {plb, tc.auto, tc.autoChanges}} {
+				name := c.pl.Patch.Name
+				if got := c.pl.Outcome(); got != tc.outcome {
+					t.Fatalf("%s: outcome %s, want %s (%s; %s)", name, got, tc.outcome, c.pl.Reason, strings.Join(statuses(c.pl), " "))
+				}
+				if got := variantName(c.pl); got != c.variant {
+					t.Fatalf("%s: variant %q, want %q (%s)", name, got, c.variant, c.pl.VariantReason)
+				}
+				if c.pl.Version == "" {
+					t.Errorf("%s: no version read from the tree (%s)", name, c.pl.VersionFrom)
+				}
+				var changed []string
+				for f := range c.pl.Changes() {
+					changed = append(changed, f)
+				}
+				sort.Strings(changed)
+				if strings.Join(changed, " ") != strings.Join(c.changes, " ") {
+					t.Errorf("%s: changes %v, want %v", name, changed, c.changes)
+				}
+				if tc.outcome != patches.OutcomeApplies {
+					continue
+				}
+				for _, f := range c.pl.Files {
+					for _, h := range f.Hunks {
+						if h.Status != patches.Exact && h.Status != patches.Offset {
+							t.Errorf("%s: %s hunk %d: %s, want exact or offset", name, f.Path, h.Index+1, h.Status)
+						}
+					}
+				}
 			}
 			if tc.outcome != patches.OutcomeApplies {
 				return
 			}
-			for _, f := range pl.Files {
-				for _, h := range f.Hunks {
-					if h.Status != patches.Exact && h.Status != patches.Offset {
-						t.Errorf("%s hunk %d: %s, want exact or offset", f.Path, h.Index+1, h.Status)
-					}
-				}
-			}
+			changes := overlay(pla.Changes(), plb.Changes())
 			after := overlay(files, changes)
-			checkVerify(t, p, after)
+			checkVerify(t, pa, after)
+			checkVerify(t, pb, after)
 			checkDefinitions(t, changes)
 			checkPython(t, changes)
 
-			// Written to disk, the same patch is then already applied.
+			// Written to disk, both patches are then already applied.
 			write(t, dir, changes)
 			again, err := source.OpenCheckout(dir)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if o := plan(t, p, again, patches.PlanOptions{Strict: true}).Outcome(); o != patches.OutcomeAlreadyApplied {
-				t.Errorf("planning again after writing: %s, want already-applied", o)
+			for _, p := range []*patches.Patch{pa, pb} {
+				if o := plan(t, p, again, patches.PlanOptions{Strict: true}).Outcome(); o != patches.OutcomeAlreadyApplied {
+					t.Errorf("%s: planning again after writing: %s, want already-applied", p.Name, o)
+				}
 			}
 		})
+	}
+}
+
+// sm120-fusion-auto alone, on a tree without sm120-fusion, is refused
+// before anything is written: it needs sm120-fusion (and its verify rules
+// fail on the result); with sm120-fusion, in either order, it applies.
+func TestBuiltinAutoNeedsAllow(t *testing.T) {
+	pa, pb := builtinPatch(t, allow), builtinPatch(t, auto)
+	for _, shape := range []string{"c4-s3", "c4-s5", "c6-s5"} {
+		files := readShape(t, shape)
+		dir, tree := checkout(t, files)
+		set, err := patches.PlanSet(context.Background(), tree, []*patches.Patch{pb}, patches.SetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pl := set.Plans[0]; pl.Outcome() != patches.OutcomeRefused || !strings.HasPrefix(pl.Refused, "needs sm120-fusion,") {
+			t.Fatalf("%s: auto plan %s (%s)", shape, pl.Outcome(), pl.Refused)
+		}
+		// Without needs, the verify rules alone refuse it on the plan.
+		if pl, err := patches.NewPlan(context.Background(), pb, tree, patches.PlanOptions{}); err != nil || pl.Outcome() != patches.OutcomeRefused || !strings.Contains(pl.Refused, "still contains") {
+			t.Fatalf("%s: auto without needs: %s (%s)", shape, pl.Outcome(), pl.Refused)
+		}
+		_, err = patches.Apply(context.Background(), tree, set, patches.ApplyOptions{})
+		if err == nil || !strings.Contains(err.Error(), "needs sm120-fusion") {
+			t.Fatalf("%s: auto alone: err %v, want a needs refusal", shape, err)
+		}
+		if _, serr := os.Stat(filepath.Join(dir, ".smpatch")); serr == nil {
+			t.Errorf("%s: a refused apply created the journal", shape)
+		}
+		for name, data := range files {
+			got, rerr := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name)))
+			if rerr != nil || !bytes.Equal(got, data) {
+				t.Errorf("%s: %s changed by a refused apply", shape, name)
+			}
+		}
+		both, err := patches.PlanSet(context.Background(), tree, []*patches.Patch{pa, pb}, patches.SetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := patches.Apply(context.Background(), tree, both, patches.ApplyOptions{}); err != nil {
+			t.Errorf("%s: %s then %s: %v", shape, allow, auto, err)
+		}
 	}
 }
 
 // Drift moves the lines the hunks touch; each hunk must land further down
 // by exactly the lines added above it.
 func TestBuiltinDriftOffsets(t *testing.T) {
-	p := builtinPatch(t)
-	lines := func(shape string) map[string][]int {
+	lines := func(p *patches.Patch, shape string) map[string][]int {
 		_, tree := checkout(t, readShape(t, shape))
 		pl := plan(t, p, tree, patches.PlanOptions{Strict: true})
 		out := map[string][]int{}
@@ -191,21 +251,59 @@ func TestBuiltinDriftOffsets(t *testing.T) {
 		}
 		return out
 	}
-	base, drift := lines("c4-s3"), lines("c4-s3-drift")
 	want := map[string][]int{
-		// two imports above the first hunk, one inside it before the
-		// change, then a class and a dataclass before the gate
-		"python/sglang/srt/layers/communicator.py": {3, 21},
+		// two imports above the import list, one inside it; then a class
+		// and a dataclass before the gate
+		"python/sglang/srt/layers/communicator.py": {3, 3, 21},
 		// three fields and a method above the auto-enable
 		"python/sglang/srt/server_args.py": {7},
 	}
-	for path, shifts := range want {
-		if len(base[path]) != len(shifts) || len(drift[path]) != len(shifts) {
-			t.Fatalf("%s: hunks at %v and %v, want %d each", path, base[path], drift[path], len(shifts))
+	for _, p := range []*patches.Patch{builtinPatch(t, allow), builtinPatch(t, auto)} {
+		base, drift := lines(p, "c4-s3"), lines(p, "c4-s3-drift")
+		for path, shifts := range want {
+			if base[path] == nil {
+				continue
+			}
+			if len(base[path]) != len(shifts) || len(drift[path]) != len(shifts) {
+				t.Fatalf("%s %s: hunks at %v and %v, want %d each", p.Name, path, base[path], drift[path], len(shifts))
+			}
+			for i, d := range shifts {
+				if got := drift[path][i] - base[path][i]; got != d {
+					t.Errorf("%s %s hunk %d: moved %d lines, want %d", p.Name, path, i+1, got, d)
+				}
+			}
 		}
-		for i, d := range shifts {
-			if got := drift[path][i] - base[path][i]; got != d {
-				t.Errorf("%s hunk %d: moved %d lines, want %d", path, i+1, got, d)
+	}
+}
+
+// No hunk carries lines that change between releases as context: model
+// names, neighbouring conditions of the auto-enable, log messages.
+func TestBuiltinHunksAvoidVolatileContext(t *testing.T) {
+	volatile := regexp.MustCompile(`For(CausalLM|ConditionalGeneration)|tp_size|nnodes|attn_cp_size|enable_dp_attention|moe_a2a_backend|is_h20_device|logger\.|prefer_custom`)
+	for _, name := range []string{allow, auto} {
+		p := builtinPatch(t, name)
+		seen := map[string]bool{}
+		for _, v := range p.Variants {
+			for _, d := range v.Diffs {
+				if seen[d] {
+					continue
+				}
+				seen[d] = true
+				data, err := os.ReadFile(filepath.Join("catalog", filepath.FromSlash(d)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, l := range strings.Split(string(data), "\n") {
+					if strings.HasPrefix(l, " ") && volatile.MatchString(l) {
+						t.Errorf("%s:%d: volatile context line %q", d, i+1, l)
+					}
+					if strings.HasPrefix(l, "-") && !strings.HasPrefix(l, "---") {
+						// Every removed line comes back widened, never narrowed.
+						if !strings.Contains(string(data), "+"+strings.TrimSuffix(strings.TrimSuffix(l[1:], ")"), "):")) {
+							t.Errorf("%s:%d: removed line %q is not kept as the start of an added one", d, i+1, l)
+						}
+					}
+				}
 			}
 		}
 	}
@@ -213,16 +311,19 @@ func TestBuiltinDriftOffsets(t *testing.T) {
 
 // C2 is named as uncovered, and no variant can be forced onto it.
 func TestBuiltinUncoveredC2(t *testing.T) {
-	p := builtinPatch(t)
-	found := false
-	for _, u := range p.Uncovered {
-		if strings.HasPrefix(u, "C2:") {
-			found = true
+	for _, name := range []string{allow, auto} {
+		p := builtinPatch(t, name)
+		found := false
+		for _, u := range p.Uncovered {
+			if u.Name == "C2" && u.Detectable() {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%s: uncovered = %q, want a C2 entry", name, p.Uncovered)
 		}
 	}
-	if !found {
-		t.Errorf("uncovered = %q, want a C2 entry", p.Uncovered)
-	}
+	p := builtinPatch(t, allow)
 	_, tree := checkout(t, readShape(t, "c2"))
 	for _, v := range p.Variants {
 		pl := plan(t, p, tree, patches.PlanOptions{Variant: v.Name})
@@ -235,39 +336,53 @@ func TestBuiltinUncoveredC2(t *testing.T) {
 	}
 }
 
-// A variant forced on a shape it was not written for conflicts: C4's
-// diffs have no search directories, and C5's lines are nowhere in a C4 tree.
+// A variant forced on a shape it was not written for conflicts, so that
+// trying the variants in order finds the one with every change the tree
+// can take.
 func TestBuiltinWrongVariantConflicts(t *testing.T) {
-	p := builtinPatch(t)
-	for _, tc := range []struct{ shape, variant string }{
-		{"c5-s5", "c4-s3"},
-		{"c6-s5", "c4-s3"},
-		{"c4-s3", "c5-s5"},
-		{"c4-s3", "c6-s5"},
+	for _, tc := range []struct{ patch, shape, variant string }{
+		{allow, "c5-s5", "resolver"},
+		{allow, "c6-s5", "gate"},
+		{allow, "c4-s3", "platform"},
+		{allow, "c4-s3", "resolver"},
+		{allow, "c4-s3", "preflight"},
+		{allow, "c4-s3-preflight", "resolver"},
+		{auto, "c4-s3", "overrides"},
+		{auto, "c4-s5", "server-args"},
+		{auto, "c4-s5", "overrides-platform"},
+		{auto, "c5-s5", "overrides"},
 	} {
+		p := builtinPatch(t, tc.patch)
 		_, tree := checkout(t, readShape(t, tc.shape))
 		pl := plan(t, p, tree, patches.PlanOptions{Variant: tc.variant})
 		if o := pl.Outcome(); o != patches.OutcomeConflict {
-			t.Errorf("%s forced on %s: %s, want conflict", tc.variant, tc.shape, o)
+			t.Errorf("%s: %s forced on %s: %s, want conflict", tc.patch, tc.variant, tc.shape, o)
 		}
 		if pl.Changes() != nil {
-			t.Errorf("%s forced on %s: a conflicting plan has changes", tc.variant, tc.shape)
+			t.Errorf("%s: %s forced on %s: a conflicting plan has changes", tc.patch, tc.variant, tc.shape)
 		}
 	}
 }
 
 // A version that names the wrong variant, or none, still finds the shape's
-// variant by trying each.
+// variant by content: the first, in the catalog's newest-first order, whose
+// hunks all resolve.
 func TestBuiltinVariantFallback(t *testing.T) {
-	p := builtinPatch(t)
 	for _, tc := range []struct {
-		shape, version, variant string
+		patch, shape, version, variant string
 	}{
-		{"c4-s3", "", "c4-s3"},                         // unknown version
-		{"c5-s5", "", "c5-s5"},                         // unknown version
-		{"c4-s3", "0.5.17", "c4-s3"},                   // names c5-s5, which conflicts
-		{"c5-s5", "0.0.0.dev9596+g29b7f22d8", "c5-s5"}, // names none
+		{allow, "c4-s3", "", "gate"},                             // unknown version
+		{allow, "c4-s3-preflight", "", "preflight"},              // unknown version
+		{allow, "c4-s5", "", "resolver"},                         // unknown version
+		{allow, "c5-s5", "", "platform"},                         // unknown version
+		{allow, "c4-s3", "0.5.17", "gate"},                       // names resolver, which conflicts
+		{allow, "c4-s5", "0.5.6.post2", "resolver"},              // a main checkout's nearest tag: names none
+		{allow, "c5-s5", "0.0.0.dev9596+g29b7f22d8", "platform"}, // names none
+		{auto, "c4-s3", "", "server-args"},                       // unknown version
+		{auto, "c4-s5", "0.5.6.post2", "overrides"},              // names none
+		{auto, "c5-s5", "0.5.16", "overrides-platform"},          // names overrides, which conflicts
 	} {
+		p := builtinPatch(t, tc.patch)
 		files := readShape(t, tc.shape)
 		delete(files, "python/sglang/version.py")
 		if tc.version != "" {
@@ -276,65 +391,87 @@ func TestBuiltinVariantFallback(t *testing.T) {
 		_, tree := checkout(t, files)
 		pl := plan(t, p, tree, patches.PlanOptions{Strict: true})
 		if pl.Outcome() != patches.OutcomeApplies || variantName(pl) != tc.variant {
-			t.Errorf("%s at version %q: %s with %q, want applies with %q (%s)",
-				tc.shape, tc.version, pl.Outcome(), variantName(pl), tc.variant, pl.VariantReason)
+			t.Errorf("%s on %s at version %q: %s with %q, want applies with %q (%s)",
+				tc.patch, tc.shape, tc.version, pl.Outcome(), variantName(pl), tc.variant, pl.VariantReason)
 		}
 	}
 }
 
-// The C5 and C6 variants find the gate by its lines under
-// python/sglang/srt/layers/ when it is not in the file their diff names:
-// C6's variant on a C5 tree (add_norm.py absent), and C5's variant on a C6
-// tree (communicator.py there, but without the gate).
+// The platform variant finds the gate by its lines under
+// python/sglang/srt/layers/ when the file its diff names no longer holds
+// it (communicator.py there, but without the gate).
 func TestBuiltinAnchorSearch(t *testing.T) {
-	p := builtinPatch(t)
+	p := builtinPatch(t, allow)
 	const (
 		communicator = "python/sglang/srt/layers/communicator.py"
 		addNorm      = "python/sglang/srt/layers/layer_boundary/residual/add_norm.py"
 	)
-	for _, tc := range []struct {
-		shape, version, variant, diffPath, landsIn string
-	}{
-		{"c5-s5", "0.5.19", "c6-s5", addNorm, communicator},
-		{"c6-s5", "0.5.16", "c5-s5", communicator, addNorm},
+	files := readShape(t, "c6-s5")
+	_, tree := checkout(t, files)
+	pl := plan(t, p, tree, patches.PlanOptions{Strict: true})
+	if pl.Outcome() != patches.OutcomeApplies || variantName(pl) != "platform" {
+		t.Fatalf("c6-s5: %s with %q, want applies with platform (%s; %s)", pl.Outcome(), variantName(pl), pl.VariantReason, pl.Reason)
+	}
+	var fp *patches.FilePlan
+	for _, f := range pl.Files {
+		if f.Diff != nil && f.Diff.Path() == communicator {
+			fp = f
+		}
+	}
+	if fp == nil || fp.Path != addNorm || fp.Note == "" {
+		t.Fatalf("c6-s5: the %s diff resolved to %+v, want %s found by anchor", communicator, fp, addNorm)
+	}
+	changes := pl.Changes()
+	if _, ok := changes[addNorm]; !ok {
+		t.Errorf("c6-s5: %s not changed", addNorm)
+	}
+	checkVerify(t, p, overlay(files, changes))
+	checkDefinitions(t, changes)
+}
+
+// The auto-enable gains SM12x by widening its one SM90/SM100 line, so every
+// other condition of upstream's pass holds for SM12x too, including ones
+// added later (prefer_custom_dsv41 on the newest trees).
+func TestBuiltinAutoKeepsNeighbouringConditions(t *testing.T) {
+	p := builtinPatch(t, auto)
+	const ov = "python/sglang/srt/arg_groups/overrides.py"
+	for _, tc := range []struct{ shape, sm string }{
+		{"c4-s5", "        and (is_sm90_supported() or is_sm100_supported())\n"},
+		{"c5-s5", "        and (get_platform().is_sm90 or get_platform().is_sm100)\n"},
 	} {
 		files := readShape(t, tc.shape)
-		files["python/sglang/version.py"] = []byte("__version__ = \"" + tc.version + "\"\n")
+		src := string(files[ov])
+		if !strings.Contains(src, tc.sm) {
+			t.Fatalf("%s: the fixture lost its condition line %q", tc.shape, tc.sm)
+		}
+		const extra = "        and not prefer_custom_dsv41\n"
+		files[ov] = []byte(strings.Replace(src, tc.sm, tc.sm+extra, 1))
 		_, tree := checkout(t, files)
 		pl := plan(t, p, tree, patches.PlanOptions{Strict: true})
-		if pl.Outcome() != patches.OutcomeApplies || variantName(pl) != tc.variant {
-			t.Errorf("%s at %s: %s with %q, want applies with %s (%s; %s)", tc.shape, tc.version,
-				pl.Outcome(), variantName(pl), tc.variant, pl.VariantReason, pl.Reason)
-			continue
+		if pl.Outcome() != patches.OutcomeApplies {
+			t.Fatalf("%s with prefer_custom_dsv41: %s (%s)", tc.shape, pl.Outcome(), pl.Reason)
 		}
-		var fp *patches.FilePlan
-		for _, f := range pl.Files {
-			if f.Diff != nil && f.Diff.Path() == tc.diffPath {
-				fp = f
-			}
+		got := string(pl.Changes()[ov])
+		i := strings.Index(got, "is_sm120")
+		j := strings.Index(got, extra)
+		if i < 0 || j < i || strings.Count(got, extra) != 1 || strings.Count(got, "auto_enable") != strings.Count(src, "auto_enable") {
+			t.Errorf("%s: the SM12x condition is not in the same test as prefer_custom_dsv41:\n%s", tc.shape, got)
 		}
-		if fp == nil || fp.Path != tc.landsIn || fp.Note == "" {
-			t.Errorf("%s at %s: the %s diff resolved to %+v, want %s found by anchor", tc.shape, tc.version, tc.diffPath, fp, tc.landsIn)
-			continue
-		}
-		changes := pl.Changes()
-		if _, ok := changes[tc.landsIn]; !ok {
-			t.Errorf("%s at %s: %s not changed", tc.shape, tc.version, tc.landsIn)
-		}
-		checkVerify(t, p, overlay(files, changes))
-		checkDefinitions(t, changes)
+		checkPython(t, pl.Changes())
 	}
 }
 
 // Full-size trees (target files padded to upstream size) resolve the same.
 func TestBuiltinFullSize(t *testing.T) {
-	p := builtinPatch(t)
-	for _, shape := range []string{"c4-s3", "c5-s5", "c6-s5"} {
-		files := synth.SGLangTree(shape, true)
+	p := builtinPatch(t, allow)
+	for _, tc := range []struct{ shape, variant string }{
+		{"c4-s3", "gate"}, {"c4-s5", "resolver"}, {"c5-s5", "platform"}, {"c6-s5", "platform"},
+	} {
+		files := synth.SGLangTree(tc.shape, true)
 		_, tree := checkout(t, files)
 		pl := plan(t, p, tree, patches.PlanOptions{Strict: true})
-		if pl.Outcome() != patches.OutcomeApplies || variantName(pl) != shape {
-			t.Errorf("%s full size: %s with %q (%s)", shape, pl.Outcome(), variantName(pl), pl.Reason)
+		if pl.Outcome() != patches.OutcomeApplies || variantName(pl) != tc.variant {
+			t.Errorf("%s full size: %s with %q (%s)", tc.shape, pl.Outcome(), variantName(pl), pl.Reason)
 			continue
 		}
 		checkVerify(t, p, overlay(files, pl.Changes()))
@@ -366,7 +503,7 @@ func write(t *testing.T, dir string, changes map[string][]byte) {
 func checkVerify(t *testing.T, p *patches.Patch, files map[string][]byte) {
 	t.Helper()
 	if len(p.Verify) == 0 {
-		t.Fatal("sm120-fusion has no verify rules")
+		t.Fatalf("%s has no verify rules", p.Name)
 	}
 	checked := 0
 	for _, r := range p.Verify {
@@ -444,37 +581,4 @@ func checkPython(t *testing.T, changes map[string][]byte) {
 	if out, err := exec.CommandContext(ctx, py, append([]string{"-I", "-c", script}, paths...)...).CombinedOutput(); err != nil {
 		t.Errorf("patched files are not valid Python: %v\n%s", err, out)
 	}
-}
-
-// The S5 hunk touches only the tail of the auto-enable pass, which reads the
-// same in both upstream forms of its condition: is_sm90_supported() calls
-// (as at sglang bc0c93b5e495) and get_platform() properties (later).
-func TestBuiltinS5ConditionForms(t *testing.T) {
-	p := builtinPatch(t)
-	const overrides = "python/sglang/srt/arg_groups/overrides.py"
-	files := readShape(t, "c5-s5")
-	s5b := string(files[overrides])
-	s5a := strings.NewReplacer(
-		"from sglang.srt.runtime_context import get_platform\n",
-		"from sglang.srt.utils.common import is_sm90_supported, is_sm100_supported\n",
-		"(get_platform().is_sm90 or get_platform().is_sm100)",
-		"(is_sm90_supported() or is_sm100_supported())",
-		"(view.nnodes == 1 or get_platform().is_sm100)",
-		"(view.nnodes == 1 or is_sm100_supported())",
-	).Replace(s5b)
-	if s5a == s5b || strings.Contains(s5a, "get_platform") {
-		t.Fatal("the S5 fixture no longer has the get_platform() form this test rewrites")
-	}
-	files[overrides] = []byte(s5a)
-	_, tree := checkout(t, files)
-	pl := plan(t, p, tree, patches.PlanOptions{Strict: true})
-	if pl.Outcome() != patches.OutcomeApplies || variantName(pl) != "c5-s5" {
-		t.Fatalf("S5 with is_sm90_supported(): %s with %q (%s)", pl.Outcome(), variantName(pl), pl.Reason)
-	}
-	changes := pl.Changes()
-	if !bytes.Contains(changes[overrides], []byte(`return {"flashinfer_allreduce_fusion_backend": "trtllm"}`)) {
-		t.Errorf("%s: no trtllm branch after patching", overrides)
-	}
-	checkDefinitions(t, changes)
-	checkPython(t, changes)
 }

@@ -5,9 +5,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/smpatch/smpatch/internal/textdist"
 	"io"
 	"io/fs"
 	"os"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -87,6 +89,9 @@ func loadCatalog(builtin fs.FS, dirs []string) (*Catalog, error) {
 		c.all = append(c.all, p)
 	}
 	sort.Slice(c.all, func(i, j int) bool { return c.all[i].Name < c.all[j].Name })
+	if err := c.resolveNeeds(); err != nil {
+		return nil, err
+	}
 	h := sha256.New()
 	for _, p := range c.all {
 		fmt.Fprintf(h, "%s\x00%s\x00", p.Name, p.Digest)
@@ -144,7 +149,7 @@ func (c *Catalog) suggest(name string) string {
 	}
 	best, bestD := "", -1
 	for _, p := range c.all {
-		d := editDistance(strings.ToLower(name), strings.ToLower(p.Name))
+		d := textdist.Distance(strings.ToLower(name), strings.ToLower(p.Name))
 		if bestD < 0 || d < bestD {
 			best, bestD = p.Name, d
 		}
@@ -156,39 +161,19 @@ func (c *Catalog) suggest(name string) string {
 	return best
 }
 
-// editDistance is the Levenshtein distance between a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
-
 // The TOML shapes of a catalog file.
 type patchFile struct {
-	Name      string        `toml:"name"`
-	Project   string        `toml:"project"`
-	Summary   string        `toml:"summary"`
-	Links     []string      `toml:"links"`
-	Overrides bool          `toml:"overrides"`
-	Uncovered []string      `toml:"uncovered"`
-	Requires  requiresFile  `toml:"requires"`
-	Upstream  upstreamFile  `toml:"upstream"`
-	Variant   []variantFile `toml:"variant"`
-	Verify    []verifyFile  `toml:"verify"`
+	Name      string          `toml:"name"`
+	Project   string          `toml:"project"`
+	Summary   string          `toml:"summary"`
+	Links     []string        `toml:"links"`
+	Overrides bool            `toml:"overrides"`
+	Uncovered []uncoveredFile `toml:"uncovered"`
+	Needs     []string        `toml:"needs"`
+	Requires  requiresFile    `toml:"requires"`
+	Upstream  upstreamFile    `toml:"upstream"`
+	Variant   []variantFile   `toml:"variant"`
+	Verify    []verifyFile    `toml:"verify"`
 }
 
 type requiresFile struct {
@@ -215,6 +200,27 @@ type variantFile struct {
 	Versions string   `toml:"versions"`
 	Diffs    []string `toml:"diffs"`
 	Search   []string `toml:"search"`
+}
+
+// uncoveredFile is one entry of "uncovered": a plain string (a note) or a
+// [[uncovered]] table (name, window, why and a marker: file plus contains
+// or regex).
+type uncoveredFile struct {
+	text  string
+	table map[string]any
+}
+
+// UnmarshalTOML takes either form; the loader checks the table's keys.
+func (u *uncoveredFile) UnmarshalTOML(v any) error {
+	switch v := v.(type) {
+	case string:
+		u.text = v
+	case map[string]any:
+		u.table = v
+	default:
+		return fmt.Errorf("uncovered: each entry is a string or a table, not %T", v)
+	}
+	return nil
 }
 
 type verifyFile struct {
@@ -293,7 +299,6 @@ func loadPatch(fsys fs.FS, display, origin, name string) (*Patch, error) {
 		Origin:    origin,
 		File:      l.file,
 		Overrides: pf.Overrides,
-		Uncovered: pf.Uncovered,
 	}
 	if pf.Name == "" {
 		return nil, l.errf(1, "missing key \"name\"")
@@ -310,10 +315,11 @@ func loadPatch(fsys fs.FS, display, origin, name string) (*Patch, error) {
 	if !source.KnownProject(p.Project) {
 		return nil, l.errf(l.line("", -1, "project"), "unknown project %q (sglang or flashinfer)", pf.Project)
 	}
-	for _, u := range pf.Uncovered {
-		if strings.TrimSpace(u) == "" {
-			return nil, l.errf(l.line("", -1, "uncovered"), "empty entry in uncovered")
-		}
+	if err := l.uncovered(p, pf.Uncovered); err != nil {
+		return nil, err
+	}
+	if err := l.needs(p, pf.Needs); err != nil {
+		return nil, err
 	}
 	if err := l.requirements(p, pf.Requires); err != nil {
 		return nil, err
@@ -400,6 +406,134 @@ func (l *loader) upstream(p *Patch, u upstreamFile) error {
 		}
 	}
 	p.Upstream = Upstream{Status: u.Status, PR: u.PR, MergedIn: u.MergedIn, Marker: u.Marker, MarkerFile: u.MarkerFile}
+	return nil
+}
+
+// uncovered reads the uncovered shapes: plain strings stay notes; a table
+// needs name, window and why, and a marker that can be tested.
+func (l *loader) uncovered(p *Patch, us []uncoveredFile) error {
+	for i, u := range us {
+		if u.table == nil {
+			if strings.TrimSpace(u.text) == "" {
+				return l.errf(l.line("", -1, "uncovered"), "empty entry in uncovered")
+			}
+			p.Uncovered = append(p.Uncovered, Uncovered{Text: u.text, Line: l.line("", -1, "uncovered")})
+			continue
+		}
+		e := Uncovered{Line: l.line("uncovered", i, "")}
+		known := map[string]*string{"name": &e.Name, "window": &e.Window, "why": &e.Why, "file": &e.File, "contains": &e.Contains, "regex": &e.Regex}
+		keys := make([]string, 0, len(u.table))
+		for k := range u.table {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			dst, ok := known[k]
+			if !ok {
+				return l.errf(l.line("uncovered", i, k), "[[uncovered]] #%d: unknown key %q (name, window, why, file, contains, regex)", i+1, k)
+			}
+			v, ok := u.table[k].(string)
+			if !ok {
+				return l.errf(l.line("uncovered", i, k), "[[uncovered]] #%d: %s must be a string", i+1, k)
+			}
+			*dst = v
+		}
+		for _, k := range []string{"name", "window", "why"} {
+			if strings.TrimSpace(*known[k]) == "" {
+				return l.errf(e.Line, "[[uncovered]] #%d: missing key %q", i+1, k)
+			}
+		}
+		if e.File == "" {
+			return l.errf(e.Line, "[[uncovered]] #%d: missing key \"file\" (the marker: file plus contains or regex)", i+1)
+		}
+		if err := inProject(p.Project, e.File); err != nil {
+			return l.errf(l.line("uncovered", i, "file"), "[[uncovered]] file: %v", err)
+		}
+		if (e.Contains == "") == (e.Regex == "") {
+			return l.errf(e.Line, "[[uncovered]] #%d: needs one of contains or regex", i+1)
+		}
+		if e.Regex != "" {
+			if _, err := regexp.Compile(e.Regex); err != nil {
+				return l.errf(l.line("uncovered", i, "regex"), "[[uncovered]] regex: %v", err)
+			}
+		}
+		p.Uncovered = append(p.Uncovered, e)
+	}
+	return nil
+}
+
+// needs checks the names a patch needs; they are resolved once the whole
+// catalog is loaded.
+func (l *loader) needs(p *Patch, ns []string) error {
+	seen := map[string]bool{}
+	for _, n := range ns {
+		switch {
+		case !patchNameRE().MatchString(n):
+			return l.errf(l.line("", -1, "needs"), "needs: %q is not a patch name", n)
+		case n == p.Name:
+			return l.errf(l.line("", -1, "needs"), "needs: a patch cannot need itself")
+		case seen[n]:
+			return l.errf(l.line("", -1, "needs"), "needs: %q is named twice", n)
+		}
+		seen[n] = true
+		p.Needs = append(p.Needs, n)
+		p.needsLine = l.line("", -1, "needs")
+	}
+	return nil
+}
+
+// resolveNeeds points every patch's needs at the patches of the catalog
+// and refuses a name the catalog lacks, a patch of another project, and a
+// cycle, naming the file and line of the "needs" key.
+func (c *Catalog) resolveNeeds() error {
+	line := func(p *Patch) string {
+		if p.needsLine > 0 {
+			return fmt.Sprintf("%s:%d", p.File, p.needsLine)
+		}
+		return p.File
+	}
+	for _, p := range c.all {
+		p.needed = nil
+		for _, n := range p.Needs {
+			q, ok := c.byName[n]
+			if !ok {
+				return fmt.Errorf("%s: needs %q, which is not in the catalog", line(p), n)
+			}
+			if q.Project != p.Project {
+				return fmt.Errorf("%s: needs %q, a %s patch; a patch can only need patches of its own project (%s)", line(p), n, q.Project, p.Project)
+			}
+			p.needed = append(p.needed, q)
+		}
+	}
+	// A cycle would make every patch on it wait for the others.
+	const (
+		unseen = iota
+		visiting
+		done
+	)
+	state := map[*Patch]int{}
+	var visit func(p *Patch, path []string) error
+	visit = func(p *Patch, path []string) error {
+		switch state[p] {
+		case visiting:
+			return fmt.Errorf("%s: needs form a cycle: %s", line(p), strings.Join(append(path, p.Name), " -> "))
+		case done:
+			return nil
+		}
+		state[p] = visiting
+		for _, q := range p.needed {
+			if err := visit(q, append(path, p.Name)); err != nil {
+				return err
+			}
+		}
+		state[p] = done
+		return nil
+	}
+	for _, p := range c.all {
+		if err := visit(p, nil); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -235,17 +235,6 @@ func TestBuiltinCatalogLoads(t *testing.T) {
 	}
 }
 
-func TestEditDistance(t *testing.T) {
-	for _, tt := range []struct {
-		a, b string
-		d    int
-	}{{"", "", 0}, {"a", "", 1}, {"kitten", "sitting", 3}, {"sm120-fusion", "sm120-fuson", 1}, {"demo", "dmeo", 2}} {
-		if got := editDistance(tt.a, tt.b); got != tt.d {
-			t.Errorf("editDistance(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.d)
-		}
-	}
-}
-
 func TestKeyLine(t *testing.T) {
 	data := []byte("name = \"x\"\n# c\n[requires]\ncuda_min = \"1\"\n\n[[variant]]\nname = \"a\"\n[[variant]]\n\"name\" = \"b\"\nversions = \"\"\"\nname = 1\n\"\"\"\n")
 	for _, tt := range []struct {

@@ -35,6 +35,9 @@ type Hunk struct {
 	// old or new line.
 	NoNewlineOld, NoNewlineNew bool
 	Line                       int // line of the @@ header in Source
+	// Source is the diff file the hunk was read from (a file plan that
+	// composes several diffs of one file holds hunks of each).
+	Source string
 }
 
 // Path is the path the diff changes: the new path, or the old one for a
@@ -346,6 +349,7 @@ func (p *diffParser) parseHunks(fd *FileDiff) error {
 				return p.errf(h.Line, "hunk overlaps or precedes the previous hunk (line %d)", prev.Line)
 			}
 		}
+		h.Source = fd.Source
 		fd.Hunks = append(fd.Hunks, h)
 	}
 	return nil
@@ -485,7 +489,7 @@ func (fd *FileDiff) Reverse() *FileDiff {
 			NewStart: h.OldStart, NewLines: h.OldLines,
 			Section:      h.Section,
 			NoNewlineOld: h.NoNewlineNew, NoNewlineNew: h.NoNewlineOld,
-			Line: h.Line,
+			Line: h.Line, Source: h.Source,
 		}
 		for i := 0; i < len(h.Ops); {
 			if h.Ops[i] == ' ' {

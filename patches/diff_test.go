@@ -207,7 +207,7 @@ func stripLoc(fd *FileDiff) *FileDiff {
 	c.Hunks = nil
 	for _, h := range fd.Hunks {
 		hc := *h
-		hc.Line = 0
+		hc.Line, hc.Source = 0, ""
 		c.Hunks = append(c.Hunks, &hc)
 	}
 	return &c

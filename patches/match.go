@@ -9,9 +9,32 @@ import (
 	"github.com/sergi/go-diff/diffmatchpatch"
 )
 
-// FuzzyMinScore is the lowest similarity (0..1) at which a fuzzy match is
-// accepted: twice the hunk lines found, over the hunk's old side plus the
-// region it lands on.
+// The fuzz policy. A hunk whose old side is not found byte for byte (at its
+// line or at any offset) may still be placed by similarity, as follows.
+//
+//  1. A candidate region is located with diff-match-patch's bitap matcher
+//     over lines (at most half of the first 32 old-side lines may differ),
+//     and the old side is aligned to the region around it by longest common
+//     subsequence.
+//  2. Anchors must be there exactly: every removed line, and for a pure
+//     insertion the context line just before it and just after it. Anchors
+//     of one change must be found in the hunk's order with no file line
+//     between them. A missing anchor, or a line between anchors, is a
+//     conflict: that is where the change goes, and a guess there could
+//     change the wrong code.
+//  3. Every other context line is only evidence of place. A context line
+//     that is missing (or changed) and a file line that is not in the hunk
+//     (inserted upstream between context lines) count the same way: each
+//     lowers the score and is named in the reason ("1 of 7 context lines
+//     not found", "1 line not in the hunk between its context lines").
+//  4. The score is 2 × (old-side lines found) / (old-side lines + lines of
+//     the region they span); below FuzzyMinScore the hunk is a conflict.
+//
+// So one missing context line and one inserted line away from the change
+// are both fuzzy, and both are conflicts next to it.
+
+// FuzzyMinScore is the lowest score (see the fuzz policy above) at which a
+// fuzzy match is accepted.
 const FuzzyMinScore = 0.6
 
 // fuzzyPatternLines caps the lines handed to the bit-parallel matcher (it
@@ -136,7 +159,7 @@ func matchFile(old []byte, exists bool, fd *FileDiff) *FilePlan {
 	var edits []edit
 	offset, minPos := 0, 0
 	for i, h := range fd.Hunks {
-		res, e, nextOffset, nextMin := matchHunk(t, h, offset, minPos)
+		res, e, nextOffset, nextMin := matchHunk(t, h, offset, minPos, true)
 		res.Index = i
 		fp.Hunks = append(fp.Hunks, res)
 		if res.Status == Conflict {
@@ -245,8 +268,10 @@ func regionOf(t *text, start, end int) *Region {
 
 // matchHunk resolves one hunk. offset is the cumulative offset of earlier
 // hunks; minPos the first old line a hunk may touch. It returns the result,
-// the edit (nil when nothing changes) and the offset and minPos for the next hunk.
-func matchHunk(t *text, h *Hunk, offset, minPos int) (HunkResult, *edit, int, int) {
+// the edit (nil when nothing changes) and the offset and minPos for the next
+// hunk. Without explain, a conflict does not look for the nearest region
+// (an anchor search only needs to know whether the hunk resolves).
+func matchHunk(t *text, h *Hunk, offset, minPos int, explain bool) (HunkResult, *edit, int, int) {
 	oldK, newK := hunkSides(h)
 	n, m := len(oldK), len(newK)
 	pos0 := h.OldStart - 1 // 0-based index of the first old line
@@ -329,19 +354,22 @@ func matchHunk(t *text, h *Hunk, offset, minPos int) (HunkResult, *edit, int, in
 	if n == 0 {
 		return HunkResult{Status: Conflict, Line: lineOf(exp), Reason: fmt.Sprintf("insertion point line %d is not in the file", h.OldStart)}, nil, offset, minPos
 	}
-	return matchFuzzy(t, h, oldK, pos0, exp, minPos, offset)
+	return matchFuzzy(t, h, oldK, pos0, exp, minPos, offset, explain)
 }
 
 // matchFuzzy locates a candidate with diff-match-patch's bitap matcher over
 // lines, aligns the hunk's old side to it, and accepts it only when every
 // removed line is present byte for byte, in runs as in the hunk, and the
 // similarity reaches FuzzyMinScore.
-func matchFuzzy(t *text, h *Hunk, oldK []string, pos0, exp, minPos, offset int) (HunkResult, *edit, int, int) {
+func matchFuzzy(t *text, h *Hunk, oldK []string, pos0, exp, minPos, offset int, explain bool) (HunkResult, *edit, int, int) {
 	n := len(oldK)
 	conflict := func(reason string, near *Region) (HunkResult, *edit, int, int) {
 		return HunkResult{Status: Conflict, Line: h.OldStart, Reason: reason, Nearest: near}, nil, offset, minPos
 	}
 	cand := locate(t.keys[minPos:], oldK, exp-minPos)
+	if cand < 0 && !explain {
+		return conflict("no similar region found", nil)
+	}
 	if cand < 0 {
 		s, e, best := bestWindow(t, oldK, exp, minPos)
 		if best == 0 {
@@ -451,12 +479,52 @@ func matchFuzzy(t *text, h *Hunk, oldK []string, pos0, exp, minPos, offset int) 
 		fi = a + 1
 	}
 	repl = append(repl, pending...)
-	differ := n - matched
 	res := HunkResult{
 		Status: Fuzzy, Line: first + 1, Offset: first - pos0, Score: score,
-		Reason: fmt.Sprintf("%d of %d context lines differ", differ, n),
+		Reason: fuzzyReason(align, n),
 	}
 	return res, &edit{start: first, end: last + 1, repl: repl, hunk: h}, first - pos0, last + 1
+}
+
+// fuzzyReason says what differs around a fuzzy hunk, from the alignment of
+// its old side (align[i]: file line of old line i, -1 when not found):
+// between two lines found, old lines not found facing as many file lines
+// are changed; the rest are missing (old) or not in the hunk (file).
+func fuzzyReason(align []int, n int) string {
+	changed, missing, extra := 0, 0, 0
+	po, pa := -1, -1
+	for o, a := range align {
+		if a < 0 {
+			continue
+		}
+		if pa >= 0 {
+			gm, ge := o-po-1, a-pa-1
+			c := min(gm, ge)
+			changed += c
+			missing += gm - c
+			extra += ge - c
+		} else {
+			missing += o // old lines before the first found
+		}
+		po, pa = o, a
+	}
+	missing += n - 1 - po // old lines after the last found
+	var parts []string
+	if changed > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d context lines changed", changed, n))
+	}
+	if missing > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d context lines not found", missing, n))
+	}
+	if extra == 1 {
+		parts = append(parts, "1 line not in the hunk between its context lines")
+	} else if extra > 1 {
+		parts = append(parts, fmt.Sprintf("%d lines not in the hunk between its context lines", extra))
+	}
+	if len(parts) == 0 {
+		parts = append(parts, fmt.Sprintf("all %d context lines found", n))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func clip(s string) string {
@@ -505,15 +573,24 @@ func bestWindow(t *text, oldK []string, exp, minPos int) (int, int, int) {
 		want[k]++
 	}
 	have := map[string]int{}
+	// Only lines of the hunk are counted: most file lines are not.
 	add := func(k string, c *int) {
-		if have[k] < want[k] {
+		w, ok := want[k]
+		if !ok {
+			return
+		}
+		if have[k] < w {
 			*c++
 		}
 		have[k]++
 	}
 	remove := func(k string, c *int) {
+		w, ok := want[k]
+		if !ok {
+			return
+		}
 		have[k]--
-		if have[k] < want[k] {
+		if have[k] < w {
 			*c--
 		}
 	}

@@ -286,3 +286,55 @@ func TestRegionOf(t *testing.T) {
 		})
 	}
 }
+
+// The fuzz policy: a context line missing and a line inserted count the same
+// way away from the change (fuzzy, and the reason says which), and both are
+// conflicts next to it.
+func TestFuzzPolicySymmetric(t *testing.T) {
+	fd := mustDiff(t, "--- a/f\n+++ b/f\n@@ -1,7 +1,8 @@\n A\n B\n C\n+X\n D\n E\n F\n G\n")[0]
+	for _, tc := range []struct {
+		name, file string
+		status     HunkStatus
+		reason     string
+	}{
+		{"context line missing", "A\nC\nD\nE\nF\nG\n", Fuzzy, "1 of 7 context lines not found"},
+		{"line inserted", "A\nQ\nB\nC\nD\nE\nF\nG\n", Fuzzy, "1 line not in the hunk between its context lines"},
+		{"both", "A\nQ\nB\nC\nD\nF\nG\n", Fuzzy, "1 of 7 context lines not found, 1 line not in the hunk between its context lines"},
+		{"context line changed", "A\nB2\nC\nD\nE\nF\nG\n", Fuzzy, "1 of 7 context lines changed"},
+		{"anchor missing", "A\nB\nD\nE\nF\nG\n", Conflict, "next to the change not found"},
+		{"line inserted between anchors", "A\nB\nC\nQ\nD\nE\nF\nG\n", Conflict, "not contiguous"},
+	} {
+		fp, _ := MatchFile([]byte(tc.file), fd, PlanOptions{})
+		h := fp.Hunks[0]
+		if h.Status != tc.status || !strings.Contains(h.Reason, tc.reason) {
+			t.Errorf("%s: %v %q, want %v %q", tc.name, h.Status, h.Reason, tc.status, tc.reason)
+		}
+		if tc.status == Fuzzy && (h.Score < FuzzyMinScore || h.Score >= 1) {
+			t.Errorf("%s: score %.2f", tc.name, h.Score)
+		}
+	}
+}
+
+// Both sides of FuzzyMinScore: a region scoring 0.74 is taken, one scoring
+// 0.57 is refused. Moving the threshold to 0.3 or 0.8 fails this test.
+func TestFuzzyMinScoreBothSides(t *testing.T) {
+	ctx := []string{"a1", "a2", "a3", "a4", "a5", "a6", "b1", "b2", "b3", "b4", "b5", "b6"}
+	diff := "--- a/f\n+++ b/f\n@@ -1,12 +1,13 @@\n"
+	for i, c := range ctx {
+		if i == 6 {
+			diff += "+X\n"
+		}
+		diff += " " + c + "\n"
+	}
+	fd := mustDiff(t, diff)[0]
+	above := "z1\nz2\na3\na4\na5\na6\nb1\nb2\nb3\nz3\nz4\nz5\n"
+	fp, _ := MatchFile([]byte(above), fd, PlanOptions{})
+	if h := fp.Hunks[0]; h.Status != Fuzzy || h.Score < 0.7 || h.Score > 0.75 {
+		t.Errorf("score in (0.6, 0.8): %v %.2f %q, want fuzzy near 0.74", h.Status, h.Score, h.Reason)
+	}
+	below := "z1\nz2\na3\nz7\na5\na6\nb1\nb2\nz4\nz5\nb5\nz6\n"
+	fp, _ = MatchFile([]byte(below), fd, PlanOptions{})
+	if h := fp.Hunks[0]; h.Status != Conflict || !strings.Contains(h.Reason, "only 0.57 similar") {
+		t.Errorf("score in (0.3, 0.6): %v %q, want a conflict at 0.57", h.Status, h.Reason)
+	}
+}

@@ -1,6 +1,12 @@
 package patches
 
 import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"regexp"
+
 	"github.com/hashicorp/go-version"
 
 	"github.com/smpatch/smpatch/source"
@@ -28,8 +34,15 @@ type Patch struct {
 	Variants []*Variant
 	// Verify are post-conditions checked on the written files.
 	Verify []VerifyRule
-	// Uncovered names upstream shapes the patch knows it cannot handle.
-	Uncovered []string
+	// Uncovered names upstream shapes the patch knows it cannot handle;
+	// those with a marker are recognised on a tree no variant fits.
+	Uncovered []Uncovered
+	// Needs names patches that must be in place first: applied on the
+	// tree, or earlier in the same set ("needs = [...]").
+	Needs []string
+	// needed are the patches Needs names, resolved when the catalog loads.
+	needed    []*Patch
+	needsLine int
 	// Digest is the sha256 of the patch's TOML and diff files.
 	Digest string
 }
@@ -80,4 +93,69 @@ type VerifyRule struct {
 	File        string // repository-relative
 	Contains    string
 	NotContains string
+}
+
+// Uncovered is an upstream shape a patch knows it does not cover. An entry
+// written as a plain string is a note (Text) and is never detected; a
+// [[uncovered]] table has a name, the window of upstream history it spans,
+// why it is not covered, and a marker (File plus Contains or Regex) that
+// recognises it on a tree.
+type Uncovered struct {
+	Name     string
+	Window   string
+	Why      string
+	Text     string // a plain-string entry
+	File     string // marker: repository-relative file
+	Contains string // marker: text the file contains
+	Regex    string // marker: a regular expression the file matches
+	Line     int    // where the entry is, in the patch's TOML file
+}
+
+// String is the entry for people: "NAME (WINDOW): WHY", or the note.
+func (u Uncovered) String() string {
+	if u.Name == "" {
+		return u.Text
+	}
+	s := u.Name
+	if u.Window != "" {
+		s += " (" + u.Window + ")"
+	}
+	if u.Why != "" {
+		s += ": " + u.Why
+	}
+	return s
+}
+
+// Detectable reports whether the entry has a marker.
+func (u Uncovered) Detectable() bool { return u.File != "" }
+
+// uncoveredShape is the first detectable uncovered shape whose marker t
+// has, or nil.
+func (p *Patch) uncoveredShape(t source.Tree) (*Uncovered, error) {
+	for i := range p.Uncovered {
+		u := &p.Uncovered[i]
+		if !u.Detectable() {
+			continue
+		}
+		b, err := t.ReadFile(u.File)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case u.Contains != "" && bytes.Contains(b, []byte(u.Contains)):
+			return u, nil
+		case u.Regex != "":
+			re, err := regexp.Compile(u.Regex)
+			if err != nil {
+				return nil, fmt.Errorf("%s: uncovered %s: %w", p.File, u.Name, err)
+			}
+			if re.Match(b) {
+				return u, nil
+			}
+		}
+	}
+	return nil, nil
 }

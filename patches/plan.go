@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -97,6 +98,10 @@ const (
 	OutcomeAlreadyApplied Outcome = "already-applied" // every hunk already present
 	OutcomeConflict       Outcome = "conflict"        // some hunk conflicts
 	OutcomeNoVariant      Outcome = "no-variant"      // no variant fits the tree
+	// OutcomeRefused: the hunks resolve, but the patch may not go on this
+	// tree: a patch it needs is not in place, or a verify rule fails on
+	// the result.
+	OutcomeRefused Outcome = "refused"
 )
 
 // PlanOptions tune NewPlan.
@@ -106,6 +111,9 @@ type PlanOptions struct {
 	Strict bool
 	// Variant forces a variant by name (or by its range as written).
 	Variant string
+	// Memo, when set, remembers anchor-search matches per blob across plans
+	// of revisions of one repository (trees that are FileHashers).
+	Memo *Memo
 }
 
 // Attempt records one variant NewPlan planned.
@@ -127,6 +135,12 @@ type Plan struct {
 	Files         []*FilePlan
 	Attempts      []Attempt // variants planned, in order
 	Reason        string    // why the plan does not resolve (no variant, conflicts)
+	// Refused says why a plan whose hunks resolve may not be applied: a
+	// needed patch missing, or a verify rule that fails on the result.
+	Refused string
+	// Shape is the uncovered shape whose marker the tree has, when no
+	// variant resolves.
+	Shape *Uncovered
 
 	attemptFiles     [][]*FilePlan // per attempt
 	attemptConflicts []int         // per attempt
@@ -150,7 +164,87 @@ func VariantLabel(v *Variant) string {
 // opts.Variant forces one. The error is only for I/O: a conflict or a
 // missing variant is a Plan whose Outcome says so.
 func NewPlan(ctx context.Context, p *Patch, t source.Tree, opts PlanOptions) (*Plan, error) {
+	pl, err := newPlan(ctx, p, t, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := pl.finish(t, opts.Strict); err != nil {
+		return nil, err
+	}
+	return pl, nil
+}
+
+// finish judges a plan beyond its hunks: a plan that resolves must leave
+// the patch's verify rules holding on the bytes it would write; a plan that
+// does not resolve on a tree with the marker of an uncovered shape says so.
+func (pl *Plan) finish(t source.Tree, strict bool) error {
+	if pl.OK(strict) {
+		why, err := pl.verifyResult(t)
+		if err != nil {
+			return err
+		}
+		pl.refuse(why)
+		return nil
+	}
+	u, err := pl.Patch.uncoveredShape(t)
+	if err != nil {
+		return err
+	}
+	if u != nil {
+		pl.Shape = u
+		pl.Reason = fmt.Sprintf("this tree is shape %s, which the catalog does not cover: %s (marker in %s)", shapeTitle(u), u.Why, u.File)
+	}
+	return nil
+}
+
+// refuse marks a plan whose hunks resolve as not to be applied, why in one
+// line (also its Reason); "" leaves it as it is.
+func (pl *Plan) refuse(why string) {
+	if why == "" {
+		return
+	}
+	pl.Refused, pl.Reason = why, why
+}
+
+func shapeTitle(u *Uncovered) string {
+	if u.Window == "" {
+		return u.Name
+	}
+	return fmt.Sprintf("%s (%s)", u.Name, u.Window)
+}
+
+// verifyResult checks the patch's verify rules on the bytes the tree would
+// have after the plan, and says in one line which rule fails ("" when all
+// hold). A rule on a file that neither exists nor is written is skipped.
+func (pl *Plan) verifyResult(t source.Tree) (string, error) {
+	if len(pl.Patch.Verify) == 0 {
+		return "", nil
+	}
+	read := map[string][]byte{}
+	for rel, b := range pl.Changes() {
+		read[rel] = b
+	}
+	for _, fp := range pl.Files {
+		if _, ok := read[fp.Path]; !ok && !fp.Create {
+			if fp.Old != nil {
+				read[fp.Path] = fp.Old
+			}
+		}
+	}
+	err := checkRules(t, pl, read, "on the result")
+	if err == nil {
+		return "", nil
+	}
+	var re *ruleError
+	if errors.As(err, &re) {
+		return re.Error(), nil
+	}
+	return "", err
+}
+
+func newPlan(ctx context.Context, p *Patch, t source.Tree, opts PlanOptions) (*Plan, error) {
 	pl := &Plan{Patch: p}
+	defer pl.noteMoved()
 	v, from, err := t.Version(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%s: reading version: %w", t.Root(), err)
@@ -281,7 +375,7 @@ func rangeText(v *Variant) string {
 
 // try plans variant c and records the attempt.
 func (pl *Plan) try(ctx context.Context, t source.Tree, c *Variant, opts PlanOptions) error {
-	files, err := planVariant(ctx, t, c)
+	files, err := planVariant(ctx, t, c, opts.Memo)
 	if err != nil {
 		return err
 	}
@@ -292,6 +386,9 @@ func (pl *Plan) try(ctx context.Context, t source.Tree, c *Variant, opts PlanOpt
 		a.Reason = firstConflict(files)
 	} else if o == OutcomeFuzzy && opts.Strict {
 		a.Reason = "fuzzy hunks (strict)"
+		if f := firstFuzzy(files); f != "" {
+			a.Reason += ": " + f
+		}
 	}
 	pl.Attempts = append(pl.Attempts, a)
 	pl.attemptFiles = append(pl.attemptFiles, files)
@@ -313,6 +410,50 @@ func (pl *Plan) setReason() {
 	}
 }
 
+// noteMoved adds to the variant's reason the files its diffs name that were
+// found elsewhere by anchor search, so that the label shown beside the
+// variant says where its hunks went.
+func (pl *Plan) noteMoved() {
+	if pl.Variant == nil {
+		return
+	}
+	var moved []string
+	for _, fp := range pl.Files {
+		if fp.Diff != nil && fp.Path != fp.Diff.Path() {
+			moved = append(moved, fmt.Sprintf("%s found by search as %s", fp.Diff.Path(), fp.Path))
+		}
+	}
+	if len(moved) > 0 {
+		pl.VariantReason += "; " + strings.Join(moved, "; ")
+	}
+}
+
+// Tried is every variant's attempt, each with its first failing hunk, when
+// the plan does not resolve and more than one variant was planned (or none
+// was chosen); nil otherwise. It is what a person needs to see why nothing
+// resolves, beyond the one variant shown.
+func (pl *Plan) Tried() []Attempt {
+	if pl.Refused != "" {
+		return nil // a variant resolved; the refusal is not about variants
+	}
+	if pl.Outcome() == OutcomeNoVariant || (len(pl.Attempts) > 1 && !resolves(pl.Outcome(), false)) {
+		return pl.Attempts
+	}
+	return nil
+}
+
+// firstFuzzy names the first fuzzy hunk of files.
+func firstFuzzy(files []*FilePlan) string {
+	for _, f := range files {
+		for _, h := range f.Hunks {
+			if h.Status == Fuzzy {
+				return fmt.Sprintf("%s: hunk %d: %s", f.Path, h.Index+1, h.Reason)
+			}
+		}
+	}
+	return ""
+}
+
 func firstConflict(files []*FilePlan) string {
 	for _, f := range files {
 		for _, h := range f.Hunks {
@@ -326,7 +467,7 @@ func firstConflict(files []*FilePlan) string {
 
 // planVariant matches every diff of a variant against t. Diffs of the same
 // file apply in order, each to the previous one's result.
-func planVariant(ctx context.Context, t source.Tree, c *Variant) ([]*FilePlan, error) {
+func planVariant(ctx context.Context, t source.Tree, c *Variant, memo *Memo) ([]*FilePlan, error) {
 	if len(c.Files) == 0 && len(c.Diffs) > 0 {
 		return nil, fmt.Errorf("variant %s: diffs %s were not parsed", VariantLabel(c), strings.Join(c.Diffs, ", "))
 	}
@@ -351,19 +492,24 @@ func planVariant(ctx context.Context, t source.Tree, c *Variant) ([]*FilePlan, e
 		}
 		return state{data: data, exists: true}, nil
 	}
+	hasher, _ := t.(FileHasher)
+	if memo == nil {
+		hasher = nil
+	}
 	var out []*FilePlan
 	for _, fd := range c.Files {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		target := fd.Path()
+		_, changed := cur[target]
 		st, err := read(target)
 		if err != nil {
 			return nil, err
 		}
 		note := ""
 		if !st.exists && !fd.IsCreate() && !fd.IsDelete() && len(c.Search) > 0 && len(fd.Hunks) > 0 {
-			found, data, why, err := findByAnchor(ctx, t, fd, c.Search, "")
+			found, data, why, err := findByAnchor(ctx, t, fd, c.Search, "", memo)
 			if err != nil {
 				return nil, err
 			}
@@ -376,13 +522,26 @@ func planVariant(ctx context.Context, t source.Tree, c *Variant) ([]*FilePlan, e
 				note = why
 			}
 		}
-		fp := matchFile(st.data, st.exists, fd)
+		var fp *FilePlan
+		var key fileKey
+		if hasher != nil && st.exists && note == "" && !changed {
+			if h, ok := hasher.FileHash(target); ok {
+				key = fileKey{fd, h}
+				fp, _ = memo.getFile(key, st.data)
+			}
+		}
+		if fp == nil {
+			fp = matchFile(st.data, st.exists, fd)
+			if key.fd != nil && hasConflict(fp) {
+				memo.putFile(key, fp)
+			}
+		}
 		fp.Path = target
 		fp.Note = note
 		if st.exists && note == "" && !fd.IsCreate() && !fd.IsDelete() && len(c.Search) > 0 && len(fd.Hunks) > 0 && hasConflict(fp) {
 			// The file is there but the code moved on: look for it by anchor
 			// and take the other file only when the whole diff resolves there.
-			found, data, why, err := findByAnchor(ctx, t, fd, c.Search, target)
+			found, data, why, err := findByAnchor(ctx, t, fd, c.Search, target, memo)
 			if err != nil {
 				return nil, err
 			}
@@ -409,9 +568,50 @@ func planVariant(ctx context.Context, t source.Tree, c *Variant) ([]*FilePlan, e
 		if fp.New != nil || fp.Delete {
 			cur[target] = state{data: fp.New, exists: !fp.Delete}
 		}
+		if i := slices.IndexFunc(out, func(o *FilePlan) bool { return o.Path == target }); i >= 0 {
+			out[i] = composeFile(out[i], fp)
+			continue
+		}
 		out = append(out, fp)
 	}
 	return out, nil
+}
+
+// composeFile is one file plan for two diffs of one file, the second
+// planned on the first's result: the old bytes of the first, the new bytes
+// of the second, and the hunks of both, numbered on (hunk n of the second
+// diff is hunk len(first's hunks)+n). Its Diff holds the hunks of both, in
+// that order, so that a hunk's Index still finds its header.
+func composeFile(a, b *FilePlan) *FilePlan {
+	c := *a
+	base := len(a.Hunks)
+	if a.Diff != nil && len(a.Diff.Hunks) > base {
+		base = len(a.Diff.Hunks)
+	}
+	if a.Diff != nil && b.Diff != nil {
+		d := *a.Diff
+		d.NewPath = b.Diff.NewPath
+		d.NewMode = b.Diff.NewMode
+		d.Hunks = append(append(make([]*Hunk, 0, base+len(b.Diff.Hunks)), a.Diff.Hunks...), make([]*Hunk, base-len(a.Diff.Hunks))...)
+		d.Hunks = append(d.Hunks, b.Diff.Hunks...)
+		c.Diff = &d
+	}
+	c.Hunks = append([]HunkResult(nil), a.Hunks...)
+	for _, h := range b.Hunks {
+		h.Index += base
+		c.Hunks = append(c.Hunks, h)
+	}
+	c.New, c.Delete = b.New, b.Delete
+	if hasConflict(a) || hasConflict(b) {
+		c.New = nil
+	}
+	switch {
+	case c.Note == "":
+		c.Note = b.Note
+	case b.Note != "" && b.Note != c.Note:
+		c.Note += "; " + b.Note
+	}
+	return &c
 }
 
 // cleanDir turns "a/b/", "./a//b" into "a/b", and "." or "/" into "".
@@ -435,7 +635,11 @@ const maxAnchorFiles = 5000
 // findByAnchor looks in the search directories for the file in which the
 // diff's first hunk resolves best. It returns the path and bytes of the
 // unique best file and a note, or "" and why nothing was found.
-func findByAnchor(ctx context.Context, t source.Tree, fd *FileDiff, dirs []string, exclude string) (string, []byte, string, error) {
+func findByAnchor(ctx context.Context, t source.Tree, fd *FileDiff, dirs []string, exclude string, memo *Memo) (string, []byte, string, error) {
+	hasher, _ := t.(FileHasher)
+	if memo == nil {
+		hasher = nil
+	}
 	ext := path.Ext(fd.Path())
 	type cand struct {
 		path   string
@@ -467,6 +671,18 @@ func findByAnchor(ctx context.Context, t source.Tree, fd *FileDiff, dirs []strin
 				return "", nil, "", err
 			}
 			read++
+			var key anchorKey
+			if hasher != nil {
+				if h, ok := hasher.FileHash(f); ok {
+					key = anchorKey{fd.Hunks[0], h}
+					if hit, ok := memo.getAnchor(key); ok {
+						if hit.status != Conflict {
+							cands = append(cands, cand{path: f, score: hit.score, status: hit.status})
+						}
+						continue
+					}
+				}
+			}
 			data, err := t.ReadFile(f)
 			if err != nil {
 				if errors.Is(err, fs.ErrNotExist) {
@@ -474,13 +690,16 @@ func findByAnchor(ctx context.Context, t source.Tree, fd *FileDiff, dirs []strin
 				}
 				return "", nil, "", err
 			}
-			res, _, _, _ := matchHunk(splitText(data), fd.Hunks[0], 0, 0)
-			if res.Status == Conflict {
-				continue
-			}
+			res, _, _, _ := matchHunk(splitText(data), fd.Hunks[0], 0, 0, false)
 			score := 1.0
 			if res.Status == Fuzzy {
 				score = res.Score
+			}
+			if key.hunk != nil {
+				memo.putAnchor(key, anchorHit{res.Status, score})
+			}
+			if res.Status == Conflict {
+				continue
 			}
 			cands = append(cands, cand{path: f, data: data, score: score, status: res.Status})
 		}
@@ -499,11 +718,21 @@ func findByAnchor(ctx context.Context, t source.Tree, fd *FileDiff, dirs []strin
 		return "", nil, fmt.Sprintf("anchor is ambiguous: the first hunk matches %s", strings.Join(names, ", ")), nil
 	}
 	c := cands[0]
+	if c.data == nil { // remembered from another revision: read it now
+		data, err := t.ReadFile(c.path)
+		if err != nil {
+			return "", nil, "", err
+		}
+		c.data = data
+	}
 	return c.path, c.data, fmt.Sprintf("found by anchor (hunk 1 %s) in %s", c.status, c.path), nil
 }
 
 // Outcome classifies the plan.
 func (p *Plan) Outcome() Outcome {
+	if p.Refused != "" {
+		return OutcomeRefused
+	}
 	if p.Variant == nil {
 		return OutcomeNoVariant
 	}

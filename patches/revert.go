@@ -125,6 +125,9 @@ func Revert(ctx context.Context, t source.WritableTree, cat *Catalog, names []st
 			sel = append(sel, e)
 		}
 	}
+	if err := neededBy(j.state, cat, sel); err != nil {
+		return res, err
+	}
 	// Work out every file's bytes first, on an overlay, so a refusal
 	// writes nothing.
 	overlay := map[string][]byte{}
@@ -399,4 +402,32 @@ func reverseApply(rel string, orig, patched, cur []byte) ([]byte, error) {
 		return []byte{}, nil
 	}
 	return fp.New, nil
+}
+
+// neededBy refuses to revert a patch that another applied patch, not
+// reverted in the same call, needs (by the catalog's "needs"): the other
+// one would be left without what it builds on.
+func neededBy(st *State, cat *Catalog, sel []*Entry) error {
+	if cat == nil {
+		return nil
+	}
+	going := map[string]bool{}
+	for _, e := range sel {
+		going[e.Name] = true
+	}
+	for _, e := range st.Patches {
+		if going[e.Name] || e.State != StateApplied {
+			continue
+		}
+		p, ok := cat.byName[e.Name]
+		if !ok {
+			continue
+		}
+		for _, n := range p.Needs {
+			if going[n] {
+				return exit.With(exit.RevertRefused, fmt.Errorf("%s is applied and needs %s: revert %s first, or both: smpatch revert %s %s; nothing was changed", e.Name, n, e.Name, e.Name, n))
+			}
+		}
+	}
+	return nil
 }

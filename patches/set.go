@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/hashicorp/go-version"
 
 	"github.com/smpatch/smpatch/source"
@@ -20,7 +21,7 @@ import (
 type Set struct {
 	Tree   source.Tree
 	Strict bool
-	Plans  []*Plan // one per patch, in the order given
+	Plans  []*Plan // one per patch, in the order given (needed patches first)
 }
 
 // SetOptions tune PlanSet.
@@ -29,13 +30,14 @@ type SetOptions struct {
 }
 
 // PlanSet plans ps on t in order, each patch on the result of those before
-// it. It reads t and writes nothing. A patch that does not resolve adds
+// it; a patch named before a patch of ps it needs is moved after it. It reads t and writes nothing. A patch that does not resolve adds
 // nothing to what the patches after it see. The error is only for I/O:
 // why the set does not apply is Set.Problem.
 func PlanSet(ctx context.Context, t source.Tree, ps []*Patch, opts SetOptions) (*Set, error) {
 	s := &Set{Tree: t, Strict: opts.Strict}
 	ov := &overlay{t: t, files: map[string][]byte{}}
-	for _, p := range ps {
+	planned := map[string]bool{}
+	for _, p := range needsFirst(ps) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -43,6 +45,16 @@ func PlanSet(ctx context.Context, t source.Tree, ps []*Patch, opts SetOptions) (
 		if err != nil {
 			return nil, err
 		}
+		// A patch whose own hunks do not resolve says so; one that
+		// resolves is refused when what it needs is not in place.
+		if pl.OK(opts.Strict) || pl.Refused != "" {
+			why, err := needsMissing(ctx, ov, p, planned, opts.Strict)
+			if err != nil {
+				return nil, err
+			}
+			pl.refuse(why)
+		}
+		planned[p.Name] = true
 		// A plan on the overlay names the tree, not the overlay.
 		s.Plans = append(s.Plans, pl)
 		for rel, b := range pl.Changes() {
@@ -50,6 +62,29 @@ func PlanSet(ctx context.Context, t source.Tree, ps []*Patch, opts SetOptions) (
 		}
 	}
 	return s, nil
+}
+
+// needsMissing says in one line which patch p needs is not in place on t
+// ("" when all are): each must be earlier in the set (planned) or already
+// applied on t, which planning it there shows (every hunk already
+// present).
+func needsMissing(ctx context.Context, t source.Tree, p *Patch, planned map[string]bool, strict bool) (string, error) {
+	for i, n := range p.Needs {
+		if planned[n] {
+			continue
+		}
+		if i < len(p.needed) {
+			q, err := NewPlan(ctx, p.needed[i], t, PlanOptions{Strict: strict})
+			if err != nil {
+				return "", err
+			}
+			if q.Outcome() == OutcomeAlreadyApplied {
+				continue
+			}
+		}
+		return fmt.Sprintf("needs %s, which the tree does not have: apply it first, or in the same command before %s (smpatch apply %s %s)", n, p.Name, n, p.Name), nil
+	}
+	return "", nil
 }
 
 // Problem explains why a set of patches does not apply: the first patch
@@ -106,6 +141,8 @@ func (s *Set) changedBefore(i int, pl *Plan) []string {
 // planWhy says in one line why a plan does not resolve.
 func planWhy(pl *Plan, strict bool) string {
 	switch pl.Outcome() {
+	case OutcomeRefused:
+		return pl.Refused
 	case OutcomeNoVariant:
 		if pl.Reason != "" {
 			return pl.Reason
@@ -301,5 +338,110 @@ func (c *Catalog) GetAll(names []string) ([]*Patch, error) {
 	if len(ps) == 0 {
 		return nil, fmt.Errorf("no patch named")
 	}
-	return ps, nil
+	return needsFirst(ps), nil
+}
+
+// needsFirst orders a set so that a patch comes after the patches of the
+// set it needs, keeping the order given otherwise.
+func needsFirst(ps []*Patch) []*Patch {
+	in := map[string]*Patch{}
+	for _, p := range ps {
+		in[p.Name] = p
+	}
+	out := make([]*Patch, 0, len(ps))
+	placed := map[string]bool{}
+	var place func(p *Patch)
+	place = func(p *Patch) {
+		if placed[p.Name] {
+			return
+		}
+		placed[p.Name] = true // the catalog refuses cycles
+		for _, n := range p.Needs {
+			if q, ok := in[n]; ok {
+				place(q)
+			}
+		}
+		out = append(out, p)
+	}
+	for _, p := range ps {
+		place(p)
+	}
+	return out
+}
+
+// Needed is every patch p needs, directly or through another, each after
+// the patches it needs itself.
+func (p *Patch) Needed() []*Patch {
+	var out []*Patch
+	seen := map[*Patch]bool{p: true}
+	var walk func(q *Patch)
+	walk = func(q *Patch) {
+		for _, r := range q.needed {
+			if seen[r] {
+				continue
+			}
+			seen[r] = true
+			walk(r)
+			out = append(out, r)
+		}
+	}
+	walk(p)
+	return out
+}
+
+// PlanWithNeeds plans p on t after the patches it needs, each planned on
+// the result of those before it, as `apply` plans them when named
+// together: what an upstream check needs to say whether p would apply with
+// its needs on that revision. When a needed patch does not resolve and
+// p's own hunks do, p's plan is refused with why.
+func PlanWithNeeds(ctx context.Context, p *Patch, t source.Tree, opts PlanOptions) (*Plan, error) {
+	needed := p.Needed()
+	if len(needed) == 0 {
+		return NewPlan(ctx, p, t, opts)
+	}
+	ov := &overlay{t: t, files: map[string][]byte{}}
+	var on source.Tree = ov
+	if h, ok := t.(FileHasher); ok {
+		on = &hashedOverlay{overlay: ov, h: h}
+	}
+	var missing string
+	for _, q := range needed {
+		qo := opts
+		qo.Variant = ""
+		ql, err := NewPlan(ctx, q, on, qo)
+		if err != nil {
+			return nil, err
+		}
+		if !ql.OK(opts.Strict) {
+			if missing == "" {
+				missing = fmt.Sprintf("needs %s, which does not apply here: %s", q.Name, planWhy(ql, opts.Strict))
+			}
+			continue
+		}
+		for rel, b := range ql.Changes() {
+			ov.files[rel] = b
+		}
+	}
+	pl, err := NewPlan(ctx, p, on, opts)
+	if err != nil {
+		return nil, err
+	}
+	if pl.OK(opts.Strict) || pl.Refused != "" {
+		pl.refuse(missing)
+	}
+	return pl, nil
+}
+
+// hashedOverlay is an overlay on a tree that names files by blob hash:
+// files the overlay does not change keep their hash (and so their memo).
+type hashedOverlay struct {
+	*overlay
+	h FileHasher
+}
+
+func (o *hashedOverlay) FileHash(rel string) (plumbing.Hash, bool) {
+	if _, ok := o.files[rel]; ok {
+		return plumbing.Hash{}, false
+	}
+	return o.h.FileHash(rel)
 }

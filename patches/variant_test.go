@@ -100,7 +100,7 @@ func TestVariantStrict(t *testing.T) {
 		t.Errorf("changes %q", pl.Changes())
 	}
 	pl, _ = NewPlan(context.Background(), p, tree, PlanOptions{Strict: true})
-	if pl.OK(true) || pl.Attempts[0].Reason != "fuzzy hunks (strict)" {
+	if pl.OK(true) || pl.Attempts[0].Reason != "fuzzy hunks (strict): c.py: hunk 1: 1 of 6 context lines changed" {
 		t.Errorf("strict: %s %+v", pl.Outcome(), pl.Attempts)
 	}
 }
@@ -134,6 +134,10 @@ func TestAnchorSearch(t *testing.T) {
 	}
 	if ch := pl.Changes(); !strings.Contains(string(ch[fp.Path]), "_is_sm120_supported") || len(ch) != 1 {
 		t.Errorf("changes %q", ch)
+	}
+	// The variant's label says where its hunks went.
+	if want := "python/sglang/srt/layers/communicator.py found by search as python/sglang/srt/layers/fused/residual/add_norm.py"; !strings.Contains(pl.VariantReason, want) {
+		t.Errorf("variant reason %q, want it to say %q", pl.VariantReason, want)
 	}
 	if d := string(pl.UnifiedDiff()); !strings.Contains(d, "+++ b/python/sglang/srt/layers/fused/residual/add_norm.py") {
 		t.Errorf("diff:\n%s", d)

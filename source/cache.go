@@ -80,6 +80,9 @@ type RepoCache struct {
 
 // NewRepoCache returns a cache rooted at dir ("" for DefaultCacheDir).
 func NewRepoCache(dir string) (*RepoCache, error) {
+	if err := NetTimeoutFromEnv(); err != nil {
+		return nil, err
+	}
 	if dir == "" {
 		d, err := DefaultCacheDir()
 		if err != nil {
@@ -204,7 +207,9 @@ func openStore(path string) (*git.Repository, error) {
 	if _, err := os.Stat(filepath.Join(path, "config")); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, git.ErrRepositoryNotExists)
 	}
-	st := filesystem.NewStorageWithOptions(osfs.New(path), cache.NewObjectLRUDefault(), filesystem.Options{KeepDescriptors: true})
+	// A small object cache: a range walk keeps its own cache of file
+	// contents (RevisionCache), and each worker opens a handle.
+	st := filesystem.NewStorageWithOptions(osfs.New(path), cache.NewObjectLRU(16*cache.MiByte), filesystem.Options{KeepDescriptors: true})
 	return git.Open(st, nil)
 }
 
@@ -242,7 +247,9 @@ func verify(repo *git.Repository, url string) error {
 		if r.Type() != plumbing.HashReference {
 			return nil
 		}
-		if _, err := repo.Storer.EncodedObject(plumbing.AnyObject, r.Hash()); err != nil {
+		// The index says whether the object is there, without inflating
+		// it: damaged bytes are found when a revision is read.
+		if err := repo.Storer.HasEncodedObject(r.Hash()); err != nil {
 			return fmt.Errorf("%s -> %s: %w", r.Name(), r.Hash(), err)
 		}
 		return nil
@@ -313,6 +320,9 @@ func (u *Upstream) Fetch(ctx context.Context) error {
 }
 
 func (u *Upstream) fetch(ctx context.Context) error {
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, maxFetchTime)
+	defer cancel()
 	err := u.Repo.FetchContext(ctx, &git.FetchOptions{
 		RemoteName: "origin",
 		RefSpecs:   refSpecs,
@@ -323,11 +333,23 @@ func (u *Upstream) fetch(ctx context.Context) error {
 	switch {
 	case err == nil:
 		u.Fetched = true
+		// One packed-refs file instead of a file per tag and branch: every
+		// later open reads them all.
+		if err := u.Repo.Storer.PackRefs(); err != nil {
+			return fmt.Errorf("cache %s: pack refs: %w", u.Path, err)
+		}
 		return nil
 	case errors.Is(err, git.NoErrAlreadyUpToDate):
 		u.Fetched = true
 		return nil
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+	case parent.Err() != nil:
+		return parent.Err() // the caller's cancel or deadline
+	case isTimeout(err):
+		if ctx.Err() != nil {
+			return fmt.Errorf("remote %s: fetch from %s did not finish within %s", u.URL, remoteHost(u.URL), maxFetchTime)
+		}
+		return fmt.Errorf("remote %s: %s did not answer within %s (set SMPATCH_NET_TIMEOUT to wait longer)", u.URL, remoteHost(u.URL), NetTimeout())
+	case errors.Is(err, context.Canceled):
 		return err
 	case errors.Is(err, transport.ErrRepositoryNotFound), errors.Is(err, transport.ErrEmptyRemoteRepository):
 		return fmt.Errorf("remote %s: %w", u.URL, err)
@@ -354,7 +376,49 @@ func (u *Upstream) Resolve(ctx context.Context, rev string) (plumbing.Hash, erro
 	if h, ok := resolveLocal(u.Repo, rev, false); ok {
 		return h, nil
 	}
+	if err := unreadableRef(u.Repo, rev); err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("cache %s is corrupt: %v; remove it (rm -rf %s) and run again to fetch it afresh", u.Path, err, u.Path)
+	}
 	return plumbing.ZeroHash, unknownRevision(u.Repo, rev, u.URL)
+}
+
+// unreadableRef returns why rev, a reference the repository has, cannot be
+// followed to a commit (a damaged or missing object), or nil.
+func unreadableRef(repo *git.Repository, rev string) error {
+	for _, name := range []plumbing.ReferenceName{
+		plumbing.NewTagReferenceName(rev),
+		plumbing.NewBranchReferenceName(rev),
+		plumbing.NewRemoteReferenceName("origin", rev),
+	} {
+		ref, err := repo.Reference(name, true)
+		if err != nil {
+			continue
+		}
+		h := ref.Hash()
+		for i := 0; i < 10; i++ {
+			o, err := repo.Storer.EncodedObject(plumbing.AnyObject, h)
+			if err != nil {
+				return fmt.Errorf("%s -> %s: %w", name, h, err)
+			}
+			switch o.Type() {
+			case plumbing.CommitObject:
+				if _, err := object.DecodeCommit(repo.Storer, o); err != nil {
+					return fmt.Errorf("%s -> commit %s: %w", name, h, err)
+				}
+				return nil
+			case plumbing.TagObject:
+				tg, err := object.DecodeTag(repo.Storer, o)
+				if err != nil {
+					return fmt.Errorf("%s -> tag %s: %w", name, h, err)
+				}
+				h = tg.Target
+				continue
+			}
+			return nil // points at something else: not corruption
+		}
+		return nil
+	}
+	return nil
 }
 
 // ResolveRevision resolves rev in repo without fetching.
@@ -432,6 +496,9 @@ func unknownRevision(repo *git.Repository, rev, url string) error {
 			n := r.Name()
 			if n.IsTag() || n.IsBranch() {
 				s := n.Short()
+				if s == rev {
+					return nil // never "did you mean" the name asked for
+				}
 				if strings.HasPrefix(s, rev) || strings.HasPrefix(rev, s) && len(s) > 1 {
 					names = append(names, s)
 				}
@@ -455,6 +522,7 @@ var transportsOnce sync.Once
 // installed (go-git's file transport runs git-upload-pack otherwise).
 func setupTransports() {
 	transportsOnce.Do(func() {
+		installNetTransports()
 		if _, err := exec.LookPath("git-upload-pack"); err == nil {
 			return
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 	"github.com/go-git/go-git/v5/plumbing/transport/file"
 	"github.com/go-git/go-git/v5/plumbing/transport/server"
@@ -343,5 +344,62 @@ func TestCacheConcurrentOpen(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// A cache whose pack is damaged after it was made: resolving a tag it holds
+// says the cache is corrupt, names it and says what to do, and never offers
+// the name asked for as a suggestion. The annotated tag object is intact
+// (so the cache passes the check at open); the commit it names is not.
+func TestCacheCorruptPackNamed(t *testing.T) {
+	ctx := context.Background()
+	b, hs := upstreamRepo(t)
+	c := &RepoCache{Dir: t.TempDir()}
+	u, err := c.Open(ctx, b.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	idxs, _ := filepath.Glob(filepath.Join(u.Path, "objects", "pack", "*.idx"))
+	if len(idxs) != 1 {
+		t.Fatalf("indexes %v", idxs)
+	}
+	f, err := os.Open(idxs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := idxfile.NewMemoryIndex()
+	if err := idxfile.NewDecoder(f).Decode(idx); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	off, err := idx.FindOffset(hs["first"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	pack := strings.TrimSuffix(idxs[0], ".idx") + ".pack"
+	data, err := os.ReadFile(pack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := off + 4; i < off+40 && i < int64(len(data))-20; i++ {
+		data[i] ^= 0x5a
+	}
+	os.Chmod(pack, 0o644)
+	if err := os.WriteFile(pack, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var notes bytes.Buffer
+	u2, err := (&RepoCache{Dir: c.Dir, Notice: &notes}).Open(ctx, b.URL())
+	if err != nil || notes.Len() > 0 {
+		t.Fatalf("open: %v %q (the tag object is intact: the check at open passes)", err, notes.String())
+	}
+	_, err = u2.Resolve(ctx, "v0.5.6.post2")
+	if err == nil {
+		t.Fatal("resolved a tag through a damaged pack")
+	}
+	msg := err.Error()
+	if strings.Contains(msg, "did you mean") || strings.Contains(msg, "\n") ||
+		!strings.Contains(msg, u.Path) || !strings.Contains(msg, "corrupt") || !strings.Contains(msg, "rm -rf") {
+		t.Fatalf("err = %q, want one line naming the cache %s as corrupt and how to fix it", msg, u.Path)
 	}
 }

@@ -3,6 +3,7 @@ package source
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
@@ -391,5 +393,132 @@ func TestReadFileNotRegular(t *testing.T) {
 	}
 	if _, err := tr.ReadFile("python/sglang/srt"); err == nil || !strings.Contains(err.Error(), "not a regular file") {
 		t.Fatalf("directory: %v", err)
+	}
+}
+
+// A clone made with `git clone --shared` (or --reference) has no objects of
+// its own: objects/info/alternates names the object directory it borrows
+// from. The version is still read from the tag HEAD sits on.
+func TestVersionFromGitTagWithAlternates(t *testing.T) {
+	ctx := context.Background()
+	src := sglangCheckout(t, "")
+	repo, err := git.PlainInit(src, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt, _ := repo.Worktree()
+	sig := &object.Signature{Name: "t", Email: "t@example.com", When: time.Unix(1700000000, 0)}
+	if _, err := wt.Add("python"); err != nil {
+		t.Fatal(err)
+	}
+	c1, err := wt.Commit("one", &git.CommitOptions{Author: sig})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := repo.CreateTag("v0.5.9", c1, &git.CreateTagOptions{Tagger: sig, Message: "annotated"}); err != nil {
+		t.Fatal(err)
+	}
+	tagRef, _ := repo.Reference("refs/tags/v0.5.9", false)
+
+	// The shared clone: a work tree, refs of its own, no objects.
+	clone := sglangCheckout(t, "")
+	dot := filepath.Join(clone, ".git")
+	writeTree(t, dot, map[string]string{
+		"HEAD":                    c1.String() + "\n",
+		"config":                  "[core]\n\trepositoryformatversion = 0\n\tbare = false\n",
+		"refs/tags/v0.5.9":        tagRef.Hash().String() + "\n",
+		"objects/info/alternates": filepath.Join(src, ".git", "objects") + "\n",
+	})
+	os.MkdirAll(filepath.Join(dot, "objects", "pack"), 0o755)
+	os.MkdirAll(filepath.Join(dot, "refs", "heads"), 0o755)
+
+	tr, err := OpenCheckout(clone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, from, err := tr.Version(ctx)
+	if err != nil || v == nil || VersionString(v) != "0.5.9" || from != "git tag v0.5.9" {
+		t.Fatalf("version %v from %q err %v", v, from, err)
+	}
+
+	// A relative alternate is named, not silently ignored.
+	writeTree(t, dot, map[string]string{"objects/info/alternates": "../../elsewhere/objects\n"})
+	if _, err := OpenGit(clone); err == nil || !strings.Contains(err.Error(), "relative") {
+		t.Fatalf("relative alternate: %v", err)
+	}
+}
+
+// chainCommits adds n commits with parent's tree on top of parent, straight
+// into the object store, and returns the last.
+func chainCommits(t *testing.T, repo *git.Repository, parent plumbing.Hash, n int) plumbing.Hash {
+	t.Helper()
+	pc, err := repo.CommitObject(parent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := parent
+	for i := 0; i < n; i++ {
+		c := &object.Commit{Author: pc.Author, Committer: pc.Committer, Message: fmt.Sprintf("c%d\n", i), TreeHash: pc.TreeHash, ParentHashes: []plumbing.Hash{h}}
+		o := repo.Storer.NewEncodedObject()
+		if err := c.Encode(o); err != nil {
+			t.Fatal(err)
+		}
+		if h, err = repo.Storer.SetEncodedObject(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return h
+}
+
+// A tag more than MaxTagDistance commits behind HEAD does not name the code
+// (main of a project that tags release branches): the version is unknown,
+// with the tag and the distance given as the reason. Within the threshold
+// the distance is reported beside the tag.
+func TestVersionTagTooFarBehind(t *testing.T) {
+	ctx := context.Background()
+	root := sglangCheckout(t, "")
+	repo, err := git.PlainInit(root, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt, _ := repo.Worktree()
+	sig := &object.Signature{Name: "t", Email: "t@example.com", When: time.Unix(1700000000, 0)}
+	wt.Add("python")
+	c1, err := wt.Commit("one", &git.CommitOptions{Author: sig})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := repo.CreateTag("v0.5.6.post2", c1, nil); err != nil {
+		t.Fatal(err)
+	}
+	near := chainCommits(t, repo, c1, MaxTagDistance)
+	far := chainCommits(t, repo, near, 1)
+	setHead := func(h plumbing.Hash) {
+		if err := repo.Storer.SetReference(plumbing.NewHashReference(plumbing.HEAD, h)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	setHead(near)
+	tr, _ := OpenCheckout(root)
+	v, from, err := tr.Version(ctx)
+	want := fmt.Sprintf("git tag v0.5.6.post2 (+%d commits)", MaxTagDistance)
+	if err != nil || v == nil || from != want {
+		t.Fatalf("at the threshold: %v %q %v, want %q", v, from, err, want)
+	}
+	rt, _ := OpenRevision(repo, near, SGLang, "")
+	if v, from, _ := rt.Version(ctx); v == nil || from != fmt.Sprintf("tag v0.5.6.post2 (+%d commits)", MaxTagDistance) {
+		t.Fatalf("revision at the threshold: %v %q", v, from)
+	}
+
+	setHead(far)
+	v, from, err = tr.Version(ctx)
+	want = fmt.Sprintf("nearest version tag v0.5.6.post2 is %d commits behind HEAD, more than %d", MaxTagDistance+1, MaxTagDistance)
+	if err != nil || v != nil || !strings.HasPrefix(from, "unknown: ") || !strings.Contains(from, want) {
+		t.Fatalf("past the threshold: %v %q %v, want unknown with %q", v, from, err, want)
+	}
+	rt, _ = OpenRevision(repo, far, SGLang, "")
+	if v, from, _ := rt.Version(ctx); v != nil || !strings.Contains(from, fmt.Sprintf("no version tag within %d commits", MaxTagDistance)) {
+		t.Fatalf("revision past the threshold: %v %q", v, from)
 	}
 }

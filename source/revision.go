@@ -28,6 +28,15 @@ type RevisionTree struct {
 	tree    *object.Tree
 	project Project
 	url     string
+	hint    *TagHint
+	cache   *RevisionCache
+	known   []knownDir // directories listed, for FileHash
+}
+
+// knownDir is a directory listed through the cache: its files' blob hashes.
+type knownDir struct {
+	prefix string // "dir/", or "" for the root
+	files  []listed
 }
 
 var _ Tree = (*RevisionTree)(nil)
@@ -42,6 +51,16 @@ func OpenRevision(repo *git.Repository, commit plumbing.Hash, p Project, url str
 	t, err := c.Tree()
 	if err != nil {
 		return nil, fmt.Errorf("commit %s: tree: %w", commit, err)
+	}
+	return &RevisionTree{repo: repo, commit: c, tree: t, project: p, url: url}, nil
+}
+
+// OpenRevisionOf is OpenRevision for a commit already decoded (through any
+// handle on the repository); its tree is read through repo.
+func OpenRevisionOf(repo *git.Repository, c *object.Commit, p Project, url string) (*RevisionTree, error) {
+	t, err := repo.TreeObject(c.TreeHash)
+	if err != nil {
+		return nil, fmt.Errorf("commit %s: tree: %w", c.Hash, err)
 	}
 	return &RevisionTree{repo: repo, commit: c, tree: t, project: p, url: url}, nil
 }
@@ -74,9 +93,50 @@ func (t *RevisionTree) CheckProject() error {
 // Commit is the commit the tree is read from.
 func (t *RevisionTree) Commit() *object.Commit { return t.commit }
 
+// SetCache shares c with other revisions of the same repository.
+func (t *RevisionTree) SetCache(c *RevisionCache) { t.cache = c }
+
 // ReadFile reads a repository-relative path from the commit.
 func (t *RevisionTree) ReadFile(rel string) ([]byte, error) {
-	return readBlob(t.repo, t.tree, rel)
+	if t.cache == nil {
+		return readBlob(t.repo, t.tree, rel)
+	}
+	h, ok := t.FileHash(rel)
+	if !ok {
+		return readBlob(t.repo, t.tree, rel) // the error, as without a cache
+	}
+	if data, ok := t.cache.blob(h); ok {
+		return data, nil
+	}
+	data, err := readBlobHash(t.repo, h, rel)
+	if err == nil {
+		t.cache.putBlob(h, data)
+	}
+	return data, err
+}
+
+// FileHash is the blob hash of the regular file rel, as a key for what was
+// worked out from its bytes; false when rel is not a regular file.
+func (t *RevisionTree) FileHash(rel string) (plumbing.Hash, bool) {
+	for _, kd := range t.known {
+		if !strings.HasPrefix(rel, kd.prefix) {
+			continue
+		}
+		name := rel[len(kd.prefix):]
+		i := sort.Search(len(kd.files), func(i int) bool { return kd.files[i].name >= name })
+		if i < len(kd.files) && kd.files[i].name == name {
+			return kd.files[i].hash, true
+		}
+	}
+	clean := path.Clean(rel)
+	if rel == "" || clean != rel || strings.HasPrefix(clean, "../") || clean == ".." || path.IsAbs(clean) {
+		return plumbing.ZeroHash, false
+	}
+	e, err := t.tree.FindEntry(rel)
+	if err != nil || !e.Mode.IsFile() {
+		return plumbing.ZeroHash, false
+	}
+	return e.Hash, true
 }
 
 // readBlob reads rel from tree through the repository's object store.
@@ -131,6 +191,18 @@ func (t *RevisionTree) ListFiles(dir string) ([]string, error) {
 	} else {
 		dir = ""
 	}
+	if t.cache != nil {
+		l, err := t.listCached(tree.Hash, dir)
+		if err != nil {
+			return nil, err
+		}
+		prefix := ""
+		if dir != "" {
+			prefix = dir + "/"
+		}
+		t.known = append(t.known, knownDir{prefix, l})
+		return t.cache.paths(tree.Hash, prefix, l), nil
+	}
 	var out []string
 	w := object.NewTreeWalker(tree, true, nil)
 	defer w.Close()
@@ -151,6 +223,38 @@ func (t *RevisionTree) ListFiles(dir string) ([]string, error) {
 		out = append(out, name)
 	}
 	sort.Strings(out)
+	return out, nil
+}
+
+// listCached lists the regular files under the tree h with their blob
+// hashes, sorted by name (relative to the tree). Listings are kept per tree
+// hash, so a walk over many commits decodes only the directories that
+// changed.
+func (t *RevisionTree) listCached(h plumbing.Hash, dir string) ([]listed, error) {
+	if l, ok := t.cache.listing(h); ok {
+		return l, nil
+	}
+	tree, err := t.repo.TreeObject(h)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", dir, err)
+	}
+	var out []listed
+	for _, e := range tree.Entries {
+		switch e.Mode {
+		case filemode.Dir:
+			sub, err := t.listCached(e.Hash, path.Join(dir, e.Name))
+			if err != nil {
+				return nil, err
+			}
+			for _, s := range sub {
+				out = append(out, listed{name: t.cache.intern(e.Name + "/" + s.name), hash: s.hash})
+			}
+		case filemode.Regular, filemode.Executable, filemode.Deprecated:
+			out = append(out, listed{name: t.cache.intern(e.Name), hash: e.Hash})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	t.cache.putListing(h, out)
 	return out, nil
 }
 
@@ -210,15 +314,56 @@ func (t *RevisionTree) Version(ctx context.Context) (*version.Version, string, e
 		}
 		return v, fmt.Sprintf("%s:%d", f, line), nil
 	}
-	tag, v, err := NearestVersionTag(ctx, t.repo, t.commit.Hash)
+	tag, v, dist, err := t.nearestTag(ctx)
 	if err != nil {
 		return nil, "", err
 	}
 	if v == nil {
-		return nil, "no version literal and no version tag reachable from " + t.commit.Hash.String()[:12], nil
+		return nil, fmt.Sprintf("unknown: no version literal and no version tag within %d commits of %s", MaxTagDistance, t.commit.Hash.String()[:12]), nil
 	}
-	return v, "tag " + tag, nil
+	return v, tagFrom(tag, dist), nil
 }
+
+// tagFrom says where a version came from: "tag v0.5.9", "tag v0.5.9 (+3 commits)".
+func tagFrom(tag string, dist int) string {
+	if dist == 0 {
+		return "tag " + tag
+	}
+	return fmt.Sprintf("tag %s (+%d commits)", tag, dist)
+}
+
+// nearestTag is the hint set by SetNearestTag, else NearestVersionTag.
+func (t *RevisionTree) nearestTag(ctx context.Context) (string, *version.Version, int, error) {
+	if t.hint != nil {
+		return t.hint.name, t.hint.v, t.hint.dist, nil
+	}
+	return NearestVersionTag(ctx, t.repo, t.commit.Hash)
+}
+
+// TagHint is the answer of NearestVersionTag for one commit, worked out by
+// a caller that walks history anyway (a range walk).
+type TagHint struct {
+	name string
+	v    *version.Version
+	dist int
+}
+
+// NewTagHint records tag name (a version tag, "" for none) dist commits
+// behind a commit.
+func NewTagHint(name string, dist int) *TagHint {
+	if name == "" {
+		return &TagHint{}
+	}
+	v, err := ParseVersion(name)
+	if err != nil {
+		return &TagHint{}
+	}
+	return &TagHint{name: name, v: v, dist: dist}
+}
+
+// SetNearestTag gives the tree the nearest version tag of its commit, so
+// that Version does not walk history for it.
+func (t *RevisionTree) SetNearestTag(h *TagHint) { t.hint = h }
 
 // tagIndexes caches, per repository, commit → version tags.
 var tagIndexes sync.Map // *git.Repository → *tagIndex
@@ -228,6 +373,10 @@ type tagIndex struct {
 	tags map[plumbing.Hash][]string
 	err  error
 }
+
+// VersionTags maps the commits of repo that carry version tags to those
+// tags' names; read once per repository handle.
+func VersionTags(repo *git.Repository) (map[plumbing.Hash][]string, error) { return versionTags(repo) }
 
 func versionTags(repo *git.Repository) (map[plumbing.Hash][]string, error) {
 	v, _ := tagIndexes.LoadOrStore(repo, &tagIndex{})
@@ -254,40 +403,37 @@ func versionTags(repo *git.Repository) (map[plumbing.Hash][]string, error) {
 }
 
 // NearestVersionTag finds the version tag reachable from commit with the fewest
-// steps back in history (on a tie, the highest version). It returns ("", nil,
-// nil) when no version tag is reachable.
-func NearestVersionTag(ctx context.Context, repo *git.Repository, commit plumbing.Hash) (string, *version.Version, error) {
+// steps back in history (on a tie, the highest version), at most
+// MaxTagDistance steps back, and how many steps that is. It returns ("", nil,
+// 0, nil) when no version tag is that close.
+func NearestVersionTag(ctx context.Context, repo *git.Repository, commit plumbing.Hash) (string, *version.Version, int, error) {
 	tags, err := versionTags(repo)
 	if err != nil {
-		return "", nil, fmt.Errorf("tags: %w", err)
+		return "", nil, 0, fmt.Errorf("tags: %w", err)
 	}
 	if len(tags) == 0 {
-		return "", nil, nil
+		return "", nil, 0, nil
 	}
 	seen := map[plumbing.Hash]bool{commit: true}
 	level := []plumbing.Hash{commit}
-	for len(level) > 0 {
+	for dist := 0; len(level) > 0 && dist <= MaxTagDistance; dist++ {
 		if err := ctx.Err(); err != nil {
-			return "", nil, err
+			return "", nil, 0, err
 		}
-		var best string
-		var bestV *version.Version
-		for _, h := range level {
-			for _, name := range tags[h] {
-				v, _ := ParseVersion(name)
-				if bestV == nil || ComparePEP440(v, bestV) > 0 {
-					best, bestV = name, v
-				}
-			}
+		if name, v := bestTag(tags, level); v != nil {
+			return name, v, dist, nil
 		}
-		if bestV != nil {
-			return best, bestV, nil
+		if dist == MaxTagDistance {
+			break
 		}
 		var next []plumbing.Hash
 		for _, h := range level {
 			c, err := repo.CommitObject(h)
 			if err != nil {
-				return "", nil, fmt.Errorf("commit %s: %w", h, err)
+				if errors.Is(err, plumbing.ErrObjectNotFound) {
+					continue // shallow boundary
+				}
+				return "", nil, 0, fmt.Errorf("commit %s: %w", h, err)
 			}
 			for _, p := range c.ParentHashes {
 				if !seen[p] {
@@ -298,5 +444,20 @@ func NearestVersionTag(ctx context.Context, repo *git.Repository, commit plumbin
 		}
 		level = next
 	}
-	return "", nil, nil
+	return "", nil, 0, nil
+}
+
+// bestTag is the highest version tag on any of hs.
+func bestTag(tags map[plumbing.Hash][]string, hs []plumbing.Hash) (string, *version.Version) {
+	var best string
+	var bestV *version.Version
+	for _, h := range hs {
+		for _, name := range tags[h] {
+			v, _ := ParseVersion(name)
+			if bestV == nil || ComparePEP440(v, bestV) > 0 {
+				best, bestV = name, v
+			}
+		}
+	}
+	return best, bestV
 }

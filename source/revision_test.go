@@ -1,8 +1,10 @@
 package source
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"path/filepath"
 	"reflect"
@@ -58,7 +60,7 @@ func TestRevisionTree(t *testing.T) {
 		{"first", "0.5.6.post2", "python/sglang/version.py:1"},
 		{"second", "0.5.6.post2", "python/sglang/version.py:1"},
 		{"third", "0.5.7rc1", "tag v0.5.7rc1"},
-		{"fourth", "0.5.7rc1", "tag v0.5.7rc1"},
+		{"fourth", "0.5.7rc1", "tag v0.5.7rc1 (+1 commits)"},
 	} {
 		tr, err := OpenRevision(b.Repo, hs[tc.commit], SGLang, b.URL())
 		if err != nil {
@@ -136,4 +138,40 @@ func FuzzVersionLiteral(f *testing.F) {
 			t.Fatalf("RevisionVersionLiteral(%q, %q) = %q %d %v", name, data, s, line, ok)
 		}
 	})
+}
+
+// A shared RevisionCache changes nothing a tree answers: listings, bytes
+// and blob hashes are those read without it, commit after commit.
+func TestRevisionCacheSameAnswers(t *testing.T) {
+	b, hs := upstreamRepo(t)
+	c := NewRevisionCache(1 << 20)
+	for _, name := range []string{"first", "second", "third", "fourth", "first"} {
+		plain, err := OpenRevision(b.Repo, hs[name], SGLang, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cached, _ := OpenRevision(b.Repo, hs[name], SGLang, "")
+		cached.SetCache(c)
+		for _, dir := range []string{"", "python/sglang", "python/sglang/srt/layers"} {
+			want, err1 := plain.ListFiles(dir)
+			got, err2 := cached.ListFiles(dir)
+			if fmt.Sprint(want, err1) != fmt.Sprint(got, err2) {
+				t.Fatalf("%s: ListFiles(%q) = %v %v, want %v %v", name, dir, got, err2, want, err1)
+			}
+			for _, f := range want {
+				w, _ := plain.ReadFile(f)
+				g, err := cached.ReadFile(f)
+				if err != nil || !bytes.Equal(w, g) {
+					t.Fatalf("%s: ReadFile(%q) = %q %v, want %q", name, f, g, err, w)
+				}
+				e, _ := plain.tree.FindEntry(f)
+				if h, ok := cached.FileHash(f); !ok || h != e.Hash {
+					t.Fatalf("%s: FileHash(%q) = %s %v, want %s", name, f, h, ok, e.Hash)
+				}
+			}
+		}
+		if _, err := cached.ReadFile("python/sglang/nope.py"); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("missing file: %v", err)
+		}
+	}
 }

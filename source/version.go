@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"strings"
 
-	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/hashicorp/go-version"
 )
@@ -73,13 +72,22 @@ func detectVersion(ctx context.Context, t *dirTree) (*version.Version, string, e
 	return nil, "unknown: " + strings.Join(reasons, "; "), nil
 }
 
+// MaxTagDistance is how many commits past a version tag the tag still names
+// the code. sglang tags its releases on release branches, so a commit of main
+// reaches its nearest tag through thousands of commits (0.5.6.post2 is 9053
+// commits behind main of 2026-08): such a tag says nothing about the code,
+// and the version is treated as unknown (variants are then tried by
+// content). Release branches sit within a few dozen commits of their tags.
+const MaxTagDistance = 500
+
 // maxTagWalk bounds the history walk of NearestTag.
 const maxTagWalk = 200000
 
 // NearestTag opens the git repository holding dir and walks from HEAD to the
-// nearest commit that carries a tag parseable as a PEP 440 version.
+// nearest commit that carries a tag parseable as a PEP 440 version, at most
+// MaxTagDistance commits back.
 func NearestTag(ctx context.Context, dir string) (*version.Version, string, error) {
-	repo, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
+	repo, err := OpenGit(dir)
 	if err != nil {
 		return nil, "", fmt.Errorf("no git repository: %v", err)
 	}
@@ -138,6 +146,9 @@ func NearestTag(ctx context.Context, dir string) (*version.Version, string, erro
 				if ComparePEP440(t.v, best.v) > 0 {
 					best = t
 				}
+			}
+			if it.dist > MaxTagDistance {
+				return nil, "", fmt.Errorf("nearest version tag %s is %d commits behind HEAD, more than %d: too far to name the code", best.name, it.dist, MaxTagDistance)
 			}
 			from := "git tag " + best.name
 			if it.dist > 0 {

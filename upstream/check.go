@@ -21,12 +21,13 @@ const (
 	AlreadyUpstream Status = "already-upstream" // every hunk already present: retire the patch
 	Conflict        Status = "conflict"         // some hunk does not apply
 	NoVariant       Status = "no-variant"       // no variant fits the revision
+	Refused         Status = "refused"          // the hunks resolve, but a needed patch does not, or a verify rule fails on the result
 	Error           Status = "error"            // the revision could not be read
 )
 
 // Failed reports whether s fails a check (fuzzy only when strict).
 func (s Status) Failed(strict bool) bool {
-	return s == Conflict || s == NoVariant || s == Error || (strict && s == Fuzzy)
+	return s == Conflict || s == NoVariant || s == Refused || s == Error || (strict && s == Fuzzy)
 }
 
 // Result is one patch checked on one revision.
@@ -53,6 +54,12 @@ type Result struct {
 	SourceLine int    `json:"source_line,omitempty"`
 	// Hunks counts hunks by status ("exact": 2, "offset": 1).
 	Hunks map[string]int `json:"hunks,omitempty"`
+	// Attempts lists every variant planned, each with its first failing
+	// hunk, when none resolves.
+	Attempts []patches.Attempt `json:"attempts,omitempty"`
+	// Shape names the uncovered shape the revision has (its marker
+	// matched) when no variant resolves; Detail then says why.
+	Shape string `json:"shape,omitempty"`
 	// With --range: the status at the start of the range and every change
 	// after it, oldest first.
 	Range   *RangeInfo `json:"range,omitempty"`
@@ -81,6 +88,8 @@ func StatusOf(pl *patches.Plan) Status {
 		return AlreadyUpstream
 	case patches.OutcomeNoVariant:
 		return NoVariant
+	case patches.OutcomeRefused:
+		return Refused
 	}
 	return Conflict
 }
@@ -91,14 +100,16 @@ func StatusOf(pl *patches.Plan) Status {
 func CheckTree(ctx context.Context, t source.Tree, ps []*patches.Patch, opts Options) []Result {
 	out := make([]Result, 0, len(ps))
 	for _, p := range ps {
-		out = append(out, checkOne(ctx, t, p, opts))
+		out = append(out, checkOne(ctx, t, p, opts, nil))
 	}
 	return out
 }
 
-func checkOne(ctx context.Context, t source.Tree, p *patches.Patch, opts Options) Result {
+func checkOne(ctx context.Context, t source.Tree, p *patches.Patch, opts Options, memo *patches.Memo) Result {
 	r := Result{Project: p.Project, Patch: p.Name, Revision: t.Root(), Source: p.File, SourceLine: 1}
-	pl, err := patches.NewPlan(ctx, p, t, patches.PlanOptions{Strict: opts.Strict})
+	// The patches p needs are planned first on the same revision, and the
+	// verify rules judge the result, as apply would.
+	pl, err := patches.PlanWithNeeds(ctx, p, t, patches.PlanOptions{Strict: opts.Strict, Memo: memo})
 	if err != nil {
 		r.Status = Error
 		r.Detail = err.Error()
@@ -114,6 +125,7 @@ func describe(r *Result, pl *patches.Plan) {
 	r.Variant = patches.VariantLabel(pl.Variant)
 	r.Version = pl.Version
 	r.VersionFrom = pl.VersionFrom
+	r.Attempts = pl.Tried()
 	r.Hunks = map[string]int{}
 	var first *patches.HunkResult
 	var firstFile *patches.FilePlan
@@ -149,6 +161,8 @@ func describe(r *Result, pl *patches.Plan) {
 		r.Detail = "every hunk is already present upstream: time to retire the patch"
 	case NoVariant:
 		r.Detail = pl.Reason
+	case Refused:
+		r.Detail = pl.Refused
 	case Fuzzy, Conflict:
 		if first != nil {
 			r.Target = firstFile.Path
@@ -156,18 +170,27 @@ func describe(r *Result, pl *patches.Plan) {
 			if first.Nearest != nil && (r.Status == Conflict || r.Line == 0) {
 				r.Line = first.Nearest.Start
 			}
-			if first.Index < len(firstFile.Diff.Hunks) {
+			if first.Index < len(firstFile.Diff.Hunks) && firstFile.Diff.Hunks[first.Index] != nil {
 				h := firstFile.Diff.Hunks[first.Index]
 				r.Source, r.SourceLine = firstFile.Diff.Source, h.Line
+				if h.Source != "" {
+					r.Source = h.Source
+				}
 			}
 			if r.Status == Fuzzy {
-				r.Detail = fmt.Sprintf("hunk %d of %s located by similarity (score %.2f) at line %d", first.Index+1, firstFile.Path, first.Score, first.Line)
+				r.Detail = fmt.Sprintf("hunk %d of %s located by similarity (score %.2f) at line %d: %s", first.Index+1, firstFile.Path, first.Score, first.Line, first.Reason)
 			} else {
 				r.Detail = fmt.Sprintf("hunk %d of %s: %s", first.Index+1, firstFile.Path, first.Reason)
 			}
 		} else {
 			r.Detail = pl.Reason
 		}
+	}
+	if pl.Shape != nil {
+		// One line: the shape and why it is not covered (the attempts stay
+		// in Attempts, for --verbose and JSON).
+		r.Shape = pl.Shape.Name
+		r.Detail = pl.Reason
 	}
 	if r.Detail == "" {
 		r.Detail = string(r.Status)
@@ -178,6 +201,9 @@ func describe(r *Result, pl *patches.Plan) {
 type Report struct {
 	Results []Result `json:"results"`
 	Strict  bool     `json:"strict"`
+	// Verbose lists every variant's attempt in the text report also where
+	// the revision is a known uncovered shape.
+	Verbose bool `json:"-"`
 }
 
 // Failed counts results that fail the check.

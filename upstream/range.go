@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"runtime"
+	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -20,6 +23,11 @@ import (
 	"github.com/smpatch/smpatch/patches"
 	"github.com/smpatch/smpatch/source"
 )
+
+// rangeMemoryLimit is the soft memory limit of a range walk: what it keeps
+// (file contents and listings, go-git's object caches and pack indexes) is
+// about 100 MB on sglang's history; the binary's own pages come on top.
+const rangeMemoryLimit = 140 << 20
 
 // RangeInfo is a patch's history over a range of commits.
 type RangeInfo struct {
@@ -51,11 +59,16 @@ type Change struct {
 // unchanged directories are never read. Blobs are read from the object
 // store: no work tree.
 func Range(ctx context.Context, repo *git.Repository, url string, p source.Project, from, to plumbing.Hash, rng [2]string, ps []*patches.Patch, opts Options) ([]Result, error) {
+	// A walk inflates thousands of blobs: collect garbage before the heap
+	// doubles past what is kept, unless the user chose a limit.
+	if os.Getenv("GOMEMLIMIT") == "" {
+		defer debug.SetMemoryLimit(debug.SetMemoryLimit(rangeMemoryLimit))
+	}
 	chain, base, err := firstParentChain(ctx, repo, from, to)
 	if err != nil {
 		return nil, err
 	}
-	tags, err := tagsByCommit(repo)
+	tags, err := source.VersionTags(repo)
 	if err != nil {
 		return nil, err
 	}
@@ -84,6 +97,10 @@ func Range(ctx context.Context, repo *git.Repository, url string, p source.Proje
 		return nil, fmt.Errorf("commit %s: %w", base, err)
 	}
 	commits := append([]*object.Commit{baseCommit}, chain...)
+	hints, err := tagHints(ctx, repo, commits, tags)
+	if err != nil {
+		return nil, err
+	}
 
 	// Pass 1: the key of every patch at every commit (tree entries only),
 	// and one plan job per patch and distinct key.
@@ -94,11 +111,11 @@ func Range(ctx context.Context, repo *git.Repository, url string, p source.Proje
 	}
 	var jobs []job
 	keyAt := make([][]string, len(commits))
+	jobAt := map[*object.Commit]int{}
 	seen := make([]map[string]bool, len(ps))
 	for i := range ps {
 		seen[i] = map[string]bool{}
 	}
-	tag := nearestTagOnChain(ctx, repo, base, tags)
 	for n, c := range commits {
 		if n%64 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -106,9 +123,9 @@ func Range(ctx context.Context, repo *git.Repository, url string, p source.Proje
 			}
 			progress(opts.Progress, "reading trees: commit %d of %d", n, len(commits))
 		}
-		if t, ok := tags[c.Hash]; ok {
-			tag = t
-		}
+		// The version a tag gives, not its distance: a plan depends on the
+		// version only.
+		tag := hints[n].name
 		hashes, err := w.hashes(c)
 		if err != nil {
 			return nil, err
@@ -119,6 +136,7 @@ func Range(ctx context.Context, repo *git.Repository, url string, p source.Proje
 			keyAt[n][i] = k
 			if !seen[i][k] && (n == 0 || k != keyAt[n-1][i]) {
 				seen[i][k] = true
+				jobAt[c] = n
 				jobs = append(jobs, job{i, c, k})
 			}
 		}
@@ -127,10 +145,12 @@ func Range(ctx context.Context, repo *git.Repository, url string, p source.Proje
 	// Pass 2: plan the jobs in parallel. go-git's storage is not safe for
 	// concurrent use: each worker reads through a repository handle of its
 	// own when opts.OpenRepo can make one, else reads are serialised.
-	memo := make([]map[string]Result, len(ps))
+	results := make([]map[string]Result, len(ps))
 	for i := range ps {
-		memo[i] = map[string]Result{}
+		results[i] = map[string]Result{}
 	}
+	cache := source.NewRevisionCache(16 << 20)
+	memo := patches.NewMemo()
 	var mu, sharedMu sync.Mutex
 	var firstErr error
 	var done int
@@ -154,18 +174,20 @@ func Range(ctx context.Context, repo *git.Repository, url string, p source.Proje
 					return
 				}
 				lock.Lock()
-				rt, err := source.OpenRevision(wr, j.c.Hash, p, url)
+				rt, err := source.OpenRevisionOf(wr, j.c, p, url)
 				lock.Unlock()
 				var r Result
 				if err == nil {
-					r = checkOne(ctx, &lockedTree{Tree: rt, mu: lock}, ps[j.i], opts)
+					rt.SetCache(cache)
+					rt.SetNearestTag(hints[jobAt[j.c]].hint)
+					r = checkOne(ctx, &lockedTree{Tree: rt, rt: rt, mu: lock}, ps[j.i], opts, memo)
 					r.Commit = j.c.Hash.String()
 				}
 				mu.Lock()
 				if err != nil && firstErr == nil {
 					firstErr = err
 				}
-				memo[j.i][j.key] = r
+				results[j.i][j.key] = r
 				done++
 				if done%8 == 0 || done == len(jobs) {
 					progress(opts.Progress, "planning: %d of %d changed states", done, len(jobs))
@@ -186,16 +208,16 @@ func Range(ctx context.Context, repo *git.Repository, url string, p source.Proje
 	}
 
 	// Pass 3: walk the statuses in order.
-	results := make([]Result, len(ps))
+	out := make([]Result, len(ps))
 	for i := range ps {
-		start := memo[i][keyAt[0][i]]
+		start := results[i][keyAt[0][i]]
 		ri := &RangeInfo{From: rng[0], To: rng[1], Base: base.String(), Start: start.Status, Changes: []Change{}, Commits: len(chain), Planned: len(seen[i])}
 		cur := start
 		for n := 1; n < len(commits); n++ {
 			if keyAt[n][i] == keyAt[n-1][i] {
 				continue
 			}
-			r := memo[i][keyAt[n][i]]
+			r := results[i][keyAt[n][i]]
 			if r.Status != cur.Status {
 				c := commits[n]
 				ri.Changes = append(ri.Changes, Change{
@@ -208,9 +230,9 @@ func Range(ctx context.Context, repo *git.Repository, url string, p source.Proje
 		cur.Range = ri
 		cur.Commit = to.String()
 		cur.Revision = url + "@" + to.String()
-		results[i] = cur
+		out[i] = cur
 	}
-	return results, nil
+	return out, nil
 }
 
 // progress overwrites the current terminal line.
@@ -223,7 +245,14 @@ func progress(w io.Writer, format string, args ...any) {
 // lockedTree serialises a tree's reads from the object store.
 type lockedTree struct {
 	source.Tree
+	rt *source.RevisionTree
 	mu *sync.Mutex
+}
+
+func (t *lockedTree) FileHash(rel string) (plumbing.Hash, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.rt.FileHash(rel)
 }
 
 func (t *lockedTree) Version(ctx context.Context) (*version.Version, string, error) {
@@ -254,7 +283,19 @@ func subject(msg string) string {
 // files of every variant, their search directories and the version files.
 func watchedPaths(pt *patches.Patch, p source.Project) []string {
 	set := map[string]bool{}
-	for _, v := range pt.Variants {
+	// The patches it needs are planned first, the verify rules read their
+	// files, and uncovered shapes are recognised by their markers.
+	for _, q := range append(pt.Needed(), pt) {
+		for _, r := range q.Verify {
+			set[r.File] = true
+		}
+		for _, u := range q.Uncovered {
+			if u.File != "" {
+				set[u.File] = true
+			}
+		}
+	}
+	for _, v := range allVariants(pt) {
 		for _, fd := range v.Files {
 			if fd.OldPath != "" {
 				set[fd.OldPath] = true
@@ -278,6 +319,15 @@ func watchedPaths(pt *patches.Patch, p source.Project) []string {
 	return out
 }
 
+// allVariants is every variant of pt and of the patches it needs.
+func allVariants(pt *patches.Patch) []*patches.Variant {
+	var out []*patches.Variant
+	for _, q := range append(pt.Needed(), pt) {
+		out = append(out, q.Variants...)
+	}
+	return out
+}
+
 func keyOf(hashes []plumbing.Hash, idx map[string]int, paths []string, tag string) string {
 	var b strings.Builder
 	for _, p := range paths {
@@ -292,6 +342,32 @@ func keyOf(hashes []plumbing.Hash, idx map[string]int, paths []string, tag strin
 // (inclusive), oldest first, following first parents from to; base is the
 // first commit on that line that from's history contains.
 func firstParentChain(ctx context.Context, repo *git.Repository, from, to plumbing.Hash) ([]*object.Commit, plumbing.Hash, error) {
+	// Usually from is on to's first-parent line: walk back to it, and no
+	// further than a day before its commit time.
+	if fc, err := repo.CommitObject(from); err == nil {
+		limit := fc.Committer.When.Add(-24 * time.Hour)
+		var chain []*object.Commit
+		h := to
+		for h != from {
+			if err := ctx.Err(); err != nil {
+				return nil, plumbing.ZeroHash, err
+			}
+			c, err := repo.CommitObject(h)
+			if err != nil {
+				return nil, plumbing.ZeroHash, fmt.Errorf("commit %s: %w", h, err)
+			}
+			if len(c.ParentHashes) == 0 || c.Committer.When.Before(limit) {
+				chain = nil
+				break
+			}
+			chain = append(chain, c)
+			h = c.ParentHashes[0]
+		}
+		if h == from {
+			slices.Reverse(chain)
+			return chain, from, nil
+		}
+	}
 	anc, err := ancestors(ctx, repo, from)
 	if err != nil {
 		return nil, plumbing.ZeroHash, err
@@ -316,9 +392,7 @@ func firstParentChain(ctx context.Context, repo *git.Repository, from, to plumbi
 		chain = append(chain, c)
 		h = c.ParentHashes[0]
 	}
-	for i, j := 0, len(chain)-1; i < j; i, j = i+1, j-1 {
-		chain[i], chain[j] = chain[j], chain[i]
-	}
+	slices.Reverse(chain)
 	return chain, h, nil
 }
 
@@ -348,48 +422,75 @@ func ancestors(ctx context.Context, repo *git.Repository, h plumbing.Hash) (map[
 	return seen, nil
 }
 
-// tagsByCommit maps commits to their version tag (the highest when several).
-func tagsByCommit(repo *git.Repository) (map[plumbing.Hash]string, error) {
-	refs, err := repo.Tags()
-	if err != nil {
-		return nil, err
-	}
-	out := map[plumbing.Hash]string{}
-	err = refs.ForEach(func(r *plumbing.Reference) error {
-		name := r.Name().Short()
-		v, err := source.ParseVersion(name)
-		if err != nil {
-			return nil
-		}
-		h, err := source.ResolveRevision(repo, "refs/tags/"+name)
-		if err != nil {
-			return nil
-		}
-		if old, ok := out[h]; ok {
-			ov, _ := source.ParseVersion(old)
-			if source.ComparePEP440(v, ov) <= 0 {
-				return nil
-			}
-		}
-		out[h] = name
-		return nil
-	})
-	return out, err
+// tagHint is the nearest version tag of one commit of the walk.
+type tagHint struct {
+	name string // "" when none is within source.MaxTagDistance
+	hint *source.TagHint
 }
 
-// nearestTagOnChain is the first version tag on h's first-parent line.
-func nearestTagOnChain(ctx context.Context, repo *git.Repository, h plumbing.Hash, tags map[plumbing.Hash]string) string {
-	for i := 0; i < 100000 && ctx.Err() == nil; i++ {
-		if t, ok := tags[h]; ok {
-			return t
-		}
-		c, err := repo.CommitObject(h)
-		if err != nil || len(c.ParentHashes) == 0 {
-			return ""
-		}
-		h = c.ParentHashes[0]
+// tagHints works out, for every commit of a first-parent chain (oldest
+// first), what source.NearestVersionTag would find, without a history walk
+// per commit: the nearest tag of a commit is the nearest of its parents'
+// plus one step (the chain's previous commit is its first parent; other
+// parents, merges, are walked).
+func tagHints(ctx context.Context, repo *git.Repository, commits []*object.Commit, tags map[plumbing.Hash][]string) ([]tagHint, error) {
+	type near struct {
+		name string
+		dist int
 	}
-	return ""
+	walk := func(h plumbing.Hash) (near, error) {
+		name, _, dist, err := source.NearestVersionTag(ctx, repo, h)
+		return near{name, dist}, err
+	}
+	better := func(a, b near) near { // the nearer, the higher version on a tie
+		switch {
+		case a.name == "":
+			return b
+		case b.name == "" || a.dist < b.dist:
+			return a
+		case b.dist < a.dist:
+			return b
+		}
+		av, _ := source.ParseVersion(a.name)
+		bv, _ := source.ParseVersion(b.name)
+		if source.ComparePEP440(bv, av) > 0 {
+			return b
+		}
+		return a
+	}
+	out := make([]tagHint, len(commits))
+	var prev near
+	for n, c := range commits {
+		var cur near
+		var err error
+		if ts := tags[c.Hash]; len(ts) > 0 {
+			for _, t := range ts {
+				cur = better(cur, near{t, 0})
+			}
+		} else if n == 0 {
+			if cur, err = walk(c.Hash); err != nil {
+				return nil, err
+			}
+		} else {
+			for k, ph := range c.ParentHashes {
+				p := prev
+				if k > 0 {
+					if p, err = walk(ph); err != nil {
+						return nil, err
+					}
+				}
+				if p.name != "" {
+					cur = better(cur, near{p.name, p.dist + 1})
+				}
+			}
+			if cur.dist > source.MaxTagDistance {
+				cur = near{}
+			}
+		}
+		out[n] = tagHint{name: cur.name, hint: source.NewTagHint(cur.name, cur.dist)}
+		prev = cur
+	}
+	return out, nil
 }
 
 // trie is a set of paths as a tree of names; each watched path has an index.

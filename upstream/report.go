@@ -47,6 +47,19 @@ func (rp *Report) WriteText(w io.Writer) error {
 		return err
 	}
 	for _, r := range rp.Results {
+		if len(r.Attempts) == 0 || (r.Shape != "" && !rp.Verbose) {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s %s: no variant resolves on %s\n", r.Project, rp.name(r), dash(r.Version))
+		for _, a := range r.Attempts {
+			fmt.Fprintf(w, "  tried %s: %s", a.Variant, a.Outcome)
+			if a.Reason != "" {
+				fmt.Fprintf(w, ": %s", oneLine(a.Reason))
+			}
+			fmt.Fprintln(w)
+		}
+	}
+	for _, r := range rp.Results {
 		ri := r.Range
 		if ri == nil {
 			continue

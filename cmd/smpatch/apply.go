@@ -136,6 +136,9 @@ func runApply(ctx context.Context, g *globalOptions, o *applyOptions, names []st
 	case errors.As(err, &ce):
 		if o.JSON {
 			_ = writeJSON(w, applyPlansJSON(t, ce.Set.Plans, false, "not-applied"))
+		} else if oneLineProblem(ce.Problem.Plan) && !g.Verbose {
+			// The error line says it all: a needed patch, a verify rule, a
+			// known uncovered shape (-v shows the plan and its conflicts).
 		} else {
 			fmt.Fprintf(w, "%s on %s:\n", ce.Problem.Plan.Patch.Name, ce.Problem.Tree)
 			printPlan(w, ce.Problem.Plan)

@@ -90,7 +90,7 @@ func runCheck(c *cobra.Command, g *globalOptions, o *checkOptions) error {
 	if isTerminal(c.ErrOrStderr()) {
 		opts.Progress = rawWriter(c.ErrOrStderr()) // counts only, with its own \r\033[K
 	}
-	rp := &upstream.Report{Strict: o.Strict}
+	rp := &upstream.Report{Strict: o.Strict, Verbose: g.Verbose}
 	var firstErr error
 	fail := func(p source.Project, ps []*patches.Patch, where string, err error) {
 		if firstErr == nil {

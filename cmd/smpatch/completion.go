@@ -65,7 +65,7 @@ func addCompletions(root *cobra.Command, g *globalOptions) {
 }
 
 // runnerNames are the values of matrix run --runner.
-var runnerNames = []string{"local", "docker"}
+var runnerNames = []string{"local", "docker", "slurm", "kubernetes"}
 
 // completePatchNames are the catalog's patches (built-in and --catalog)
 // not yet on the command line.

@@ -20,6 +20,7 @@ type listPatchJSON struct {
 	Upstream  string        `json:"upstream_status"`
 	Variants  []variantJSON `json:"variants"`
 	Uncovered []string      `json:"uncovered"`
+	Needs     []string      `json:"needs"`
 	Digest    string        `json:"digest"`
 }
 
@@ -60,7 +61,7 @@ func runList(ctx context.Context, g *globalOptions, o *listOptions, args []strin
 		for _, p := range cat.All() {
 			out.Patches = append(out.Patches, listPatchJSON{
 				Name: p.Name, Project: string(p.Project), Summary: p.Summary, Origin: p.Origin,
-				File: p.File, Upstream: p.Upstream.Status, Variants: variantsJSON(p), Uncovered: orEmpty(p.Uncovered), Digest: p.Digest,
+				File: p.File, Upstream: p.Upstream.Status, Variants: variantsJSON(p), Uncovered: uncoveredJSON(p), Needs: orEmpty(p.Needs), Digest: p.Digest,
 			})
 		}
 		return writeJSON(w, out)
@@ -70,9 +71,9 @@ func runList(ctx context.Context, g *globalOptions, o *listOptions, args []strin
 		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tPROJECT\tVARIANTS\tORIGIN\tSUMMARY")
+	fmt.Fprintln(tw, "NAME\tPROJECT\tVARIANTS\tNEEDS\tORIGIN\tSUMMARY")
 	for _, p := range cat.All() {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", p.Name, p.Project, len(p.Variants), p.Origin, p.Summary)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", p.Name, p.Project, len(p.Variants), needsText(p), p.Origin, p.Summary)
 	}
 	return tw.Flush()
 }

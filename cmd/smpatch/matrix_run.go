@@ -39,6 +39,7 @@ type matrixRunOptions struct {
 	Repeat      int
 
 	DockerNetwork, DockerGPUs string
+	batchOptions
 }
 
 func (o *matrixRunOptions) AddFlags(c *cobra.Command) {
@@ -47,7 +48,7 @@ func (o *matrixRunOptions) AddFlags(c *cobra.Command) {
 	f.StringArrayVar(&o.Only, "only", nil, "run only this cell (repeatable)")
 	f.BoolVar(&o.Resume, "resume", false, "keep the cells results.jsonl in --out already has and run the rest (with --only: run those again, keep the others)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print what each cell would run; start nothing, change nothing")
-	f.StringVar(&o.Runner, "runner", "", "where cells run: local (process groups on this host) or docker (default: the config file's runner, else local)")
+	f.StringVar(&o.Runner, "runner", "", "where cells run: local (process groups on this host), docker, slurm (one job array) or kubernetes (Jobs) (default: the config file's runner, else local)")
 	f.StringVar(&o.Out, "out", "", "results directory (default results/NAME, NAME from the matrix; the config file's results_dir replaces results)")
 	f.StringVar(&o.Repo, "repo", "", "the tree the local runner patches (default: $SMPATCH_REPO, the current checkout, or the installed package)")
 	f.StringVar(&o.Refs, "refs", "", "docker: a JSON file of cell id to image (matrix build writes it)")
@@ -59,6 +60,7 @@ func (o *matrixRunOptions) AddFlags(c *cobra.Command) {
 	f.StringVar(&o.DockerNetwork, "docker-network", "host", "docker: host (--network=host) or bridge (the health URL's port published on 127.0.0.1)")
 	f.StringVar(&o.DockerGPUs, "docker-gpus", "all", "docker: --gpus of each container (none: no --gpus, for hosts without GPUs)")
 	f.BoolVar(&o.JSON, "json", false, "print the results as JSON")
+	o.addBatchFlags(f)
 	f.IntVar(&o.Repeat, "repeat", 0, "run each cell N times, a fresh server each time, round-robin over the cells (default: the matrix's launch.repeat, else 1)")
 }
 
@@ -144,8 +146,15 @@ func runMatrix(ctx context.Context, g *globalOptions, file string, o *matrixRunO
 		opts.Runner = launch.Local{}
 	case "docker":
 		opts.Runner = launch.Docker{ShmSize: o.ShmSize, Network: o.DockerNetwork, GPUs: o.DockerGPUs}
+	case "slurm":
+		opts.Runner, err = slurmRunner(g, file, o)
+	case "kubernetes":
+		opts.Runner, err = kubeRunner(x, cells, o)
 	default:
-		return exit.With(exit.Usage, fmt.Errorf("--runner %q: want local or docker", o.Runner))
+		return exit.With(exit.Usage, fmt.Errorf("--runner %q: want local, docker, slurm or kubernetes", o.Runner))
+	}
+	if err != nil {
+		return err
 	}
 	if o.DryRun {
 		var prev map[string]*launch.Result
@@ -311,7 +320,7 @@ func printDryRun(w io.Writer, cells []*launch.Cell, prev map[string]*launch.Resu
 		if d.Patches == nil {
 			d.Patches = []string{}
 		}
-		if o.Runner == "docker" {
+		if o.Runner == "docker" || o.Runner == "kubernetes" {
 			d.Image = c.Image
 			if dk, ok := opts.Runner.(launch.Docker); ok {
 				d.Docker, _ = dk.RunArgs(c)
@@ -339,7 +348,7 @@ func printDryRun(w io.Writer, cells []*launch.Cell, prev map[string]*launch.Resu
 		}
 		fmt.Fprintf(w, "%s:\n", d.ID)
 		if len(d.Patches) > 0 {
-			if o.Runner == "local" {
+			if o.Runner == "local" || o.Runner == "slurm" {
 				fmt.Fprintf(w, "  apply   %s (reverted afterwards)\n", strings.Join(d.Patches, ", "))
 				if d.Problem != "" {
 					fmt.Fprintf(w, "  FAILS   %s\n", d.Problem)
@@ -349,7 +358,7 @@ func printDryRun(w io.Writer, cells []*launch.Cell, prev map[string]*launch.Resu
 			} else {
 				fmt.Fprintf(w, "  image   %s (patches %s)\n", orNone(d.Image), strings.Join(d.Patches, ", "))
 			}
-		} else if o.Runner == "docker" {
+		} else if o.Runner == "docker" || o.Runner == "kubernetes" {
 			fmt.Fprintf(w, "  image   %s\n", orNone(d.Image))
 		}
 		keys := make([]string, 0, len(d.Env))

@@ -165,8 +165,8 @@ func printPlan(w io.Writer, pl *patches.Plan) {
 		fmt.Fprintf(w, ": %s", pl.Reason)
 	}
 	fmt.Fprintln(w)
-	if pl.Variant == nil {
-		for _, a := range pl.Attempts {
+	if tried := pl.Tried(); tried != nil {
+		for _, a := range tried {
 			fmt.Fprintf(w, "  tried variant %s: %s", a.Variant, a.Outcome)
 			if a.Reason != "" {
 				fmt.Fprintf(w, ": %s", a.Reason)

@@ -110,6 +110,7 @@ func runShow(ctx context.Context, g *globalOptions, o *showOptions, args []strin
 			Variants  []variantJSON `json:"variants"`
 			Verify    []verifyJSON  `json:"verify"`
 			Uncovered []string      `json:"uncovered"`
+			Needs     []string      `json:"needs"`
 			Digest    string        `json:"digest"`
 			Tree      *treeJSON     `json:"tree"`
 			TreeError string        `json:"tree_error,omitempty"`
@@ -122,7 +123,7 @@ func runShow(ctx context.Context, g *globalOptions, o *showOptions, args []strin
 			File: p.File, Overrides: p.Overrides,
 			Requires: requiresJSON{orEmptyInts(p.Requires.GPUSMMajor), p.Requires.FlashInferModule, p.Requires.CUDAMin, p.Requires.P2PAll, orEmptyMap(p.Requires.Packages)},
 			Upstream: upstreamJSON{p.Upstream.Status, p.Upstream.PR, p.Upstream.MergedIn, p.Upstream.Marker, p.Upstream.MarkerFile},
-			Variants: variantsJSON(p), Verify: []verifyJSON{}, Uncovered: orEmpty(p.Uncovered), Digest: p.Digest,
+			Variants: variantsJSON(p), Verify: []verifyJSON{}, Uncovered: uncoveredJSON(p), Needs: orEmpty(p.Needs), Digest: p.Digest,
 		}
 		for _, v := range p.Verify {
 			out.Verify = append(out.Verify, verifyJSON{v.File, v.Contains, v.NotContains})
@@ -147,6 +148,9 @@ func runShow(ctx context.Context, g *globalOptions, o *showOptions, args []strin
 	}
 	for _, l := range p.Links {
 		fmt.Fprintf(w, "  link: %s\n", l)
+	}
+	if len(p.Needs) > 0 {
+		fmt.Fprintf(w, "needs: %s (applied first, or named before it in the same apply)\n", strings.Join(p.Needs, ", "))
 	}
 	if u := p.Upstream; u != (patches.Upstream{}) {
 		fmt.Fprintln(w, "upstream:")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/smpatch/smpatch/internal/textdist"
 	"sort"
 	"strings"
 
@@ -107,7 +108,7 @@ func nearestFlags(c *cobra.Command, name string) []string {
 		if f.Hidden || seen[f.Name] {
 			return
 		}
-		if d := editDistance(typed, f.Name); d <= 2 || (len(typed) >= 3 && strings.HasPrefix(f.Name, typed)) {
+		if d := textdist.Distance(typed, f.Name); d <= 2 || (len(typed) >= 3 && strings.HasPrefix(f.Name, typed)) {
 			seen[f.Name] = true
 			out = append(out, "--"+f.Name)
 		}
@@ -116,26 +117,6 @@ func nearestFlags(c *cobra.Command, name string) []string {
 	c.InheritedFlags().VisitAll(visit)
 	sort.Strings(out)
 	return out
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 func orList(s []string) string {

@@ -20,13 +20,16 @@ trap 'rm -rf "$root"' EXIT
 
 cat >"$root/bin/nvidia-smi" <<'SMI'
 #!/bin/sh
-# nvidia-smi of eight RTX PRO 6000 Blackwell GPUs on PCIe, P2P reads OK.
+# nvidia-smi of eight RTX PRO 6000 Blackwell GPUs on PCIe, P2P reads OK,
+# no NVLink (`topo -p2p n` says NS, not supported, for every pair).
 if [ "$1" = topo ]; then
+  pair=OK
+  [ "$3" = n ] && pair=NS
   printf ' \tGPU0\tGPU1\tGPU2\tGPU3\tGPU4\tGPU5\tGPU6\tGPU7\t\n'
   for i in 0 1 2 3 4 5 6 7; do
     printf ' GPU%s\t' $i
     for j in 0 1 2 3 4 5 6 7; do
-      if [ $i = $j ]; then printf 'X\t'; else printf 'OK\t'; fi
+      if [ $i = $j ]; then printf 'X\t'; else printf '%s\t' "$pair"; fi
     done
     printf '\n'
   done

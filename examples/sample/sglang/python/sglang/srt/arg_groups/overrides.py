@@ -1,9 +1,13 @@
-"""Synthetic stand-in for sglang's arg_groups/overrides.py (shape S5)."""
+"""Synthetic stand-in for sglang's arg_groups/overrides.py (sglang 0.5.15 to 0.5.18)."""
 
 import logging
 from typing import Any, Callable, List
 
-from sglang.srt.runtime_context import get_platform
+from sglang.srt.utils import (
+    is_sm90_supported,
+    is_sm100_supported,
+    is_sm120_supported,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -30,10 +34,10 @@ def _flashinfer_allreduce_fusion_auto_enable(view: Any) -> dict:
     if (
         view.flashinfer_allreduce_fusion_backend is None
         and model_arch in _FLASHINFER_ALLREDUCE_FUSION_ARCHS
-        and (get_platform().is_sm90 or get_platform().is_sm100)
+        and (is_sm90_supported() or is_sm100_supported())
         and view.tp_size > 1
         and not view.enable_dp_attention
-        and (view.nnodes == 1 or get_platform().is_sm100)
+        and (view.nnodes == 1 or is_sm100_supported())
         and view.moe_a2a_backend == "none"
     ):
         logger.info(
