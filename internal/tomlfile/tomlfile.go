@@ -29,6 +29,12 @@ const (
 // ReadFile reads path from fsys (the local file system when nil), refusing
 // a file larger than MaxSize without reading it all.
 func ReadFile(fsys fs.FS, path string) ([]byte, error) {
+	return ReadFileMax(fsys, path, MaxSize)
+}
+
+// ReadFileMax is ReadFile with another bound, for input files that are not
+// TOML (saved results, say): a regular file of at most max bytes.
+func ReadFileMax(fsys fs.FS, path string, max int) ([]byte, error) {
 	var (
 		f   io.ReadCloser
 		err error
@@ -55,12 +61,12 @@ func ReadFile(fsys fs.FS, path string) ([]byte, error) {
 			return nil, notRegular(path, fi.Mode())
 		}
 	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxSize+1))
+	data, err := io.ReadAll(io.LimitReader(f, int64(max)+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(data) > MaxSize {
-		return nil, fmt.Errorf("%s: larger than %d MiB: not read", path, MaxSize>>20)
+	if len(data) > max {
+		return nil, fmt.Errorf("%s: larger than %d MiB: not read", path, max>>20)
 	}
 	return data, nil
 }
