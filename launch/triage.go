@@ -80,6 +80,13 @@ type signatureFile struct {
 	Signature []*Signature `toml:"signature"`
 }
 
+// MaxSignatures and MaxPatternSize bound a signatures file: the built-in
+// one has a few dozen patterns of under 200 bytes.
+const (
+	MaxSignatures  = 1000
+	MaxPatternSize = 1024
+)
+
 // ParseSignatures reads a signature file's bytes; name is used in errors
 // ("name:line: ...").
 func ParseSignatures(name string, data []byte) (*Signatures, error) {
@@ -108,6 +115,12 @@ func ParseSignatures(name string, data []byte) (*Signatures, error) {
 	if len(f.Signature) == 0 {
 		return nil, fmt.Errorf("%s:1: no [[signature]] entries", name)
 	}
+	// Every line of a log is tried against every signature, so their number
+	// and size bound triage's time: a 3 MB alternation once took minutes
+	// over a 650 kB log.
+	if len(f.Signature) > MaxSignatures {
+		return nil, fmt.Errorf("%s:%d: more than %d signatures in one file", name, lineOf(MaxSignatures), MaxSignatures)
+	}
 	seen := map[string]int{}
 	for i, s := range f.Signature {
 		line := lineOf(i)
@@ -122,6 +135,9 @@ func ParseSignatures(name string, data []byte) (*Signatures, error) {
 			return nil, fmt.Errorf("%s:%d: label %q already used at line %d", name, line, s.Label, prev)
 		}
 		seen[s.Label] = line
+		if len(s.Pattern) > MaxPatternSize {
+			return nil, fmt.Errorf("%s:%d: signature %q: pattern of %d bytes, more than %d", name, keyLine(data, "pattern", line), s.Label, len(s.Pattern), MaxPatternSize)
+		}
 		re, err := regexp.Compile(s.Pattern)
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: signature %q: bad pattern: %w", name, keyLine(data, "pattern", line), s.Label, err)
