@@ -4,6 +4,13 @@
 // captures metrics, stops everything it started and records one Result per
 // cell (JSON lines, JSON, CSV, markdown, JUnit).
 //
+// RunMatrix is the whole of "smpatch matrix run" as one call: a MatrixRun
+// (the file, how it expands, the runner's name and settings, the run's
+// Options) goes in; it expands the file, turns the cells into runnable
+// Cells, picks the runner (local, docker, slurm, kubernetes), checks the
+// trees, runs (or, for a dry run, plans) them, and a MatrixResult comes
+// back for the caller to print.
+//
 // Triage names why a server died: Signatures (TOML, built-in plus the user's)
 // map a log line to a label, its meaning and what to try; the first fatal line
 // of a log is its verdict. The main types are Signatures, Verdict, Runner,

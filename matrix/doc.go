@@ -5,7 +5,9 @@
 //
 // The main types are Matrix (a loaded file, see Load), Expansion (the result
 // of Matrix.Expand, in the fixed order product → zip → exclude → include →
-// rules) and Cell (one variant with a stable, readable id).
+// rules) and Cell (one variant with a stable, readable id). ExpandFile is
+// the one way a command reads a matrix file: load, warnings, patch names,
+// probe facts, expansion.
 //
 // It must not know patches, images or how cells run: patch names are
 // checked through a function the caller passes, and probe facts come in as

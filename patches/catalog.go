@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/smpatch/smpatch/internal/textdist"
 	"io"
 	"io/fs"
 	"os"
@@ -20,6 +19,8 @@ import (
 	"github.com/hashicorp/go-version"
 
 	"github.com/smpatch/smpatch/internal/lazyre"
+	"github.com/smpatch/smpatch/internal/requires"
+	"github.com/smpatch/smpatch/internal/textdist"
 	"github.com/smpatch/smpatch/internal/tomlfile"
 	"github.com/smpatch/smpatch/source"
 )
@@ -176,15 +177,11 @@ type patchFile struct {
 	Verify    []verifyFile    `toml:"verify"`
 }
 
+// requiresFile is [requires]: the record itself, and p2p, which says what
+// p2p_all says.
 type requiresFile struct {
-	GPUSMMajor       []int             `toml:"gpu_sm_major"`
-	FlashInferModule string            `toml:"flashinfer_module"`
-	CUDAMin          string            `toml:"cuda_min"`
-	P2PAll           bool              `toml:"p2p_all"`
-	Packages         map[string]string `toml:"packages"`
-	TP               []int             `toml:"tp"`
-	P2P              *bool             `toml:"p2p"`
-	NVLink           *bool             `toml:"nvlink"`
+	requires.Set
+	P2P *bool `toml:"p2p"`
 }
 
 type upstreamFile struct {
@@ -376,15 +373,8 @@ func (l *loader) requirements(p *Patch, r requiresFile) error {
 	if r.P2P != nil && !*r.P2P {
 		return l.errf(l.line("requires", -1, "p2p"), "requires.p2p = false: a patch cannot require P2P to be missing; leave it out")
 	}
-	p.Requires = Requirements{
-		GPUSMMajor:       r.GPUSMMajor,
-		FlashInferModule: r.FlashInferModule,
-		CUDAMin:          r.CUDAMin,
-		P2PAll:           r.P2PAll || (r.P2P != nil && *r.P2P),
-		Packages:         r.Packages,
-		TP:               r.TP,
-		NVLink:           r.NVLink,
-	}
+	p.Requires = r.Set
+	p.Requires.P2PAll = r.P2PAll || (r.P2P != nil && *r.P2P)
 	return nil
 }
 

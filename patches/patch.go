@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/go-version"
 
+	"github.com/smpatch/smpatch/internal/requires"
 	"github.com/smpatch/smpatch/source"
 )
 
@@ -29,7 +30,7 @@ type Patch struct {
 	// Upstream describes where the change stands upstream (optional).
 	Upstream Upstream
 	// Requires is what --check-arch verifies before the patch is applied.
-	Requires Requirements
+	Requires requires.Set
 	// Variants are tried by the tree's version; ranges never overlap.
 	Variants []*Variant
 	// Verify are post-conditions checked on the written files.
@@ -54,24 +55,6 @@ type Upstream struct {
 	MergedIn   string // first upstream version that carries the change
 	Marker     string // text whose presence in a target file shows the change is upstream
 	MarkerFile string
-}
-
-// Requirements is what a machine must have for the patch to be enabled.
-// It is plain data: the probe checks it (patches never imports probe).
-type Requirements struct {
-	GPUSMMajor       []int             // a visible GPU of one of these majors (or --sm)
-	FlashInferModule string            // its JIT gate must admit the GPU, no header exclusion
-	CUDAMin          string            // minimum CUDA toolkit version
-	P2PAll           bool              // P2P reads between every pair of visible GPUs
-	Packages         map[string]string // dist name -> version constraint
-	TP               []int             // tensor-parallel sizes the patch is for
-	NVLink           *bool             // false: only without NVLink (a PCIe machine); true: only with
-}
-
-// Empty reports whether the patch requires nothing.
-func (r Requirements) Empty() bool {
-	return len(r.GPUSMMajor) == 0 && r.FlashInferModule == "" && r.CUDAMin == "" && !r.P2PAll && len(r.Packages) == 0 &&
-		len(r.TP) == 0 && r.NVLink == nil
 }
 
 // Variant is one version range of a patch and the diffs for it.

@@ -7,5 +7,5 @@
 // patch's requirements into one Finding per requirement, with evidence.
 //
 // It must not know patches or the command line: requirements come in as
-// plain data (Requirements) and findings go out as plain data.
+// plain data (requires.Set, shared with patches) and findings go out as plain data.
 package probe

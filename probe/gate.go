@@ -6,25 +6,14 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/smpatch/smpatch/internal/requires"
 	"github.com/smpatch/smpatch/source"
 )
-
-// Requirements is what a patch needs from a machine. It mirrors
-// patches.Requirements as plain data (probe does not import patches).
-type Requirements struct {
-	GPUSMMajor       []int             // a visible GPU of one of these majors (or --sm)
-	FlashInferModule string            // its JIT gate must admit the GPU, no header exclusion
-	CUDAMin          string            // minimum CUDA toolkit version
-	P2PAll           bool              // P2P reads between every pair of visible GPUs
-	Packages         map[string]string // dist name -> version constraint
-	TP               []int             // tensor-parallel sizes the patch is for: enough GPUs for the smallest
-	NVLink           *bool             // false: no NVLink between the GPUs; true: NVLink between some
-}
 
 // CheckRequirements checks req against the report, one Finding per
 // requirement, each with its evidence. sm ("12.0"), when set, stands for the
 // GPU the patch is meant for instead of the visible ones.
-func CheckRequirements(r *Report, req Requirements, sm string) []Finding {
+func CheckRequirements(r *Report, req requires.Set, sm string) []Finding {
 	var out []Finding
 	majors, majorsFrom := targetMajors(r, req, sm)
 	if len(req.GPUSMMajor) > 0 {
@@ -93,7 +82,7 @@ func orUnknown(s string) string {
 
 // targetMajors are the SM majors a patch is checked for: --sm, else the
 // visible GPUs (those of a required major when the patch names majors).
-func targetMajors(r *Report, req Requirements, sm string) ([]int, string) {
+func targetMajors(r *Report, req requires.Set, sm string) ([]int, string) {
 	if sm != "" {
 		m, _, ok := parseSM(sm)
 		if !ok {

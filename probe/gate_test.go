@@ -3,6 +3,8 @@ package probe
 import (
 	"strings"
 	"testing"
+
+	"github.com/smpatch/smpatch/internal/requires"
 )
 
 func gateReport(t *testing.T, fixture, dir string, gpus string, cuda string) *Report {
@@ -23,7 +25,7 @@ func gateReport(t *testing.T, fixture, dir string, gpus string, cuda string) *Re
 }
 
 func TestCheckRequirements(t *testing.T) {
-	sm120 := Requirements{GPUSMMajor: []int{12}, FlashInferModule: "trtllm_comm", CUDAMin: "12.9"}
+	sm120 := requires.Set{GPUSMMajor: []int{12}, FlashInferModule: "trtllm_comm", CUDAMin: "12.9"}
 	type want struct {
 		ok       bool
 		evidence string
@@ -31,7 +33,7 @@ func TestCheckRequirements(t *testing.T) {
 	tests := []struct {
 		name    string
 		r       *Report
-		req     Requirements
+		req     requires.Set
 		sm      string
 		results []want
 	}{
@@ -84,7 +86,7 @@ func TestCheckRequirements(t *testing.T) {
 				r.Host.P2P = m
 				return r
 			}(),
-			req: Requirements{P2PAll: true, Packages: map[string]string{"flashinfer-python": ">= 0.6.17", "flashinfer-jit-cache": "< 0.6.17", "sglang": ">= 0.5.0"}},
+			req: requires.Set{P2PAll: true, Packages: map[string]string{"flashinfer-python": ">= 0.6.17", "flashinfer-jit-cache": "< 0.6.17", "sglang": ">= 0.5.0"}},
 			results: []want{
 				{false, "1 of 56 pairs not OK: GPU0→GPU4 NS"},
 				{false, "flashinfer-jit-cache 0.6.17+cu130 at /lib/python3.12/site-packages"},
@@ -99,7 +101,7 @@ func TestCheckRequirements(t *testing.T) {
 				r.unknown("host.gpus", "nvidia-smi: timed out after 10s")
 				return r
 			}(),
-			req: Requirements{GPUSMMajor: []int{12}, CUDAMin: "12.9", P2PAll: true},
+			req: requires.Set{GPUSMMajor: []int{12}, CUDAMin: "12.9", P2PAll: true},
 			results: []want{
 				{false, "nvidia-smi: timed out after 10s"},
 				{false, "no CUDA toolkit in the report"},
@@ -130,20 +132,20 @@ func TestCheckTPAndNVLink(t *testing.T) {
 		GPUs:   []GPU{{Index: 0, SM: "12.0"}, {Index: 1, SM: "12.0"}},
 		NVLink: [][]string{{"X", "NS"}, {"NS", "X"}}}}
 	no, yes := false, true
-	fs := CheckRequirements(r, Requirements{TP: []int{2}, NVLink: &no}, "")
+	fs := CheckRequirements(r, requires.Set{TP: []int{2}, NVLink: &no}, "")
 	if len(fs) != 2 || !fs[0].OK || !fs[1].OK {
 		t.Fatalf("TP 2 on 2 GPUs without NVLink: %+v", fs)
 	}
 	if fs[1].Evidence != "nvidia-smi topo -p2p n: no NVLink between any of the 2 GPUs" {
 		t.Errorf("evidence %q", fs[1].Evidence)
 	}
-	fs = CheckRequirements(r, Requirements{TP: []int{4, 8}, NVLink: &yes}, "")
+	fs = CheckRequirements(r, requires.Set{TP: []int{4, 8}, NVLink: &yes}, "")
 	if fs[0].OK || fs[1].OK || fs[0].Requirement != "tensor parallel [4, 8]: at least 4 GPUs" {
 		t.Errorf("TP 4/8 and NVLink wanted: %+v", fs)
 	}
 	r.Host.NVLink = nil
 	r.Unknown = map[string]string{"host.nvlink": "nvidia-smi: not found"}
-	if fs := CheckRequirements(r, Requirements{NVLink: &no}, ""); fs[0].OK || fs[0].Evidence != "nvidia-smi: not found" {
+	if fs := CheckRequirements(r, requires.Set{NVLink: &no}, ""); fs[0].OK || fs[0].Evidence != "nvidia-smi: not found" {
 		t.Errorf("unknown NVLink passed: %+v", fs)
 	}
 }

@@ -69,12 +69,11 @@ func checkArch(ctx context.Context, w io.Writer, opts archGateOptions, ps []*pat
 	}
 	var failed []string
 	for _, p := range ps {
-		req := toProbeRequirements(p.Requires)
 		if p.Requires.Empty() {
 			fmt.Fprintf(w, "check-arch: %s: no requirements\n", opts.Paint.text(p.Name))
 			continue
 		}
-		for _, f := range probe.CheckRequirements(r, req, opts.SM) {
+		for _, f := range probe.CheckRequirements(r, p.Requires, opts.SM) {
 			if f.Host && opts.SM != "" && opts.ProbeFile == "" {
 				// --sm prepares a patch for another machine: this one's
 				// toolkit and GPUs say nothing about that host's.
@@ -113,18 +112,6 @@ func checkArch(ctx context.Context, w io.Writer, opts archGateOptions, ps []*pat
 		names = append(names, p.Name)
 	}
 	return nil, exit.With(exit.Refused, fmt.Errorf("--check-arch: %d requirement(s) of %s not met (%s); nothing written", len(failed), strings.Join(names, ", "), from))
-}
-
-func toProbeRequirements(r patches.Requirements) probe.Requirements {
-	return probe.Requirements{
-		GPUSMMajor:       r.GPUSMMajor,
-		FlashInferModule: r.FlashInferModule,
-		CUDAMin:          r.CUDAMin,
-		P2PAll:           r.P2PAll,
-		Packages:         r.Packages,
-		TP:               r.TP,
-		NVLink:           r.NVLink,
-	}
 }
 
 // parseSMFlag reads --sm MAJOR.MINOR.

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/smpatch/smpatch/internal/exit"
+	"github.com/smpatch/smpatch/internal/requires"
 	"github.com/smpatch/smpatch/patches"
 	"github.com/smpatch/smpatch/probe"
 )
@@ -39,7 +40,7 @@ func savedReport(t *testing.T, majors []int) string {
 }
 
 func sm120Patch() *patches.Patch {
-	return &patches.Patch{Name: "sm120-fusion", Requires: patches.Requirements{GPUSMMajor: []int{12}, FlashInferModule: "trtllm_comm", CUDAMin: "12.9"}}
+	return &patches.Patch{Name: "sm120-fusion", Requires: requires.Set{GPUSMMajor: []int{12}, FlashInferModule: "trtllm_comm", CUDAMin: "12.9"}}
 }
 
 func TestCheckArch(t *testing.T) {

@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/smpatch/smpatch/internal/exit"
-	"github.com/smpatch/smpatch/matrix"
 )
 
 // The global flags beyond --catalog and --python: how much is said
@@ -57,11 +56,9 @@ func (g *globalOptions) detail(w io.Writer) io.Writer {
 // warnNCCL prints the matrix's NCCL_* names NCCL does not document, one
 // warning line each, on standard error (every matrix command loads the
 // file through expandMatrix).
-func (g *globalOptions) warnNCCL(m *matrix.Matrix) {
+func (g *globalOptions) warnNCCL(w string) {
 	if g.stderr == nil {
 		return // shell completion
 	}
-	for _, w := range m.NCCLWarnings() {
-		fmt.Fprintf(g.stderr, "smpatch: warning: %s\n", w)
-	}
+	fmt.Fprintf(g.stderr, "smpatch: warning: %s\n", w)
 }

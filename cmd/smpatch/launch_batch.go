@@ -1,8 +1,6 @@
 package main
 
 import (
-	batchv1 "k8s.io/api/batch/v1"
-
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,9 +8,6 @@ import (
 	"strconv"
 
 	"github.com/spf13/pflag"
-
-	"github.com/smpatch/smpatch/launch"
-	"github.com/smpatch/smpatch/matrix"
 )
 
 // batchOptions are the flags of matrix run for the scheduler runners.
@@ -42,9 +37,10 @@ func selfPath() (string, error) {
 	return os.Executable()
 }
 
-// slurmRunner builds the slurm runner: each task runs this smpatch on the
-// same matrix file with the options that decide how a cell runs.
-func slurmRunner(g *globalOptions, file string, o *matrixRunOptions) (launch.Runner, error) {
+// slurmCommand is the command line each task of the slurm runner runs:
+// this smpatch on the same matrix file with the options that decide how a
+// cell runs.
+func (o *matrixRunOptions) slurmCommand(g *globalOptions, file string) ([]string, error) {
 	self := o.Smpatch
 	if self == "" {
 		var err error
@@ -85,21 +81,5 @@ func slurmRunner(g *globalOptions, file string, o *matrixRunOptions) (launch.Run
 		cmd = append(cmd, "--signatures", abs(s))
 	}
 	cmd = append(cmd, "--stop-grace", o.StopGrace.String())
-	return launch.Slurm{Command: cmd, Partition: o.Partition, Args: o.SbatchArgs}, nil
-}
-
-// kubeRunner builds the kubernetes runner: each cell's Job as matrix
-// render writes it, with the cell's image (--refs, else base.image).
-func kubeRunner(x *matrix.Expansion, cells []*launch.Cell, o *matrixRunOptions) (launch.Runner, error) {
-	images := map[string]string{}
-	for _, c := range cells {
-		images[c.ID] = c.Image
-	}
-	k := &launch.Kube{Kubeconfig: o.Kubeconfig, Namespace: o.Namespace, Jobs: map[string]*batchv1.Job{}}
-	for _, mc := range x.Cells {
-		if mc.Pruned == nil {
-			k.Jobs[mc.ID] = matrix.Job(x, mc, images[mc.ID])
-		}
-	}
-	return k, nil
+	return cmd, nil
 }

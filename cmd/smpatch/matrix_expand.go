@@ -33,38 +33,39 @@ func (o *matrixOptions) AddFlags(c *cobra.Command) {
 	c.Flags().BoolVar(&o.NoDefault, "no-default-rules", false, "leave out smpatch's built-in rules")
 }
 
-// expandMatrix loads FILE, checks its patch names against the catalog and
-// expands it.
-func expandMatrix(ctx context.Context, g *globalOptions, file string, o *matrixOptions) (*matrix.Expansion, error) {
+// expandOptions turns the flags into matrix.ExpandOptions: CheckPatch
+// looks each patch name up in the catalog (loaded when first asked).
+func (o *matrixOptions) expandOptions(ctx context.Context, g *globalOptions) (matrix.ExpandOptions, error) {
 	opts := matrix.ExpandOptions{MaxCells: o.MaxCells, RuleFiles: o.Rules, NoDefaultRules: o.NoDefault, Context: ctx}
 	if o.MaxCells < 0 {
-		return nil, exit.With(exit.Usage, fmt.Errorf("--max-cells %d: want a positive number (0: the file's max_cells)", o.MaxCells))
+		return opts, exit.With(exit.Usage, fmt.Errorf("--max-cells %d: want a positive number (0: the file's max_cells)", o.MaxCells))
 	}
 	if o.Shard != "" {
 		s, err := matrix.ParseShard(o.Shard)
 		if err != nil {
-			return nil, exit.With(exit.Usage, err)
+			return opts, exit.With(exit.Usage, err)
 		}
 		opts.Shard = s
 	}
-	m, err := matrix.Load(file)
-	if err != nil {
-		return nil, err
-	}
-	g.warnNCCL(m)
-	check, err := checkMatrixPatches(g, m)
-	if err != nil {
-		return nil, err
-	}
-	opts.CheckPatch = check
-	if o.ProbeFile != "" {
-		f, err := matrix.ReadProbeFacts(o.ProbeFile)
+	opts.CheckPatch = func(name string) error {
+		cat, err := g.loadCatalog()
 		if err != nil {
-			return nil, err
+			return err
 		}
-		opts.Probe = f
+		_, err = cat.Get(name)
+		return err
 	}
-	return m.Expand(opts)
+	return opts, nil
+}
+
+// expandMatrix loads FILE, checks its patch names against the catalog and
+// expands it.
+func expandMatrix(ctx context.Context, g *globalOptions, file string, o *matrixOptions) (*matrix.Expansion, error) {
+	opts, err := o.expandOptions(ctx, g)
+	if err != nil {
+		return nil, err
+	}
+	return matrix.ExpandFile(file, o.ProbeFile, opts, g.warnNCCL)
 }
 
 // matrixExpandOptions are the flags of smpatch matrix expand.
@@ -351,19 +352,4 @@ func printDecision(w io.Writer, d matrix.Decision) {
 	}
 	fmt.Fprintf(w, "  %s by %s: %s\n", what, d.Rule, d.Reason)
 	fmt.Fprintf(w, "    source %s (rule at %s)\n", d.Source, d.Where)
-}
-
-// checkMatrixPatches validates the names of the patches axis against the
-// catalog (built-in plus --catalog directories) and returns the lookup, so
-// that the expansion checks the patch names rules name with it too.
-func checkMatrixPatches(g *globalOptions, m *matrix.Matrix) (func(name string) error, error) {
-	cat, err := g.loadCatalog()
-	if err != nil {
-		return nil, err
-	}
-	check := func(name string) error {
-		_, err := cat.Get(name)
-		return err
-	}
-	return check, m.CheckPatches(check)
 }

@@ -5,22 +5,32 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/smpatch/smpatch/internal/requires"
 	"github.com/smpatch/smpatch/patches"
 	"github.com/smpatch/smpatch/source"
 )
 
 // smpatch show NAME: a patch's metadata and the diff it would make.
 
-type requiresJSON struct {
-	GPUSMMajor       []int             `json:"gpu_sm_major"`
-	FlashInferModule string            `json:"flashinfer_module"`
-	CUDAMin          string            `json:"cuda_min"`
-	P2PAll           bool              `json:"p2p_all"`
-	Packages         map[string]string `json:"packages"`
+// joinInts is "2, 4".
+func joinInts(ns []int) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ", ")
+}
+
+// requiresJSON is r with empty lists and maps for --json ([] and {}, not
+// null).
+func requiresJSON(r requires.Set) requires.Set {
+	r.GPUSMMajor, r.TP, r.Packages = orEmptyInts(r.GPUSMMajor), orEmptyInts(r.TP), orEmptyMap(r.Packages)
+	return r
 }
 
 type verifyJSON struct {
@@ -105,7 +115,7 @@ func runShow(ctx context.Context, g *globalOptions, o *showOptions, args []strin
 			Origin    string        `json:"origin"`
 			File      string        `json:"file"`
 			Overrides bool          `json:"overrides"`
-			Requires  requiresJSON  `json:"requires"`
+			Requires  requires.Set  `json:"requires"`
 			Upstream  upstreamJSON  `json:"upstream"`
 			Variants  []variantJSON `json:"variants"`
 			Verify    []verifyJSON  `json:"verify"`
@@ -121,7 +131,7 @@ func runShow(ctx context.Context, g *globalOptions, o *showOptions, args []strin
 		}{
 			Name: p.Name, Project: string(p.Project), Summary: p.Summary, Links: orEmpty(p.Links), Origin: p.Origin,
 			File: p.File, Overrides: p.Overrides,
-			Requires: requiresJSON{orEmptyInts(p.Requires.GPUSMMajor), p.Requires.FlashInferModule, p.Requires.CUDAMin, p.Requires.P2PAll, orEmptyMap(p.Requires.Packages)},
+			Requires: requiresJSON(p.Requires),
 			Upstream: upstreamJSON{p.Upstream.Status, p.Upstream.PR, p.Upstream.MergedIn, p.Upstream.Marker, p.Upstream.MarkerFile},
 			Variants: variantsJSON(p), Verify: []verifyJSON{}, Uncovered: uncoveredJSON(p), Needs: orEmpty(p.Needs), Digest: p.Digest,
 		}
@@ -166,11 +176,7 @@ func runShow(ctx context.Context, g *globalOptions, o *showOptions, args []strin
 		fmt.Fprintln(w, "  nothing")
 	}
 	if len(r.GPUSMMajor) > 0 {
-		var ms []string
-		for _, m := range r.GPUSMMajor {
-			ms = append(ms, fmt.Sprint(m))
-		}
-		fmt.Fprintf(w, "  gpu_sm_major: %s\n", strings.Join(ms, ", "))
+		fmt.Fprintf(w, "  gpu_sm_major: %s\n", joinInts(r.GPUSMMajor))
 	}
 	if r.FlashInferModule != "" {
 		fmt.Fprintf(w, "  flashinfer_module: %s\n", r.FlashInferModule)
@@ -180,6 +186,12 @@ func runShow(ctx context.Context, g *globalOptions, o *showOptions, args []strin
 	}
 	if r.P2PAll {
 		fmt.Fprintln(w, "  p2p_all: true")
+	}
+	if len(r.TP) > 0 {
+		fmt.Fprintf(w, "  tp: %s\n", joinInts(r.TP))
+	}
+	if r.NVLink != nil {
+		fmt.Fprintf(w, "  nvlink: %t\n", *r.NVLink)
 	}
 	var pk []string
 	for k := range r.Packages {
