@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/smpatch/smpatch/internal/tomlfile"
 )
 
 // Alpha is the significance level of the A/B test: a difference is called
@@ -188,13 +190,19 @@ func (s *Summary) ComparePairs(pairs [][2]string, baseline string) ([]*Compariso
 	return out, nil
 }
 
+// MaxSummarySize bounds a results.json read by ReadSummary; a run of
+// 65536 cells with repeats writes a few tens of MiB.
+const MaxSummarySize = 256 << 20
+
 // ReadSummary reads the results.json of a run: path is the file or the
 // results directory.
 func ReadSummary(path string) (*Summary, error) {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		path = filepath.Join(path, ResultsJSON)
 	}
-	data, err := os.ReadFile(path)
+	// Results can come from elsewhere: a regular file, bounded (a link to
+	// /dev/zero once grew until the machine ran out of memory).
+	data, err := tomlfile.ReadFileMax(nil, path, MaxSummarySize)
 	if err != nil {
 		return nil, err
 	}

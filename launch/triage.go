@@ -2,6 +2,7 @@ package launch
 
 import (
 	"bytes"
+	"context"
 	"embed"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"regexp/syntax"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/BurntSushi/toml"
 
@@ -78,6 +80,13 @@ type signatureFile struct {
 	Signature []*Signature `toml:"signature"`
 }
 
+// MaxSignatures and MaxPatternSize bound a signatures file: the built-in
+// one has a few dozen patterns of under 200 bytes.
+const (
+	MaxSignatures  = 1000
+	MaxPatternSize = 1024
+)
+
 // ParseSignatures reads a signature file's bytes; name is used in errors
 // ("name:line: ...").
 func ParseSignatures(name string, data []byte) (*Signatures, error) {
@@ -106,6 +115,12 @@ func ParseSignatures(name string, data []byte) (*Signatures, error) {
 	if len(f.Signature) == 0 {
 		return nil, fmt.Errorf("%s:1: no [[signature]] entries", name)
 	}
+	// Every line of a log is tried against every signature, so their number
+	// and size bound triage's time: a 3 MB alternation once took minutes
+	// over a 650 kB log.
+	if len(f.Signature) > MaxSignatures {
+		return nil, fmt.Errorf("%s:%d: more than %d signatures in one file", name, lineOf(MaxSignatures), MaxSignatures)
+	}
 	seen := map[string]int{}
 	for i, s := range f.Signature {
 		line := lineOf(i)
@@ -120,6 +135,9 @@ func ParseSignatures(name string, data []byte) (*Signatures, error) {
 			return nil, fmt.Errorf("%s:%d: label %q already used at line %d", name, line, s.Label, prev)
 		}
 		seen[s.Label] = line
+		if len(s.Pattern) > MaxPatternSize {
+			return nil, fmt.Errorf("%s:%d: signature %q: pattern of %d bytes, more than %d", name, keyLine(data, "pattern", line), s.Label, len(s.Pattern), MaxPatternSize)
+		}
 		re, err := regexp.Compile(s.Pattern)
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: signature %q: bad pattern: %w", name, keyLine(data, "pattern", line), s.Label, err)
@@ -332,12 +350,41 @@ func (s *Signatures) MatchLine(lineNo int, line string) *Match {
 
 // TriageFile triages the log at path.
 func (s *Signatures) TriageFile(path string) (*Verdict, error) {
-	f, err := os.Open(path)
+	return s.TriageFileContext(context.Background(), path)
+}
+
+// TriageFileContext triages the log at path and stops when ctx is done. The
+// log is opened without blocking, so a named pipe nobody writes to reads as
+// empty instead of hanging the open, and a pipe being written (a process
+// substitution) is read as it comes; a cancelled ctx closes the file, which
+// ends a read blocked on a pipe, and is checked before every read, which
+// ends an endless device (/dev/zero).
+func (s *Signatures) TriageFileContext(ctx context.Context, path string) (*Verdict, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return s.Triage(path, f)
+	stop := context.AfterFunc(ctx, func() { f.Close() })
+	defer stop()
+	v, err := s.Triage(path, ctxReader{ctx, f})
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("%s: %w", path, ctx.Err())
+	}
+	return v, err
+}
+
+// ctxReader reads r until ctx is done.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }
 
 // WriteText prints a verdict for people.

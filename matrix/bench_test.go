@@ -98,7 +98,7 @@ func benchmarkExpand(b *testing.B, keepAll bool) {
 	runtime.ReadMemStats(&before)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if x, err = m.Expand(ExpandOptions{}); err != nil {
+		if x, err = m.Expand(ExpandOptions{MaxCells: 200000}); err != nil {
 			b.Fatal(err)
 		}
 	}

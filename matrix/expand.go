@@ -123,6 +123,9 @@ func (m *Matrix) Expand(opts ExpandOptions) (*Expansion, error) {
 	}
 	limit := opts.MaxCells
 	if limit <= 0 {
+		if m.MaxCells > MaxFileCells {
+			return nil, m.errf(m.lines.line("max_cells"), "max_cells %d: a matrix file may ask for at most %d cells; pass --max-cells %d to expand more", m.MaxCells, MaxFileCells, m.MaxCells)
+		}
 		limit = m.MaxCells
 	}
 	if limit <= 0 {

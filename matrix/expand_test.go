@@ -271,6 +271,10 @@ args = ["--v"]
 a = [1, 2]
 b = [1, 2]
 ` + launch, "more than 3 cells after exclude"},
+		{"a file asking for millions of cells", `max_cells = 1000000
+[axes]
+a = [1, 2]
+` + launch, "m.toml:1: max_cells 1000000: a matrix file may ask for at most 65536 cells; pass --max-cells 1000000 to expand more"},
 		{"include beyond the cap", `max_cells = 2
 [axes]
 a = [1, 2]
@@ -802,5 +806,21 @@ nvlink = false
 	}
 	if _, err := Parse("m.toml", []byte(strings.Replace(src, "tp = [2]", "tp = [0]", 1))); err == nil || !strings.Contains(err.Error(), "m.toml:7: requires.sm120-fusion.tp: 0 is not a tensor-parallel size") {
 		t.Errorf("bad tp: %v", err)
+	}
+}
+
+// The user's own --max-cells goes past MaxFileCells; the file's max_cells
+// is then not consulted.
+func TestMaxCellsFromTheUser(t *testing.T) {
+	m, err := Parse("m.toml", []byte("max_cells = 1000000\n[axes]\na = [1, 2]\n[launch]\ncommand = [\"serve\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := m.Expand(ExpandOptions{NoDefaultRules: true, MaxCells: 100000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x.MaxCells != 100000 || len(x.Cells) != 2 {
+		t.Fatalf("max_cells %d, %d cells", x.MaxCells, len(x.Cells))
 	}
 }

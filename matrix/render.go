@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/smpatch/smpatch/internal/tomlfile"
 )
 
 // GitHubMatrixLimit is the most jobs a GitHub Actions matrix may hold.
@@ -137,8 +139,10 @@ func shellComment(s string) string {
 }
 
 // ReadRefs reads a refs file: a JSON object of cell id -> image reference.
+// It is read like every input file: a regular file (a named pipe would
+// block forever) of at most tomlfile.MaxSize bytes.
 func ReadRefs(path string) (map[string]string, error) {
-	data, err := os.ReadFile(path)
+	data, err := tomlfile.ReadFile(nil, path)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,12 @@ import (
 // ExpandOptions.MaxCells says otherwise.
 const DefaultMaxCells = 256
 
+// MaxFileCells is the most cells a matrix file's own max_cells may ask for:
+// a file from elsewhere must not make smpatch expand, render or build
+// millions of cells (gigabytes of memory and disk). More takes the user's
+// own ExpandOptions.MaxCells (--max-cells).
+const MaxFileCells = 65536
+
 // PatchesAxis is the one axis with a fixed meaning: each value is a list of
 // catalog patch names.
 const PatchesAxis = "patches"

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"regexp"
@@ -584,7 +585,7 @@ func (l *loader) variants(p *Patch, vs []variantFile, digest interface{ Write([]
 			if err != nil {
 				return l.errf(l.line("variant", i, "diffs"), "variant %q: diff %v", v.Name, err)
 			}
-			data, err := fs.ReadFile(l.fsys, c)
+			data, err := readDiff(l.fsys, c)
 			if err != nil {
 				if errors.Is(err, fs.ErrNotExist) {
 					return l.errf(l.line("variant", i, "diffs"), "variant %q: diff %s: file not found", v.Name, l.display+"/"+c)
@@ -838,4 +839,44 @@ func normKey(s string) string {
 		parts[i] = p
 	}
 	return strings.Join(parts, ".")
+}
+
+// MaxDiffSize is the most bytes a catalog diff may have; real ones are a few
+// kB. A bigger one is refused before it is read (a 300 MB diff once took
+// 2 GB of memory to list).
+const MaxDiffSize = 16 << 20
+
+// readDiff reads a catalog diff: a regular file (a named pipe would block
+// forever) of at most MaxDiffSize bytes.
+func readDiff(fsys fs.FS, name string) ([]byte, error) {
+	fi, err := fs.Stat(fsys, name)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		kind := "a device or socket"
+		switch {
+		case fi.IsDir():
+			kind = "a directory"
+		case fi.Mode()&fs.ModeNamedPipe != 0:
+			kind = "a named pipe"
+		}
+		return nil, fmt.Errorf("not a regular file (%s): not read", kind)
+	}
+	if fi.Size() > MaxDiffSize {
+		return nil, fmt.Errorf("larger than %d MiB: not read", MaxDiffSize>>20)
+	}
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxDiffSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxDiffSize {
+		return nil, fmt.Errorf("larger than %d MiB: not read", MaxDiffSize>>20)
+	}
+	return data, nil
 }

@@ -116,6 +116,8 @@ func TestLoadCatalogFSErrors(t *testing.T) {
 		{"bad tp", map[string]string{"demo.toml": head + "[requires]\ntp = [2, 0]\n" + variant("", "demo/a.diff"), "demo/a.diff": testDiff}, "cat/demo.toml:4: requires.tp: 0 is not a tensor-parallel size"},
 		{"p2p false", map[string]string{"demo.toml": head + "[requires]\np2p = false\n" + variant("", "demo/a.diff"), "demo/a.diff": testDiff}, "cat/demo.toml:4: requires.p2p = false"},
 		{"wrong type", map[string]string{"demo.toml": head + "links = \"x\"\n"}, "cat/demo.toml:3:"},
+		{"huge diff", map[string]string{"demo.toml": head + variant("", "demo/a.diff"), "demo/a.diff": testDiff + strings.Repeat("+x\n", MaxDiffSize/3)}, "cat/demo.toml:5: variant \"any\": diff cat/demo/a.diff: larger than 16 MiB: not read"},
+		{"diff is a directory", map[string]string{"demo.toml": head + variant("", "demo/a.diff"), "demo/a.diff/x": testDiff}, "diff cat/demo/a.diff: not a regular file (a directory): not read"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/BurntSushi/toml"
@@ -102,6 +103,10 @@ var hostileGenerators = map[string]func(path string, args []string) error{
 		}
 		w.Close()
 		return os.WriteFile(path, b.Bytes(), 0o644)
+	},
+	// fifo PATH: a named pipe nobody writes to.
+	"fifo": func(path string, args []string) error {
+		return syscall.Mkfifo(path, 0o644)
 	},
 	// tar-of PATH NAME=SRC...: a tar of the case's files SRC under NAME.
 	"tar-of": func(path string, args []string) error {

@@ -43,7 +43,7 @@ func runTriage(ctx context.Context, g *globalOptions, o *triageOptions, args []s
 	}
 	var verdicts []*launch.Verdict
 	for _, a := range args {
-		v, err := sigs.TriageFile(a)
+		v, err := sigs.TriageFileContext(ctx, a)
 		if err != nil {
 			return err
 		}

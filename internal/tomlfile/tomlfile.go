@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/BurntSushi/toml"
 
@@ -28,12 +29,22 @@ const (
 // ReadFile reads path from fsys (the local file system when nil), refusing
 // a file larger than MaxSize without reading it all.
 func ReadFile(fsys fs.FS, path string) ([]byte, error) {
+	return ReadFileMax(fsys, path, MaxSize)
+}
+
+// ReadFileMax is ReadFile with another bound, for input files that are not
+// TOML (saved results, say): a regular file of at most max bytes.
+func ReadFileMax(fsys fs.FS, path string, max int) ([]byte, error) {
 	var (
 		f   io.ReadCloser
 		err error
 	)
 	if fsys == nil {
-		f, err = os.Open(path)
+		// Without blocking: a named pipe must not hang the open.
+		f, err = os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	} else if fi, serr := fs.Stat(fsys, path); serr == nil && !fi.Mode().IsRegular() {
+		// An fs.FS cannot open without blocking: look first.
+		return nil, notRegular(path, fi.Mode())
 	} else {
 		f, err = fsys.Open(path)
 	}
@@ -41,14 +52,42 @@ func ReadFile(fsys fs.FS, path string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxSize+1))
+	if st, ok := f.(interface{ Stat() (fs.FileInfo, error) }); ok {
+		fi, err := st.Stat()
+		if err != nil {
+			return nil, err
+		}
+		if !fi.Mode().IsRegular() {
+			return nil, notRegular(path, fi.Mode())
+		}
+	}
+	data, err := io.ReadAll(io.LimitReader(f, int64(max)+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(data) > MaxSize {
-		return nil, fmt.Errorf("%s: larger than %d MiB: not read", path, MaxSize>>20)
+	if len(data) > max {
+		return nil, fmt.Errorf("%s: larger than %d MiB: not read", path, max>>20)
 	}
 	return data, nil
+}
+
+// notRegular refuses a named pipe, a device, a socket or a directory: a
+// FIFO nobody writes to would block forever, a device never ends.
+func notRegular(path string, m fs.FileMode) error {
+	kind := "a " + m.Type().String()
+	switch {
+	case m.IsDir():
+		kind = "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		kind = "a named pipe"
+	case m&fs.ModeCharDevice != 0:
+		kind = "a character device"
+	case m&fs.ModeDevice != 0:
+		kind = "a device"
+	case m&fs.ModeSocket != 0:
+		kind = "a socket"
+	}
+	return fmt.Errorf("%s: not a regular file (%s): not read", path, kind)
 }
 
 // Decode checks data against MaxSize and MaxDepth, then decodes it into v.

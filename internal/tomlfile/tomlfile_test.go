@@ -1,9 +1,11 @@
 package tomlfile
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/BurntSushi/toml"
@@ -108,4 +110,29 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("error not one line with the file: %q", err)
 		}
 	})
+}
+
+// A named pipe nobody writes to once hung every TOML read for good (matrix,
+// rules, signatures, catalog); a device never ends. Both are refused.
+func TestReadFileNotRegular(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "m.toml")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skip("no named pipes here:", err)
+	}
+	for _, tt := range []struct {
+		fsys fs.FS
+		path string
+		want string
+	}{
+		{nil, fifo, "m.toml: not a regular file (a named pipe): not read"},
+		{os.DirFS(dir), "m.toml", "m.toml: not a regular file (a named pipe): not read"},
+		{nil, "/dev/zero", "/dev/zero: not a regular file (a character device): not read"},
+		{nil, dir, "not a regular file (a directory): not read"},
+	} {
+		_, err := ReadFile(tt.fsys, tt.path)
+		if err == nil || !strings.HasSuffix(err.Error(), tt.want) {
+			t.Errorf("ReadFile(%s): got %v, want ...%s", tt.path, err, tt.want)
+		}
+	}
 }
