@@ -288,6 +288,9 @@ kube_up() {
 	kube__kubeconfig "$d" "$port"
 	mkdir -p "$d/log"
 	if ! svc_running "$d/etcd.pid"; then
+		# A test cluster starts empty: Jobs and pods left by an earlier run
+		# that was cut short would otherwise hold the node's GPUs.
+		rm -rf "$d/etcd"
 		svc_start "$d/etcd.pid" "$d/log/etcd.log" "$bin/etcd" --name smpatch --data-dir "$d/etcd" \
 			--listen-client-urls "http://127.0.0.1:$eport" --advertise-client-urls "http://127.0.0.1:$eport" \
 			--listen-peer-urls "http://127.0.0.1:$peer" --initial-advertise-peer-urls "http://127.0.0.1:$peer" \
