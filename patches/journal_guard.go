@@ -273,28 +273,12 @@ func guardTreePath(t source.WritableTree, rel string) (string, error) {
 	return p, nil
 }
 
-// resolveExisting resolves the symlinks of the longest existing prefix of
-// p and appends the rest.
+// resolveExisting is where p lands once created (source.ResolveExisting),
+// or p itself when its existing prefix cannot be resolved.
 func resolveExisting(p string) string {
-	existing := p
-	var rest []string
-	for {
-		if _, err := os.Lstat(existing); err == nil {
-			break
-		}
-		parent := filepath.Dir(existing)
-		if parent == existing {
-			break
-		}
-		rest = append(rest, filepath.Base(existing))
-		existing = parent
-	}
-	resolved, err := filepath.EvalSymlinks(existing)
+	resolved, err := source.ResolveExisting(p)
 	if err != nil {
-		resolved = existing
-	}
-	for i := len(rest) - 1; i >= 0; i-- {
-		resolved = filepath.Join(resolved, rest[i])
+		return p
 	}
 	return resolved
 }

@@ -155,6 +155,19 @@ func confined(root, p string) error {
 // confinedResolved is confined for a path with a symlink on it: the
 // existing prefix is resolved in full and must stay inside root.
 func confinedResolved(root, p string) error {
+	resolved, err := ResolveExisting(p)
+	if err != nil {
+		return err
+	}
+	if !within(root, resolved) {
+		return errors.New("path leads outside the tree through a symlink")
+	}
+	return nil
+}
+
+// ResolveExisting resolves the symlinks of the longest existing prefix of p
+// and appends the rest of p to it: where p would land once created.
+func ResolveExisting(p string) (string, error) {
 	existing := p
 	var rest []string
 	for {
@@ -170,15 +183,12 @@ func confinedResolved(root, p string) error {
 	}
 	resolved, err := filepath.EvalSymlinks(existing)
 	if err != nil {
-		return err
+		return "", err
 	}
 	for i := len(rest) - 1; i >= 0; i-- {
 		resolved = filepath.Join(resolved, rest[i])
 	}
-	if !within(root, resolved) {
-		return errors.New("path leads outside the tree through a symlink")
-	}
-	return nil
+	return resolved, nil
 }
 
 func within(root, p string) bool {
