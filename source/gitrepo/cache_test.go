@@ -1,4 +1,4 @@
-package source
+package gitrepo
 
 import (
 	"bytes"
@@ -83,11 +83,11 @@ func TestCacheResolve(t *testing.T) {
 	} {
 		h, err := u.Resolve(ctx, tc.rev)
 		if err != nil {
-			t.Errorf("Resolve(%q): %v", tc.rev, err)
+			t.Errorf("source.Resolve(%q): %v", tc.rev, err)
 			continue
 		}
 		if h != hs[tc.want] {
-			t.Errorf("Resolve(%q) = %s, want %s (%s)", tc.rev, h, hs[tc.want], tc.want)
+			t.Errorf("source.Resolve(%q) = %s, want %s (%s)", tc.rev, h, hs[tc.want], tc.want)
 		}
 	}
 	_, err = u.Resolve(ctx, "v0.5.8")
@@ -131,7 +131,7 @@ func TestCacheFetchesOnlyWhenNeeded(t *testing.T) {
 	// A branch means the remote's branch now: fetch, and see the new tag.
 	h, err := u.Resolve(ctx, "main")
 	if err != nil || h != newer || !u.Fetched {
-		t.Fatalf("Resolve(main) = %s, %v, fetched %v; want %s", h, err, u.Fetched, newer)
+		t.Fatalf("source.Resolve(main) = %s, %v, fetched %v; want %s", h, err, u.Fetched, newer)
 	}
 	if h, err := ResolveRevision(u.Repo, "v0.5.7"); err != nil || h != newer {
 		t.Fatalf("new tag: %s %v", h, err)
