@@ -151,6 +151,8 @@ func Range(ctx context.Context, repo *git.Repository, url string, p source.Proje
 		results[i] = map[string]Result{}
 	}
 	cache := gitrepo.NewRevisionCache(16 << 20)
+	cache.ReadPacks(repo)
+	defer cache.Close()
 	memo := patches.NewMemo()
 	var mu, sharedMu sync.Mutex
 	var firstErr error

@@ -3,63 +3,10 @@ package main
 import (
 	"flag"
 	"fmt"
-	"math/rand/v2"
 	"os"
-	"path/filepath"
-	"strings"
 
-	"github.com/smpatch/smpatch/internal/gitbuild"
+	"github.com/smpatch/smpatch/internal/gitbuild/checkhist"
 )
-
-const gateFunc = `def gen_trtllm_comm_module() -> JitSpec:
-    nvcc_flags = current_compilation_context.get_nvcc_flags_list(
-        supported_major_versions=[9, 10]
-    )
-    return gen_jit_spec(
-        "trtllm_comm",
-        [
-            jit_env.FLASHINFER_CSRC_DIR / "trtllm_allreduce.cu",
-            jit_env.FLASHINFER_CSRC_DIR / "trtllm_allreduce_fusion.cu",
-        ],
-        extra_cuda_cflags=nvcc_flags,
-    )
-`
-
-const toml = `name = "trtllm-comm-sm12"
-project = "flashinfer"
-summary = "Admit SM12x in the trtllm_comm JIT gate"
-
-[[variant]]
-name = "jit-comm"
-versions = ">= 0.6.0"
-diffs = ["trtllm-comm-sm12/gate.diff"]
-`
-
-func genFunc(i, salt int) string {
-	return fmt.Sprintf(`def gen_module_%d() -> JitSpec:
-    # generated module %d (revision %d)
-    nvcc_flags = current_compilation_context.get_nvcc_flags_list(
-        supported_major_versions=[9, 10, 11, 12]
-    )
-    return gen_jit_spec(
-        "module_%d",
-        [jit_env.FLASHINFER_CSRC_DIR / "module_%d.cu"],
-        extra_cuda_cflags=nvcc_flags,
-    )
-
-`, i, i, salt, i, i)
-}
-
-type file struct {
-	head   string
-	before []string // functions above the gate
-	gate   string
-	after  []string
-}
-
-func (f *file) String() string {
-	return f.head + strings.Join(f.before, "") + "\n" + f.gate + "\n\n" + strings.Join(f.after, "")
-}
 
 func main() {
 	out := flag.String("out", "", "directory to write repo.git and catalog/ into (must not exist)")
@@ -72,125 +19,11 @@ func main() {
 		fmt.Fprintln(os.Stderr, "gencheck: -out DIR is required")
 		os.Exit(2)
 	}
-	if err := run(*out, *commits, *size, *touch, *seed); err != nil {
+	info, err := checkhist.Generate(*out, checkhist.Options{Commits: *commits, Size: *size, Touch: *touch, Seed: *seed})
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "gencheck:", err)
 		os.Exit(1)
 	}
-}
-
-func run(out string, commits, size, touch int, seed uint64) error {
-	if _, err := os.Stat(out); err == nil {
-		return fmt.Errorf("%s exists", out)
-	}
-	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	b, err := gitbuild.New(filepath.Join(out, "repo.git"))
-	if err != nil {
-		return err
-	}
-	f := &file{head: "import os\n\nfrom . import env as jit_env\nfrom .core import JitSpec, gen_jit_spec\nfrom ..compilation_context import current_compilation_context\n\n\n", gate: gateFunc}
-	n := 0
-	for len(f.String()) < size {
-		if n%2 == 0 {
-			f.before = append(f.before, genFunc(n, 0))
-		} else {
-			f.after = append(f.after, genFunc(n, 0))
-		}
-		n++
-	}
-	// The patch, made against the first commit's file.
-	orig := f.String()
-	lines := strings.SplitAfter(orig, "\n")
-	gl := 0
-	for i, l := range lines {
-		if strings.Contains(l, "supported_major_versions=[9, 10]\n") && !strings.Contains(l, "11") {
-			gl = i + 1
-			break
-		}
-	}
-	start := gl - 3
-	var d strings.Builder
-	fmt.Fprintf(&d, "diff --git a/flashinfer/jit/comm.py b/flashinfer/jit/comm.py\n--- a/flashinfer/jit/comm.py\n+++ b/flashinfer/jit/comm.py\n")
-	fmt.Fprintf(&d, "@@ -%d,7 +%d,7 @@\n", start, start)
-	for i := start; i < start+7; i++ {
-		l := lines[i-1]
-		if i == gl {
-			fmt.Fprintf(&d, "-%s+%s", l, strings.Replace(l, "[9, 10]", "[9, 10, 12]", 1))
-			continue
-		}
-		fmt.Fprintf(&d, " %s", l)
-	}
-	cat := filepath.Join(out, "catalog")
-	if err := os.MkdirAll(filepath.Join(cat, "trtllm-comm-sm12"), 0o755); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(cat, "trtllm-comm-sm12.toml"), []byte(toml), 0o644); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(cat, "trtllm-comm-sm12", "gate.diff"), []byte(d.String()), 0o644); err != nil {
-		return err
-	}
-
-	// Other files, so a checkout has something besides the target to write.
-	first := map[string][]byte{
-		"version.txt":            []byte("0.6.0\n"),
-		"flashinfer/__init__.py": []byte("from .version import __version__\n"),
-		"flashinfer/jit/comm.py": []byte(orig),
-	}
-	for i := 0; i < 40; i++ {
-		first[fmt.Sprintf("csrc/kernel_%02d.cu", i)] = []byte(strings.Repeat(fmt.Sprintf("// kernel %d\n__global__ void k%d() {}\n", i, i), 200))
-	}
-	if _, err := b.Commit("release 0.6.0", first); err != nil {
-		return err
-	}
-	if err := b.Tag("v0.6.0", true); err != nil {
-		return err
-	}
-	breakAt, adoptAt := commits*3/5, commits*17/20
-	for c := 1; c <= commits; c++ {
-		ch := map[string][]byte{}
-		msg := ""
-		switch {
-		case c == breakAt:
-			f.gate = strings.Replace(f.gate, "[9, 10]\n", "[9, 10, 11]\n", 1)
-			msg = fmt.Sprintf("feat: SM11x in trtllm_comm (#%d)", 1000+c)
-		case c == adoptAt:
-			f.gate = strings.Replace(f.gate, "[9, 10, 11]\n", "[9, 10, 12]\n", 1)
-			msg = fmt.Sprintf("feat(comm): extend trtllm_allreduce to SM12x (#%d)", 1000+c)
-		case rng.IntN(100) < touch:
-			// Drift: add a function above or below the gate, or edit one.
-			switch rng.IntN(3) {
-			case 0:
-				f.before = append(f.before, genFunc(n, c))
-				n++
-			case 1:
-				f.after = append([]string{genFunc(n, c)}, f.after...)
-				n++
-			default:
-				i := rng.IntN(len(f.before))
-				f.before[i] = genFunc(1_000_000+i, c)
-			}
-			msg = fmt.Sprintf("feat: module %d (#%d)", n, 1000+c)
-		default:
-			k := rng.IntN(40)
-			ch[fmt.Sprintf("csrc/kernel_%02d.cu", k)] = []byte(strings.Repeat(fmt.Sprintf("// kernel %d rev %d\n__global__ void k%d() {}\n", k, c, k), 200))
-			msg = fmt.Sprintf("perf: kernel %d (#%d)", k, 1000+c)
-		}
-		if msg != "" && !strings.HasPrefix(msg, "perf") {
-			ch["flashinfer/jit/comm.py"] = []byte(f.String())
-		}
-		if c%100 == 0 {
-			ch["version.txt"] = []byte(fmt.Sprintf("0.6.%d\n", c/100))
-		}
-		if _, err := b.Commit(msg, ch); err != nil {
-			return err
-		}
-		if c%100 == 0 {
-			if err := b.Tag(fmt.Sprintf("v0.6.%d", c/100), false); err != nil {
-				return err
-			}
-		}
-	}
 	fmt.Printf("repo %s: %d commits after v0.6.0, %d%% of them change the target (%d bytes at the end), conflict from commit %d, adopted at commit %d\n",
-		b.URL(), commits, touch, len(f.String()), breakAt, adoptAt)
-	return nil
+		info.URL, *commits, *touch, info.TargetSize, info.BreakAt, info.AdoptAt)
 }

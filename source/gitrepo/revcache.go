@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"sync"
 
+	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 )
 
@@ -23,6 +24,7 @@ type RevisionCache struct {
 	order    *list.List // of *cachedBlob, most recent first
 	size     int64
 	maxBytes int64
+	packs    *packObjects // nil: blobs are read through go-git
 }
 
 type listed struct {
@@ -38,6 +40,44 @@ type cachedBlob struct {
 // NewRevisionCache keeps up to maxBytes of file contents.
 func NewRevisionCache(maxBytes int64) *RevisionCache {
 	return &RevisionCache{lists: map[plumbing.Hash][]listed{}, names: map[string]string{}, full: map[pathsKey][]string{}, blobs: map[plumbing.Hash]*list.Element{}, order: list.New(), maxBytes: maxBytes}
+}
+
+// ReadPacks makes the trees sharing c read file contents straight from
+// repo's pack files, keeping each object resolved (a delta base on the way
+// to a file's next revision too) per pack offset, within the cache's byte
+// budget. Without it, or for an object no pack holds, contents are read
+// through go-git and kept per blob hash. Close releases the pack files.
+func (c *RevisionCache) ReadPacks(repo *git.Repository) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.packs == nil {
+		c.packs = openPackObjects(repo, c.maxBytes)
+	}
+}
+
+// Close closes the pack files ReadPacks opened.
+func (c *RevisionCache) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.packs.close()
+	c.packs = nil
+	return nil
+}
+
+// packedBlob is the blob h read from the pack files, when ReadPacks found
+// them and one holds h.
+func (c *RevisionCache) packedBlob(h plumbing.Hash) ([]byte, bool) {
+	c.mu.Lock()
+	po := c.packs
+	c.mu.Unlock()
+	if po == nil {
+		return nil, false
+	}
+	typ, data, err := po.object(h)
+	if err != nil || typ != plumbing.BlobObject {
+		return nil, false // read through go-git, which says what is wrong
+	}
+	return data, true
 }
 
 func (c *RevisionCache) blob(h plumbing.Hash) ([]byte, bool) {

@@ -105,6 +105,9 @@ func (t *RevisionTree) ReadFile(rel string) ([]byte, error) {
 	if !ok {
 		return readBlob(t.repo, t.tree, rel) // the error, as without a cache
 	}
+	if data, ok := t.cache.packedBlob(h); ok {
+		return data, nil
+	}
 	if data, ok := t.cache.blob(h); ok {
 		return data, nil
 	}

@@ -1,0 +1,236 @@
+package gitrepo
+
+import (
+	"bytes"
+	"container/list"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/go-git/go-billy/v5"
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+)
+
+// packObjects reads objects straight from a repository's pack files, for a
+// walk that inflates many revisions of the same files: go-git's packfile
+// scanner inflates each entry and its PatchDelta applies deltas, and every
+// object resolved is kept per (pack, offset) up to a byte budget, so that
+// the next revision of a file, a delta on one just read, costs one small
+// inflate and one copy. (go-git's own object cache is keyed by object hash,
+// so it hashes every delta base it resolves, a full SHA-1 with collision
+// detection of each revision along each delta chain.) Safe for concurrent
+// use: packs are read with ReadAt.
+type packObjects struct {
+	packs []*packFile
+
+	mu    sync.Mutex
+	items map[packKey]*list.Element
+	order *list.List // of *packItem, most recent first
+	size  int64
+	max   int64
+}
+
+type packFile struct {
+	idx  *idxfile.MemoryIndex
+	f    billy.File
+	size int64
+	scan sync.Pool // of *packfile.Scanner
+}
+
+type packKey struct {
+	pack int
+	off  int64
+}
+
+type packItem struct {
+	key  packKey
+	typ  plumbing.ObjectType
+	data []byte
+}
+
+// maxDeltaDepth bounds a delta chain (git writes at most 50 by default); a
+// longer one, or a loop of ref-deltas, is a broken pack.
+const maxDeltaDepth = 4096
+
+// errNotPacked is the answer for an object that no pack of the repository
+// holds (a loose object, or one behind an alternate): read it through
+// go-git.
+var errNotPacked = errors.New("object not in a pack")
+
+// openPackObjects opens the pack files of repo's object store, or returns
+// nil when the store is not on a file system or has no packs.
+func openPackObjects(repo *git.Repository, maxBytes int64) *packObjects {
+	st, ok := repo.Storer.(*filesystem.Storage)
+	if !ok {
+		return nil
+	}
+	fs := st.Filesystem()
+	dir := fs.Join("objects", "pack")
+	infos, err := fs.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	po := &packObjects{items: map[packKey]*list.Element{}, order: list.New(), max: maxBytes}
+	for _, fi := range infos {
+		name, ok := strings.CutSuffix(fi.Name(), ".idx")
+		if !ok || !strings.HasPrefix(name, "pack-") {
+			continue
+		}
+		p, err := openPackFile(fs, fs.Join(dir, name))
+		if err != nil {
+			continue // go-git reads what is there, or reports the error
+		}
+		po.packs = append(po.packs, p)
+	}
+	if len(po.packs) == 0 {
+		return nil
+	}
+	return po
+}
+
+func openPackFile(fs billy.Filesystem, base string) (*packFile, error) {
+	fi, err := fs.Open(base + ".idx")
+	if err != nil {
+		return nil, err
+	}
+	defer fi.Close()
+	idx := idxfile.NewMemoryIndex()
+	if err := idxfile.NewDecoder(fi).Decode(idx); err != nil {
+		return nil, fmt.Errorf("%s.idx: %w", base, err)
+	}
+	f, err := fs.Open(base + ".pack")
+	if err != nil {
+		return nil, err
+	}
+	st, err := fs.Stat(base + ".pack")
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &packFile{idx: idx, f: f, size: st.Size()}, nil
+}
+
+// close closes the pack files.
+func (po *packObjects) close() {
+	if po == nil {
+		return
+	}
+	for _, p := range po.packs {
+		p.f.Close()
+	}
+}
+
+// object returns the type and contents of the object h. The contents are
+// shared: read them only. errNotPacked when no pack holds h.
+func (po *packObjects) object(h plumbing.Hash) (plumbing.ObjectType, []byte, error) {
+	for i, p := range po.packs {
+		off, err := p.idx.FindOffset(h)
+		if err != nil {
+			continue
+		}
+		return po.at(packKey{i, off}, 0)
+	}
+	return plumbing.InvalidObject, nil, errNotPacked
+}
+
+// at resolves the entry at k, its delta bases first.
+func (po *packObjects) at(k packKey, depth int) (plumbing.ObjectType, []byte, error) {
+	if typ, data, ok := po.get(k); ok {
+		return typ, data, nil
+	}
+	if depth > maxDeltaDepth {
+		return plumbing.InvalidObject, nil, fmt.Errorf("pack entry at %d: delta chain longer than %d", k.off, maxDeltaDepth)
+	}
+	p := po.packs[k.pack]
+	hdr, raw, err := p.entry(k.off)
+	if err != nil {
+		return plumbing.InvalidObject, nil, err
+	}
+	var typ plumbing.ObjectType
+	var data []byte
+	switch hdr.Type {
+	case plumbing.CommitObject, plumbing.TreeObject, plumbing.BlobObject, plumbing.TagObject:
+		typ, data = hdr.Type, raw
+	case plumbing.OFSDeltaObject, plumbing.REFDeltaObject:
+		base := packKey{k.pack, hdr.OffsetReference}
+		if hdr.Type == plumbing.REFDeltaObject {
+			if base.off, err = p.idx.FindOffset(hdr.Reference); err != nil {
+				// A thin pack's base in another pack: not written by
+				// go-git's fetch, left to go-git.
+				return plumbing.InvalidObject, nil, errNotPacked
+			}
+		}
+		var src []byte
+		if typ, src, err = po.at(base, depth+1); err != nil {
+			return plumbing.InvalidObject, nil, err
+		}
+		if data, err = packfile.PatchDelta(src, raw); err != nil {
+			return plumbing.InvalidObject, nil, fmt.Errorf("pack entry at %d: %w", k.off, err)
+		}
+	default:
+		return plumbing.InvalidObject, nil, fmt.Errorf("pack entry at %d: type %v", k.off, hdr.Type)
+	}
+	po.put(k, typ, data)
+	return typ, data, nil
+}
+
+// entry reads the header and the inflated bytes (an object, or a delta) of
+// the entry at off.
+func (p *packFile) entry(off int64) (*packfile.ObjectHeader, []byte, error) {
+	r := io.NewSectionReader(p.f, 0, p.size)
+	s, _ := p.scan.Get().(*packfile.Scanner)
+	if s == nil {
+		s = packfile.NewScanner(r)
+	} else {
+		s.Reset(r)
+	}
+	defer p.scan.Put(s)
+	hdr, err := s.SeekObjectHeader(off)
+	if err != nil {
+		return nil, nil, fmt.Errorf("pack entry at %d: %w", off, err)
+	}
+	var buf bytes.Buffer
+	buf.Grow(int(min(hdr.Length, 64<<20)))
+	if _, _, err := s.NextObject(&buf); err != nil {
+		return nil, nil, fmt.Errorf("pack entry at %d: %w", off, err)
+	}
+	return hdr, buf.Bytes(), nil
+}
+
+func (po *packObjects) get(k packKey) (plumbing.ObjectType, []byte, bool) {
+	po.mu.Lock()
+	defer po.mu.Unlock()
+	e, ok := po.items[k]
+	if !ok {
+		return plumbing.InvalidObject, nil, false
+	}
+	po.order.MoveToFront(e)
+	it := e.Value.(*packItem)
+	return it.typ, it.data, true
+}
+
+func (po *packObjects) put(k packKey, typ plumbing.ObjectType, data []byte) {
+	if int64(len(data)) > po.max/4 {
+		return
+	}
+	po.mu.Lock()
+	defer po.mu.Unlock()
+	if _, ok := po.items[k]; ok {
+		return
+	}
+	po.items[k] = po.order.PushFront(&packItem{key: k, typ: typ, data: data})
+	po.size += int64(len(data))
+	for po.size > po.max {
+		e := po.order.Back()
+		it := e.Value.(*packItem)
+		po.order.Remove(e)
+		delete(po.items, it.key)
+		po.size -= int64(len(it.data))
+	}
+}
