@@ -134,10 +134,12 @@ func MatchFile(old []byte, fd *FileDiff, opts PlanOptions) (*FilePlan, error) {
 	if fd == nil {
 		return nil, errors.New("match: nil diff")
 	}
-	return matchFile(old, old != nil, fd), nil
+	return matchFile(old, old != nil, fd, true), nil
 }
 
-func matchFile(old []byte, exists bool, fd *FileDiff) *FilePlan {
+// matchFile resolves fd's hunks against old; without explain, a hunk that
+// conflicts is not explained further (see matchHunk).
+func matchFile(old []byte, exists bool, fd *FileDiff, explain bool) *FilePlan {
 	fp := &FilePlan{Path: fd.Path(), Diff: fd, Old: old, Create: fd.IsCreate(), Delete: fd.IsDelete()}
 	switch {
 	case fd.IsCreate():
@@ -159,7 +161,7 @@ func matchFile(old []byte, exists bool, fd *FileDiff) *FilePlan {
 	var edits []edit
 	offset, minPos := 0, 0
 	for i, h := range fd.Hunks {
-		res, e, nextOffset, nextMin := matchHunk(t, h, offset, minPos, true)
+		res, e, nextOffset, nextMin := matchHunk(t, h, offset, minPos, explain)
 		res.Index = i
 		fp.Hunks = append(fp.Hunks, res)
 		if res.Status == Conflict {

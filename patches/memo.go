@@ -27,8 +27,9 @@ type Memo struct {
 }
 
 type fileKey struct {
-	fd   *FileDiff
-	blob plumbing.Hash
+	fd      *FileDiff
+	blob    plumbing.Hash
+	explain bool // a brief plan's reasons are not a full one's
 }
 
 type anchorKey struct {

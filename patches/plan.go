@@ -114,6 +114,12 @@ type PlanOptions struct {
 	// Memo, when set, remembers anchor-search matches per blob across plans
 	// of revisions of one repository (trees that are FileHashers).
 	Memo *Memo
+	// Brief plans for the outcome only: a hunk that conflicts is not
+	// explained (its reason may be shorter and no nearest region is
+	// sought when nothing similar is found). Every status, variant and
+	// outcome is the same as without it. A range walk plans most
+	// revisions so, and again in full those it reports.
+	Brief bool
 }
 
 // Attempt records one variant NewPlan planned.
@@ -375,7 +381,7 @@ func rangeText(v *Variant) string {
 
 // try plans variant c and records the attempt.
 func (pl *Plan) try(ctx context.Context, t source.Tree, c *Variant, opts PlanOptions) error {
-	files, err := planVariant(ctx, t, c, opts.Memo)
+	files, err := planVariant(ctx, t, c, opts.Memo, !opts.Brief)
 	if err != nil {
 		return err
 	}
@@ -467,7 +473,7 @@ func firstConflict(files []*FilePlan) string {
 
 // planVariant matches every diff of a variant against t. Diffs of the same
 // file apply in order, each to the previous one's result.
-func planVariant(ctx context.Context, t source.Tree, c *Variant, memo *Memo) ([]*FilePlan, error) {
+func planVariant(ctx context.Context, t source.Tree, c *Variant, memo *Memo, explain bool) ([]*FilePlan, error) {
 	if len(c.Files) == 0 && len(c.Diffs) > 0 {
 		return nil, fmt.Errorf("variant %s: diffs %s were not parsed", VariantLabel(c), strings.Join(c.Diffs, ", "))
 	}
@@ -526,12 +532,12 @@ func planVariant(ctx context.Context, t source.Tree, c *Variant, memo *Memo) ([]
 		var key fileKey
 		if hasher != nil && st.exists && note == "" && !changed {
 			if h, ok := hasher.FileHash(target); ok {
-				key = fileKey{fd, h}
+				key = fileKey{fd, h, explain}
 				fp, _ = memo.getFile(key, st.data)
 			}
 		}
 		if fp == nil {
-			fp = matchFile(st.data, st.exists, fd)
+			fp = matchFile(st.data, st.exists, fd, explain)
 			if key.fd != nil && hasConflict(fp) {
 				memo.putFile(key, fp)
 			}
@@ -549,7 +555,7 @@ func planVariant(ctx context.Context, t source.Tree, c *Variant, memo *Memo) ([]
 				if s, ok := cur[found]; ok {
 					data = s.data
 				}
-				alt := matchFile(data, true, fd)
+				alt := matchFile(data, true, fd, explain)
 				if !hasConflict(alt) {
 					alt.Path = found
 					alt.Note = fmt.Sprintf("%s does not match (%s); %s", target, firstConflict([]*FilePlan{fp}), why)

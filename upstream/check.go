@@ -76,6 +76,8 @@ type Options struct {
 	// OpenRepo, when set, opens another handle on the repository a range is
 	// walked in, so that range planning reads blobs in parallel.
 	OpenRepo func() (*git.Repository, error)
+
+	brief bool // plan for the status only (patches.PlanOptions.Brief)
 }
 
 // StatusOf classifies a plan.
@@ -110,7 +112,7 @@ func checkOne(ctx context.Context, t source.Tree, p *patches.Patch, opts Options
 	r := Result{Project: p.Project, Patch: p.Name, Revision: t.Root(), Source: p.File, SourceLine: 1}
 	// The patches p needs are planned first on the same revision, and the
 	// verify rules judge the result, as apply would.
-	pl, err := patches.PlanWithNeeds(ctx, p, t, patches.PlanOptions{Strict: opts.Strict, Memo: memo})
+	pl, err := patches.PlanWithNeeds(ctx, p, t, patches.PlanOptions{Strict: opts.Strict, Memo: memo, Brief: opts.brief})
 	if err != nil {
 		r.Status = Error
 		r.Detail = err.Error()

@@ -105,11 +105,6 @@ func Range(ctx context.Context, repo *git.Repository, url string, p source.Proje
 
 	// Pass 1: the key of every patch at every commit (tree entries only),
 	// and one plan job per patch and distinct key.
-	type job struct {
-		i   int
-		c   *object.Commit
-		key string
-	}
 	var jobs []job
 	keyAt := make([][]string, len(commits))
 	jobAt := map[*object.Commit]int{}
@@ -143,29 +138,122 @@ func Range(ctx context.Context, repo *git.Repository, url string, p source.Proje
 		}
 	}
 
-	// Pass 2: plan the jobs in parallel. go-git's storage is not safe for
-	// concurrent use: each worker reads through a repository handle of its
-	// own when opts.OpenRepo can make one, else reads are serialised.
-	results := make([]map[string]Result, len(ps))
-	for i := range ps {
-		results[i] = map[string]Result{}
-	}
+	// Pass 2: plan the jobs in parallel, for the status only (a conflict
+	// is not explained: most states are never shown).
 	cache := gitrepo.NewRevisionCache(16 << 20)
 	cache.ReadPacks(repo)
 	defer cache.Close()
-	memo := patches.NewMemo()
+	pl := &rangePlanner{repo: repo, url: url, project: p, ps: ps, opts: opts, cache: cache, memo: patches.NewMemo(), hints: hints, jobAt: jobAt}
+	results, err := pl.plan(ctx, jobs, true)
+	if err != nil {
+		return nil, err
+	}
+
+	// Pass 3: walk the statuses in order; the states shown (where a status
+	// changes, and the last) are planned again in full, for their details.
+	shown := make([]map[string]bool, len(ps))
+	var again []job
+	for i := range ps {
+		shown[i] = map[string]bool{}
+		show := func(n int) {
+			if k := keyAt[n][i]; !shown[i][k] {
+				shown[i][k] = true
+				again = append(again, job{i, commits[n], k})
+			}
+		}
+		cur := results[i][keyAt[0][i]].Status
+		last := 0
+		for n := 1; n < len(commits); n++ {
+			if keyAt[n][i] == keyAt[n-1][i] {
+				continue
+			}
+			last = n
+			if r := results[i][keyAt[n][i]]; r.Status != cur {
+				show(n)
+				cur = r.Status
+			}
+		}
+		show(last)
+	}
+	full, err := pl.plan(ctx, again, false)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Result, len(ps))
+	for i := range ps {
+		start := results[i][keyAt[0][i]]
+		ri := &RangeInfo{From: rng[0], To: rng[1], Base: base.String(), Start: start.Status, Changes: []Change{}, Commits: len(chain), Planned: len(seen[i])}
+		cur, last := start, keyAt[0][i]
+		for n := 1; n < len(commits); n++ {
+			k := keyAt[n][i]
+			if k == keyAt[n-1][i] {
+				continue
+			}
+			last = k
+			r, ok := full[i][k]
+			if !ok {
+				r = results[i][k]
+			}
+			if r.Status != cur.Status {
+				c := commits[n]
+				ri.Changes = append(ri.Changes, Change{
+					Commit: c.Hash.String(), Date: c.Committer.When.UTC(), Subject: subject(c.Message),
+					From: cur.Status, To: r.Status, Detail: r.Detail,
+				})
+			}
+			cur = r
+		}
+		cur = full[i][last]
+		cur.Range = ri
+		cur.Commit = to.String()
+		cur.Revision = url + "@" + to.String()
+		out[i] = cur
+	}
+	return out, nil
+}
+
+// job is one state to plan: patch i on commit c, whose watched paths' blobs
+// (and version) make key.
+type job struct {
+	i   int
+	c   *object.Commit
+	key string
+}
+
+// rangePlanner plans the states of a range walk.
+type rangePlanner struct {
+	repo    *git.Repository
+	url     string
+	project source.Project
+	ps      []*patches.Patch
+	opts    Options
+	cache   *gitrepo.RevisionCache
+	memo    *patches.Memo
+	hints   []tagHint
+	jobAt   map[*object.Commit]int
+}
+
+// plan plans jobs in parallel and returns, per patch, the result per key.
+// go-git's storage is not safe for concurrent use: each worker reads
+// through a repository handle of its own when opts.OpenRepo can make one,
+// else reads are serialised. brief plans for the status only.
+func (pl *rangePlanner) plan(ctx context.Context, jobs []job, brief bool) ([]map[string]Result, error) {
+	results := make([]map[string]Result, len(pl.ps))
+	for i := range pl.ps {
+		results[i] = map[string]Result{}
+	}
 	var mu, sharedMu sync.Mutex
 	var firstErr error
 	var done int
 	// Each worker takes a contiguous run of jobs: neighbouring commits share
-	// delta chains, which a handle's object cache then resolves once.
+	// delta chains, which are then resolved once.
 	workers := max(1, min(runtime.GOMAXPROCS(0), len(jobs)))
 	var wg sync.WaitGroup
 	for w := range workers {
 		chunk := jobs[w*len(jobs)/workers : (w+1)*len(jobs)/workers]
-		wr, lock := repo, &sharedMu
-		if w > 0 && opts.OpenRepo != nil {
-			if r, err := opts.OpenRepo(); err == nil {
+		wr, lock := pl.repo, &sharedMu
+		if w > 0 && pl.opts.OpenRepo != nil {
+			if r, err := pl.opts.OpenRepo(); err == nil {
 				wr, lock = r, &sync.Mutex{}
 			}
 		}
@@ -177,13 +265,15 @@ func Range(ctx context.Context, repo *git.Repository, url string, p source.Proje
 					return
 				}
 				lock.Lock()
-				rt, err := gitrepo.OpenRevisionOf(wr, j.c, p, url)
+				rt, err := gitrepo.OpenRevisionOf(wr, j.c, pl.project, pl.url)
 				lock.Unlock()
 				var r Result
 				if err == nil {
-					rt.SetCache(cache)
-					rt.SetNearestTag(hints[jobAt[j.c]].hint)
-					r = checkOne(ctx, &lockedTree{Tree: rt, rt: rt, mu: lock}, ps[j.i], opts, memo)
+					rt.SetCache(pl.cache)
+					rt.SetNearestTag(pl.hints[pl.jobAt[j.c]].hint)
+					o := pl.opts
+					o.brief = brief
+					r = checkOne(ctx, &lockedTree{Tree: rt, rt: rt, mu: lock}, pl.ps[j.i], o, pl.memo)
 					r.Commit = j.c.Hash.String()
 				}
 				mu.Lock()
@@ -192,50 +282,21 @@ func Range(ctx context.Context, repo *git.Repository, url string, p source.Proje
 				}
 				results[j.i][j.key] = r
 				done++
-				if done%8 == 0 || done == len(jobs) {
-					progress(opts.Progress, "planning: %d of %d changed states", done, len(jobs))
+				if brief && (done%8 == 0 || done == len(jobs)) {
+					progress(pl.opts.Progress, "planning: %d of %d changed states", done, len(jobs))
 				}
 				mu.Unlock()
 			}
 		}()
 	}
 	wg.Wait()
-	if opts.Progress != nil {
-		fmt.Fprint(opts.Progress, "\r\033[K")
+	if pl.opts.Progress != nil && brief {
+		fmt.Fprint(pl.opts.Progress, "\r\033[K")
 	}
 	if firstErr != nil {
 		return nil, firstErr
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-
-	// Pass 3: walk the statuses in order.
-	out := make([]Result, len(ps))
-	for i := range ps {
-		start := results[i][keyAt[0][i]]
-		ri := &RangeInfo{From: rng[0], To: rng[1], Base: base.String(), Start: start.Status, Changes: []Change{}, Commits: len(chain), Planned: len(seen[i])}
-		cur := start
-		for n := 1; n < len(commits); n++ {
-			if keyAt[n][i] == keyAt[n-1][i] {
-				continue
-			}
-			r := results[i][keyAt[n][i]]
-			if r.Status != cur.Status {
-				c := commits[n]
-				ri.Changes = append(ri.Changes, Change{
-					Commit: c.Hash.String(), Date: c.Committer.When.UTC(), Subject: subject(c.Message),
-					From: cur.Status, To: r.Status, Detail: r.Detail,
-				})
-			}
-			cur = r
-		}
-		cur.Range = ri
-		cur.Commit = to.String()
-		cur.Revision = url + "@" + to.String()
-		out[i] = cur
-	}
-	return out, nil
+	return results, ctx.Err()
 }
 
 // progress overwrites the current terminal line.

@@ -170,7 +170,7 @@ func (po *packObjects) at(k packKey, depth int) (plumbing.ObjectType, []byte, er
 		if typ, src, err = po.at(base, depth+1); err != nil {
 			return plumbing.InvalidObject, nil, err
 		}
-		if data, err = packfile.PatchDelta(src, raw); err != nil {
+		if data, err = applyDelta(src, raw); err != nil {
 			return plumbing.InvalidObject, nil, fmt.Errorf("pack entry at %d: %w", k.off, err)
 		}
 	default:
@@ -233,4 +233,95 @@ func (po *packObjects) put(k packKey, typ plumbing.ObjectType, data []byte) {
 		delete(po.items, it.key)
 		po.size -= int64(len(it.data))
 	}
+}
+
+// applyDelta applies a git delta (the format packfile.PatchDelta reads) to
+// src, writing the result into one slice of the size the delta declares.
+// It is PatchDelta's answer without its cost here: PatchDelta grows its
+// result from 64 KB (a guard against a hostile size header), so each
+// 300 KB revision of a file took four allocations, each cleared and
+// copied into the next. Room past what the delta's commands could write, or
+// past maxDeltaPrealloc, is made only as they write it. FuzzApplyDelta holds the two to the same answers.
+func applyDelta(src, delta []byte) ([]byte, error) {
+	if len(src) == 0 || len(delta) < 2 {
+		return nil, packfile.ErrInvalidDelta // as PatchDelta: no delta on an empty base
+	}
+	srcSz, delta, ok := leb128(delta)
+	if !ok || srcSz != uint64(len(src)) {
+		return nil, packfile.ErrInvalidDelta
+	}
+	dstSz, delta, ok := leb128(delta)
+	if !ok {
+		return nil, packfile.ErrInvalidDelta
+	}
+	// Each command writes at most a whole src or 127 bytes of the delta.
+	dst := make([]byte, 0, min(dstSz, maxDeltaPrealloc, uint64(len(delta))*uint64(max(len(src), 127))))
+	for uint64(len(dst)) < dstSz {
+		if len(delta) == 0 {
+			return nil, packfile.ErrInvalidDelta
+		}
+		cmd := delta[0]
+		delta = delta[1:]
+		switch {
+		case cmd&0x80 != 0: // copy from src: offset and size bytes as the bits say
+			var off, n uint64
+			for i := range 4 {
+				if cmd&(1<<i) != 0 {
+					if len(delta) == 0 {
+						return nil, packfile.ErrInvalidDelta
+					}
+					off |= uint64(delta[0]) << (8 * i)
+					delta = delta[1:]
+				}
+			}
+			for i := range 3 {
+				if cmd&(0x10<<i) != 0 {
+					if len(delta) == 0 {
+						return nil, packfile.ErrInvalidDelta
+					}
+					n |= uint64(delta[0]) << (8 * i)
+					delta = delta[1:]
+				}
+			}
+			if n == 0 {
+				n = 0x10000
+			}
+			if n > dstSz-uint64(len(dst)) || off+n > uint64(len(src)) {
+				return nil, packfile.ErrInvalidDelta
+			}
+			dst = append(dst, src[off:off+n]...)
+		case cmd != 0: // insert the next cmd bytes of the delta
+			n := uint64(cmd)
+			if n > dstSz-uint64(len(dst)) || n > uint64(len(delta)) {
+				return nil, packfile.ErrInvalidDelta
+			}
+			dst = append(dst, delta[:n]...)
+			delta = delta[n:]
+		default:
+			return nil, packfile.ErrDeltaCmd
+		}
+	}
+	if len(delta) != 0 {
+		return nil, packfile.ErrInvalidDelta
+	}
+	return dst, nil
+}
+
+// maxDeltaPrealloc bounds the room made before a delta is applied.
+const maxDeltaPrealloc = 64 << 20
+
+// leb128 reads the little-endian base-128 size at the start of b, as
+// go-git reads it (a size cut short by the end of b ends there).
+func leb128(b []byte) (uint64, []byte, bool) {
+	var v uint64
+	for i := 0; i < len(b); i++ {
+		if i*7 > 64-7 {
+			return 0, b, false
+		}
+		v |= uint64(b[i]&0x7f) << (7 * i)
+		if b[i]&0x80 == 0 || i+1 == len(b) {
+			return v, b[i+1:], true
+		}
+	}
+	return 0, b, true
 }
