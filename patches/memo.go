@@ -1,6 +1,7 @@
 package patches
 
 import (
+	"container/list"
 	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -18,13 +19,27 @@ type FileHasher interface {
 // read, keyed by the file's blob hash: a file that did not change between
 // two revisions is not read or matched again. Safe for concurrent use.
 //
-// It also keeps the plan of a file diff on a blob when a hunk conflicts
-// there (without the file's bytes): the same blob conflicts the same way.
+// It also keeps the plan of a file diff on a blob: the same blob matches
+// the same way. A plan where a hunk conflicts is kept without the file's
+// bytes; one that resolves keeps the bytes it would write, up to
+// memoResolvedBytes, least recently used out (a walk meets a blob again
+// soon after, when a commit changes other watched files).
 type Memo struct {
-	mu     sync.Mutex
-	anchor map[anchorKey]anchorHit
-	files  map[fileKey]*FilePlan
+	mu       sync.Mutex
+	anchor   map[anchorKey]anchorHit
+	files    map[fileKey]*FilePlan
+	resolved map[fileKey]*list.Element // of memoPlan
+	order    *list.List                // most recent first
+	size     int64
 }
+
+type memoPlan struct {
+	key fileKey
+	fp  *FilePlan
+}
+
+// memoResolvedBytes bounds the new bytes of the resolved plans a Memo keeps.
+const memoResolvedBytes = 24 << 20
 
 type fileKey struct {
 	fd      *FileDiff
@@ -44,13 +59,17 @@ type anchorHit struct {
 
 // NewMemo returns an empty memo.
 func NewMemo() *Memo {
-	return &Memo{anchor: map[anchorKey]anchorHit{}, files: map[fileKey]*FilePlan{}}
+	return &Memo{anchor: map[anchorKey]anchorHit{}, files: map[fileKey]*FilePlan{}, resolved: map[fileKey]*list.Element{}, order: list.New()}
 }
 
 // getFile returns a copy of the remembered plan, its bytes set to old.
 func (m *Memo) getFile(k fileKey, old []byte) (*FilePlan, bool) {
 	m.mu.Lock()
 	fp, ok := m.files[k]
+	if e, found := m.resolved[k]; !ok && found {
+		m.order.MoveToFront(e)
+		fp, ok = e.Value.(memoPlan).fp, true
+	}
 	m.mu.Unlock()
 	if !ok {
 		return nil, false
@@ -61,13 +80,29 @@ func (m *Memo) getFile(k fileKey, old []byte) (*FilePlan, bool) {
 	return &c, true
 }
 
+// putFile remembers fp, the plan of k.fd on the blob k.blob. The new bytes
+// of a plan that resolves are kept as they are: they are only read.
 func (m *Memo) putFile(k fileKey, fp *FilePlan) {
 	c := *fp
-	c.Old, c.New = nil, nil
+	c.Old = nil
 	c.Hunks = append([]HunkResult(nil), fp.Hunks...)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.files[k] = &c
+	if hasConflict(fp) {
+		c.New = nil
+		m.files[k] = &c
+		return
+	}
+	if _, ok := m.resolved[k]; ok || int64(len(c.New)) > memoResolvedBytes/4 {
+		return
+	}
+	m.resolved[k] = m.order.PushFront(memoPlan{k, &c})
+	m.size += int64(len(c.New))
+	for m.size > memoResolvedBytes {
+		old := m.order.Remove(m.order.Back()).(memoPlan)
+		delete(m.resolved, old.key)
+		m.size -= int64(len(old.fp.New))
+	}
 }
 
 func (m *Memo) getAnchor(k anchorKey) (anchorHit, bool) {

@@ -538,7 +538,7 @@ func planVariant(ctx context.Context, t source.Tree, c *Variant, memo *Memo, exp
 		}
 		if fp == nil {
 			fp = matchFile(st.data, st.exists, fd, explain)
-			if key.fd != nil && hasConflict(fp) {
+			if key.fd != nil {
 				memo.putFile(key, fp)
 			}
 		}

@@ -245,12 +245,15 @@ func (pl *rangePlanner) plan(ctx context.Context, jobs []job, brief bool) ([]map
 	var mu, sharedMu sync.Mutex
 	var firstErr error
 	var done int
-	// Each worker takes a contiguous run of jobs: neighbouring commits share
-	// delta chains, which are then resolved once.
+	// Each worker takes a contiguous run of jobs, newest first: a file's
+	// revisions share a delta chain, which git starts from the newest
+	// revision (the largest, for a file that grows), so each revision read
+	// is one delta on the one read just before.
 	workers := max(1, min(runtime.GOMAXPROCS(0), len(jobs)))
 	var wg sync.WaitGroup
 	for w := range workers {
-		chunk := jobs[w*len(jobs)/workers : (w+1)*len(jobs)/workers]
+		chunk := slices.Clone(jobs[w*len(jobs)/workers : (w+1)*len(jobs)/workers])
+		slices.Reverse(chunk)
 		wr, lock := pl.repo, &sharedMu
 		if w > 0 && pl.opts.OpenRepo != nil {
 			if r, err := pl.opts.OpenRepo(); err == nil {

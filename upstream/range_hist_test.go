@@ -49,8 +49,8 @@ func genHistory(tb testing.TB, o checkhist.Options) (*gitrepo.Upstream, Target, 
 // the end.
 func TestRangeMatchesPlainPlanning(t *testing.T) {
 	for _, o := range []checkhist.Options{
-		{Commits: 100, Size: 12_000, Touch: 60, Seed: 3, Fuzzy: true},
-		{Commits: 100, Size: 12_000, Touch: 10, Seed: 4},
+		{Commits: 100, Size: 12_000, Touch: 60, Seed: 3, Fuzzy: true, PostEvery: 7},
+		{Commits: 100, Size: 12_000, Touch: 10, Seed: 4, PostEvery: 3},
 	} {
 		ctx := context.Background()
 		u, tg, ps, _ := genHistory(t, o)

@@ -70,6 +70,10 @@ type Options struct {
 	// hunk) at commit Commits/5 and back at 2*Commits/5, so that the patch
 	// only matches by similarity in between.
 	Fuzzy bool
+	// PostEvery, when set, makes every PostEvery-th commit a post release
+	// that changes only version.txt (0.6.N.postC): a watched file changes
+	// while the target does not.
+	PostEvery int
 }
 
 // Info says what Generate wrote.
@@ -195,6 +199,9 @@ func Generate(out string, o Options) (Info, error) {
 		}
 		if msg != "" && !strings.HasPrefix(msg, "perf") {
 			ch["flashinfer/jit/comm.py"] = []byte(f.String())
+		}
+		if o.PostEvery > 0 && c%o.PostEvery == 0 {
+			ch["version.txt"] = []byte(fmt.Sprintf("0.6.%d.post%d\n", c/100, c))
 		}
 		if c%100 == 0 {
 			ch["version.txt"] = []byte(fmt.Sprintf("0.6.%d\n", c/100))
