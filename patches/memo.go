@@ -39,7 +39,7 @@ type memoPlan struct {
 }
 
 // memoResolvedBytes bounds the new bytes of the resolved plans a Memo keeps.
-const memoResolvedBytes = 24 << 20
+const memoResolvedBytes = 8 << 20
 
 type fileKey struct {
 	fd      *FileDiff

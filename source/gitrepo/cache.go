@@ -210,7 +210,7 @@ func openStore(path string) (*git.Repository, error) {
 	}
 	// A small object cache: a range walk keeps its own cache of file
 	// contents (RevisionCache), and each worker opens a handle.
-	st := filesystem.NewStorageWithOptions(osfs.New(path), cache.NewObjectLRU(16*cache.MiByte), filesystem.Options{KeepDescriptors: true})
+	st := filesystem.NewStorageWithOptions(osfs.New(path), cache.NewObjectLRU(4*cache.MiByte), filesystem.Options{KeepDescriptors: true})
 	return git.Open(st, nil)
 }
 
