@@ -91,11 +91,7 @@ func Range(ctx context.Context, repo *git.Repository, url string, p source.Proje
 	for i, k := range paths {
 		idx[k] = i
 	}
-	// Trees and file contents are read straight from the pack files.
-	cache := gitrepo.NewRevisionCache(16 << 20)
-	cache.ReadPacks(repo)
-	defer cache.Close()
-	w := &entryWalker{repo: repo, cache: cache, memo: map[memoKey][]plumbing.Hash{}, trie: buildTrie(paths), idx: map[*trie][]int{}}
+	w := &entryWalker{repo: repo, memo: map[memoKey][]plumbing.Hash{}, trie: buildTrie(paths), idx: map[*trie][]int{}}
 
 	baseCommit, err := repo.CommitObject(base)
 	if err != nil {
@@ -144,6 +140,9 @@ func Range(ctx context.Context, repo *git.Repository, url string, p source.Proje
 
 	// Pass 2: plan the jobs in parallel, for the status only (a conflict
 	// is not explained: most states are never shown).
+	cache := gitrepo.NewRevisionCache(16 << 20)
+	cache.ReadPacks(repo)
+	defer cache.Close()
 	pl := &rangePlanner{repo: repo, url: url, project: p, ps: ps, opts: opts, cache: cache, memo: patches.NewMemo(), hints: hints, jobAt: jobAt}
 	results, err := pl.plan(ctx, jobs, true)
 	if err != nil {
@@ -269,10 +268,11 @@ func (pl *rangePlanner) plan(ctx context.Context, jobs []job, brief bool) ([]map
 					return
 				}
 				lock.Lock()
-				rt, err := gitrepo.OpenRevisionIn(pl.cache, wr, j.c, pl.project, pl.url)
+				rt, err := gitrepo.OpenRevisionOf(wr, j.c, pl.project, pl.url)
 				lock.Unlock()
 				var r Result
 				if err == nil {
+					rt.SetCache(pl.cache)
 					rt.SetNearestTag(pl.hints[pl.jobAt[j.c]].hint)
 					o := pl.opts
 					o.brief = brief
@@ -602,12 +602,11 @@ type memoKey struct {
 // tree, remembering the answer per (tree, trie node): a directory whose tree
 // hash did not change between two commits is not read again.
 type entryWalker struct {
-	repo  *git.Repository
-	cache *gitrepo.RevisionCache
-	trie  *trie
-	memo  map[memoKey][]plumbing.Hash
-	idx   map[*trie][]int
-	n     int
+	repo *git.Repository
+	trie *trie
+	memo map[memoKey][]plumbing.Hash
+	idx  map[*trie][]int
+	n    int
 }
 
 func (w *entryWalker) hashes(c *object.Commit) ([]plumbing.Hash, error) {
@@ -642,7 +641,7 @@ func (w *entryWalker) fill(tree plumbing.Hash, node *trie, out []plumbing.Hash) 
 		}
 		return nil
 	}
-	t, err := w.cache.Tree(w.repo, tree)
+	t, err := w.repo.TreeObject(tree)
 	if err != nil {
 		return fmt.Errorf("tree %s: %w", tree, err)
 	}

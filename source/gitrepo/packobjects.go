@@ -325,22 +325,3 @@ func leb128(b []byte) (uint64, []byte, bool) {
 	}
 	return 0, b, true
 }
-
-// rawObject is an object read from a pack, for go-git's decoders.
-type rawObject struct {
-	h    plumbing.Hash
-	typ  plumbing.ObjectType
-	data []byte
-}
-
-func (o *rawObject) Hash() plumbing.Hash           { return o.h }
-func (o *rawObject) Type() plumbing.ObjectType     { return o.typ }
-func (o *rawObject) SetType(t plumbing.ObjectType) { o.typ = t }
-func (o *rawObject) Size() int64                   { return int64(len(o.data)) }
-func (o *rawObject) SetSize(int64)                 {}
-func (o *rawObject) Reader() (io.ReadCloser, error) {
-	return io.NopCloser(bytes.NewReader(o.data)), nil
-}
-func (o *rawObject) Writer() (io.WriteCloser, error) {
-	return nil, errors.New("pack object: read only")
-}

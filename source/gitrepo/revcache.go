@@ -6,7 +6,6 @@ import (
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
 // RevisionCache is shared by the revision trees of one repository walked
@@ -79,23 +78,6 @@ func (c *RevisionCache) packedBlob(h plumbing.Hash) ([]byte, bool) {
 		return nil, false // read through go-git, which says what is wrong
 	}
 	return data, true
-}
-
-// Tree decodes the tree object h, read from the pack files when ReadPacks
-// found them and one holds it, else through repo; subtrees it is asked for
-// are read through repo.
-func (c *RevisionCache) Tree(repo *git.Repository, h plumbing.Hash) (*object.Tree, error) {
-	c.mu.Lock()
-	po := c.packs
-	c.mu.Unlock()
-	if po != nil {
-		if typ, data, err := po.object(h); err == nil && typ == plumbing.TreeObject {
-			if t, err := object.DecodeTree(repo.Storer, &rawObject{h: h, typ: typ, data: data}); err == nil {
-				return t, nil
-			}
-		}
-	}
-	return repo.TreeObject(h)
 }
 
 func (c *RevisionCache) blob(h plumbing.Hash) ([]byte, bool) {

@@ -65,16 +65,6 @@ func OpenRevisionOf(repo *git.Repository, c *object.Commit, p source.Project, ur
 	return &RevisionTree{repo: repo, commit: c, tree: t, project: p, url: url}, nil
 }
 
-// OpenRevisionIn is OpenRevisionOf for a tree that shares cache (SetCache),
-// its root tree read through it.
-func OpenRevisionIn(cache *RevisionCache, repo *git.Repository, c *object.Commit, p source.Project, url string) (*RevisionTree, error) {
-	t, err := cache.Tree(repo, c.TreeHash)
-	if err != nil {
-		return nil, fmt.Errorf("commit %s: tree: %w", c.Hash, err)
-	}
-	return &RevisionTree{repo: repo, commit: c, tree: t, project: p, url: url, cache: cache}, nil
-}
-
 func (t *RevisionTree) Root() string {
 	if t.url == "" {
 		return t.commit.Hash.String()
@@ -145,32 +135,11 @@ func (t *RevisionTree) FileHash(rel string) (plumbing.Hash, bool) {
 	if rel == "" || clean != rel || strings.HasPrefix(clean, "../") || clean == ".." || path.IsAbs(clean) {
 		return plumbing.ZeroHash, false
 	}
-	if t.cache == nil {
-		e, err := t.tree.FindEntry(rel)
-		if err != nil || !e.Mode.IsFile() {
-			return plumbing.ZeroHash, false
-		}
-		return e.Hash, true
+	e, err := t.tree.FindEntry(rel)
+	if err != nil || !e.Mode.IsFile() {
+		return plumbing.ZeroHash, false
 	}
-	// Down the path one directory at a time, each read through the cache.
-	tree := t.tree
-	for {
-		name, rest, sub := strings.Cut(rel, "/")
-		e, err := tree.FindEntry(name)
-		if err != nil {
-			return plumbing.ZeroHash, false
-		}
-		if !sub {
-			return e.Hash, e.Mode.IsFile()
-		}
-		if e.Mode != filemode.Dir {
-			return plumbing.ZeroHash, false
-		}
-		if tree, err = t.cache.Tree(t.repo, e.Hash); err != nil {
-			return plumbing.ZeroHash, false
-		}
-		rel = rest
-	}
+	return e.Hash, true
 }
 
 // readBlob reads rel from tree through the repository's object store.
@@ -268,7 +237,7 @@ func (t *RevisionTree) listCached(h plumbing.Hash, dir string) ([]listed, error)
 	if l, ok := t.cache.listing(h); ok {
 		return l, nil
 	}
-	tree, err := t.cache.Tree(t.repo, h)
+	tree, err := t.repo.TreeObject(h)
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", dir, err)
 	}
