@@ -1,6 +1,7 @@
 // Package gitrepo reads git repositories through go-git's full repository
 // API: a commit of upstream history as a source.Tree (RevisionTree, with its
-// blob and listing cache), the on-disk cache of upstream clones (RepoCache:
+// listing cache and file contents read straight from the pack files, delta
+// bases kept per pack offset, for walks over many commits), the on-disk cache of upstream clones (RepoCache:
 // fetch, resolve, checkout) and the network transports and timeouts behind
 // a fetch.
 //
