@@ -101,6 +101,9 @@ type DryRunCell struct {
 // show: a dry run whose patches do not apply (exit.Conflict), failed cells
 // (exit.CellsFailed), an interrupted run.
 func RunMatrix(ctx context.Context, r MatrixRun) (*MatrixResult, error) {
+	if err := checkRunnerName(r.Runner); err != nil {
+		return nil, err // before the matrix is read: a usage error
+	}
 	x, err := matrix.ExpandFile(r.File, r.ProbeFile, r.Expand, r.Warn)
 	if err != nil {
 		return nil, err
@@ -201,7 +204,17 @@ func (r *MatrixRun) runner(x *matrix.Expansion, cells []*Cell) (Runner, error) {
 		}
 		return k, nil
 	}
-	return nil, exit.With(exit.Usage, fmt.Errorf("--runner %q: want local, docker, slurm or kubernetes", r.Runner))
+	return nil, checkRunnerName(r.Runner)
+}
+
+// checkRunnerName refuses a --runner that names no runner (the empty one
+// included) with the usage exit code.
+func checkRunnerName(name string) error {
+	switch name {
+	case "local", "docker", "slurm", "kubernetes":
+		return nil
+	}
+	return exit.With(exit.Usage, fmt.Errorf("--runner %q: want local, docker, slurm or kubernetes", name))
 }
 
 // treePatcher loads the catalog and opens the tree of every project the
