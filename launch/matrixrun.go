@@ -2,6 +2,8 @@ package launch
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -133,7 +135,7 @@ func RunMatrix(ctx context.Context, r MatrixRun) (*MatrixResult, error) {
 	if opts.Out == "" {
 		opts.Out = filepath.Join(r.ResultsDir, x.Matrix.Slug())
 	}
-	if opts.Runner, err = r.runner(x, cells); err != nil {
+	if opts.Runner, err = r.runner(x, cells, opts.Out); err != nil {
 		return nil, err
 	}
 	python := r.Python
@@ -181,12 +183,16 @@ func RunMatrix(ctx context.Context, r MatrixRun) (*MatrixResult, error) {
 }
 
 // runner is the runner r.Runner names.
-func (r *MatrixRun) runner(x *matrix.Expansion, cells []*Cell) (Runner, error) {
+func (r *MatrixRun) runner(x *matrix.Expansion, cells []*Cell, out string) (Runner, error) {
 	switch r.Runner {
 	case "local":
 		return Local{}, nil
 	case "docker":
-		return r.Docker, nil
+		d := r.Docker
+		if d.Prefix == "" {
+			d.Prefix = RunPrefix(out)
+		}
+		return d, nil
 	case "slurm":
 		return Slurm{Command: r.SlurmCommand, Partition: r.Partition, Args: r.SbatchArgs}, nil
 	case "kubernetes":
@@ -205,6 +211,19 @@ func (r *MatrixRun) runner(x *matrix.Expansion, cells []*Cell) (Runner, error) {
 		return k, nil
 	}
 	return nil, checkRunnerName(r.Runner)
+}
+
+// RunPrefix starts the names of the containers of the run whose results go
+// to out: "smpatch-" and 8 hex digits of the results directory's absolute
+// path. A run resumed into the same directory finds (and removes) what an
+// interrupted run of it left; two runs of one matrix into two directories
+// never touch each other's containers.
+func RunPrefix(out string) string {
+	if abs, err := filepath.Abs(out); err == nil {
+		out = abs
+	}
+	sum := sha256.Sum256([]byte(out))
+	return "smpatch-" + hex.EncodeToString(sum[:4])
 }
 
 // checkRunnerName refuses a --runner that names no runner (the empty one

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -241,5 +242,18 @@ func TestMarkdownWarnings(t *testing.T) {
 	(&Summary{Results: []*Result{{ID: "b", Status: StatusOK}}}).WriteMarkdown(&md)
 	if strings.Contains(md.String(), "Warnings") {
 		t.Errorf("warnings section without warnings:\n%s", &md)
+	}
+}
+
+// Two runs of one matrix into two results directories name their
+// containers apart; a run resumed into the same directory names them alike.
+func TestRunPrefix(t *testing.T) {
+	a, b := RunPrefix("/srv/runs/a"), RunPrefix("/srv/runs/b")
+	if a == b || a != RunPrefix("/srv/runs/a") || !regexp.MustCompile(`^smpatch-[0-9a-f]{8}$`).MatchString(a) {
+		t.Fatalf("prefixes %q %q", a, b)
+	}
+	c := &Cell{ID: "unpatched.cgbs128"}
+	if got := (Docker{Prefix: a}).ContainerName(c); got != a+"-unpatched.cgbs128" {
+		t.Fatalf("container name %q", got)
 	}
 }
