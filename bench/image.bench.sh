@@ -31,7 +31,8 @@
 # tarball and loading it into the daemon add about a minute on a loaded
 # 2-core machine and take 4 GB more disk while it runs.
 # IMAGE_BENCH_BIG_BYTES overrides the big base's size (default 2 GiB).
-set -euo pipefail
+set -Eeuo pipefail
+trap 'echo "image bench: line $LINENO: exit status $?" >&2' ERR
 cd "$(dirname "$0")/.."
 . bench/lib.sh
 bin="$(realpath "${1:-bin/smpatch}")"
@@ -124,7 +125,8 @@ dockerbuilds() { # dockerbuilds NAME RUN: the 8 docker builds, "seconds dockerd-
 sameimages() {
   local name=$1 run=$2 c cid p
   while read -r c; do
-    docker inspect "$tag/$name-$run:$c" </dev/null | "$ib" same "$tmp/refs-$name.json" "$c"
+    docker inspect "$tag/$name-$run:$c" </dev/null >"$tmp/inspect.json"
+    "$ib" same "$tmp/refs-$name.json" "$c" <"$tmp/inspect.json"
     cid=$(docker create --name "$tag-$name-$run" "$tag/$name-$run:$c" true </dev/null)
     while read -r p; do
       [ -n "$p" ] || continue

@@ -65,21 +65,27 @@ func onlyImage(dir string) (v1.Image, error) {
 	return p.Image(im.Manifests[0].Digest)
 }
 
-// refImage reads "oci:DIR@sha256:..." (a refs.json value).
-func refImage(ref string) (v1.Image, error) {
+// refImage reads "oci:DIR@sha256:..." (a refs.json value): the image and
+// its config.
+func refImage(ref string) (v1.Image, *v1.ConfigFile, error) {
 	dir, dig, ok := strings.Cut(strings.TrimPrefix(ref, "oci:"), "@")
 	if !ok || !strings.HasPrefix(ref, "oci:") {
-		return nil, fmt.Errorf("%s: not oci:DIR@DIGEST", ref)
+		return nil, nil, fmt.Errorf("%s: not oci:DIR@DIGEST", ref)
 	}
 	h, err := v1.NewHash(dig)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	p, err := layout.FromPath(dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return p.Image(h)
+	img, err := p.Image(h)
+	if err != nil {
+		return nil, nil, err
+	}
+	cf, err := img.ConfigFile()
+	return img, cf, err
 }
 
 // dockerfiles writes, for each cell of a refs file, a build context
@@ -136,11 +142,7 @@ func readRefs(file string) (map[string]string, error) {
 }
 
 func dockerfile(ref string, base *v1.ConfigFile, from, dir string) error {
-	img, err := refImage(ref)
-	if err != nil {
-		return err
-	}
-	cf, err := img.ConfigFile()
+	img, cf, err := refImage(ref)
 	if err != nil {
 		return err
 	}
@@ -253,8 +255,8 @@ func quote(s string) string {
 	return `"` + r.Replace(s) + `"`
 }
 
-// same compares `docker inspect IMAGE` (on stdin) with the image a refs
-// file names for a cell: the same env and labels.
+// same compares `docker inspect IMAGE` (on stdin, read to its end) with
+// the image a refs file names for a cell: the same env and labels.
 func same(args []string) error {
 	if len(args) != 2 {
 		usage()
@@ -267,11 +269,7 @@ func same(args []string) error {
 	if !ok {
 		return fmt.Errorf("%s: no cell %s", args[0], args[1])
 	}
-	img, err := refImage(ref)
-	if err != nil {
-		return err
-	}
-	cf, err := img.ConfigFile()
+	_, cf, err := refImage(ref)
 	if err != nil {
 		return err
 	}
@@ -281,7 +279,11 @@ func same(args []string) error {
 			Labels map[string]string
 		}
 	}
-	if err := json.NewDecoder(os.Stdin).Decode(&got); err != nil {
+	in, err := io.ReadAll(os.Stdin)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(in, &got); err != nil {
 		return fmt.Errorf("docker inspect: %w", err)
 	}
 	if len(got) != 1 {
