@@ -27,6 +27,7 @@ func (g *Globals) beforeRun(c *cobra.Command) error {
 	if d := g.handOverFlag(c); d != nil {
 		return d() // probe --image: before the config is read or -o opened
 	}
+	g.catchSignals(c)
 	g.stderr = c.ErrOrStderr()
 	if g.Verbose && g.Quiet {
 		return exit.With(exit.Usage, errors.New("--verbose and --quiet: give one"))

@@ -37,13 +37,14 @@ type Globals struct {
 	config        *config // the config file, read before the command runs
 	defaultPython string  // the config file's python, below --python and $SMPATCH_PYTHON
 
-	prog       Program          // the program whose root this is
-	args       []string         // the command line, for the hand-over to smpatch-full
-	catalog    *patches.Catalog // loaded once, by LoadCatalog
-	formatsOf  map[*cobra.Command][]string
-	stderr     io.Writer    // the command's standard error, for warnings
-	pending    *pendingFile // -o FILE while the command runs
-	pendingCmd *cobra.Command
+	prog        Program          // the program whose root this is
+	args        []string         // the command line, for the hand-over to smpatch-full
+	stopSignals func()           // undoes catchSignals
+	catalog     *patches.Catalog // loaded once, by LoadCatalog
+	formatsOf   map[*cobra.Command][]string
+	stderr      io.Writer    // the command's standard error, for warnings
+	pending     *pendingFile // -o FILE while the command runs
+	pendingCmd  *cobra.Command
 }
 
 // CatalogDirs is --catalog followed by the directories of $SMPATCH_CATALOG.
@@ -179,10 +180,12 @@ func (p Program) Run(args []string, stdout, stderr io.Writer) int {
 			return p.exitCode(g.delegate(what), stderr)
 		}
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	root.SetArgs(args)
-	return p.exitCode(g.finishOutput(root.ExecuteContext(ctx)), stderr)
+	err := root.ExecuteContext(context.Background())
+	if g.stopSignals != nil {
+		g.stopSignals()
+	}
+	return p.exitCode(g.finishOutput(err), stderr)
 }
 
 // exitCode prints err as one line and returns its exit code.
@@ -220,4 +223,14 @@ func oneLine(s string) string {
 		s = s[:i]
 	}
 	return s
+}
+
+// catchSignals makes SIGINT and SIGTERM cancel c's context (a command
+// stops, cleans up and exits 130) from here until the command returns.
+// It is set up when a command runs, not before: --version, help and
+// usage errors start no signal watcher.
+func (g *Globals) catchSignals(c *cobra.Command) {
+	ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
+	g.stopSignals = stop
+	c.SetContext(ctx)
 }
