@@ -2,6 +2,7 @@ package full
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -75,6 +76,9 @@ func newMatrixRunCmd(g *cli.Globals) *cobra.Command {
 			"(the markdown also to $GITHUB_STEP_SUMMARY). Exit 6 when a cell failed.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
+			if c.Flags().Changed("runner") && o.Runner == "" {
+				return exit.With(exit.Usage, errors.New(`--runner "": want local, docker, slurm or kubernetes`))
+			}
 			return runMatrix(c.Context(), g, args[0], o, c.OutOrStdout(), c.ErrOrStderr())
 		},
 	}
