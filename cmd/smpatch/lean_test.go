@@ -261,6 +261,15 @@ func TestHandOverFindsCompanion(t *testing.T) {
 			t.Errorf("%v without smpatch-full: exit %d, stderr %q", args, code, errs)
 		}
 	}
+	// smpatch installed under smpatch-full's name is refused, not run
+	// again and again.
+	loop := t.TempDir()
+	looping := linkBinary(t, loop, "smpatch-loop")
+	linkBinary(t, loop, "smpatch-full-loop")
+	if code, errs := runBinary(t, looping, "", "matrix", "nosuch"); code != 1 || !strings.Contains(errs, "started as smpatch-full, is smpatch") {
+		t.Errorf("smpatch as smpatch-full: exit %d, stderr %q", code, errs)
+	}
+
 	// What smpatch runs itself needs no companion.
 	if code, errs := runBinary(t, lonely, alone, "version"); code != 0 {
 		t.Errorf("version without smpatch-full: exit %d, %s", code, errs)

@@ -27,6 +27,8 @@ func TestMain(m *testing.M) {
 		"smpatch-full":             fullMain,
 		"smpatch-linux-amd64":      lean,
 		"smpatch-full-linux-amd64": fullMain,
+		"smpatch-loop":             lean, // a lean program installed as smpatch-full
+		"smpatch-full-loop":        lean,
 	})
 }
 

@@ -114,6 +114,11 @@ func (g *Globals) delegate(what string) error {
 	if err != nil {
 		self = os.Args[0]
 	}
+	if _, ok := os.LookupEnv(InvokedAsEnv); ok {
+		// Handed over already: what ran as smpatch-full is this program,
+		// and handing over again would never end.
+		return exit.With(exit.Failure, fmt.Errorf("%s is run by smpatch-full, and %s, started as smpatch-full, is smpatch: install smpatch-full with `make install`, or `go install github.com/smpatch/smpatch/cmd/smpatch-full@latest`", what, self))
+	}
 	path, err := FindFull(self)
 	if err != nil {
 		return exit.With(exit.Failure, fmt.Errorf("%s is run by smpatch-full, and %w", what, err))
