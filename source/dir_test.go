@@ -561,6 +561,17 @@ func TestVersionFromGitTagLinkedWorktree(t *testing.T) {
 		t.Fatalf("linked work tree: %v %q %v", v, from, err)
 	}
 
+	// A named pipe as the .git file is refused, not waited on.
+	os.Remove(filepath.Join(linked, ".git"))
+	if err := syscall.Mkfifo(filepath.Join(linked, ".git"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	v, from, _ = tr.Version(ctx)
+	if v != nil || !strings.Contains(from, "not a regular file") {
+		t.Fatalf(".git a named pipe: %v %q", v, from)
+	}
+	os.Remove(filepath.Join(linked, ".git"))
+
 	// A .git file that names no directory is named in the reason.
 	writeTree(t, linked, map[string]string{".git": "gitdir: " + filepath.Join(main, "nowhere") + "\n"})
 	v, from, _ = tr.Version(ctx)

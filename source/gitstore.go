@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/go-git/go-billy/v5"
 	"github.com/go-git/go-billy/v5/osfs"
@@ -143,13 +144,22 @@ func gitCommonDir(dot billy.Filesystem) (billy.Filesystem, error) {
 	return osfs.New(path), nil
 }
 
-// readSmallFile reads at most max bytes of a small git control file.
+// readSmallFile reads at most max bytes of a small git control file (a
+// .git file, commondir), a regular file only: opened without blocking, so
+// a named pipe in its place is refused, not waited on.
 func readSmallFile(name string, max int64) ([]byte, error) {
-	f, err := os.Open(name)
+	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", name)
+	}
 	return io.ReadAll(io.LimitReader(f, max))
 }
 
