@@ -12,24 +12,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin="$(realpath "${1:-bin/smpatch}")"
-export DOCKER_HOST="${SMPATCH_TEST_DOCKER_HOST:-${DOCKER_HOST:-}}"
-[ -n "$DOCKER_HOST" ] || unset DOCKER_HOST
-if ! command -v docker >/dev/null || ! docker version --format '{{.Server.Version}}' >/dev/null 2>&1; then
+. bench/lib.sh
+if ! docker_daemon; then
   echo "SKIP (no docker daemon): run scripts/services.sh up, then eval \"\$(scripts/services.sh env)\""
   exit 0
 fi
 work="$(mktemp -d)"
 tag="smpatch-bench-$$"
-cleanup() {
-  docker ps -aq --filter "name=^$tag-" | xargs -r docker rm -f >/dev/null 2>&1 || true
-  docker images --format '{{.Repository}}:{{.Tag}}' | grep "^$tag" | xargs -r docker rmi >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-now() { date +%s.%N; }
-secs() { awk -v s="$1" -v e="$2" 'BEGIN { printf "%.2f", e - s }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }'; }
-median3() { printf '%s\n' "$@" | sort -n | sed -n 2p; }
+trap 'docker_cleanup "$tag"; rm -rf "$work"' EXIT
 
 CGO_ENABLED=0 go build -o "$work/bin/fakeserver" ./testdata/fakeserver
 go run ./bench/dockerbase -fakeserver "$work/bin/fakeserver" -out "$work/base" >/dev/null

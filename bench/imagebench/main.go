@@ -20,13 +20,23 @@ func main() {
 		gen(os.Args[2:])
 	case "measure":
 		measure(os.Args[2:])
+	case "save", "dockerfiles", "same":
+		run := map[string]func([]string) error{"save": save, "dockerfiles": dockerfiles, "same": same}[os.Args[1]]
+		if err := run(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "imagebench:", err)
+			os.Exit(1)
+		}
 	default:
 		usage()
 	}
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: imagebench gen -dir DIR -bytes N [-layers K] [-shape NAME] | imagebench measure CMD [ARGS...]")
+	fmt.Fprintln(os.Stderr, `usage: imagebench gen -dir DIR -bytes N [-layers K] [-shape NAME]
+       imagebench measure CMD [ARGS...]
+       imagebench save -layout DIR -tag REPO:TAG -out FILE
+       imagebench dockerfiles -refs REFS -base DIR -from REPO:TAG -ctx DIR
+       docker inspect IMAGE | imagebench same REFS CELL`)
 	os.Exit(2)
 }
 
@@ -37,6 +47,7 @@ func gen(args []string) {
 	layers := fl.Int("layers", 4, "number of random layers")
 	shape := fl.String("shape", "c5-s5", "sglang shape (internal/synth)")
 	seed := fl.Uint64("seed", 1, "random seed")
+	shell := fl.String("shell", "", "a static busybox to install as /bin/sh in a top layer")
 	_ = fl.Parse(args)
 	if *dir == "" || *layers < 1 {
 		usage()
@@ -50,6 +61,12 @@ func gen(args []string) {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "imagebench:", err)
 		os.Exit(1)
+	}
+	if *shell != "" {
+		if d, err = addShell(*dir, *shell); err != nil {
+			fmt.Fprintln(os.Stderr, "imagebench:", err)
+			os.Exit(1)
+		}
 	}
 	fmt.Println(d)
 }

@@ -568,7 +568,12 @@ func (u *Upstream) Checkout(ctx context.Context, commit plumbing.Hash, dir, tag 
 			}
 		}
 	}
-	dst, err := git.PlainInit(dir, false)
+	// A bound file system writes symbolic links as the tree records them
+	// (go-git's default rewrites an absolute target into the work tree) and
+	// never writes through a link to outside dir.
+	wtFS := osfs.New(dir, osfs.WithBoundOS())
+	dotFS := osfs.New(filepath.Join(dir, git.GitDirName), osfs.WithBoundOS())
+	dst, err := git.Init(filesystem.NewStorage(dotFS, cache.NewObjectLRUDefault()), wtFS)
 	if err != nil {
 		return fmt.Errorf("%s: %w", dir, err)
 	}

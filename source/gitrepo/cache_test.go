@@ -268,6 +268,47 @@ func TestCheckout(t *testing.T) {
 	}
 }
 
+// Symbolic links are checked out as the tree records them, an absolute
+// target included, like git does.
+func TestCheckoutSymlinks(t *testing.T) {
+	ctx := context.Background()
+	b, err := gitbuild.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.MarkSymlink("python/sglang/abs")
+	b.MarkSymlink("python/sglang/rel")
+	h, err := b.Commit("links", map[string][]byte{
+		"python/sglang/version.py": []byte("__version__ = \"0.5.9\"\n"),
+		"python/sglang/abs":        []byte("/etc/hostname"),
+		"python/sglang/rel":        []byte("version.py"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := (&RepoCache{Dir: t.TempDir()}).Open(ctx, b.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "work")
+	if err := u.Checkout(ctx, h, dir, ""); err != nil {
+		t.Fatal(err)
+	}
+	for link, want := range map[string]string{"abs": "/etc/hostname", "rel": "version.py"} {
+		if got, err := os.Readlink(filepath.Join(dir, "python/sglang", link)); err != nil || got != want {
+			t.Errorf("%s -> %q (%v), want %q", link, got, err, want)
+		}
+	}
+	repo, err := git.PlainOpen(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt, _ := repo.Worktree()
+	if st, err := wt.Status(); err != nil || !st.IsClean() {
+		t.Fatalf("status not clean: %v %v", st, err)
+	}
+}
+
 func TestCacheSlug(t *testing.T) {
 	for _, tc := range []struct{ url, prefix string }{
 		{"https://github.com/sgl-project/sglang", "github.com-sgl-project-sglang-"},
