@@ -13,7 +13,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 
 	"github.com/google/renameio/v2"
@@ -549,43 +548,29 @@ func mkdirAllReport(dir string) ([]string, error) {
 	return made, nil
 }
 
-// SyncAll fsyncs every file and directory given, concurrently: the
-// filesystem can then commit them together instead of one after another.
-// It returns the first error.
+// SyncAll fsyncs every file and directory given, one after another, and
+// returns the first error. Every file's write-back is started first
+// (startWriteback), so the filesystem has all their data under way when
+// the first fsync waits, and commits them together instead of one by one;
+// no thread is started for it.
 func SyncAll(files []*os.File, dirs []string) error {
-	n := len(files) + len(dirs)
-	switch n {
-	case 0:
-		return nil
-	case 1:
-		if len(files) == 1 {
-			return files[0].Sync()
-		}
-		return syncDir(dirs[0])
-	}
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i, f := range files {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = f.Sync()
-		}()
-	}
-	for i, d := range dirs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[len(files)+i] = syncDir(d)
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
+	if len(files) > 1 {
+		for _, f := range files {
+			startWriteback(f)
 		}
 	}
-	return nil
+	var first error
+	for _, f := range files {
+		if err := f.Sync(); err != nil && first == nil {
+			first = err
+		}
+	}
+	for _, d := range dirs {
+		if err := syncDir(d); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 // WriteFileAtomic replaces name with data by temp + fsync + rename in the
