@@ -684,8 +684,21 @@ func (j *journal) applyBatch(ctx context.Context, items []*applyItem, opts Apply
 		applied.discard()
 		return nil, nil, j.undoAll(entries, err)
 	}
+	// Every file the transaction wrote is read back first; the rules of
+	// each patch then look at those bytes (the patches write different
+	// files, so they are the bytes on disk for every patch's rules).
+	written := map[string][]byte{}
 	for _, it := range items {
-		if err := verifyWritten(j.t, it.p, it.changes); err != nil {
+		if err := readBack(j.t, it.changes); err != nil {
+			applied.discard()
+			return nil, nil, j.undoAll(entries, err)
+		}
+		for _, c := range it.changes {
+			written[c.fp.Path] = c.new
+		}
+	}
+	for _, it := range items {
+		if err := checkRulesOn(j.t, it.p, written); err != nil {
 			applied.discard()
 			return nil, nil, j.undoAll(entries, err)
 		}
@@ -733,9 +746,8 @@ func appendNew(list []string, more ...string) []string {
 	return list
 }
 
-// verifyWritten re-reads every written file and checks the patch's rules.
-func verifyWritten(t source.Tree, p *Plan, changes []changedFile) error {
-	read := map[string][]byte{}
+// readBack re-reads every written file: it must have the bytes written.
+func readBack(t source.Tree, changes []changedFile) error {
 	for _, c := range changes {
 		same, err := sameBytes(t, c.fp.Path, c.new)
 		if err != nil {
@@ -748,10 +760,8 @@ func verifyWritten(t source.Tree, p *Plan, changes []changedFile) error {
 			}
 			return fmt.Errorf("reading back %s: sha256 %s, expected %s", c.fp.Path, shortHash(sha256Hex(cur)), shortHash(sha256Hex(c.new)))
 		}
-		// Just read back: the rules can look at these bytes.
-		read[c.fp.Path] = c.new
 	}
-	return checkRulesOn(t, p, read)
+	return nil
 }
 
 // checkRulesOn checks the verify rules of p's patch on the tree, with some
@@ -773,8 +783,14 @@ func checkRules(t source.Tree, p *Plan, read map[string][]byte, when string) err
 	for _, fp := range p.Files {
 		touched[fp.Path] = true
 	}
+	ov, _ := t.(*overlay)
 	for _, r := range p.Patch.Verify {
 		b, ok := read[r.File]
+		if !ok && ov != nil {
+			// A file an earlier patch of the set writes: its bytes as
+			// they are, not a copy.
+			b, ok = ov.files[r.File]
+		}
 		if !ok {
 			var err error
 			if b, err = readCurrent(t, r.File); err != nil {

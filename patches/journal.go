@@ -605,7 +605,9 @@ func (bw *blobWriter) write(kind, name, rel string, data []byte, durable bool) e
 			return err
 		}
 		delete(bw.j.blobCache, kind+"/"+name)
-		b := bufio.NewWriterSize(f, 64<<10)
+		// A small buffer: headers and padding are gathered, a copy's bytes
+		// go to the file as they are.
+		b := bufio.NewWriterSize(f, 4<<10)
 		t = &blobTarFile{f: f, bw: b, tw: tar.NewWriter(b), durable: durable}
 		bw.tars[kind] = t
 		bw.order = append(bw.order, kind)
@@ -624,16 +626,6 @@ func (bw *blobWriter) write(kind, name, rel string, data []byte, durable bool) e
 	}
 	_, err := t.tw.Write(data)
 	return err
-}
-
-// sync ends every tar file and syncs the durable ones, their directories
-// and the extra files given, all at once.
-func (bw *blobWriter) sync(extra ...*os.File) error {
-	files, dirs, err := bw.finish()
-	if err != nil {
-		return err
-	}
-	return source.SyncAll(append(files, extra...), dirs)
 }
 
 // finish ends every tar file and returns what must be synced: the durable

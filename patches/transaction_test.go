@@ -163,3 +163,39 @@ func TestSetSameFileTwoTransactions(t *testing.T) {
 		t.Fatalf("after recovery: %q", b)
 	}
 }
+
+// A revert of the patches of a set is one transaction too: killed between
+// its writes, the next command finishes it for both, newest first.
+func TestRevertSetTransactionCrash(t *testing.T) {
+	ctx := context.Background()
+	root, tr := engineTree(t)
+	ps := pairPatches(t)
+	orig := snapshot(t, root)
+	s, err := PlanSet(ctx, tr, ps, SetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Apply(ctx, tr, s, ApplyOptions{ToolVersion: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	var steps []string
+	testHook = func(s string) error {
+		steps = append(steps, s)
+		if s == "revert-write:1" {
+			return errCrash
+		}
+		return nil
+	}
+	_, err = Revert(ctx, tr, nil, nil, RevertOptions{})
+	testHook = nil
+	if !errors.Is(err, errCrash) || strings.Join(steps, " ") != "revert-write:0 revert-write:1" {
+		t.Fatalf("steps %q: %v", steps, err)
+	}
+	notes, err := Recover(ctx, tr)
+	if err != nil || len(notes) != 2 || !strings.Contains(notes[0], "revert of auto") || !strings.Contains(notes[1], "revert of gate") {
+		t.Fatalf("recover: %q %v", notes, err)
+	}
+	if !sameSnap(orig, snapshot(t, root)) {
+		t.Fatal("not original after recovery")
+	}
+}
