@@ -183,8 +183,13 @@ func Apply(ctx context.Context, t source.WritableTree, s *Set, opts ApplyOptions
 		}
 		return res, nil
 	}
-	if err := checkWritable(t, setWrites(s)); err != nil {
-		return res, err
+	// The files were found writable before the journal was opened; a set
+	// planned again may write others (applyBatch checks its own files
+	// again before writing).
+	if stale {
+		if err := checkWritable(t, setWrites(s)); err != nil {
+			return res, err
+		}
 	}
 	opts.Notes = notes
 	// The patches are written in transactions (applyBatch): all of them in
