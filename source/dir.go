@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/google/renameio/v2"
@@ -548,29 +549,50 @@ func mkdirAllReport(dir string) ([]string, error) {
 	return made, nil
 }
 
-// SyncAll fsyncs every file and directory given, one after another, and
-// returns the first error. Every file's write-back is started first
-// (startWriteback), so the filesystem has all their data under way when
-// the first fsync waits, and commits them together instead of one by one;
-// no thread is started for it.
+// SyncAll fsyncs every file and directory given and returns the first
+// error. On a disk they are synced concurrently: the filesystem can then
+// commit them together instead of one after another. On a filesystem held
+// in memory (tmpfs, ramfs), where an fsync never waits for a device, they
+// are synced one after another, and no thread is started for them.
 func SyncAll(files []*os.File, dirs []string) error {
-	if len(files) > 1 {
+	n := len(files) + len(dirs)
+	if n <= 1 || inMemory(files, dirs) {
+		var first error
 		for _, f := range files {
-			startWriteback(f)
+			if err := f.Sync(); err != nil && first == nil {
+				first = err
+			}
+		}
+		for _, d := range dirs {
+			if err := syncDir(d); err != nil && first == nil {
+				first = err
+			}
+		}
+		return first
+	}
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i, f := range files {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = f.Sync()
+		}()
+	}
+	for i, d := range dirs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[len(files)+i] = syncDir(d)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
 		}
 	}
-	var first error
-	for _, f := range files {
-		if err := f.Sync(); err != nil && first == nil {
-			first = err
-		}
-	}
-	for _, d := range dirs {
-		if err := syncDir(d); err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
+	return nil
 }
 
 // WriteFileAtomic replaces name with data by temp + fsync + rename in the
