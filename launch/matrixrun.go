@@ -2,6 +2,8 @@ package launch
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -101,6 +103,9 @@ type DryRunCell struct {
 // show: a dry run whose patches do not apply (exit.Conflict), failed cells
 // (exit.CellsFailed), an interrupted run.
 func RunMatrix(ctx context.Context, r MatrixRun) (*MatrixResult, error) {
+	if err := checkRunnerName(r.Runner); err != nil {
+		return nil, err // before the matrix is read: a usage error
+	}
 	x, err := matrix.ExpandFile(r.File, r.ProbeFile, r.Expand, r.Warn)
 	if err != nil {
 		return nil, err
@@ -130,7 +135,7 @@ func RunMatrix(ctx context.Context, r MatrixRun) (*MatrixResult, error) {
 	if opts.Out == "" {
 		opts.Out = filepath.Join(r.ResultsDir, x.Matrix.Slug())
 	}
-	if opts.Runner, err = r.runner(x, cells); err != nil {
+	if opts.Runner, err = r.runner(x, cells, opts.Out); err != nil {
 		return nil, err
 	}
 	python := r.Python
@@ -178,12 +183,16 @@ func RunMatrix(ctx context.Context, r MatrixRun) (*MatrixResult, error) {
 }
 
 // runner is the runner r.Runner names.
-func (r *MatrixRun) runner(x *matrix.Expansion, cells []*Cell) (Runner, error) {
+func (r *MatrixRun) runner(x *matrix.Expansion, cells []*Cell, out string) (Runner, error) {
 	switch r.Runner {
 	case "local":
 		return Local{}, nil
 	case "docker":
-		return r.Docker, nil
+		d := r.Docker
+		if d.Prefix == "" {
+			d.Prefix = RunPrefix(out)
+		}
+		return d, nil
 	case "slurm":
 		return Slurm{Command: r.SlurmCommand, Partition: r.Partition, Args: r.SbatchArgs}, nil
 	case "kubernetes":
@@ -201,7 +210,30 @@ func (r *MatrixRun) runner(x *matrix.Expansion, cells []*Cell) (Runner, error) {
 		}
 		return k, nil
 	}
-	return nil, exit.With(exit.Usage, fmt.Errorf("--runner %q: want local, docker, slurm or kubernetes", r.Runner))
+	return nil, checkRunnerName(r.Runner)
+}
+
+// RunPrefix starts the names of the containers of the run whose results go
+// to out: "smpatch-" and 8 hex digits of the results directory's absolute
+// path. A run resumed into the same directory finds (and removes) what an
+// interrupted run of it left; two runs of one matrix into two directories
+// never touch each other's containers.
+func RunPrefix(out string) string {
+	if abs, err := filepath.Abs(out); err == nil {
+		out = abs
+	}
+	sum := sha256.Sum256([]byte(out))
+	return "smpatch-" + hex.EncodeToString(sum[:4])
+}
+
+// checkRunnerName refuses a --runner that names no runner (the empty one
+// included) with the usage exit code.
+func checkRunnerName(name string) error {
+	switch name {
+	case "local", "docker", "slurm", "kubernetes":
+		return nil
+	}
+	return exit.With(exit.Usage, fmt.Errorf("--runner %q: want local, docker, slurm or kubernetes", name))
 }
 
 // treePatcher loads the catalog and opens the tree of every project the

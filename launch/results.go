@@ -8,6 +8,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"github.com/smpatch/smpatch/internal/tomlfile"
 	"io"
 	"io/fs"
 	"math"
@@ -150,7 +151,9 @@ const (
 // readJSONL reads the results an earlier run appended; the last line for a
 // cell wins. A torn last line (a run killed mid-write) is ignored.
 func readJSONL(path string) (map[string]*Result, error) {
-	data, err := os.ReadFile(path)
+	// A regular file, bounded like results.json (a link to /dev/zero must
+	// not grow until memory runs out).
+	data, err := tomlfile.ReadFileMax(nil, path, MaxSummarySize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return map[string]*Result{}, nil
 	}
@@ -184,7 +187,7 @@ func readJSONL(path string) (map[string]*Result, error) {
 // it, so its cell runs again). Otherwise the next result would be glued to
 // it and the following --resume would stop at that line.
 func repairTail(path string) error {
-	data, err := os.ReadFile(path)
+	data, err := tomlfile.ReadFileMax(nil, path, MaxSummarySize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}

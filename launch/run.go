@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -619,7 +621,7 @@ func runJob(ctx context.Context, c *Cell, o Options, srv Server, sink *logSink, 
 		failed("stop: " + oneLineErr(err))
 		return false
 	}
-	data, err := os.ReadFile(r.Log)
+	data, err := readTail(r.Log, maxMetricsLog)
 	if err != nil {
 		failed(oneLineErr(err))
 		return false
@@ -693,6 +695,33 @@ func probe(ctx context.Context, client *http.Client, url string) bool {
 
 // captureMetrics reads every metric from out: the last match of its regex,
 // first group (or the whole match without a group), as a number.
+// maxMetricsLog is how much of the end of a cell's log the metrics are
+// read from: the bench's output comes last and the last match wins, while a
+// server's own log before it may run to gigabytes.
+const maxMetricsLog = 64 << 20
+
+// readTail reads at most the last max bytes of the regular file path.
+func readTail(path string, max int64) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", path)
+	}
+	if off := fi.Size() - max; off > 0 {
+		if _, err := f.Seek(off, io.SeekStart); err != nil {
+			return nil, err
+		}
+	}
+	return io.ReadAll(io.LimitReader(f, max))
+}
+
 func captureMetrics(metrics []Metric, out []byte) (map[string]float64, error) {
 	if len(metrics) == 0 {
 		return nil, nil

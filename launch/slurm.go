@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -448,17 +449,13 @@ func (s Slurm) collect(base string, t *slurmTask, o *Options) *Result {
 	fmt.Fprintf(&log, "%stask output: %s\n", NotePrefix, outFile)
 	// The task's own output: smpatch's progress on the node and whatever
 	// Slurm said; notes, never triaged.
-	if data, err := os.ReadFile(outFile); err == nil {
+	if data, err := readTail(outFile, 1<<20); err == nil {
 		for _, l := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {
 			fmt.Fprintf(&log, "%stask: %s\n", NotePrefix, l)
 		}
 	}
 	nodeResults, rerr := readJSONL(filepath.Join(dir, ResultsJSONL))
-	nodeLog, lerr := os.ReadFile(filepath.Join(dir, LogsDir, c.ID+".log"))
-	if lerr == nil {
-		log.Write(nodeLog)
-	}
-	if err := os.WriteFile(r.Log, log.Bytes(), 0o644); err != nil {
+	if err := writeNodeLog(r.Log, log.Bytes(), filepath.Join(dir, LogsDir, c.ID+".log")); err != nil {
 		o.Progress("%s: %s", o.tag(c.ID), err)
 	}
 	if got := nodeResults[c.ID]; rerr == nil && got != nil && got.Finished() {
@@ -499,4 +496,29 @@ func progressResult(o *Options, c *Cell, r *Result) {
 		label = r.Triage.Label
 	}
 	o.Progress("%s: failed: %s [%s]", o.tag(c.ID), r.Reason, label)
+}
+
+// writeNodeLog writes the cell's log here: the notes, then the log the task
+// wrote on the node, copied as a stream (a server's log may be gigabytes).
+func writeNodeLog(path string, notes []byte, nodeLog string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(notes); err != nil {
+		f.Close()
+		return err
+	}
+	if in, err := os.OpenFile(nodeLog, os.O_RDONLY|syscall.O_NONBLOCK, 0); err == nil {
+		if fi, err := in.Stat(); err == nil && fi.Mode().IsRegular() {
+			_, err = io.Copy(f, in)
+			if err != nil {
+				in.Close()
+				f.Close()
+				return err
+			}
+		}
+		in.Close()
+	}
+	return f.Close()
 }

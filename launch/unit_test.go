@@ -5,7 +5,9 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -241,5 +243,47 @@ func TestMarkdownWarnings(t *testing.T) {
 	(&Summary{Results: []*Result{{ID: "b", Status: StatusOK}}}).WriteMarkdown(&md)
 	if strings.Contains(md.String(), "Warnings") {
 		t.Errorf("warnings section without warnings:\n%s", &md)
+	}
+}
+
+// Two runs of one matrix into two results directories name their
+// containers apart; a run resumed into the same directory names them alike.
+func TestRunPrefix(t *testing.T) {
+	a, b := RunPrefix("/srv/runs/a"), RunPrefix("/srv/runs/b")
+	if a == b || a != RunPrefix("/srv/runs/a") || !regexp.MustCompile(`^smpatch-[0-9a-f]{8}$`).MatchString(a) {
+		t.Fatalf("prefixes %q %q", a, b)
+	}
+	c := &Cell{ID: "unpatched.cgbs128"}
+	if got := (Docker{Prefix: a}).ContainerName(c); got != a+"-unpatched.cgbs128" {
+		t.Fatalf("container name %q", got)
+	}
+}
+
+// Metrics come from the end of a cell's log, read within a bound: the
+// server's log before the bench output may be gigabytes. A named pipe as
+// the log or as results.jsonl is refused, never waited on.
+func TestReadTailAndFIFO(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "cell.log")
+	if err := os.WriteFile(p, []byte(strings.Repeat("server noise\n", 1000)+"throughput: 89.5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := readTail(p, 100)
+	if err != nil || len(got) != 100 || !strings.HasSuffix(string(got), "throughput: 89.5\n") {
+		t.Fatalf("readTail = %q, %v", got, err)
+	}
+	m, err := captureMetrics([]Metric{{Name: "tput", Re: regexp.MustCompile(`throughput: ([0-9.]+)`)}}, got)
+	if err != nil || m["tput"] != 89.5 {
+		t.Fatalf("metrics %v, %v", m, err)
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Skip(err)
+	}
+	if _, err := readTail(fifo, 100); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Fatalf("readTail(fifo) = %v", err)
+	}
+	if _, err := readJSONL(fifo); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Fatalf("readJSONL(fifo) = %v", err)
 	}
 }

@@ -211,12 +211,17 @@ func (m *Matrix) productCells(x *Expansion, limit int) ([]*Cell, error) {
 		placed[ai] = true
 		dims = append(dims, d)
 	}
-	zipped := int64(1)
+	zipped, approx := int64(1), 1.0
 	for _, d := range dims {
 		zipped = satMul(zipped, int64(d.n))
+		approx *= float64(d.n)
 	}
 	if zipped > maxTuples {
-		return nil, m.errf(0, "the axes make %d combinations; more than %d cannot be expanded: use zip groups or fewer values", zipped, maxTuples)
+		n := strconv.FormatInt(zipped, 10)
+		if zipped == math.MaxInt64 {
+			n = fmt.Sprintf("about %.3g", approx) // past int64: the exact count means nothing here
+		}
+		return nil, m.errf(0, "the axes make %s combinations; more than %d cannot be expanded: use zip groups or fewer values", n, maxTuples)
 	}
 	x.Steps.Zip = int(zipped)
 
@@ -498,6 +503,15 @@ func (m *Matrix) describeMatch(x *Match) string {
 		parts = append(parts, a.Name+"="+strings.Join(vs, "|"))
 	}
 	return strings.Join(parts, " ")
+}
+
+// CountString writes a count that satMul may have saturated: the number, or
+// "more than 9223372036854775806" when it no longer fits.
+func CountString(n int64) string {
+	if n == math.MaxInt64 {
+		return fmt.Sprintf("more than %d", int64(math.MaxInt64-1))
+	}
+	return strconv.FormatInt(n, 10)
 }
 
 func satMul(a, b int64) int64 {

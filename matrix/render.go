@@ -351,8 +351,8 @@ func summary(x *Expansion, opts RenderOptions) []byte {
 	if x.Baseline != "" {
 		fmt.Fprintf(&b, "Baseline: `%s`.\n", x.Baseline)
 	}
-	fmt.Fprintf(&b, "\nExpansion: product %d → zip %d → exclude %d → include %d (%d added, %d extended) → rules %d to run.\n\n",
-		x.Steps.Product, x.Steps.Zip, x.Steps.Exclude, x.Steps.Include, x.Steps.Added, x.Steps.Extended, x.Steps.Runnable)
+	fmt.Fprintf(&b, "\nExpansion: product %s → zip %d → exclude %d → include %d (%d added, %d extended) → rules %d to run.\n\n",
+		CountString(x.Steps.Product), x.Steps.Zip, x.Steps.Exclude, x.Steps.Include, x.Steps.Added, x.Steps.Extended, x.Steps.Runnable)
 	b.WriteString("| cell |")
 	for _, a := range m.Axes {
 		fmt.Fprintf(&b, " %s |", mdEscape(a.Name))

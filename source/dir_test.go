@@ -506,19 +506,11 @@ func TestVersionTagTooFarBehind(t *testing.T) {
 	if err != nil || v == nil || from != want {
 		t.Fatalf("at the threshold: %v %q %v, want %q", v, from, err, want)
 	}
-	rt, _ := OpenRevision(repo, near, SGLang, "")
-	if v, from, _ := rt.Version(ctx); v == nil || from != fmt.Sprintf("tag v0.5.6.post2 (+%d commits)", MaxTagDistance) {
-		t.Fatalf("revision at the threshold: %v %q", v, from)
-	}
 
 	setHead(far)
 	v, from, err = tr.Version(ctx)
 	want = fmt.Sprintf("nearest version tag v0.5.6.post2 is %d commits behind HEAD, more than %d", MaxTagDistance+1, MaxTagDistance)
 	if err != nil || v != nil || !strings.HasPrefix(from, "unknown: ") || !strings.Contains(from, want) {
 		t.Fatalf("past the threshold: %v %q %v, want unknown with %q", v, from, err, want)
-	}
-	rt, _ = OpenRevision(repo, far, SGLang, "")
-	if v, from, _ := rt.Version(ctx); v != nil || !strings.Contains(from, fmt.Sprintf("no version tag within %d commits", MaxTagDistance)) {
-		t.Fatalf("revision past the threshold: %v %q", v, from)
 	}
 }

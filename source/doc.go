@@ -1,6 +1,6 @@
 // Package source reads the trees smpatch patches: a directory checkout, an
-// installed package in site-packages, a git revision read from the object
-// store, or an image filesystem. Every tree speaks repository-relative paths
+// installed package in site-packages, or an image filesystem (a git
+// revision read from the object store is source/gitrepo's RevisionTree). Every tree speaks repository-relative paths
 // (python/sglang/srt/...), whatever its layout on disk.
 //
 // It must not know patches, journals or the command line: it reads and

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/smpatch/smpatch/internal/lazyre"
 	"io/fs"
 	"strings"
 
@@ -171,4 +172,39 @@ func NearestTag(ctx context.Context, dir string) (*version.Version, string, erro
 		}
 	}
 	return nil, "", errors.New("no tagged commit reachable from HEAD")
+}
+
+// VersionFiles are the files a project's version literal is read from, in order.
+func VersionFiles(p Project) []string {
+	switch p {
+	case SGLang:
+		return []string{"python/sglang/version.py"}
+	case FlashInfer:
+		return []string{"version.txt", "flashinfer/version.txt", "flashinfer/version.py"}
+	}
+	return nil
+}
+
+var pyVersionLiteral = lazyre.New(`(?m)^__version__\s*(?::\s*str\s*)?=\s*["']([^"']+)["']`)
+
+// RevisionVersionLiteral reads a version from the contents of one of VersionFiles:
+// a bare version (version.txt) or a __version__ = "..." literal. It returns
+// the line it was found on; placeholders such as "0.0.0+unknown" are skipped.
+func RevisionVersionLiteral(name string, data []byte) (string, int, bool) {
+	if strings.HasSuffix(name, ".txt") {
+		s := strings.TrimSpace(string(data))
+		if s == "" || strings.ContainsAny(s, " \t\n") {
+			return "", 0, false
+		}
+		return s, 1, true
+	}
+	for _, m := range pyVersionLiteral().FindAllSubmatchIndex(data, -1) {
+		s := string(data[m[2]:m[3]])
+		if strings.HasPrefix(s, "0.0.0") {
+			continue // a fallback for builds without metadata
+		}
+		line := 1 + strings.Count(string(data[:m[0]]), "\n")
+		return s, line, true
+	}
+	return "", 0, false
 }

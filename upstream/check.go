@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/go-git/go-git/v5"
 	"sort"
+
+	"github.com/go-git/go-git/v5"
 
 	"github.com/smpatch/smpatch/patches"
 	"github.com/smpatch/smpatch/source"

@@ -9,6 +9,7 @@ import (
 
 	"github.com/smpatch/smpatch/patches"
 	"github.com/smpatch/smpatch/source"
+	"github.com/smpatch/smpatch/source/gitrepo"
 )
 
 func TestCheckTreeStatuses(t *testing.T) {
@@ -28,7 +29,7 @@ func TestCheckTreeStatuses(t *testing.T) {
 		{"adopt", false, AlreadyUpstream, 0},
 		{"post", false, AlreadyUpstream, 0},
 	} {
-		tr, err := source.OpenRevision(fx.b.Repo, fx.commits[tc.commit], source.FlashInfer, fx.b.URL())
+		tr, err := gitrepo.OpenRevision(fx.b.Repo, fx.commits[tc.commit], source.FlashInfer, fx.b.URL())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,7 +98,7 @@ func TestCheckTreeNoVariant(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := source.OpenRevision(fx.b.Repo, fx.commits["v0.6.0"], source.FlashInfer, fx.b.URL())
+	tr, err := gitrepo.OpenRevision(fx.b.Repo, fx.commits["v0.6.0"], source.FlashInfer, fx.b.URL())
 	if err != nil {
 		t.Fatal(err)
 	}

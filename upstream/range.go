@@ -22,6 +22,7 @@ import (
 
 	"github.com/smpatch/smpatch/patches"
 	"github.com/smpatch/smpatch/source"
+	"github.com/smpatch/smpatch/source/gitrepo"
 )
 
 // rangeMemoryLimit is the soft memory limit of a range walk: what it keeps
@@ -68,7 +69,7 @@ func Range(ctx context.Context, repo *git.Repository, url string, p source.Proje
 	if err != nil {
 		return nil, err
 	}
-	tags, err := source.VersionTags(repo)
+	tags, err := gitrepo.VersionTags(repo)
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +150,7 @@ func Range(ctx context.Context, repo *git.Repository, url string, p source.Proje
 	for i := range ps {
 		results[i] = map[string]Result{}
 	}
-	cache := source.NewRevisionCache(16 << 20)
+	cache := gitrepo.NewRevisionCache(16 << 20)
 	memo := patches.NewMemo()
 	var mu, sharedMu sync.Mutex
 	var firstErr error
@@ -174,7 +175,7 @@ func Range(ctx context.Context, repo *git.Repository, url string, p source.Proje
 					return
 				}
 				lock.Lock()
-				rt, err := source.OpenRevisionOf(wr, j.c, p, url)
+				rt, err := gitrepo.OpenRevisionOf(wr, j.c, p, url)
 				lock.Unlock()
 				var r Result
 				if err == nil {
@@ -245,7 +246,7 @@ func progress(w io.Writer, format string, args ...any) {
 // lockedTree serialises a tree's reads from the object store.
 type lockedTree struct {
 	source.Tree
-	rt *source.RevisionTree
+	rt *gitrepo.RevisionTree
 	mu *sync.Mutex
 }
 
@@ -425,11 +426,11 @@ func ancestors(ctx context.Context, repo *git.Repository, h plumbing.Hash) (map[
 // tagHint is the nearest version tag of one commit of the walk.
 type tagHint struct {
 	name string // "" when none is within source.MaxTagDistance
-	hint *source.TagHint
+	hint *gitrepo.TagHint
 }
 
 // tagHints works out, for every commit of a first-parent chain (oldest
-// first), what source.NearestVersionTag would find, without a history walk
+// first), what gitrepo.NearestVersionTag would find, without a history walk
 // per commit: the nearest tag of a commit is the nearest of its parents'
 // plus one step (the chain's previous commit is its first parent; other
 // parents, merges, are walked).
@@ -439,7 +440,7 @@ func tagHints(ctx context.Context, repo *git.Repository, commits []*object.Commi
 		dist int
 	}
 	walk := func(h plumbing.Hash) (near, error) {
-		name, _, dist, err := source.NearestVersionTag(ctx, repo, h)
+		name, _, dist, err := gitrepo.NearestVersionTag(ctx, repo, h)
 		return near{name, dist}, err
 	}
 	better := func(a, b near) near { // the nearer, the higher version on a tie
@@ -487,7 +488,7 @@ func tagHints(ctx context.Context, repo *git.Repository, commits []*object.Commi
 				cur = near{}
 			}
 		}
-		out[n] = tagHint{name: cur.name, hint: source.NewTagHint(cur.name, cur.dist)}
+		out[n] = tagHint{name: cur.name, hint: gitrepo.NewTagHint(cur.name, cur.dist)}
 		prev = cur
 	}
 	return out, nil

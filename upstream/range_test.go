@@ -10,6 +10,7 @@ import (
 	"github.com/go-git/go-git/v5"
 
 	"github.com/smpatch/smpatch/source"
+	"github.com/smpatch/smpatch/source/gitrepo"
 )
 
 func TestRange(t *testing.T) {
@@ -88,7 +89,7 @@ func TestWatchedPaths(t *testing.T) {
 func TestRangeParallelHandles(t *testing.T) {
 	ctx := context.Background()
 	fx := newFixture(t)
-	opts := Options{OpenRepo: func() (*git.Repository, error) { return source.OpenStore(fx.b.Dir) }}
+	opts := Options{OpenRepo: func() (*git.Repository, error) { return gitrepo.OpenStore(fx.b.Dir) }}
 	rs, err := Range(ctx, fx.b.Repo, fx.b.URL(), source.FlashInfer, fx.commits["v0.6.0"], fx.commits["post"], [2]string{"a", "b"}, fx.patches, opts)
 	if err != nil {
 		t.Fatal(err)

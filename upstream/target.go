@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/smpatch/smpatch/source"
+	"github.com/smpatch/smpatch/source/gitrepo"
 )
 
 // Target is one upstream revision to check: PROJECT[=URL]@REF.
@@ -28,7 +29,7 @@ func ParseTarget(s string) (Target, error) {
 		return Target{}, fmt.Errorf("%q: empty revision after '@'", s)
 	}
 	name, url, hasURL := strings.Cut(head, "=")
-	p, err := source.ParseProject(name)
+	p, err := gitrepo.ParseProject(name)
 	if err != nil {
 		return Target{}, fmt.Errorf("%q: %w", s, err)
 	}
@@ -36,7 +37,7 @@ func ParseTarget(s string) (Target, error) {
 		return Target{}, fmt.Errorf("%q: empty URL after '='", s)
 	}
 	if !hasURL {
-		url = source.DefaultURL(p)
+		url = gitrepo.DefaultURL(p)
 	}
 	return Target{Project: p, URL: url, Ref: ref}, nil
 }

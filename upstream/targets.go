@@ -9,19 +9,20 @@ import (
 
 	"github.com/smpatch/smpatch/patches"
 	"github.com/smpatch/smpatch/source"
+	"github.com/smpatch/smpatch/source/gitrepo"
 )
 
 // CheckUpstream checks ps on the cached upstream repository u of target t:
 // on t.Ref, or, when rng[0] is set, on every first-parent commit from
 // rng[0] to rng[1] (t.Ref when empty). The error says why nothing could be
 // checked (a revision that does not resolve, a tree without the project).
-func CheckUpstream(ctx context.Context, u *source.Upstream, t Target, rng [2]string, ps []*patches.Patch, opts Options) ([]Result, error) {
+func CheckUpstream(ctx context.Context, u *gitrepo.Upstream, t Target, rng [2]string, ps []*patches.Patch, opts Options) ([]Result, error) {
 	if rng[0] == "" {
 		h, err := u.Resolve(ctx, t.Ref)
 		if err != nil {
 			return nil, err
 		}
-		tr, err := source.OpenRevision(u.Repo, h, t.Project, t.URL)
+		tr, err := gitrepo.OpenRevision(u.Repo, h, t.Project, t.URL)
 		if err == nil {
 			err = tr.CheckProject()
 		}
@@ -45,14 +46,14 @@ func CheckUpstream(ctx context.Context, u *source.Upstream, t Target, rng [2]str
 			return nil, err
 		}
 	}
-	tr, err := source.OpenRevision(u.Repo, hs[1], t.Project, t.URL)
+	tr, err := gitrepo.OpenRevision(u.Repo, hs[1], t.Project, t.URL)
 	if err == nil {
 		err = tr.CheckProject()
 	}
 	if err != nil {
 		return nil, err
 	}
-	opts.OpenRepo = func() (*git.Repository, error) { return source.OpenStore(u.Path) }
+	opts.OpenRepo = func() (*git.Repository, error) { return gitrepo.OpenStore(u.Path) }
 	rs, err := Range(ctx, u.Repo, t.URL, t.Project, hs[0], hs[1], [2]string{rng[0], to}, ps, opts)
 	for i := range rs {
 		rs[i].Ref = to
@@ -92,7 +93,7 @@ func CheckCheckout(ctx context.Context, tree source.Tree, rng [2]string, ps []*p
 	}
 	var hs [2]plumbing.Hash
 	for i, rev := range []string{rng[0], to} {
-		if hs[i], err = source.ResolveRevision(repo, rev); err != nil {
+		if hs[i], err = gitrepo.ResolveRevision(repo, rev); err != nil {
 			return nil, fmt.Errorf("%s: %w", tree.Root(), err), nil
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/smpatch/smpatch/internal/exit"
 	"github.com/smpatch/smpatch/patches"
 	"github.com/smpatch/smpatch/source"
+	"github.com/smpatch/smpatch/source/gitrepo"
 	"github.com/smpatch/smpatch/upstream"
 )
 
@@ -113,7 +114,7 @@ func runCheck(c *cobra.Command, g *globalOptions, o *checkOptions) error {
 			return err
 		}
 	}
-	var rc *source.RepoCache
+	var rc *gitrepo.RepoCache
 	for _, t := range targets {
 		ps := cat.ForProject(t.Project)
 		if len(ps) == 0 {

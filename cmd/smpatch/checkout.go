@@ -10,7 +10,7 @@ import (
 	"github.com/smpatch/smpatch/internal/termsafe"
 
 	"github.com/smpatch/smpatch/internal/exit"
-	"github.com/smpatch/smpatch/source"
+	"github.com/smpatch/smpatch/source/gitrepo"
 	"github.com/smpatch/smpatch/upstream"
 )
 
@@ -38,8 +38,8 @@ func rawWriter(w io.Writer) io.Writer {
 }
 
 // openCache opens the repository cache with progress and notices on stderr.
-func openCache(c *cobra.Command) (*source.RepoCache, error) {
-	rc, err := source.NewRepoCache("")
+func openCache(c *cobra.Command) (*gitrepo.RepoCache, error) {
+	rc, err := gitrepo.NewRepoCache("")
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +107,7 @@ func runCheckout(c *cobra.Command, o *checkoutOptions, arg string) error {
 		return fmt.Errorf("checkout: %w", err)
 	}
 	tag := ""
-	if th, err := source.ResolveRevision(u.Repo, "refs/tags/"+t.Ref); err == nil && th == h {
+	if th, err := gitrepo.ResolveRevision(u.Repo, "refs/tags/"+t.Ref); err == nil && th == h {
 		tag = t.Ref
 	}
 	if err := u.Checkout(ctx, h, o.Into, tag); err != nil {

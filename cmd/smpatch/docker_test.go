@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -176,21 +177,24 @@ func readImageFiles(ts *testscript.TestScript, img v1.Image, paths ...string) ma
 	return out
 }
 
-// waitcontainer NAME: waits (up to a minute) until a container of that
-// name runs on the daemon.
+// waitcontainer RE: waits (up to a minute) until a container whose whole
+// name matches the regular expression runs on the daemon.
 func cmdWaitContainer(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
-		ts.Fatalf("usage: waitcontainer NAME")
+		ts.Fatalf("usage: waitcontainer RE")
 	}
+	re := regexp.MustCompile(args[0])
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
-		cmd := exec.Command("docker", "ps", "--filter", "name=^"+args[0]+"$", "--format", "{{.Names}}")
+		cmd := exec.Command("docker", "ps", "--format", "{{.Names}}")
 		cmd.Env = append(os.Environ(), "DOCKER_HOST="+ts.Getenv("DOCKER_HOST"))
 		out, _ := cmd.Output()
-		if strings.TrimSpace(string(out)) == args[0] {
-			return
+		for _, name := range strings.Fields(string(out)) {
+			if re.MatchString(name) {
+				return
+			}
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	ts.Fatalf("no container %s running after a minute", args[0])
+	ts.Fatalf("no container matching %s running after a minute", args[0])
 }

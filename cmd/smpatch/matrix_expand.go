@@ -269,7 +269,7 @@ func printExplain(w io.Writer, x *matrix.Expansion) {
 		dims = append(dims, fmt.Sprintf("%s %d", a.Name, len(a.Values)))
 	}
 	st := x.Steps
-	fmt.Fprintf(w, "  product  %6d  (%s)\n", st.Product, strings.Join(dims, " × "))
+	fmt.Fprintf(w, "  product  %6s  (%s)\n", matrix.CountString(st.Product), strings.Join(dims, " × "))
 	var zips []string
 	for _, g := range m.Zip {
 		zips = append(zips, "["+strings.Join(g, ", ")+"]")

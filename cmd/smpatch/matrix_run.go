@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -73,6 +74,9 @@ func newMatrixRunCmd(g *globalOptions) *cobra.Command {
 			"(the markdown also to $GITHUB_STEP_SUMMARY). Exit 6 when a cell failed.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
+			if c.Flags().Changed("runner") && o.Runner == "" {
+				return exit.With(exit.Usage, errors.New(`--runner "": want local, docker, slurm or kubernetes`))
+			}
 			return runMatrix(c.Context(), g, args[0], o, c.OutOrStdout(), c.ErrOrStderr())
 		},
 	}

@@ -24,6 +24,7 @@ type Builder struct {
 
 	files map[string]plumbing.Hash
 	head  plumbing.Hash
+	links map[string]bool // paths that are symbolic links
 }
 
 // New creates a bare repository in dir with HEAD on branch main.
@@ -109,6 +110,15 @@ func (b *Builder) Tag(name string, annotated bool) error {
 	return b.Repo.Storer.SetReference(plumbing.NewHashReference(plumbing.NewTagReferenceName(name), target))
 }
 
+// MarkSymlink makes path a symbolic link from the next commit on: its
+// contents are the link's target.
+func (b *Builder) MarkSymlink(p string) {
+	if b.links == nil {
+		b.links = map[string]bool{}
+	}
+	b.links[p] = true
+}
+
 // SetBranch points another branch at the last commit.
 func (b *Builder) SetBranch(name string) error {
 	return b.Repo.Storer.SetReference(plumbing.NewHashReference(plumbing.NewBranchReferenceName(name), b.head))
@@ -152,7 +162,11 @@ func (b *Builder) writeTree(dir string) (plumbing.Hash, error) {
 	}
 	t := &object.Tree{}
 	for name, h := range files {
-		t.Entries = append(t.Entries, object.TreeEntry{Name: name, Mode: filemode.Regular, Hash: h})
+		mode := filemode.Regular
+		if b.links[prefix+name] {
+			mode = filemode.Symlink
+		}
+		t.Entries = append(t.Entries, object.TreeEntry{Name: name, Mode: mode, Hash: h})
 	}
 	for name := range dirs {
 		h, err := b.writeTree(path.Join(dir, name))

@@ -1,4 +1,4 @@
-package source
+package gitrepo
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/hashicorp/go-version"
 
-	"github.com/smpatch/smpatch/internal/lazyre"
+	"github.com/smpatch/smpatch/source"
 )
 
 // RevisionTree is one commit of an upstream repository, read straight from
@@ -26,7 +26,7 @@ type RevisionTree struct {
 	repo    *git.Repository
 	commit  *object.Commit
 	tree    *object.Tree
-	project Project
+	project source.Project
 	url     string
 	hint    *TagHint
 	cache   *RevisionCache
@@ -39,11 +39,11 @@ type knownDir struct {
 	files  []listed
 }
 
-var _ Tree = (*RevisionTree)(nil)
+var _ source.Tree = (*RevisionTree)(nil)
 
 // OpenRevision returns the tree of commit in repo. url names the
 // repository for people (Root is "URL@SHA").
-func OpenRevision(repo *git.Repository, commit plumbing.Hash, p Project, url string) (*RevisionTree, error) {
+func OpenRevision(repo *git.Repository, commit plumbing.Hash, p source.Project, url string) (*RevisionTree, error) {
 	c, err := repo.CommitObject(commit)
 	if err != nil {
 		return nil, fmt.Errorf("commit %s: %w", commit, err)
@@ -57,7 +57,7 @@ func OpenRevision(repo *git.Repository, commit plumbing.Hash, p Project, url str
 
 // OpenRevisionOf is OpenRevision for a commit already decoded (through any
 // handle on the repository); its tree is read through repo.
-func OpenRevisionOf(repo *git.Repository, c *object.Commit, p Project, url string) (*RevisionTree, error) {
+func OpenRevisionOf(repo *git.Repository, c *object.Commit, p source.Project, url string) (*RevisionTree, error) {
 	t, err := repo.TreeObject(c.TreeHash)
 	if err != nil {
 		return nil, fmt.Errorf("commit %s: tree: %w", c.Hash, err)
@@ -72,14 +72,14 @@ func (t *RevisionTree) Root() string {
 	return t.url + "@" + t.commit.Hash.String()
 }
 
-func (t *RevisionTree) Kind() Kind       { return KindRevision }
-func (t *RevisionTree) Project() Project { return t.project }
+func (t *RevisionTree) Kind() source.Kind       { return source.KindRevision }
+func (t *RevisionTree) Project() source.Project { return t.project }
 
 // CheckProject returns an error when the commit does not hold the tree's
 // project (python/sglang/ for sglang, flashinfer/ for flashinfer): a URL
 // given for the wrong project.
 func (t *RevisionTree) CheckProject() error {
-	roots := ProjectRoots(t.project)
+	roots := source.ProjectRoots(t.project)
 	if len(roots) == 0 {
 		return fmt.Errorf("unknown project %q", t.project)
 	}
@@ -258,45 +258,10 @@ func (t *RevisionTree) listCached(h plumbing.Hash, dir string) ([]listed, error)
 	return out, nil
 }
 
-// VersionFiles are the files a project's version literal is read from, in order.
-func VersionFiles(p Project) []string {
-	switch p {
-	case SGLang:
-		return []string{"python/sglang/version.py"}
-	case FlashInfer:
-		return []string{"version.txt", "flashinfer/version.txt", "flashinfer/version.py"}
-	}
-	return nil
-}
-
-var pyVersionLiteral = lazyre.New(`(?m)^__version__\s*(?::\s*str\s*)?=\s*["']([^"']+)["']`)
-
-// RevisionVersionLiteral reads a version from the contents of one of VersionFiles:
-// a bare version (version.txt) or a __version__ = "..." literal. It returns
-// the line it was found on; placeholders such as "0.0.0+unknown" are skipped.
-func RevisionVersionLiteral(name string, data []byte) (string, int, bool) {
-	if strings.HasSuffix(name, ".txt") {
-		s := strings.TrimSpace(string(data))
-		if s == "" || strings.ContainsAny(s, " \t\n") {
-			return "", 0, false
-		}
-		return s, 1, true
-	}
-	for _, m := range pyVersionLiteral().FindAllSubmatchIndex(data, -1) {
-		s := string(data[m[2]:m[3]])
-		if strings.HasPrefix(s, "0.0.0") {
-			continue // a fallback for builds without metadata
-		}
-		line := 1 + strings.Count(string(data[:m[0]]), "\n")
-		return s, line, true
-	}
-	return "", 0, false
-}
-
 // Version reads the version literal of the revision, else the nearest tag
 // reachable from the commit that parses as a PEP 440 version.
 func (t *RevisionTree) Version(ctx context.Context) (*version.Version, string, error) {
-	for _, f := range VersionFiles(t.project) {
+	for _, f := range source.VersionFiles(t.project) {
 		data, err := t.ReadFile(f)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
@@ -304,11 +269,11 @@ func (t *RevisionTree) Version(ctx context.Context) (*version.Version, string, e
 			}
 			return nil, "", err
 		}
-		s, line, ok := RevisionVersionLiteral(f, data)
+		s, line, ok := source.RevisionVersionLiteral(f, data)
 		if !ok {
 			continue
 		}
-		v, err := ParseVersion(s)
+		v, err := source.ParseVersion(s)
 		if err != nil {
 			continue
 		}
@@ -319,7 +284,7 @@ func (t *RevisionTree) Version(ctx context.Context) (*version.Version, string, e
 		return nil, "", err
 	}
 	if v == nil {
-		return nil, fmt.Sprintf("unknown: no version literal and no version tag within %d commits of %s", MaxTagDistance, t.commit.Hash.String()[:12]), nil
+		return nil, fmt.Sprintf("unknown: no version literal and no version tag within %d commits of %s", source.MaxTagDistance, t.commit.Hash.String()[:12]), nil
 	}
 	return v, tagFrom(tag, dist), nil
 }
@@ -354,7 +319,7 @@ func NewTagHint(name string, dist int) *TagHint {
 	if name == "" {
 		return &TagHint{}
 	}
-	v, err := ParseVersion(name)
+	v, err := source.ParseVersion(name)
 	if err != nil {
 		return &TagHint{}
 	}
@@ -390,7 +355,7 @@ func versionTags(repo *git.Repository) (map[plumbing.Hash][]string, error) {
 		}
 		ti.err = refs.ForEach(func(r *plumbing.Reference) error {
 			name := r.Name().Short()
-			if _, err := ParseVersion(name); err != nil {
+			if _, err := source.ParseVersion(name); err != nil {
 				return nil
 			}
 			if h, ok := peel(repo, r.Hash()); ok {
@@ -416,14 +381,14 @@ func NearestVersionTag(ctx context.Context, repo *git.Repository, commit plumbin
 	}
 	seen := map[plumbing.Hash]bool{commit: true}
 	level := []plumbing.Hash{commit}
-	for dist := 0; len(level) > 0 && dist <= MaxTagDistance; dist++ {
+	for dist := 0; len(level) > 0 && dist <= source.MaxTagDistance; dist++ {
 		if err := ctx.Err(); err != nil {
 			return "", nil, 0, err
 		}
 		if name, v := bestTag(tags, level); v != nil {
 			return name, v, dist, nil
 		}
-		if dist == MaxTagDistance {
+		if dist == source.MaxTagDistance {
 			break
 		}
 		var next []plumbing.Hash
@@ -453,8 +418,8 @@ func bestTag(tags map[plumbing.Hash][]string, hs []plumbing.Hash) (string, *vers
 	var bestV *version.Version
 	for _, h := range hs {
 		for _, name := range tags[h] {
-			v, _ := ParseVersion(name)
-			if bestV == nil || ComparePEP440(v, bestV) > 0 {
+			v, _ := source.ParseVersion(name)
+			if bestV == nil || source.ComparePEP440(v, bestV) > 0 {
 				best, bestV = name, v
 			}
 		}

@@ -1,4 +1,4 @@
-package source
+package gitrepo
 
 import (
 	"context"
@@ -30,26 +30,27 @@ import (
 	"github.com/gofrs/flock"
 
 	"github.com/smpatch/smpatch/internal/lazyre"
+	"github.com/smpatch/smpatch/source"
 )
 
 // DefaultURL is the public repository of a known project, "" for others.
-func DefaultURL(p Project) string {
+func DefaultURL(p source.Project) string {
 	switch p {
-	case SGLang:
+	case source.SGLang:
 		return "https://github.com/sgl-project/sglang"
-	case FlashInfer:
+	case source.FlashInfer:
 		return "https://github.com/flashinfer-ai/flashinfer"
 	}
 	return ""
 }
 
 // ParseProject accepts the name of a known project.
-func ParseProject(s string) (Project, error) {
-	switch Project(s) {
-	case SGLang, FlashInfer:
-		return Project(s), nil
+func ParseProject(s string) (source.Project, error) {
+	switch source.Project(s) {
+	case source.SGLang, source.FlashInfer:
+		return source.Project(s), nil
 	}
-	return "", fmt.Errorf("unknown project %q (want %s or %s)", s, SGLang, FlashInfer)
+	return "", fmt.Errorf("unknown project %q (want %s or %s)", s, source.SGLang, source.FlashInfer)
 }
 
 // DefaultCacheDir is where upstream repositories are cached:
@@ -567,7 +568,12 @@ func (u *Upstream) Checkout(ctx context.Context, commit plumbing.Hash, dir, tag 
 			}
 		}
 	}
-	dst, err := git.PlainInit(dir, false)
+	// A bound file system writes symbolic links as the tree records them
+	// (go-git's default rewrites an absolute target into the work tree) and
+	// never writes through a link to outside dir.
+	wtFS := osfs.New(dir, osfs.WithBoundOS())
+	dotFS := osfs.New(filepath.Join(dir, git.GitDirName), osfs.WithBoundOS())
+	dst, err := git.Init(filesystem.NewStorage(dotFS, cache.NewObjectLRUDefault()), wtFS)
 	if err != nil {
 		return fmt.Errorf("%s: %w", dir, err)
 	}

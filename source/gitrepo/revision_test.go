@@ -1,4 +1,4 @@
-package source
+package gitrepo
 
 import (
 	"bytes"
@@ -11,17 +11,20 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/smpatch/smpatch/source"
+
 	"github.com/smpatch/smpatch/internal/gitbuild"
 )
 
 func TestRevisionTree(t *testing.T) {
 	ctx := context.Background()
 	b, hs := upstreamRepo(t)
-	tr, err := OpenRevision(b.Repo, hs["second"], SGLang, b.URL())
+	tr, err := OpenRevision(b.Repo, hs["second"], source.SGLang, b.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tr.Kind() != KindRevision || tr.Project() != SGLang || tr.Root() != b.URL()+"@"+hs["second"].String() {
+	if tr.Kind() != source.KindRevision || tr.Project() != source.SGLang || tr.Root() != b.URL()+"@"+hs["second"].String() {
 		t.Fatalf("kind %s project %s root %s", tr.Kind(), tr.Project(), tr.Root())
 	}
 	data, err := tr.ReadFile("python/sglang/srt/layers/communicator.py")
@@ -36,7 +39,7 @@ func TestRevisionTree(t *testing.T) {
 	if err := tr.CheckProject(); err != nil {
 		t.Errorf("CheckProject: %v", err)
 	}
-	wrong, _ := OpenRevision(b.Repo, hs["second"], FlashInfer, b.URL())
+	wrong, _ := OpenRevision(b.Repo, hs["second"], source.FlashInfer, b.URL())
 	if err := wrong.CheckProject(); err == nil || !strings.Contains(err.Error(), "is not flashinfer: it has no flashinfer/") {
 		t.Errorf("CheckProject on the wrong project: %v", err)
 	}
@@ -62,7 +65,7 @@ func TestRevisionTree(t *testing.T) {
 		{"third", "0.5.7rc1", "tag v0.5.7rc1"},
 		{"fourth", "0.5.7rc1", "tag v0.5.7rc1 (+1 commits)"},
 	} {
-		tr, err := OpenRevision(b.Repo, hs[tc.commit], SGLang, b.URL())
+		tr, err := OpenRevision(b.Repo, hs[tc.commit], source.SGLang, b.URL())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,7 +73,7 @@ func TestRevisionTree(t *testing.T) {
 		if err != nil || v == nil {
 			t.Fatalf("%s: Version = %v %q %v", tc.commit, v, from, err)
 		}
-		want, _ := ParseVersion(tc.version)
+		want, _ := source.ParseVersion(tc.version)
 		if !v.Equal(want) || from != tc.from {
 			t.Errorf("%s: Version = %s from %q, want %s from %q", tc.commit, v, from, tc.version, tc.from)
 		}
@@ -95,12 +98,12 @@ func TestRevisionVersionFlashInferAndUnknown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, _ := OpenRevision(b.Repo, noVersion, FlashInfer, "")
+	tr, _ := OpenRevision(b.Repo, noVersion, source.FlashInfer, "")
 	v, from, err := tr.Version(ctx)
 	if err != nil || v != nil || from == "" {
 		t.Fatalf("no version: %v %q %v", v, from, err)
 	}
-	tr, _ = OpenRevision(b.Repo, withTxt, FlashInfer, "")
+	tr, _ = OpenRevision(b.Repo, withTxt, source.FlashInfer, "")
 	v, from, err = tr.Version(ctx)
 	if err != nil || v == nil || from != "version.txt:1" {
 		t.Fatalf("version.txt: %v %q %v", v, from, err)
@@ -120,9 +123,9 @@ func TestVersionLiteral(t *testing.T) {
 		{"version.py", "__version__ = \"0.0.0+unknown\"\n", "", 0},
 		{"version.py", "version = \"1.0\"\n", "", 0},
 	} {
-		got, line, ok := RevisionVersionLiteral(tc.name, []byte(tc.data))
+		got, line, ok := source.RevisionVersionLiteral(tc.name, []byte(tc.data))
 		if got != tc.want || line != tc.line || ok != (tc.want != "") {
-			t.Errorf("RevisionVersionLiteral(%s, %q) = %q %d %v, want %q %d", tc.name, tc.data, got, line, ok, tc.want, tc.line)
+			t.Errorf("source.RevisionVersionLiteral(%s, %q) = %q %d %v, want %q %d", tc.name, tc.data, got, line, ok, tc.want, tc.line)
 		}
 	}
 }
@@ -133,9 +136,9 @@ func FuzzVersionLiteral(f *testing.F) {
 		f.Add("version.txt", s)
 	}
 	f.Fuzz(func(t *testing.T, name, data string) {
-		s, line, ok := RevisionVersionLiteral(name, []byte(data))
+		s, line, ok := source.RevisionVersionLiteral(name, []byte(data))
 		if ok != (s != "") || (ok && (line < 1 || line > 1+strings.Count(data, "\n"))) {
-			t.Fatalf("RevisionVersionLiteral(%q, %q) = %q %d %v", name, data, s, line, ok)
+			t.Fatalf("source.RevisionVersionLiteral(%q, %q) = %q %d %v", name, data, s, line, ok)
 		}
 	})
 }
@@ -146,11 +149,11 @@ func TestRevisionCacheSameAnswers(t *testing.T) {
 	b, hs := upstreamRepo(t)
 	c := NewRevisionCache(1 << 20)
 	for _, name := range []string{"first", "second", "third", "fourth", "first"} {
-		plain, err := OpenRevision(b.Repo, hs[name], SGLang, "")
+		plain, err := OpenRevision(b.Repo, hs[name], source.SGLang, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		cached, _ := OpenRevision(b.Repo, hs[name], SGLang, "")
+		cached, _ := OpenRevision(b.Repo, hs[name], source.SGLang, "")
 		cached.SetCache(c)
 		for _, dir := range []string{"", "python/sglang", "python/sglang/srt/layers"} {
 			want, err1 := plain.ListFiles(dir)
@@ -173,5 +176,39 @@ func TestRevisionCacheSameAnswers(t *testing.T) {
 		if _, err := cached.ReadFile("python/sglang/nope.py"); !errors.Is(err, fs.ErrNotExist) {
 			t.Fatalf("missing file: %v", err)
 		}
+	}
+}
+
+// A revision more than MaxTagDistance commits past its nearest version tag
+// has no version from the tag; within the threshold the distance is given.
+func TestRevisionTagTooFarBehind(t *testing.T) {
+	ctx := context.Background()
+	b, err := gitbuild.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit := func(msg, file, data string) plumbing.Hash {
+		h, err := b.Commit(msg, map[string][]byte{file: []byte(data)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	commit("one", "python/sglang/__init__.py", "")
+	if err := b.Tag("v0.5.6.post2", false); err != nil {
+		t.Fatal(err)
+	}
+	var near plumbing.Hash
+	for i := 0; i < source.MaxTagDistance; i++ {
+		near = commit(fmt.Sprintf("c%d", i), "README.md", fmt.Sprint(i))
+	}
+	far := commit("far", "README.md", "far")
+	rt, _ := OpenRevision(b.Repo, near, source.SGLang, "")
+	if v, from, _ := rt.Version(ctx); v == nil || from != fmt.Sprintf("tag v0.5.6.post2 (+%d commits)", source.MaxTagDistance) {
+		t.Fatalf("revision at the threshold: %v %q", v, from)
+	}
+	rt, _ = OpenRevision(b.Repo, far, source.SGLang, "")
+	if v, from, _ := rt.Version(ctx); v != nil || !strings.Contains(from, fmt.Sprintf("no version tag within %d commits", source.MaxTagDistance)) {
+		t.Fatalf("revision past the threshold: %v %q", v, from)
 	}
 }

@@ -1,4 +1,4 @@
-package source
+package gitrepo
 
 import (
 	"bytes"
@@ -83,11 +83,11 @@ func TestCacheResolve(t *testing.T) {
 	} {
 		h, err := u.Resolve(ctx, tc.rev)
 		if err != nil {
-			t.Errorf("Resolve(%q): %v", tc.rev, err)
+			t.Errorf("source.Resolve(%q): %v", tc.rev, err)
 			continue
 		}
 		if h != hs[tc.want] {
-			t.Errorf("Resolve(%q) = %s, want %s (%s)", tc.rev, h, hs[tc.want], tc.want)
+			t.Errorf("source.Resolve(%q) = %s, want %s (%s)", tc.rev, h, hs[tc.want], tc.want)
 		}
 	}
 	_, err = u.Resolve(ctx, "v0.5.8")
@@ -131,7 +131,7 @@ func TestCacheFetchesOnlyWhenNeeded(t *testing.T) {
 	// A branch means the remote's branch now: fetch, and see the new tag.
 	h, err := u.Resolve(ctx, "main")
 	if err != nil || h != newer || !u.Fetched {
-		t.Fatalf("Resolve(main) = %s, %v, fetched %v; want %s", h, err, u.Fetched, newer)
+		t.Fatalf("source.Resolve(main) = %s, %v, fetched %v; want %s", h, err, u.Fetched, newer)
 	}
 	if h, err := ResolveRevision(u.Repo, "v0.5.7"); err != nil || h != newer {
 		t.Fatalf("new tag: %s %v", h, err)
@@ -265,6 +265,47 @@ func TestCheckout(t *testing.T) {
 	}
 	if data, _ := os.ReadFile(filepath.Join(dir, "README.md")); string(data) != "# sglang\n\nfast serving\n" {
 		t.Fatal("refused checkout changed the directory")
+	}
+}
+
+// Symbolic links are checked out as the tree records them, an absolute
+// target included, like git does.
+func TestCheckoutSymlinks(t *testing.T) {
+	ctx := context.Background()
+	b, err := gitbuild.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.MarkSymlink("python/sglang/abs")
+	b.MarkSymlink("python/sglang/rel")
+	h, err := b.Commit("links", map[string][]byte{
+		"python/sglang/version.py": []byte("__version__ = \"0.5.9\"\n"),
+		"python/sglang/abs":        []byte("/etc/hostname"),
+		"python/sglang/rel":        []byte("version.py"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := (&RepoCache{Dir: t.TempDir()}).Open(ctx, b.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "work")
+	if err := u.Checkout(ctx, h, dir, ""); err != nil {
+		t.Fatal(err)
+	}
+	for link, want := range map[string]string{"abs": "/etc/hostname", "rel": "version.py"} {
+		if got, err := os.Readlink(filepath.Join(dir, "python/sglang", link)); err != nil || got != want {
+			t.Errorf("%s -> %q (%v), want %q", link, got, err, want)
+		}
+	}
+	repo, err := git.PlainOpen(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt, _ := repo.Worktree()
+	if st, err := wt.Status(); err != nil || !st.IsClean() {
+		t.Fatalf("status not clean: %v %v", st, err)
 	}
 }
 
