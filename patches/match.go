@@ -266,7 +266,9 @@ func regionOf(t *text, start, end int) *Region {
 	width := max(end-start, 1)
 	start = max(0, min(start, n-width))
 	end = min(start+width, n)
-	return &Region{Start: start + 1, End: end, Text: strings.Join(t.keys[start:end], "\n")}
+	// A copy: the lines share the file's bytes (splitText), a region
+	// may outlive them.
+	return &Region{Start: start + 1, End: end, Text: strings.Clone(strings.Join(t.keys[start:end], "\n"))}
 }
 
 // matchHunk resolves one hunk. offset is the cumulative offset of earlier
