@@ -1,5 +1,7 @@
 GO      ?= go
 BIN     ?= bin/smpatch
+# smpatch-full goes beside BIN, where smpatch looks for it first.
+FULL    ?= $(dir $(BIN))smpatch-full
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
@@ -9,18 +11,22 @@ FUZZTIME ?= 5s
 
 all: build
 
+# Both programs, side by side: smpatch (the patch commands, quick to start)
+# finds smpatch-full (every command) beside it.
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/smpatch
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(FULL) ./cmd/smpatch-full
 
-# Installs smpatch where `go install` puts binaries: $GOBIN, else $GOPATH/bin
-# (usually ~/go/bin; put it on PATH).
+# Installs smpatch and smpatch-full where `go install` puts binaries: $GOBIN,
+# else $GOPATH/bin (usually ~/go/bin; put it on PATH).
 install:
-	CGO_ENABLED=0 $(GO) install -trimpath -ldflags '$(LDFLAGS)' ./cmd/smpatch
-	@echo "installed $$($(GO) env GOBIN || true)$$( [ -n "$$($(GO) env GOBIN)" ] || echo "$$($(GO) env GOPATH)/bin")/smpatch"
+	CGO_ENABLED=0 $(GO) install -trimpath -ldflags '$(LDFLAGS)' ./cmd/smpatch ./cmd/smpatch-full
+	@d="$$($(GO) env GOBIN)"; [ -n "$$d" ] || d="$$($(GO) env GOPATH)/bin"; echo "installed $$d/smpatch and $$d/smpatch-full"
 
-# A static linux/amd64 binary to carry to a GPU host.
+# Static linux/amd64 binaries to carry to a GPU host (both, into one directory).
 static:
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/smpatch-linux-amd64 ./cmd/smpatch
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/smpatch-full-linux-amd64 ./cmd/smpatch-full
 
 vet:
 	$(GO) vet ./...

@@ -443,7 +443,7 @@ func TestVersionFromGitTagWithAlternates(t *testing.T) {
 
 	// A relative alternate is named, not silently ignored.
 	writeTree(t, dot, map[string]string{"objects/info/alternates": "../../elsewhere/objects\n"})
-	if _, err := OpenGit(clone); err == nil || !strings.Contains(err.Error(), "relative") {
+	if _, _, err := OpenGitStorage(clone); err == nil || !strings.Contains(err.Error(), "relative") {
 		t.Fatalf("relative alternate: %v", err)
 	}
 }
@@ -512,5 +512,70 @@ func TestVersionTagTooFarBehind(t *testing.T) {
 	want = fmt.Sprintf("nearest version tag v0.5.6.post2 is %d commits behind HEAD, more than %d", MaxTagDistance+1, MaxTagDistance)
 	if err != nil || v != nil || !strings.HasPrefix(from, "unknown: ") || !strings.Contains(from, want) {
 		t.Fatalf("past the threshold: %v %q %v, want unknown with %q", v, from, err, want)
+	}
+}
+
+// A linked work tree (git worktree add) has a .git file naming its own git
+// directory, which holds HEAD and a commondir file pointing at the main
+// repository's refs and objects: the version is the tag nearest the work
+// tree's HEAD, read from the shared tags and objects.
+func TestVersionFromGitTagLinkedWorktree(t *testing.T) {
+	ctx := context.Background()
+	main := sglangCheckout(t, "")
+	repo, err := git.PlainInit(main, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt, _ := repo.Worktree()
+	sig := &object.Signature{Name: "t", Email: "t@example.com", When: time.Unix(1700000000, 0)}
+	wt.Add("python")
+	c1, err := wt.Commit("one", &git.CommitOptions{Author: sig})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := repo.CreateTag("v0.5.7", c1, &git.CreateTagOptions{Tagger: sig, Message: "annotated"}); err != nil {
+		t.Fatal(err)
+	}
+	c2 := chainCommits(t, repo, c1, 3)
+	if _, err := repo.CreateTag("v0.5.8", c2, nil); err != nil {
+		t.Fatal(err)
+	}
+
+	// The linked work tree sits at c1 plus one commit, below v0.5.8.
+	mid := chainCommits(t, repo, c1, 1)
+	linked := sglangCheckout(t, "")
+	gitdir := filepath.Join(main, ".git", "worktrees", "linked")
+	writeTree(t, gitdir, map[string]string{
+		"HEAD":      mid.String() + "\n",
+		"commondir": "../..\n",
+		"gitdir":    filepath.Join(linked, ".git") + "\n",
+	})
+	writeTree(t, linked, map[string]string{".git": "gitdir: " + gitdir + "\n"})
+
+	tr, err := OpenCheckout(linked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, from, err := tr.Version(ctx)
+	if err != nil || v == nil || VersionString(v) != "0.5.7" || from != "git tag v0.5.7 (+1 commits)" {
+		t.Fatalf("linked work tree: %v %q %v", v, from, err)
+	}
+
+	// A named pipe as the .git file is refused, not waited on.
+	os.Remove(filepath.Join(linked, ".git"))
+	if err := syscall.Mkfifo(filepath.Join(linked, ".git"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	v, from, _ = tr.Version(ctx)
+	if v != nil || !strings.Contains(from, "not a regular file") {
+		t.Fatalf(".git a named pipe: %v %q", v, from)
+	}
+	os.Remove(filepath.Join(linked, ".git"))
+
+	// A .git file that names no directory is named in the reason.
+	writeTree(t, linked, map[string]string{".git": "gitdir: " + filepath.Join(main, "nowhere") + "\n"})
+	v, from, _ = tr.Version(ctx)
+	if v != nil || !strings.Contains(from, "nowhere") {
+		t.Fatalf("broken .git file: %v %q", v, from)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/hashicorp/go-version"
 )
 
@@ -88,11 +90,11 @@ const maxTagWalk = 200000
 // nearest commit that carries a tag parseable as a PEP 440 version, at most
 // MaxTagDistance commits back.
 func NearestTag(ctx context.Context, dir string) (*version.Version, string, error) {
-	repo, err := OpenGit(dir)
+	st, _, err := OpenGitStorage(dir)
 	if err != nil {
 		return nil, "", fmt.Errorf("no git repository: %v", err)
 	}
-	head, err := repo.Head()
+	head, err := storer.ResolveReference(st, plumbing.HEAD)
 	if err != nil {
 		return nil, "", fmt.Errorf("git HEAD: %v", err)
 	}
@@ -101,18 +103,24 @@ func NearestTag(ctx context.Context, dir string) (*version.Version, string, erro
 		v    *version.Version
 	}
 	tags := map[plumbing.Hash][]tagged{}
-	iter, err := repo.Tags()
+	iter, err := st.IterReferences()
 	if err != nil {
 		return nil, "", fmt.Errorf("git tags: %v", err)
 	}
 	_ = iter.ForEach(func(ref *plumbing.Reference) error {
+		if !ref.Name().IsTag() {
+			return nil
+		}
 		name := ref.Name().Short()
 		v, err := ParseVersion(strings.TrimPrefix(name, "v"))
 		if err != nil {
 			return nil
 		}
 		h := ref.Hash()
-		if tag, err := repo.TagObject(h); err == nil {
+		if ref.Type() != plumbing.HashReference {
+			return nil
+		}
+		if tag, err := object.GetTag(st, h); err == nil {
 			c, err := tag.Commit()
 			if err != nil {
 				return nil
@@ -157,7 +165,7 @@ func NearestTag(ctx context.Context, dir string) (*version.Version, string, erro
 			}
 			return best.v, from, nil
 		}
-		c, err := repo.CommitObject(it.h)
+		c, err := object.GetCommit(st, it.h)
 		if err != nil {
 			if errors.Is(err, plumbing.ErrObjectNotFound) {
 				continue // shallow clone boundary

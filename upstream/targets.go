@@ -82,7 +82,7 @@ func CheckCheckout(ctx context.Context, tree source.Tree, rng [2]string, ps []*p
 	if rng[0] == "" {
 		return CheckTree(ctx, tree, ps, opts), nil, nil
 	}
-	open := func() (*git.Repository, error) { return source.OpenGit(tree.Root()) }
+	open := func() (*git.Repository, error) { return gitrepo.Open(tree.Root()) }
 	repo, err := open()
 	if err != nil {
 		return nil, &ErrNoRepository{Dir: tree.Root(), Err: err}, nil

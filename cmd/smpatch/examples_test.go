@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/smpatch/smpatch/internal/cli"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -15,7 +16,7 @@ import (
 // command lines names that command (or one under it), parses with its
 // flags and arguments, and names only example files that exist.
 func TestExamples(t *testing.T) {
-	root := newRootCmd(&globalOptions{}, io.Discard, io.Discard)
+	root := newRootCmd(&cli.Globals{}, io.Discard, io.Discard)
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		for _, sub := range c.Commands() {
@@ -42,7 +43,7 @@ func checkExample(t *testing.T, c *cobra.Command, line string) {
 	t.Helper()
 	args := strings.Fields(line)[1:]
 	// Each example gets a fresh tree: flags keep values between parses.
-	root := newRootCmd(&globalOptions{}, io.Discard, io.Discard)
+	root := newRootCmd(&cli.Globals{}, io.Discard, io.Discard)
 	found, rest, err := root.Find(args)
 	if err != nil {
 		t.Errorf("%s: example %q: %v", c.CommandPath(), line, err)
@@ -69,4 +70,19 @@ func checkExample(t *testing.T, c *cobra.Command, line string) {
 			}
 		}
 	}
+}
+
+// exampleLines are the command lines of an Example, comments removed.
+func exampleLines(ex string) []string {
+	var out []string
+	for _, l := range strings.Split(ex, "\n") {
+		l = strings.TrimSpace(l)
+		if i := strings.Index(l, "  #"); i >= 0 {
+			l = strings.TrimSpace(l[:i])
+		}
+		if strings.HasPrefix(l, "smpatch ") {
+			out = append(out, l)
+		}
+	}
+	return out
 }

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/smpatch/smpatch/internal/cli"
 )
 
 // A README command: one line of a fenced block that starts with smpatch,
@@ -258,7 +260,7 @@ func TestReadmeCommandsTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	root := newRootCmd(&globalOptions{}, io.Discard, io.Discard)
+	root := newRootCmd(&cli.Globals{}, io.Discard, io.Discard)
 	flagRe := regexp.MustCompile(`--[a-z][a-z0-9-]*`)
 	rows := 0
 	for n, line := range strings.Split(string(b), "\n") {

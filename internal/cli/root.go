@@ -1,0 +1,236 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/smpatch/smpatch/internal/exit"
+	"github.com/smpatch/smpatch/internal/termsafe"
+	"github.com/smpatch/smpatch/patches"
+	"github.com/smpatch/smpatch/probe"
+)
+
+// Version is the program's version, set by its main package (make stamps
+// it with -ldflags "-X main.version=...").
+var Version = "dev"
+
+// Globals are the flags every command shares.
+type Globals struct {
+	Catalogs []string // --catalog DIR, repeatable; $SMPATCH_CATALOG (colon-separated) is added
+	Python   string   // --python PATH; default python3 on PATH
+
+	Verbose bool   // -v/--verbose
+	Quiet   bool   // -q/--quiet
+	Color   string // --color auto|always|never
+	Format  string // --format of the commands addOutputFlags gave it
+	Output  string // -o/--output FILE
+
+	config        *config // the config file, read before the command runs
+	defaultPython string  // the config file's python, below --python and $SMPATCH_PYTHON
+
+	prog        Program          // the program whose root this is
+	args        []string         // the command line, for the hand-over to smpatch-full
+	stopSignals func()           // undoes catchSignals
+	catalog     *patches.Catalog // loaded once, by LoadCatalog
+	formatsOf   map[*cobra.Command][]string
+	stderr      io.Writer    // the command's standard error, for warnings
+	pending     *pendingFile // -o FILE while the command runs
+	pendingCmd  *cobra.Command
+}
+
+// CatalogDirs is --catalog followed by the directories of $SMPATCH_CATALOG.
+func (g *Globals) CatalogDirs() []string {
+	dirs := append([]string(nil), g.Catalogs...)
+	for _, d := range filepath.SplitList(os.Getenv("SMPATCH_CATALOG")) {
+		if d != "" {
+			dirs = append(dirs, d)
+		}
+	}
+	if len(dirs) == 0 && g.config != nil {
+		dirs = append(dirs, g.config.Catalog...)
+	}
+	return dirs
+}
+
+// PythonPath is the interpreter meant by --python, python3 when unset.
+func (g *Globals) PythonPath() string {
+	if g.Python != "" {
+		return g.Python
+	}
+	if g.defaultPython != "" {
+		return g.defaultPython
+	}
+	return "python3"
+}
+
+// Program is one of the two programs built on this package: smpatch, the
+// lean one, runs the commands of this package and hands the others to
+// smpatch-full (Delegated); smpatch-full adds them (package full).
+type Program struct {
+	// Name is the program's name in usage lines and error messages.
+	Name string
+	// Commands are the commands the program adds to the lean ones; nil
+	// for smpatch, which lists stubs of the Delegated commands instead.
+	Commands func(g *Globals) []*cobra.Command
+	// Complete, when set, gives the added commands' arguments and flags
+	// their completions once the tree is built.
+	Complete func(root *cobra.Command, g *Globals)
+	// ProbeImage is probe --image: the static probe of an image's
+	// filesystem; nil in smpatch, which hands probe --image over.
+	ProbeImage func(ctx context.Context, ref string) (*probe.Report, error)
+}
+
+// Lean is the smpatch program: every command of this package in process,
+// the Delegated ones through smpatch-full.
+var Lean = Program{Name: "smpatch"}
+
+// NewRoot builds p's command tree.
+func (p Program) NewRoot(g *Globals, stdout, stderr io.Writer) *cobra.Command {
+	g.prog = p
+	root := &cobra.Command{
+		Use:           p.Name,
+		Short:         "Safe, revertible source patches for sglang and flashinfer on GPUs upstream does not fully support yet",
+		Long:          rootLong,
+		Version:       Version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          GroupArgs,
+		RunE:          func(c *cobra.Command, _ []string) error { return c.Help() },
+		PersistentPreRunE: func(c *cobra.Command, _ []string) error {
+			return g.beforeRun(c)
+		},
+	}
+	g.addGlobalFlags(root)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.PersistentFlags().StringArrayVar(&g.Catalogs, "catalog", nil, "add a directory of patches to the built-in catalog (repeatable; also $SMPATCH_CATALOG)")
+	root.PersistentFlags().StringVar(&g.Python, "python", "", "the Python interpreter whose environment is meant (default python3 on PATH)")
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return flagError(c, err)
+	})
+	root.AddCommand(
+		newListCmd(g),
+		newShowCmd(g),
+		newApplyCmd(g),
+		newRevertCmd(g),
+		newStatusCmd(g),
+		newProbeCmd(g),
+		newJournalCmd(g),
+		newVersionCmd(g),
+	)
+	if p.Commands != nil {
+		root.AddCommand(p.Commands(g)...)
+	} else {
+		root.AddCommand(delegatedStubs(g)...)
+	}
+	addOutputFlags(root, g)
+	addExamples(root)
+	addCompletions(root, g)
+	if p.Complete != nil {
+		p.Complete(root, g)
+	}
+	markUsageErrors(root)
+	return root
+}
+
+// markUsageErrors makes argument-count errors exit with the usage code.
+func markUsageErrors(c *cobra.Command) {
+	if c.Args != nil {
+		args := c.Args
+		c.Args = func(cmd *cobra.Command, a []string) error {
+			if err := args(cmd, a); err != nil {
+				return argsError(cmd, a, err)
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		markUsageErrors(sub)
+	}
+}
+
+// Run executes smpatch's command line and returns the process exit code;
+// a command it does not link replaces the process with smpatch-full.
+func Run(args []string, stdout, stderr io.Writer) int {
+	return Lean.Run(args, stdout, stderr)
+}
+
+// Run executes the command line with p and returns the process exit code.
+func (p Program) Run(args []string, stdout, stderr io.Writer) int {
+	// Text from elsewhere never reaches a terminal raw: names, logs and
+	// catalog text are escaped on both streams (colour and progress write
+	// past the escaping, escaping what they show themselves: RawWriter).
+	stdout = termsafe.Wrap(stdout)
+	stderr = termsafe.Wrap(stderr)
+	g := &Globals{args: args}
+	root := p.NewRoot(g, stdout, stderr)
+	if p.Commands == nil {
+		if what := handsOver(root, args); what != "" {
+			// Before anything runs: no signal handler, config or
+			// output file of this process is left behind.
+			return p.exitCode(g.delegate(what), stderr)
+		}
+	}
+	root.SetArgs(args)
+	err := root.ExecuteContext(context.Background())
+	if g.stopSignals != nil {
+		g.stopSignals()
+	}
+	return p.exitCode(g.finishOutput(err), stderr)
+}
+
+// exitCode prints err as one line and returns its exit code.
+func (p Program) exitCode(err error, stderr io.Writer) int {
+	if err == nil {
+		return exit.OK
+	}
+	code := exit.Code(err)
+	if code == exit.Failure && isCobraUsageError(err) {
+		code = exit.Usage
+	}
+	if !exit.IsSilent(err) {
+		fmt.Fprintf(stderr, "%s: %s\n", p.Name, termsafe.Line(oneLine(err.Error())))
+	}
+	if errors.Is(err, context.Canceled) && code == exit.Failure {
+		code = 130
+	}
+	return code
+}
+
+func isCobraUsageError(err error) bool {
+	s := err.Error()
+	return strings.HasPrefix(s, "unknown command") ||
+		strings.HasPrefix(s, "unknown flag") ||
+		strings.HasPrefix(s, "unknown shorthand flag") ||
+		strings.Contains(s, "requires at least") ||
+		strings.Contains(s, "accepts ") ||
+		strings.HasPrefix(s, "invalid argument")
+}
+
+// oneLine keeps an error to one line.
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
+
+// catchSignals makes SIGINT and SIGTERM cancel c's context (a command
+// stops, cleans up and exits 130) from here until the command returns.
+// It is set up when a command runs, not before: --version, help and
+// usage errors start no signal watcher.
+func (g *Globals) catchSignals(c *cobra.Command) {
+	ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
+	g.stopSignals = stop
+	c.SetContext(ctx)
+}
