@@ -183,13 +183,33 @@ func Apply(ctx context.Context, t source.WritableTree, s *Set, opts ApplyOptions
 		}
 		return res, nil
 	}
-	if err := checkWritable(t, setWrites(s)); err != nil {
-		return res, err
+	// The files were found writable before the journal was opened; a set
+	// planned again may write others (applyBatch checks its own files
+	// again before writing).
+	if stale {
+		if err := checkWritable(t, setWrites(s)); err != nil {
+			return res, err
+		}
 	}
 	opts.Notes = notes
+	// The patches are written in transactions (applyBatch): all of them in
+	// one, unless a patch needs the disk as the patches before it left it
+	// (its journal entry is checked against the files, or it must be
+	// planned again) or writes a file the transaction already writes; the
+	// transaction so far is written first.
 	var done []*Entry
-	skipped := false
+	var batch []*applyItem
+	slots := map[*applyItem]int{} // the item's place in res.Patches
+	batchWrites := map[string]bool{}
 	fail := func(err error) (*ApplyResult, error) {
+		// Only the patches already reported stay (none was written).
+		kept := res.Patches[:0]
+		for _, po := range res.Patches {
+			if po != nil {
+				kept = append(kept, po)
+			}
+		}
+		res.Patches = kept
 		if errors.Is(err, errCrash) {
 			return res, err
 		}
@@ -200,12 +220,34 @@ func Apply(ctx context.Context, t source.WritableTree, s *Set, opts ApplyOptions
 		}
 		return res, err
 	}
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		es, outs, err := j.applyBatch(ctx, batch, opts)
+		if err != nil {
+			return err
+		}
+		done = append(done, es...)
+		for i, it := range batch {
+			res.Patches[slots[it]] = outs[i]
+		}
+		batch, batchWrites = nil, map[string]bool{}
+		return nil
+	}
+	skipped := false
 	for i, p := range s.Plans {
+		e := j.state.Get(p.Patch.Name)
+		if (e != nil && e.State == StateApplied) || skipped {
+			if err := flush(); err != nil {
+				return fail(err)
+			}
+		}
 		// An entry whose files no longer all have the patched bytes is
 		// stale (the files were put back by hand, say): the plan decides,
 		// on the files as they are now.
 		var staleEntry *Entry
-		if e := j.state.Get(p.Patch.Name); e != nil && e.State == StateApplied {
+		if e != nil && e.State == StateApplied {
 			drift, err := entryDrift(t, e)
 			if err != nil {
 				return fail(err)
@@ -254,21 +296,33 @@ func Apply(ctx context.Context, t source.WritableTree, s *Set, opts ApplyOptions
 			res.Patches = append(res.Patches, po)
 			continue
 		}
-		var carry []carried
+		it := &applyItem{p: p, replace: staleEntry, changes: planChanges(p)}
+		for _, c := range it.changes {
+			if batchWrites[c.fp.Path] {
+				if err := flush(); err != nil {
+					return fail(err)
+				}
+				break
+			}
+		}
 		if staleEntry != nil {
 			// The new entry replaces the stale one: the files written now
 			// get the bytes they have now as originals; the files the
 			// plan leaves alone keep their records and copies.
-			if carry, err = j.carryOver(staleEntry, p); err != nil {
+			var err error
+			if it.carry, err = j.carryOver(staleEntry, p); err != nil {
 				return fail(err)
 			}
 		}
-		e, po, err := j.applyOne(ctx, p, opts, staleEntry, carry)
-		if err != nil {
-			return fail(err)
+		for _, c := range it.changes {
+			batchWrites[c.fp.Path] = true
 		}
-		done = append(done, e)
-		res.Patches = append(res.Patches, po)
+		slots[it] = len(res.Patches)
+		res.Patches = append(res.Patches, nil)
+		batch = append(batch, it)
+	}
+	if err := flush(); err != nil {
+		return fail(err)
 	}
 	return res, nil
 }
@@ -407,216 +461,298 @@ func planStale(t source.WritableTree, p *Plan) (bool, error) {
 	return false, nil
 }
 
-// applyOne writes one plan under the journal. The disk is waited for in
-// four rounds, each syncing several files at once:
+// applyItem is one patch of a journal transaction: its plan, and the stale
+// entry it replaces (with the records carried over from it), if any.
+type applyItem struct {
+	p       *Plan
+	replace *Entry
+	carry   []carried
+	changes []changedFile
+}
+
+// applyBatch writes the plans of items under the journal as one
+// transaction: each patch has its own entry (and its own copies), but the
+// entries are recorded, the files written and the entries marked applied
+// together, so the disk is waited for in four rounds however many patches
+// the set has, each syncing several files at once:
 //
-//  1. the original copies (with their directories) and the pending entry's
-//     temporary file; then the entry is renamed into place;
-//  2. the state directory (the pending entry is durable) and the temporary
-//     files of the new contents; then each is renamed over its target;
-//  3. the target directories and the applied entry's temporary file; then
-//     everything is read back and checked;
-//  4. the state directory, after the applied entry is renamed into place.
+//  1. the original copies of every patch (with their directories) and the
+//     state's temporary file with every entry pending; then the state is
+//     renamed into place;
+//  2. the state directory (the pending entries are durable) and the
+//     temporary files of the new contents; then each is renamed over its
+//     target;
+//  3. the target directories and the temporary file of the state with
+//     every entry applied; then everything is read back and checked;
+//  4. the state directory, after the applied state is renamed into place.
 //
-// No target changes before the pending entry and the originals are
-// durable, and a process killed at any point leaves an entry the next
-// command rolls back.
+// No target changes before the pending entries and the originals are
+// durable, and a process killed at any point leaves pending entries the
+// next command rolls back, newest first. The patches of one transaction
+// write different files (Apply starts a new transaction before a patch
+// that writes a file the transaction already writes), so each entry's
+// files have either their original or their patched bytes at every
+// moment, and each entry rolls back on its own.
 //
-// replace, when set, is a stale entry of the same patch: the pending entry
-// takes its place in the same state write, and keeps the records carried
-// over from it (files this plan does not write).
-func (j *journal) applyOne(ctx context.Context, p *Plan, opts ApplyOptions, replace *Entry, carry []carried) (*Entry, *PatchOutcome, error) {
-	changes := planChanges(p)
+// An item's replace, when set, is a stale entry of the same patch: the
+// pending entry takes its place in the same state write, and keeps the
+// records carried over from it (files the plan does not write).
+func (j *journal) applyBatch(ctx context.Context, items []*applyItem, opts ApplyOptions) ([]*Entry, []*PatchOutcome, error) {
 	var rels []string
-	for i, c := range changes {
-		// Plans compose the diffs of one file into one file plan; two for
-		// one path would journal and write it twice.
-		if i > 0 && changes[i-1].fp.Path == c.fp.Path {
-			return nil, nil, fmt.Errorf("%s: two file plans for %s; nothing was changed", p.Patch.Name, c.fp.Path)
+	newFiles := map[string][]byte{}
+	for _, it := range items {
+		for i, c := range it.changes {
+			// Plans compose the diffs of one file into one file plan; two for
+			// one path would journal and write it twice.
+			if i > 0 && it.changes[i-1].fp.Path == c.fp.Path {
+				return nil, nil, fmt.Errorf("%s: two file plans for %s; nothing was changed", it.p.Patch.Name, c.fp.Path)
+			}
+			if _, dup := newFiles[c.fp.Path]; dup {
+				return nil, nil, fmt.Errorf("%s: %s is written by two patches of one transaction; nothing was changed", it.p.Patch.Name, c.fp.Path)
+			}
+			rels = append(rels, c.fp.Path)
+			newFiles[c.fp.Path] = c.new
 		}
-		rels = append(rels, c.fp.Path)
 	}
 	if err := checkWritable(j.t, rels); err != nil {
 		return nil, nil, err
 	}
-	e := &Entry{
-		Name:          p.Patch.Name,
-		Project:       string(p.Patch.Project),
-		State:         StatePending,
-		VariantReason: p.VariantReason,
-		Version:       p.Version,
-		VersionFrom:   p.VersionFrom,
-		Origin:        p.Patch.Origin,
-		PatchDigest:   p.Patch.Digest,
-		CatalogDigest: opts.CatalogDigest,
-		ToolVersion:   opts.ToolVersion,
-		AppliedAt:     time.Now().UTC().Truncate(time.Second),
-		Notes:         opts.Notes,
-	}
-	if p.Variant != nil {
-		e.Variant = p.Variant.Name
-	}
-	// 1. Originals (durable) and the bytes we will write, then the pending entry.
-	j.dropBlobs(e.Name)
-	bw := j.newBlobWriter()
-	defer bw.close()
-	newFiles := map[string][]byte{}
-	for _, c := range changes {
-		if c.old != nil {
-			if err := bw.write("orig", e.Name, c.fp.Path, c.old, true); err != nil {
-				return nil, nil, fmt.Errorf("journal: %w", err)
+	now := time.Now().UTC().Truncate(time.Second)
+	// 1. Originals (durable) and the bytes we will write, then the pending entries.
+	bws := make([]*blobWriter, 0, len(items))
+	defer func() {
+		for _, bw := range bws {
+			_ = bw.close()
+		}
+	}()
+	entries := make([]*Entry, 0, len(items))
+	var syncFiles []*os.File
+	var syncDirs []string
+	for _, it := range items {
+		p := it.p
+		e := &Entry{
+			Name:          p.Patch.Name,
+			Project:       string(p.Patch.Project),
+			State:         StatePending,
+			VariantReason: p.VariantReason,
+			Version:       p.Version,
+			VersionFrom:   p.VersionFrom,
+			Origin:        p.Patch.Origin,
+			PatchDigest:   p.Patch.Digest,
+			CatalogDigest: opts.CatalogDigest,
+			ToolVersion:   opts.ToolVersion,
+			AppliedAt:     now,
+			Notes:         opts.Notes,
+		}
+		if p.Variant != nil {
+			e.Variant = p.Variant.Name
+		}
+		j.dropBlobs(e.Name)
+		bw := j.newBlobWriter()
+		bws = append(bws, bw)
+		var created []string
+		for _, c := range it.changes {
+			if c.old != nil {
+				if err := bw.write("orig", e.Name, c.fp.Path, c.old, true); err != nil {
+					return nil, nil, fmt.Errorf("journal: %w", err)
+				}
+			} else if c.new != nil {
+				created = append(created, c.fp.Path)
 			}
-		}
-		if c.new != nil {
-			if err := bw.write("patched", e.Name, c.fp.Path, c.new, false); err != nil {
-				return nil, nil, fmt.Errorf("journal: %w", err)
+			if c.new != nil {
+				if err := bw.write("patched", e.Name, c.fp.Path, c.new, false); err != nil {
+					return nil, nil, fmt.Errorf("journal: %w", err)
+				}
 			}
+			e.Files = append(e.Files, &FileRecord{Path: c.fp.Path, Original: sha256Hex(c.old), Patched: sha256Hex(c.new)})
 		}
-		newFiles[c.fp.Path] = c.new
-		e.Files = append(e.Files, &FileRecord{Path: c.fp.Path, Original: sha256Hex(c.old), Patched: sha256Hex(c.new)})
-	}
-	var created []string
-	for _, c := range changes {
-		if c.old == nil && c.new != nil {
-			created = append(created, c.fp.Path)
-		}
-	}
-	e.CreatedDirs = newDirs(j.t, created)
-	for _, c := range carry {
-		if c.orig != nil {
-			if err := bw.write("orig", e.Name, c.rec.Path, c.orig, true); err != nil {
-				return nil, nil, fmt.Errorf("journal: %w", err)
+		e.CreatedDirs = newDirs(j.t, created)
+		for _, c := range it.carry {
+			if c.orig != nil {
+				if err := bw.write("orig", e.Name, c.rec.Path, c.orig, true); err != nil {
+					return nil, nil, fmt.Errorf("journal: %w", err)
+				}
 			}
-		}
-		if c.patched != nil {
-			if err := bw.write("patched", e.Name, c.rec.Path, c.patched, false); err != nil {
-				return nil, nil, fmt.Errorf("journal: %w", err)
+			if c.patched != nil {
+				if err := bw.write("patched", e.Name, c.rec.Path, c.patched, false); err != nil {
+					return nil, nil, fmt.Errorf("journal: %w", err)
+				}
 			}
+			e.Files = append(e.Files, c.rec)
 		}
-		e.Files = append(e.Files, c.rec)
-	}
-	if replace != nil {
-		for _, d := range replace.CreatedDirs {
-			if dirOfAny(d, e.Files) && !slices.Contains(e.CreatedDirs, d) {
-				e.CreatedDirs = append(e.CreatedDirs, d)
+		if it.replace != nil {
+			for _, d := range it.replace.CreatedDirs {
+				if dirOfAny(d, e.Files) && !slices.Contains(e.CreatedDirs, d) {
+					e.CreatedDirs = append(e.CreatedDirs, d)
+				}
 			}
+			sort.SliceStable(e.CreatedDirs, func(i, k int) bool {
+				return strings.Count(e.CreatedDirs[i], "/") > strings.Count(e.CreatedDirs[k], "/")
+			})
 		}
-		sort.SliceStable(e.CreatedDirs, func(i, k int) bool {
-			return strings.Count(e.CreatedDirs[i], "/") > strings.Count(e.CreatedDirs[k], "/")
-		})
+		files, dirs, err := bw.finish()
+		if err != nil {
+			return nil, nil, fmt.Errorf("journal: %w", err)
+		}
+		syncFiles = append(syncFiles, files...)
+		syncDirs = appendNew(syncDirs, dirs...)
+		entries = append(entries, e)
 	}
 	if err := hook("before-pending"); err != nil {
 		return nil, nil, err
 	}
-	if replace != nil {
-		j.state.remove(replace.Name)
-	}
-	j.state.Patches = append(j.state.Patches, e)
-	dropPending := func(err error) (*Entry, *PatchOutcome, error) {
-		j.state.remove(e.Name)
-		if replace != nil {
-			j.state.Patches = append(j.state.Patches, replace)
+	for i, it := range items {
+		if it.replace != nil {
+			j.state.remove(it.replace.Name)
 		}
-		_ = bw.close()
-		j.dropBlobs(e.Name)
+		j.state.Patches = append(j.state.Patches, entries[i])
+	}
+	dropPending := func(err error) ([]*Entry, []*PatchOutcome, error) {
+		for i, it := range items {
+			j.state.remove(entries[i].Name)
+			if it.replace != nil {
+				j.state.Patches = append(j.state.Patches, it.replace)
+			}
+		}
+		for _, bw := range bws {
+			_ = bw.close()
+		}
+		for _, e := range entries {
+			j.dropBlobs(e.Name)
+		}
 		return nil, nil, fmt.Errorf("journal: %w", err)
 	}
 	pending, err := j.stageState()
 	if err != nil {
 		return dropPending(err)
 	}
-	if err := bw.sync(pending.f); err != nil {
+	if err := source.SyncAll(append(syncFiles, pending.f), syncDirs); err != nil {
 		pending.discard()
 		return dropPending(err)
 	}
-	if err := bw.close(); err != nil {
-		pending.discard()
-		return dropPending(err)
+	for _, bw := range bws {
+		if err := bw.close(); err != nil {
+			pending.discard()
+			return dropPending(err)
+		}
 	}
 	if err := pending.commit(); err != nil {
 		return dropPending(err)
 	}
 	// 2. The new contents beside their targets, synced with the pending
-	// entry; then each file put in place.
+	// entries; then each file put in place.
 	w, err := prepareTreeWrite(j.t, rels, newFiles)
 	if err != nil {
-		return nil, nil, j.undo(e, err)
+		return nil, nil, j.undoAll(entries, err)
 	}
 	if err := w.syncTemps(nil, []string{j.dir}); err != nil {
 		w.cleanup()
-		return nil, nil, j.undo(e, fmt.Errorf("journal: %w", err))
+		return nil, nil, j.undoAll(entries, fmt.Errorf("journal: %w", err))
 	}
-	for i, c := range changes {
+	for i, rel := range rels {
 		if err := hook(fmt.Sprintf("write:%d", i)); err != nil {
 			if errors.Is(err, errCrash) {
 				return nil, nil, err
 			}
 			w.cleanup()
-			return nil, nil, j.undo(e, err)
+			return nil, nil, j.undoAll(entries, err)
 		}
 		if err := ctx.Err(); err != nil {
 			w.cleanup()
-			return nil, nil, j.undo(e, err)
+			return nil, nil, j.undoAll(entries, err)
 		}
 		if err := w.commit(i); err != nil {
 			w.cleanup()
-			return nil, nil, j.undo(e, fmt.Errorf("writing %s: %w", c.fp.Path, err))
+			return nil, nil, j.undoAll(entries, fmt.Errorf("writing %s: %w", rel, err))
 		}
 	}
 	if err := hook("after-writes"); err != nil {
 		if errors.Is(err, errCrash) {
 			return nil, nil, err
 		}
-		return nil, nil, j.undo(e, err)
+		return nil, nil, j.undoAll(entries, err)
 	}
-	// 3. The directories, synced with the applied entry's temporary file;
+	// 3. The directories, synced with the applied state's temporary file;
 	// then read back: every file has the bytes we meant, every rule holds.
-	e.State = StateApplied
+	setState := func(s EntryState) {
+		for _, e := range entries {
+			e.State = s
+		}
+	}
+	setState(StateApplied)
 	applied, err := j.stageState()
-	e.State = StatePending
+	setState(StatePending)
 	if err != nil {
-		return nil, nil, j.undo(e, fmt.Errorf("journal: %w", err))
+		return nil, nil, j.undoAll(entries, fmt.Errorf("journal: %w", err))
 	}
 	if err := w.syncDirs([]*os.File{applied.f}); err != nil {
 		applied.discard()
-		return nil, nil, j.undo(e, err)
+		return nil, nil, j.undoAll(entries, err)
 	}
-	if err := verifyWritten(j.t, p, changes); err != nil {
-		applied.discard()
-		return nil, nil, j.undo(e, err)
+	// Every file the transaction wrote is read back first; the rules of
+	// each patch then look at those bytes (the patches write different
+	// files, so they are the bytes on disk for every patch's rules).
+	written := map[string][]byte{}
+	for _, it := range items {
+		if err := readBack(j.t, it.changes); err != nil {
+			applied.discard()
+			return nil, nil, j.undoAll(entries, err)
+		}
+		for _, c := range it.changes {
+			written[c.fp.Path] = c.new
+		}
+	}
+	for _, it := range items {
+		if err := checkRulesOn(j.t, it.p, written); err != nil {
+			applied.discard()
+			return nil, nil, j.undoAll(entries, err)
+		}
 	}
 	// 4. Mark applied.
 	if err := applied.commit(); err != nil {
-		return nil, nil, j.undo(e, fmt.Errorf("journal: %w", err))
+		return nil, nil, j.undoAll(entries, fmt.Errorf("journal: %w", err))
 	}
-	e.State = StateApplied
+	setState(StateApplied)
 	if err := source.SyncDir(j.dir); err != nil {
-		e.State = StatePending
-		return nil, nil, j.undo(e, fmt.Errorf("journal: %w", err))
+		setState(StatePending)
+		return nil, nil, j.undoAll(entries, fmt.Errorf("journal: %w", err))
 	}
-	po := outcomeOf(p, "applied")
-	byPath := map[string]*FileOutcome{}
-	for _, f := range po.Files {
-		byPath[f.Path] = f
-	}
-	for i, c := range changes {
-		f := byPath[c.fp.Path]
-		if f == nil {
-			f = &FileOutcome{Path: c.fp.Path, Hunks: []HunkResult{}}
-			po.Files = append(po.Files, f)
+	outs := make([]*PatchOutcome, 0, len(items))
+	for k, it := range items {
+		po := outcomeOf(it.p, "applied")
+		byPath := map[string]*FileOutcome{}
+		for _, f := range po.Files {
+			byPath[f.Path] = f
 		}
-		f.Original, f.Patched = e.Files[i].Original, e.Files[i].Patched
-		f.PycRemoved = removePyc(j.t, c.fp.Path)
-		if f.PycRemoved == nil {
-			f.PycRemoved = []string{}
+		for i, c := range it.changes {
+			f := byPath[c.fp.Path]
+			if f == nil {
+				f = &FileOutcome{Path: c.fp.Path, Hunks: []HunkResult{}}
+				po.Files = append(po.Files, f)
+			}
+			f.Original, f.Patched = entries[k].Files[i].Original, entries[k].Files[i].Patched
+			f.PycRemoved = removePyc(j.t, c.fp.Path)
+			if f.PycRemoved == nil {
+				f.PycRemoved = []string{}
+			}
 		}
+		outs = append(outs, po)
 	}
-	return e, po, nil
+	return entries, outs, nil
 }
 
-// verifyWritten re-reads every written file and checks the patch's rules.
-func verifyWritten(t source.Tree, p *Plan, changes []changedFile) error {
-	read := map[string][]byte{}
+// appendNew appends each of more not already in list.
+func appendNew(list []string, more ...string) []string {
+	for _, m := range more {
+		if !slices.Contains(list, m) {
+			list = append(list, m)
+		}
+	}
+	return list
+}
+
+// readBack re-reads every written file: it must have the bytes written.
+func readBack(t source.Tree, changes []changedFile) error {
 	for _, c := range changes {
 		same, err := sameBytes(t, c.fp.Path, c.new)
 		if err != nil {
@@ -629,10 +765,8 @@ func verifyWritten(t source.Tree, p *Plan, changes []changedFile) error {
 			}
 			return fmt.Errorf("reading back %s: sha256 %s, expected %s", c.fp.Path, shortHash(sha256Hex(cur)), shortHash(sha256Hex(c.new)))
 		}
-		// Just read back: the rules can look at these bytes.
-		read[c.fp.Path] = c.new
 	}
-	return checkRulesOn(t, p, read)
+	return nil
 }
 
 // checkRulesOn checks the verify rules of p's patch on the tree, with some
@@ -654,8 +788,14 @@ func checkRules(t source.Tree, p *Plan, read map[string][]byte, when string) err
 	for _, fp := range p.Files {
 		touched[fp.Path] = true
 	}
+	ov, _ := t.(*overlay)
 	for _, r := range p.Patch.Verify {
 		b, ok := read[r.File]
+		if !ok && ov != nil {
+			// A file an earlier patch of the set writes: its bytes as
+			// they are, not a copy.
+			b, ok = ov.files[r.File]
+		}
 		if !ok {
 			var err error
 			if b, err = readCurrent(t, r.File); err != nil {
@@ -688,10 +828,13 @@ func shortHash(h string) string {
 	return h
 }
 
-// undo rolls a pending entry back after err and returns err.
-func (j *journal) undo(e *Entry, err error) error {
-	if rerr := j.rollback(e); rerr != nil {
-		return fmt.Errorf("%w; rolling back failed: %v (the journal keeps the entry; the next smpatch command retries)", err, rerr)
+// undoAll rolls the pending entries of one transaction back after err,
+// newest first, and returns err.
+func (j *journal) undoAll(entries []*Entry, err error) error {
+	for i := len(entries) - 1; i >= 0; i-- {
+		if rerr := j.rollback(entries[i]); rerr != nil {
+			return fmt.Errorf("%w; rolling back failed: %v (the journal keeps the entry; the next smpatch command retries)", err, rerr)
+		}
 	}
 	return err
 }

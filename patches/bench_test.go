@@ -31,6 +31,34 @@ func BenchmarkApplyRevert(b *testing.B) {
 	}
 }
 
+// BenchmarkApplyRevertSet is one `smpatch apply sm120-fusion
+// sm120-fusion-auto` and one `smpatch revert` without the process: the
+// catalog loaded, the set planned, applied and reverted, on the same tree.
+func BenchmarkApplyRevertSet(b *testing.B) {
+	ctx := context.Background()
+	_, _, tr := benchTree(b)
+	for b.Loop() {
+		cat, err := LoadCatalog(nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ps, err := cat.GetAll([]string{"sm120-fusion", "sm120-fusion-auto"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		s, err := PlanSet(ctx, tr, ps, SetOptions{})
+		if err != nil || s.Problem() != nil {
+			b.Fatalf("plan: %v %v", err, s.Problem())
+		}
+		if _, err := Apply(ctx, tr, s, ApplyOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := Revert(ctx, tr, cat, nil, RevertOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkPlan plans sm120-fusion on the same full-size tree: reading,
 // matching every hunk and building the new text, nothing written.
 func BenchmarkPlan(b *testing.B) {

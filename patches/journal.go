@@ -7,7 +7,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -362,14 +361,10 @@ func (j *journal) stageState() (*stagedState, error) {
 	if j.state.Format < stateFormat {
 		j.state.Format = stateFormat
 	}
-	if err := sign(j.state); err != nil {
-		return nil, err
-	}
-	data, err := json.MarshalIndent(j.state, "", "  ")
+	data, err := signedState(j.state)
 	if err != nil {
 		return nil, err
 	}
-	data = append(data, '\n')
 	f, err := source.WriteTemp(j.statePath(), data)
 	if err != nil {
 		return nil, err
@@ -610,7 +605,9 @@ func (bw *blobWriter) write(kind, name, rel string, data []byte, durable bool) e
 			return err
 		}
 		delete(bw.j.blobCache, kind+"/"+name)
-		b := bufio.NewWriterSize(f, 64<<10)
+		// A small buffer: headers and padding are gathered, a copy's bytes
+		// go to the file as they are.
+		b := bufio.NewWriterSize(f, 4<<10)
 		t = &blobTarFile{f: f, bw: b, tw: tar.NewWriter(b), durable: durable}
 		bw.tars[kind] = t
 		bw.order = append(bw.order, kind)
@@ -631,23 +628,23 @@ func (bw *blobWriter) write(kind, name, rel string, data []byte, durable bool) e
 	return err
 }
 
-// sync ends every tar file and syncs the durable ones, their directories
-// and the extra files given, all at once.
-func (bw *blobWriter) sync(extra ...*os.File) error {
-	files := append([]*os.File(nil), extra...)
+// finish ends every tar file and returns what must be synced: the durable
+// tar files and the directories holding them.
+func (bw *blobWriter) finish() ([]*os.File, []string, error) {
+	var files []*os.File
 	for _, k := range bw.order {
 		t := bw.tars[k]
 		if err := t.tw.Close(); err != nil {
-			return err
+			return nil, nil, err
 		}
 		if err := t.bw.Flush(); err != nil {
-			return err
+			return nil, nil, err
 		}
 		if t.durable {
 			files = append(files, t.f)
 		}
 	}
-	return source.SyncAll(files, bw.dirs)
+	return files, bw.dirs, nil
 }
 
 // close closes the tar files.
@@ -792,7 +789,11 @@ func compareBuf() *[]byte {
 // entry for the user.
 func (j *journal) recover() ([]string, error) {
 	var notes []string
-	for _, e := range append([]*Entry(nil), j.state.Patches...) {
+	// Newest first: one apply records the entries of its patches together,
+	// and each is rolled back before those it was planned on.
+	ents := append([]*Entry(nil), j.state.Patches...)
+	for i := len(ents) - 1; i >= 0; i-- {
+		e := ents[i]
 		switch e.State {
 		case StateApplied:
 			continue

@@ -221,7 +221,8 @@ func readCopies(name string, r io.Reader, size int64, want map[string]bool) (map
 	// smpatch writes one entry per recorded name; allow some slack for
 	// tars written by hand.
 	maxHeaders := min(2*len(want)+64, maxTarHeaders)
-	tr := tar.NewReader(bufio.NewReaderSize(r, 64<<10))
+	// A small buffer: a copy's bytes are read into their own slice directly.
+	tr := tar.NewReader(bufio.NewReaderSize(r, 4<<10))
 	var kept int64
 	for n := 0; ; n++ {
 		if n >= maxHeaders {

@@ -3,6 +3,7 @@ package patches
 import (
 	"archive/tar"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"io/fs"
@@ -131,5 +132,34 @@ func TestJournalLegacyCopies(t *testing.T) {
 				t.Fatalf("old copies left: %v", err)
 			}
 		})
+	}
+}
+
+// state.json is encoded once and the MAC written into it: the bytes are
+// those json.MarshalIndent writes for the signed state (what older readers
+// check the MAC against), whatever the entries hold.
+func TestSignedStateIsMarshalIndent(t *testing.T) {
+	s := &State{Format: stateFormat, Tree: "/t/\"mac\": \"\"", Kind: "checkout", Patches: []*Entry{{
+		Name: "a", State: StateApplied, Notes: []string{`"mac": ""`, "é\x01"},
+		Files:       []*FileRecord{{Path: "x/\"mac\": \"\".py", Original: strings.Repeat("a", 64)}},
+		CreatedDirs: []string{"x"},
+	}}}
+	got, err := signedState(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want)+"\n" {
+		t.Fatalf("signed bytes differ:\n%s\nwant\n%s", got, want)
+	}
+	back, err := parseState("state.json", got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if why := checkOwner(back); why != "" {
+		t.Fatalf("not trusted: %s", why)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unsafe"
 
 	"github.com/sergi/go-diff/diffmatchpatch"
 )
@@ -52,8 +53,10 @@ type text struct {
 
 func splitText(data []byte) *text {
 	t := &text{finalNL: true, size: len(data)}
-	// One copy of the whole file; every line is a substring of it.
-	rest := string(data)
+	// Every line is a substring of the file's bytes, taken as they are:
+	// the bytes of a file read or planned are never written to afterwards
+	// (plans keep them as FilePlan.Old and New), so no copy is made.
+	rest := unsafe.String(unsafe.SliceData(data), len(data))
 	t.lines = make([]string, 0, bytes.Count(data, []byte{'\n'})+1)
 	crlf, lf := 0, 0
 	for len(rest) > 0 {
@@ -265,7 +268,9 @@ func regionOf(t *text, start, end int) *Region {
 	width := max(end-start, 1)
 	start = max(0, min(start, n-width))
 	end = min(start+width, n)
-	return &Region{Start: start + 1, End: end, Text: strings.Join(t.keys[start:end], "\n")}
+	// A copy: the lines share the file's bytes (splitText), a region
+	// may outlive them.
+	return &Region{Start: start + 1, End: end, Text: strings.Clone(strings.Join(t.keys[start:end], "\n"))}
 }
 
 // matchHunk resolves one hunk. offset is the cumulative offset of earlier

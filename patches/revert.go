@@ -247,53 +247,101 @@ func Revert(ctx context.Context, t source.WritableTree, cat *Catalog, names []st
 	if err := checkWritable(t, paths); err != nil {
 		return res, err
 	}
+	// One transaction for the steps that write different files; a step
+	// that writes a file the transaction already writes starts the next.
+	var batch []*revertStep
+	writes := map[string]bool{}
 	for _, st := range steps {
-		if err := j.revertOne(ctx, st); err != nil {
-			return res, err
+		for _, p := range st.write {
+			if writes[p] {
+				if err := j.revertBatch(ctx, batch); err != nil {
+					return res, err
+				}
+				batch, writes = nil, map[string]bool{}
+				break
+			}
 		}
+		for _, p := range st.write {
+			writes[p] = true
+		}
+		batch = append(batch, st)
+	}
+	if err := j.revertBatch(ctx, batch); err != nil {
+		return res, err
 	}
 	return res, nil
 }
 
-// revertOne writes one entry's targets under the journal: the entry is
-// marked reverting (with forced targets saved first), each file written,
-// then the entry removed. As in apply, the disk is waited for in rounds
-// that sync several files at once: the forced targets with the reverting
-// entry's temporary file; the state directory with the new contents'
-// temporary files; the target directories; and the state directory once
-// more when the entry is gone. When it was the last entry, state.json is
-// removed instead of rewritten, before any journal copy is dropped.
-func (j *journal) revertOne(ctx context.Context, st *revertStep) error {
-	e := st.e
-	bw := j.newBlobWriter()
-	defer bw.close()
-	for p := range st.forced {
-		if b := st.targets[p]; b != nil {
-			if err := bw.write("target", e.Name, p, b, true); err != nil {
+// revertBatch writes the targets of steps (entries that write different
+// files) under the journal as one transaction: the entries are marked
+// reverting (with forced targets saved first), each file written, then the
+// entries removed. As in apply, the disk is waited for in rounds that sync
+// several files at once: the forced targets with the reverting state's
+// temporary file; the state directory with the new contents' temporary
+// files; the target directories; and the state directory once more when
+// the entries are gone. When nothing stays applied, state.json is removed
+// instead of rewritten, before any journal copy is dropped.
+func (j *journal) revertBatch(ctx context.Context, steps []*revertStep) error {
+	if len(steps) == 0 {
+		return nil
+	}
+	var bws []*blobWriter
+	defer func() {
+		for _, bw := range bws {
+			_ = bw.close()
+		}
+	}()
+	var syncFiles []*os.File
+	var syncDirs, write []string
+	targets := map[string][]byte{}
+	for _, st := range steps {
+		e := st.e
+		bw := j.newBlobWriter()
+		bws = append(bws, bw)
+		for p := range st.forced {
+			if b := st.targets[p]; b != nil {
+				if err := bw.write("target", e.Name, p, b, true); err != nil {
+					return fmt.Errorf("journal: %w", err)
+				}
+			} else if err := bw.write("target", e.Name, p+".deleted", []byte{}, true); err != nil {
 				return fmt.Errorf("journal: %w", err)
 			}
-		} else if err := bw.write("target", e.Name, p+".deleted", []byte{}, true); err != nil {
+		}
+		files, dirs, err := bw.finish()
+		if err != nil {
 			return fmt.Errorf("journal: %w", err)
+		}
+		syncFiles = append(syncFiles, files...)
+		syncDirs = appendNew(syncDirs, dirs...)
+		for _, p := range st.write {
+			write = append(write, p)
+			targets[p] = st.targets[p]
 		}
 	}
 	// The forced targets are recorded by hash, with the bytes each file
 	// has now: finishing an interrupted revert writes only proved bytes,
 	// and only over a file the revert could have left.
-	for _, f := range e.Files {
-		if st.forced[f.Path] {
-			f.Before = st.before[f.Path]
-			if b := st.targets[f.Path]; b != nil {
-				f.Target = sha256Hex(b)
-			} else {
-				f.TargetDelete = true
+	for _, st := range steps {
+		for _, f := range st.e.Files {
+			if st.forced[f.Path] {
+				f.Before = st.before[f.Path]
+				if b := st.targets[f.Path]; b != nil {
+					f.Target = sha256Hex(b)
+				} else {
+					f.TargetDelete = true
+				}
 			}
 		}
+		st.e.State = StateReverting
 	}
-	e.State = StateReverting
 	reverting, err := j.stageState()
 	if err == nil {
-		if err = bw.sync(reverting.f); err == nil {
-			err = bw.close()
+		if err = source.SyncAll(append(syncFiles, reverting.f), syncDirs); err == nil {
+			for _, bw := range bws {
+				if cerr := bw.close(); cerr != nil && err == nil {
+					err = cerr
+				}
+			}
 		}
 		if err != nil {
 			reverting.discard()
@@ -302,13 +350,15 @@ func (j *journal) revertOne(ctx context.Context, st *revertStep) error {
 		}
 	}
 	if err != nil {
-		e.State = StateApplied
-		for _, f := range e.Files {
-			f.Target, f.TargetDelete, f.Before = "", false, ""
+		for _, st := range steps {
+			st.e.State = StateApplied
+			for _, f := range st.e.Files {
+				f.Target, f.TargetDelete, f.Before = "", false, ""
+			}
 		}
 		return fmt.Errorf("journal: %w", err)
 	}
-	w, err := prepareTreeWrite(j.t, st.write, st.targets)
+	w, err := prepareTreeWrite(j.t, write, targets)
 	if err != nil {
 		return fmt.Errorf("%w (the journal keeps the revert in flight; the next smpatch command finishes it)", err)
 	}
@@ -316,12 +366,12 @@ func (j *journal) revertOne(ctx context.Context, st *revertStep) error {
 		w.cleanup()
 		return fmt.Errorf("journal: %w", err)
 	}
-	for i, p := range st.write {
+	for i, p := range write {
 		if err := hook(fmt.Sprintf("revert-write:%d", i)); err != nil {
 			if !errors.Is(err, errCrash) {
 				w.cleanup()
 			}
-			return err // the entry stays "reverting": the next command finishes it
+			return err // the entries stay "reverting": the next command finishes them
 		}
 		if err := ctx.Err(); err != nil {
 			w.cleanup()
@@ -335,8 +385,8 @@ func (j *journal) revertOne(ctx context.Context, st *revertStep) error {
 	if err := w.syncDirs(nil); err != nil {
 		return err
 	}
-	for _, p := range st.write {
-		same, err := sameBytes(j.t, p, st.targets[p])
+	for _, p := range write {
+		same, err := sameBytes(j.t, p, targets[p])
 		if err != nil {
 			return err
 		}
@@ -344,17 +394,19 @@ func (j *journal) revertOne(ctx context.Context, st *revertStep) error {
 			return fmt.Errorf("reading back %s: not the bytes written", p)
 		}
 	}
-	for _, f := range st.out.Files {
-		for _, p := range st.write {
-			if p == f.Path {
-				if pyc := removePyc(j.t, p); pyc != nil {
-					f.PycRemoved = pyc
+	for _, st := range steps {
+		for _, f := range st.out.Files {
+			for _, p := range st.write {
+				if p == f.Path {
+					if pyc := removePyc(j.t, p); pyc != nil {
+						f.PycRemoved = pyc
+					}
 				}
 			}
 		}
+		removeCreatedDirs(j.t, st.e)
+		j.state.remove(st.e.Name)
 	}
-	removeCreatedDirs(j.t, e)
-	j.state.remove(e.Name)
 	if len(j.state.Patches) == 0 {
 		// Nothing stays applied: the journal goes (close removes the
 		// directory). state.json goes first, durably, so no entry ever
@@ -368,7 +420,9 @@ func (j *journal) revertOne(ctx context.Context, st *revertStep) error {
 	} else if err := j.save(); err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
-	j.dropBlobs(e.Name)
+	for _, st := range steps {
+		j.dropBlobs(st.e.Name)
+	}
 	return nil
 }
 

@@ -268,13 +268,22 @@ func TreeLine(ctx context.Context, t source.Tree) string {
 type overlay struct {
 	t     source.Tree
 	files map[string][]byte // rel -> bytes (nil: deleted)
+	// The version of t, read once for every plan of the set.
+	ver     *version.Version
+	verFrom string
+	verErr  error
+	verRead bool
 }
 
 func (o *overlay) Root() string            { return o.t.Root() }
 func (o *overlay) Kind() source.Kind       { return o.t.Kind() }
 func (o *overlay) Project() source.Project { return o.t.Project() }
 func (o *overlay) Version(ctx context.Context) (*version.Version, string, error) {
-	return o.t.Version(ctx)
+	if !o.verRead {
+		o.ver, o.verFrom, o.verErr = o.t.Version(ctx)
+		o.verRead = o.verErr == nil
+	}
+	return o.ver, o.verFrom, o.verErr
 }
 
 func (o *overlay) ReadFile(rel string) ([]byte, error) {

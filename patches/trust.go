@@ -1,6 +1,7 @@
 package patches
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -13,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/smpatch/smpatch/source"
@@ -65,12 +67,40 @@ func stateHome() (string, error) {
 // journalKey reads the user's journal key, making it when create is set
 // and there is none. A key that is not a regular file of 32 bytes, owned
 // by this user and private to them, is an error.
+//
+// A key read (or made) is remembered for the rest of the process, by its
+// path: one command signs and checks state.json several times.
 func journalKey(create bool) ([]byte, error) {
 	dir, err := stateHome()
 	if err != nil {
 		return nil, err
 	}
 	p := filepath.Join(dir, keyFileName)
+	keyMemo.Lock()
+	key, ok := keyMemo.m[p]
+	keyMemo.Unlock()
+	if ok {
+		return key, nil
+	}
+	key, err = journalKeyAt(dir, p, create)
+	if err == nil {
+		keyMemo.Lock()
+		if keyMemo.m == nil {
+			keyMemo.m = map[string][]byte{}
+		}
+		keyMemo.m[p] = key
+		keyMemo.Unlock()
+	}
+	return key, err
+}
+
+// keyMemo holds the keys this process read, by path.
+var keyMemo struct {
+	sync.Mutex
+	m map[string][]byte
+}
+
+func journalKeyAt(dir, p string, create bool) ([]byte, error) {
 	key, err := readKey(p)
 	if err == nil || !errors.Is(err, fs.ErrNotExist) || !create {
 		return key, err
@@ -137,8 +167,11 @@ func readKey(p string) ([]byte, error) {
 }
 
 // machineID is a hash of this machine's identity: /etc/machine-id (or
-// D-Bus's copy), else the host name. Only the hash is stored.
-func machineID() string {
+// D-Bus's copy), else the host name. Only the hash is stored. It is worked
+// out once per process.
+var machineID = sync.OnceValue(readMachineID)
+
+func readMachineID() string {
 	id := ""
 	for _, p := range []string{"/etc/machine-id", "/var/lib/dbus/machine-id"} {
 		if b, err := os.ReadFile(p); err == nil && len(strings.TrimSpace(string(b))) > 0 {
@@ -154,7 +187,8 @@ func machineID() string {
 	return hex.EncodeToString(sum[:16])
 }
 
-// stateMAC is the HMAC of s's content with the owner's mac left out.
+// stateMAC is the HMAC of s's content with the owner's mac left out: of
+// json.MarshalIndent(s, "", "  ") with the mac "".
 func stateMAC(key []byte, s *State) (string, error) {
 	o := *s.Owner
 	o.MAC = ""
@@ -164,26 +198,54 @@ func stateMAC(key []byte, s *State) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return macOf(key, data), nil
+}
+
+func macOf(key, unsigned []byte) string {
 	m := hmac.New(sha256.New, key)
 	m.Write([]byte("smpatch journal v2\n"))
-	m.Write(data)
-	return hex.EncodeToString(m.Sum(nil)), nil
+	m.Write(unsigned)
+	return hex.EncodeToString(m.Sum(nil))
 }
 
 // sign sets s's owner to this user and machine, and its MAC, making the
 // user's key when there is none.
 func sign(s *State) error {
+	_, err := signedState(s)
+	return err
+}
+
+// macKey is the owner's mac as json.MarshalIndent writes it while unset:
+// a key no other record of state.json has, and a JSON string never holds
+// an unescaped quote, so its last occurrence is the owner's.
+var macKey = []byte(`"mac": ""`)
+
+// signedState signs s (as sign) and returns state.json's bytes: s as
+// json.MarshalIndent writes it, and a newline. The state is encoded once:
+// the MAC is made over the encoding with the mac empty, then written into
+// it.
+func signedState(s *State) ([]byte, error) {
 	key, err := journalKey(true)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	s.Owner = &Owner{UID: os.Getuid(), Machine: machineID()}
-	mac, err := stateMAC(key, s)
+	unsigned, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
-		return err
+		return nil, err
 	}
+	mac := macOf(key, unsigned)
 	s.Owner.MAC = mac
-	return nil
+	i := bytes.LastIndex(unsigned, macKey)
+	if i < 0 {
+		return nil, errors.New("journal: no owner record in the encoded state")
+	}
+	at := i + len(macKey) - 1 // between the two quotes
+	out := make([]byte, 0, len(unsigned)+len(mac)+1)
+	out = append(out, unsigned[:at]...)
+	out = append(out, mac...)
+	out = append(out, unsigned[at:]...)
+	return append(out, '\n'), nil
 }
 
 // checkOwner says why s is not a journal this user wrote on this machine,

@@ -549,19 +549,26 @@ func mkdirAllReport(dir string) ([]string, error) {
 	return made, nil
 }
 
-// SyncAll fsyncs every file and directory given, concurrently: the
-// filesystem can then commit them together instead of one after another.
-// It returns the first error.
+// SyncAll fsyncs every file and directory given and returns the first
+// error. On a disk they are synced concurrently: the filesystem can then
+// commit them together instead of one after another. On a filesystem held
+// in memory (tmpfs, ramfs), where an fsync never waits for a device, they
+// are synced one after another, and no thread is started for them.
 func SyncAll(files []*os.File, dirs []string) error {
 	n := len(files) + len(dirs)
-	switch n {
-	case 0:
-		return nil
-	case 1:
-		if len(files) == 1 {
-			return files[0].Sync()
+	if n <= 1 || inMemory(files, dirs) {
+		var first error
+		for _, f := range files {
+			if err := f.Sync(); err != nil && first == nil {
+				first = err
+			}
 		}
-		return syncDir(dirs[0])
+		for _, d := range dirs {
+			if err := syncDir(d); err != nil && first == nil {
+				first = err
+			}
+		}
+		return first
 	}
 	errs := make([]error, n)
 	var wg sync.WaitGroup
