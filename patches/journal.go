@@ -168,6 +168,13 @@ type diskPather interface {
 	AbsPath(rel string) (string, error)
 }
 
+// fileOpener is implemented by trees on disk: it opens a
+// repository-relative file for reading, refusing paths that leave the
+// tree, in as few system calls as the kernel allows.
+type fileOpener interface {
+	OpenFile(rel string) (*os.File, error)
+}
+
 func diskPath(t source.WritableTree, rel string) (string, error) {
 	if d, ok := t.(diskPather); ok {
 		return d.AbsPath(rel)
@@ -677,15 +684,11 @@ func readCurrent(t source.Tree, rel string) ([]byte, error) {
 // its own: a check of a file just planned or just written costs a read of
 // the page cache and nothing else.
 func sameBytes(t source.Tree, rel string, want []byte) (bool, error) {
-	wt, ok := t.(source.WritableTree)
+	fo, ok := t.(fileOpener)
 	if !ok {
 		return sameBytesRead(t, rel, want)
 	}
-	p, err := diskPath(wt, rel)
-	if err != nil {
-		return sameBytesRead(t, rel, want)
-	}
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := fo.OpenFile(rel)
 	if errors.Is(err, fs.ErrNotExist) {
 		return want == nil, nil
 	}
@@ -726,15 +729,11 @@ func sameBytes(t source.Tree, rel string, want []byte) (bool, error) {
 // hashCurrent is sha256Hex of a tree file ("" when absent), read through a
 // small buffer.
 func hashCurrent(t source.Tree, rel string) (string, error) {
-	wt, ok := t.(source.WritableTree)
+	fo, ok := t.(fileOpener)
 	if !ok {
 		return hashCurrentRead(t, rel)
 	}
-	p, err := diskPath(wt, rel)
-	if err != nil {
-		return hashCurrentRead(t, rel)
-	}
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := fo.OpenFile(rel)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}

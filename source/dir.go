@@ -202,13 +202,32 @@ func within(root, p string) bool {
 	return strings.HasPrefix(p, r)
 }
 
-func (t *dirTree) ReadFile(rel string) ([]byte, error) {
+// OpenFile opens the repository-relative file rel for reading, refusing a
+// path that leaves the tree, including through a symlink (the error says
+// which, as abs does). A missing file is an error satisfying
+// errors.Is(err, fs.ErrNotExist).
+func (t *dirTree) OpenFile(rel string) (*os.File, error) {
+	c, err := CleanRel(rel)
+	if err != nil {
+		return nil, err
+	}
+	d, ok := t.toDisk(c)
+	if !ok {
+		return nil, fmt.Errorf("%s: not part of the installed %s package", rel, t.project)
+	}
+	if f, done, err := openBeneath(t.root, filepath.FromSlash(d)); done {
+		return f, err
+	}
 	p, err := t.abs(rel)
 	if err != nil {
 		return nil, err
 	}
 	// O_NONBLOCK: opening a FIFO must not wait for a writer.
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	return os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+}
+
+func (t *dirTree) ReadFile(rel string) ([]byte, error) {
+	f, err := t.OpenFile(rel)
 	if err != nil {
 		return nil, err
 	}

@@ -579,3 +579,64 @@ func TestVersionFromGitTagLinkedWorktree(t *testing.T) {
 		t.Fatalf("broken .git file: %v %q", v, from)
 	}
 }
+
+// The kernel's resolution (openat2 beneath the root, where there is one)
+// and the check component by component give the same answer for every
+// path: the same bytes, the same error text.
+func TestOpenFileKernelAndPathCheckAgree(t *testing.T) {
+	root := sglangCheckout(t, "0.5.6")
+	outside := t.TempDir()
+	writeTree(t, outside, map[string]string{"secret.py": "s\n"})
+	links := map[string]string{
+		"python/sglang/abs-out":  outside,
+		"python/sglang/abs-in":   filepath.Join(root, "python", "sglang", "srt"),
+		"python/sglang/rel-in":   "srt/layers",
+		"python/sglang/rel-out":  "../../../" + filepath.Base(outside),
+		"python/sglang/dotdotin": "../sglang/srt",
+		"python/sglang/file-in":  "srt/layers/comm.py",
+		"python/sglang/dangling": "srt/nothing/here.py",
+	}
+	for name, target := range links {
+		if err := os.Symlink(target, filepath.Join(root, filepath.FromSlash(name))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(filepath.Join(outside, ".."), filepath.Join(root, "python", "up")); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := OpenCheckout(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rels := []string{
+		"python/sglang/srt/layers/comm.py", "python/sglang/missing.py", "python/sglang/srt/none/x.py",
+		"python/sglang/abs-out/secret.py", "python/sglang/abs-out/new.py",
+		"python/sglang/abs-in/layers/comm.py", "python/sglang/abs-in/layers/new.py",
+		"python/sglang/rel-in/comm.py", "python/sglang/rel-in/new.py",
+		"python/sglang/rel-out/secret.py", "python/sglang/rel-out/new.py",
+		"python/sglang/dotdotin/layers/comm.py", "python/sglang/file-in", "python/sglang/dangling",
+		"python/up/x.py", "python/sglang/srt/layers/comm.py/x", "../x", "",
+	}
+	read := func() []string {
+		var out []string
+		for _, rel := range rels {
+			b, err := tr.ReadFile(rel)
+			out = append(out, fmt.Sprintf("%s: %q %v %v", rel, b, err, errors.Is(err, fs.ErrNotExist)))
+		}
+		return out
+	}
+	kernel := read()
+	noOpenat2.Store(true)
+	defer noOpenat2.Store(false)
+	paths := read()
+	for i := range rels {
+		if kernel[i] != paths[i] {
+			t.Errorf("kernel:     %s\npath check: %s", kernel[i], paths[i])
+		}
+	}
+	for _, s := range paths {
+		if strings.Contains(s, `"s\n"`) {
+			t.Errorf("read outside the tree: %s", s)
+		}
+	}
+}

@@ -1,0 +1,53 @@
+package source
+
+import (
+	"os"
+	"path/filepath"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// noOpenat2 is set once openat2 is found missing (a kernel before 5.6, or
+// a sandbox that refuses the call): every later open takes the other way.
+var noOpenat2 atomic.Bool
+
+// openBeneath opens the root-relative path rel for reading with the
+// kernel resolving it: openat2 with RESOLVE_BENEATH fails, instead of
+// opening anything, when a ".." or a symlink would leave root (an
+// absolute symlink too, even one that points back inside). One call in
+// place of an Lstat per path component, and no moment between the check
+// and the open. done is false when it could not decide (the path leaves
+// root, a component is missing, or the call is missing): the caller
+// checks the path component by component and says why, as it always has.
+func openBeneath(root, rel string) (f *os.File, done bool, err error) {
+	if noOpenat2.Load() {
+		return nil, false, nil
+	}
+	dfd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, false, nil
+	}
+	defer unix.Close(dfd)
+	how := unix.OpenHow{
+		// O_NONBLOCK: opening a FIFO must not wait for a writer.
+		Flags:   unix.O_RDONLY | unix.O_NONBLOCK | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH,
+	}
+	var fd int
+	for {
+		fd, err = unix.Openat2(dfd, rel, &how)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	switch err {
+	case nil:
+		return os.NewFile(uintptr(fd), filepath.Join(root, rel)), true, nil
+	case unix.ENOSYS, unix.EPERM:
+		// EPERM: a seccomp filter that refuses calls it does not know
+		// (the file's own permissions give EACCES).
+		noOpenat2.Store(true)
+	}
+	return nil, false, nil
+}
