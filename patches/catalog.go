@@ -432,10 +432,13 @@ func (l *loader) uncovered(p *Patch, us []uncoveredFile) error {
 			if strings.TrimSpace(u.text) == "" {
 				return l.errf(l.line("", -1, "uncovered"), "empty entry in uncovered")
 			}
-			p.Uncovered = append(p.Uncovered, Uncovered{Text: u.text, Line: l.line("", -1, "uncovered")})
+			p.Uncovered = append(p.Uncovered, Uncovered{Text: u.text})
 			continue
 		}
-		e := Uncovered{Line: l.line("uncovered", i, "")}
+		// The entry's line is looked for only when it is wrong: finding
+		// lines reads the whole file again.
+		header := func() int { return l.line("uncovered", i, "") }
+		e := Uncovered{}
 		known := map[string]*string{"name": &e.Name, "window": &e.Window, "why": &e.Why, "file": &e.File, "contains": &e.Contains, "regex": &e.Regex}
 		keys := make([]string, 0, len(u.table))
 		for k := range u.table {
@@ -455,17 +458,17 @@ func (l *loader) uncovered(p *Patch, us []uncoveredFile) error {
 		}
 		for _, k := range []string{"name", "window", "why"} {
 			if strings.TrimSpace(*known[k]) == "" {
-				return l.errf(e.Line, "[[uncovered]] #%d: missing key %q", i+1, k)
+				return l.errf(header(), "[[uncovered]] #%d: missing key %q", i+1, k)
 			}
 		}
 		if e.File == "" {
-			return l.errf(e.Line, "[[uncovered]] #%d: missing key \"file\" (the marker: file plus contains or regex)", i+1)
+			return l.errf(header(), "[[uncovered]] #%d: missing key \"file\" (the marker: file plus contains or regex)", i+1)
 		}
 		if err := inProject(p.Project, e.File); err != nil {
 			return l.errf(l.line("uncovered", i, "file"), "[[uncovered]] file: %v", err)
 		}
 		if (e.Contains == "") == (e.Regex == "") {
-			return l.errf(e.Line, "[[uncovered]] #%d: needs one of contains or regex", i+1)
+			return l.errf(header(), "[[uncovered]] #%d: needs one of contains or regex", i+1)
 		}
 		if e.Regex != "" && l.full {
 			if _, err := regexp.Compile(e.Regex); err != nil {

@@ -91,7 +91,6 @@ type Uncovered struct {
 	File     string // marker: repository-relative file
 	Contains string // marker: text the file contains
 	Regex    string // marker: a regular expression the file matches
-	Line     int    // where the entry is, in the patch's TOML file
 }
 
 // String is the entry for people: "NAME (WINDOW): WHY", or the note.
