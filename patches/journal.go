@@ -1178,8 +1178,9 @@ func checkWritable(t source.WritableTree, rels []string) error {
 			return err
 		}
 		dir := filepath.Dir(p)
+		var dst os.FileInfo
 		for {
-			if _, err := os.Stat(dir); err == nil {
+			if dst, err = os.Stat(dir); err == nil {
 				break
 			}
 			parent := filepath.Dir(dir)
@@ -1188,7 +1189,12 @@ func checkWritable(t source.WritableTree, rels []string) error {
 			}
 			dir = parent
 		}
-		if err := checkDirWritable(dir); err != nil {
+		if dst == nil {
+			err = checkDirWritable(dir)
+		} else {
+			err = dirWritable(dir, dst)
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -1200,6 +1206,11 @@ func checkDirWritable(dir string) error {
 	if err != nil {
 		return err
 	}
+	return dirWritable(dir, st)
+}
+
+// dirWritable is checkDirWritable on what os.Stat said of dir.
+func dirWritable(dir string, st os.FileInfo) error {
 	if st.Mode().Perm()&0o200 == 0 || syscall.Access(dir, 2|1) != nil {
 		return fmt.Errorf("%s: directory is read-only (mode %04o)", dir, st.Mode().Perm())
 	}

@@ -259,11 +259,19 @@ func readCopies(name string, r io.Reader, size int64, want map[string]bool) (map
 // guardTreePath refuses a tree path that, with every symlink on it
 // resolved, is inside .git or the journal directory of the tree's root.
 func guardTreePath(t source.WritableTree, rel string) (string, error) {
-	p, err := diskPath(t, rel)
-	if err != nil {
-		return "", err
+	var p, resolved string
+	if rp, ok := t.(resolvedPather); ok {
+		var err error
+		if p, resolved, err = rp.ResolvedPath(rel); err != nil {
+			return "", err
+		}
+	} else {
+		var err error
+		if p, err = diskPath(t, rel); err != nil {
+			return "", err
+		}
+		resolved = resolveExisting(p)
 	}
-	resolved := resolveExisting(p)
 	root := t.Root()
 	for _, d := range []string{reservedGitDir, source.StateDirName} {
 		r := filepath.Join(root, d)
@@ -276,6 +284,12 @@ func guardTreePath(t source.WritableTree, rel string) (string, error) {
 
 // resolveExisting is where p lands once created (source.ResolveExisting),
 // or p itself when its existing prefix cannot be resolved.
+// resolvedPather is implemented by trees on disk: AbsPath, and where the
+// path lands with its symlinks resolved, from one look at the path.
+type resolvedPather interface {
+	ResolvedPath(rel string) (abs, resolved string, err error)
+}
+
 func resolveExisting(p string) string {
 	resolved, err := source.ResolveExisting(p)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync/atomic"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -18,8 +19,9 @@ var noOpenat2 atomic.Bool
 // absolute symlink too, even one that points back inside). One call in
 // place of an Lstat per path component, and no moment between the check
 // and the open. done is false when it could not decide (the path leaves
-// root, a component is missing, or the call is missing): the caller
-// checks the path component by component and says why, as it always has.
+// root, a symlink leads to a missing component, or the call is missing):
+// the caller checks the path component by component and says why, as it
+// always has.
 func openBeneath(root, rel string) (f *os.File, done bool, err error) {
 	if noOpenat2.Load() {
 		return nil, false, nil
@@ -44,6 +46,18 @@ func openBeneath(root, rel string) (f *os.File, done bool, err error) {
 	switch err {
 	case nil:
 		return os.NewFile(uintptr(fd), filepath.Join(root, rel)), true, nil
+	case unix.ENOENT:
+		// Missing, and decided here when no symlink is on the way to the
+		// missing component (the same walk with symlinks refused says
+		// so): the check component by component would find none either,
+		// and the open would fail the same way. A symlink on the way
+		// leaves it to that check, which names it.
+		how.Resolve |= unix.RESOLVE_NO_SYMLINKS
+		if fd, err := unix.Openat2(dfd, rel, &how); err == unix.ENOENT {
+			return nil, true, &os.PathError{Op: "open", Path: filepath.Join(root, rel), Err: syscall.ENOENT}
+		} else if err == nil {
+			unix.Close(fd) // it appeared meanwhile
+		}
 	case unix.ENOSYS, unix.EPERM:
 		// EPERM: a seccomp filter that refuses calls it does not know
 		// (the file's own permissions give EACCES).

@@ -119,10 +119,40 @@ func (t *dirTree) abs(rel string) (string, error) {
 		return "", fmt.Errorf("%s: not part of the installed %s package", rel, t.project)
 	}
 	p := filepath.Join(t.root, filepath.FromSlash(d))
-	if err := confined(t.root, p); err != nil {
+	if _, err := confinedLink(t.root, p); err != nil {
 		return "", fmt.Errorf("%s: %w", rel, err)
 	}
 	return p, nil
+}
+
+// ResolvedPath is AbsPath, and beside it where that path lands with every
+// symlink on its existing prefix resolved (ResolveExisting). The root is
+// resolved already, so when no component below it is a symlink, which
+// the check of the path has just seen, the two are the same and nothing
+// more is asked of the filesystem.
+func (t *dirTree) ResolvedPath(rel string) (abs, resolved string, err error) {
+	c, err := CleanRel(rel)
+	if err != nil {
+		return "", "", err
+	}
+	d, ok := t.toDisk(c)
+	if !ok {
+		return "", "", fmt.Errorf("%s: not part of the installed %s package", rel, t.project)
+	}
+	p := filepath.Join(t.root, filepath.FromSlash(d))
+	link, err := confinedLink(t.root, p)
+	if err != nil {
+		return "", "", fmt.Errorf("%s: %w", rel, err)
+	}
+	if !link {
+		return p, p, nil
+	}
+	r, err := ResolveExisting(p)
+	if err != nil {
+		// As ResolveExisting's callers do: the path as it is written.
+		return p, p, nil
+	}
+	return p, r, nil
 }
 
 // confined checks that p, with every symlink on its existing prefix
@@ -130,12 +160,19 @@ func (t *dirTree) abs(rel string) (string, error) {
 // only the components below it are looked at: one Lstat each, and only a
 // symlink among them needs the full resolution.
 func confined(root, p string) error {
+	_, err := confinedLink(root, p)
+	return err
+}
+
+// confinedLink is confined, and says whether a component of p below root
+// is a symlink.
+func confinedLink(root, p string) (link bool, err error) {
 	rel, err := filepath.Rel(root, p)
 	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return errors.New("path leads outside the tree")
+		return false, errors.New("path leads outside the tree")
 	}
 	if rel == "." {
-		return nil
+		return false, nil
 	}
 	cur := root
 	for _, part := range strings.Split(rel, string(filepath.Separator)) {
@@ -143,13 +180,13 @@ func confined(root, p string) error {
 		st, err := os.Lstat(cur)
 		if err != nil {
 			// Nothing exists from here on: there is no link left to follow.
-			return nil
+			return false, nil
 		}
 		if st.Mode()&fs.ModeSymlink != 0 {
-			return confinedResolved(root, p)
+			return true, confinedResolved(root, p)
 		}
 	}
-	return nil
+	return false, nil
 }
 
 // confinedResolved is confined for a path with a symlink on it: the

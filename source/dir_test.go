@@ -582,7 +582,8 @@ func TestVersionFromGitTagLinkedWorktree(t *testing.T) {
 
 // The kernel's resolution (openat2 beneath the root, where there is one)
 // and the check component by component give the same answer for every
-// path: the same bytes, the same error text.
+// path: the same bytes, the same error text. ResolvedPath resolves as
+// ResolveExisting does.
 func TestOpenFileKernelAndPathCheckAgree(t *testing.T) {
 	root := sglangCheckout(t, "0.5.6")
 	outside := t.TempDir()
@@ -624,6 +625,21 @@ func TestOpenFileKernelAndPathCheckAgree(t *testing.T) {
 			out = append(out, fmt.Sprintf("%s: %q %v %v", rel, b, err, errors.Is(err, fs.ErrNotExist)))
 		}
 		return out
+	}
+	dt := tr.(*dirTree)
+	for _, rel := range rels {
+		abs, resolved, err := dt.ResolvedPath(rel)
+		wantAbs, wantErr := dt.AbsPath(rel)
+		if fmt.Sprint(err) != fmt.Sprint(wantErr) || abs != wantAbs {
+			t.Errorf("ResolvedPath(%q) = %q, %v; AbsPath: %q, %v", rel, abs, err, wantAbs, wantErr)
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		if want, _ := ResolveExisting(wantAbs); resolved != want {
+			t.Errorf("ResolvedPath(%q) resolved %q, ResolveExisting %q", rel, resolved, want)
+		}
 	}
 	kernel := read()
 	noOpenat2.Store(true)
