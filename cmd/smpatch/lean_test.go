@@ -19,17 +19,10 @@ import (
 // a prefix ending in "/"): every package's init runs at start-up, and
 // these are what smpatch-full is for. Prefixes name whole trees.
 var notLinked = []string{
-	"github.com/go-git/go-git/v5", // the Repository API: its transports and net/http with it
-	// go-git's object store and object decoding (its config reader, the
-	// OpenPGP code commits are checked with): a checkout's version tag is
-	// read by smpatch-full. Only plumbing's hash types are linked.
-	"github.com/go-git/go-git/v5/storage/",
-	"github.com/go-git/go-git/v5/storage",
-	"github.com/go-git/go-git/v5/plumbing/object",
-	"github.com/go-git/go-git/v5/plumbing/transport/",
-	"github.com/go-git/go-git/v5/plumbing/transport",
-	"github.com/go-git/go-git/v5/config",
-	"github.com/go-git/go-billy/v5",
+	// go-git, all of it: a checkout's version tag is read by smpatch-full
+	// (its object store and object decoding bring a config reader, gob and
+	// OpenPGP code; its Repository API, every transport and net/http).
+	"github.com/go-git/",
 	"github.com/ProtonMail/",
 	"net/http",
 	"net/http/",
