@@ -3,16 +3,18 @@ package patches
 import (
 	"container/list"
 	"sync"
-
-	"github.com/go-git/go-git/v5/plumbing"
 )
 
 // FileHasher is a tree that names a file's content by its git blob hash
 // (a revision read from the object store). Work done on a file's bytes is
 // then remembered per hash in a Memo.
 type FileHasher interface {
-	FileHash(rel string) (plumbing.Hash, bool)
+	FileHash(rel string) (BlobHash, bool)
 }
+
+// BlobHash is a git blob's object name (go-git's plumbing.Hash converts to
+// it; this package does not link go-git).
+type BlobHash = [20]byte
 
 // Memo remembers, across plans of many revisions of one repository (a range
 // walk), how the first hunk of a diff matched each file an anchor search
@@ -43,13 +45,13 @@ const memoResolvedBytes = 8 << 20
 
 type fileKey struct {
 	fd      *FileDiff
-	blob    plumbing.Hash
+	blob    BlobHash
 	explain bool // a brief plan's reasons are not a full one's
 }
 
 type anchorKey struct {
 	hunk *Hunk
-	blob plumbing.Hash
+	blob BlobHash
 }
 
 type anchorHit struct {

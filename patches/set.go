@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/hashicorp/go-version"
 
 	"github.com/smpatch/smpatch/source"
@@ -448,9 +447,9 @@ type hashedOverlay struct {
 	h FileHasher
 }
 
-func (o *hashedOverlay) FileHash(rel string) (plumbing.Hash, bool) {
+func (o *hashedOverlay) FileHash(rel string) (BlobHash, bool) {
 	if _, ok := o.files[rel]; ok {
-		return plumbing.Hash{}, false
+		return BlobHash{}, false
 	}
 	return o.h.FileHash(rel)
 }

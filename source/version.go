@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/smpatch/smpatch/internal/lazyre"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
 
-	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/object"
-	"github.com/go-git/go-git/v5/plumbing/storer"
+	"github.com/smpatch/smpatch/internal/lazyre"
+
 	"github.com/hashicorp/go-version"
 )
 
@@ -63,7 +64,7 @@ func detectVersion(ctx context.Context, t *dirTree) (*version.Version, string, e
 		if err := ctx.Err(); err != nil {
 			return nil, "", err
 		}
-		v, from, err := NearestTag(ctx, t.root)
+		v, from, err := readTag(ctx, t.root)
 		if err == nil {
 			return v, from, nil
 		}
@@ -82,105 +83,6 @@ func detectVersion(ctx context.Context, t *dirTree) (*version.Version, string, e
 // and the version is treated as unknown (variants are then tried by
 // content). Release branches sit within a few dozen commits of their tags.
 const MaxTagDistance = 500
-
-// maxTagWalk bounds the history walk of NearestTag.
-const maxTagWalk = 200000
-
-// NearestTag opens the git repository holding dir and walks from HEAD to the
-// nearest commit that carries a tag parseable as a PEP 440 version, at most
-// MaxTagDistance commits back.
-func NearestTag(ctx context.Context, dir string) (*version.Version, string, error) {
-	st, _, err := OpenGitStorage(dir)
-	if err != nil {
-		return nil, "", fmt.Errorf("no git repository: %v", err)
-	}
-	head, err := storer.ResolveReference(st, plumbing.HEAD)
-	if err != nil {
-		return nil, "", fmt.Errorf("git HEAD: %v", err)
-	}
-	type tagged struct {
-		name string
-		v    *version.Version
-	}
-	tags := map[plumbing.Hash][]tagged{}
-	iter, err := st.IterReferences()
-	if err != nil {
-		return nil, "", fmt.Errorf("git tags: %v", err)
-	}
-	_ = iter.ForEach(func(ref *plumbing.Reference) error {
-		if !ref.Name().IsTag() {
-			return nil
-		}
-		name := ref.Name().Short()
-		v, err := ParseVersion(strings.TrimPrefix(name, "v"))
-		if err != nil {
-			return nil
-		}
-		h := ref.Hash()
-		if ref.Type() != plumbing.HashReference {
-			return nil
-		}
-		if tag, err := object.GetTag(st, h); err == nil {
-			c, err := tag.Commit()
-			if err != nil {
-				return nil
-			}
-			h = c.Hash
-		}
-		tags[h] = append(tags[h], tagged{name, v})
-		return nil
-	})
-	if len(tags) == 0 {
-		return nil, "", errors.New("git repository has no version tags")
-	}
-	// Breadth-first from HEAD, so the tag with the fewest commits between it
-	// and HEAD wins.
-	seen := map[plumbing.Hash]bool{head.Hash(): true}
-	type item struct {
-		h    plumbing.Hash
-		dist int
-	}
-	queue := []item{{head.Hash(), 0}}
-	for n := 0; len(queue) > 0 && n < maxTagWalk; n++ {
-		if n%1024 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, "", err
-			}
-		}
-		it := queue[0]
-		queue = queue[1:]
-		if ts := tags[it.h]; len(ts) > 0 {
-			best := ts[0]
-			for _, t := range ts[1:] {
-				if ComparePEP440(t.v, best.v) > 0 {
-					best = t
-				}
-			}
-			if it.dist > MaxTagDistance {
-				return nil, "", fmt.Errorf("nearest version tag %s is %d commits behind HEAD, more than %d: too far to name the code", best.name, it.dist, MaxTagDistance)
-			}
-			from := "git tag " + best.name
-			if it.dist > 0 {
-				from += fmt.Sprintf(" (+%d commits)", it.dist)
-			}
-			return best.v, from, nil
-		}
-		c, err := object.GetCommit(st, it.h)
-		if err != nil {
-			if errors.Is(err, plumbing.ErrObjectNotFound) {
-				continue // shallow clone boundary
-			}
-			return nil, "", fmt.Errorf("git commit %s: %v", it.h, err)
-		}
-		for _, ph := range c.ParentHashes {
-			if !seen[ph] {
-				seen[ph] = true
-				queue = append(queue, item{ph, it.dist + 1})
-			}
-		}
-	}
-	return nil, "", errors.New("no tagged commit reachable from HEAD")
-}
 
 // VersionFiles are the files a project's version literal is read from, in order.
 func VersionFiles(p Project) []string {
@@ -215,4 +117,51 @@ func RevisionVersionLiteral(name string, data []byte) (string, int, bool) {
 		return s, line, true
 	}
 	return "", 0, false
+}
+
+// A TagReader reads the version of the checkout at dir from its git
+// history: the nearest commit from HEAD that carries a tag parseable as a
+// PEP 440 version, at most MaxTagDistance commits back, and where it was
+// found ("git tag v0.5.9 (+3 commits)"). Its errors say why there is none,
+// in one line.
+type TagReader func(ctx context.Context, dir string) (*version.Version, string, error)
+
+var tagReader atomic.Pointer[TagReader]
+
+// SetTagReader sets how a checkout whose files name no version reads it
+// from git. Reading git history links go-git's object store, so this
+// package does not: source/gitrepo sets its reader when it is linked
+// (smpatch-full), and smpatch sets one that asks smpatch-full.
+func SetTagReader(r TagReader) { tagReader.Store(&r) }
+
+// readTag asks the TagReader set, after a look for a .git directory or
+// file from dir up (no repository: nothing to ask).
+func readTag(ctx context.Context, dir string) (*version.Version, string, error) {
+	if !InGitRepository(dir) {
+		return nil, "", errors.New("no git repository: repository does not exist")
+	}
+	r := tagReader.Load()
+	if r == nil || *r == nil {
+		return nil, "", errors.New("git tags not read: no git reader in this program")
+	}
+	return (*r)(ctx, dir)
+}
+
+// InGitRepository reports whether dir or a parent holds a .git directory
+// or file.
+func InGitRepository(dir string) bool {
+	path, err := filepath.Abs(dir)
+	if err != nil {
+		return false
+	}
+	for {
+		if _, err := os.Lstat(filepath.Join(path, ".git")); err == nil {
+			return true
+		}
+		parent := filepath.Dir(path)
+		if parent == path {
+			return false
+		}
+		path = parent
+	}
 }

@@ -316,7 +316,7 @@ type lockedTree struct {
 	mu *sync.Mutex
 }
 
-func (t *lockedTree) FileHash(rel string) (plumbing.Hash, bool) {
+func (t *lockedTree) FileHash(rel string) (patches.BlobHash, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.rt.FileHash(rel)

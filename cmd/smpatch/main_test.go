@@ -7,6 +7,10 @@ import (
 	"os/exec"
 	"strconv"
 	"testing"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/smpatch/smpatch/internal/cli"
 	"github.com/smpatch/smpatch/internal/cli/full"
@@ -63,7 +67,7 @@ func scriptParams(dir string, more func(*testscript.Env) error) testscript.Param
 	return testscript.Params{
 		Dir:                 dir,
 		RequireExplicitExec: true,
-		Cmds:                map[string]func(ts *testscript.TestScript, neg bool, args []string){"exitcode": cmdExitCode},
+		Cmds:                map[string]func(ts *testscript.TestScript, neg bool, args []string){"exitcode": cmdExitCode, "gitcommit": cmdGitCommit},
 		Setup: func(e *testscript.Env) error {
 			e.Setenv("SMPATCH_CATALOG", "")
 			e.Setenv("SMPATCH_REPO", "")
@@ -104,5 +108,30 @@ func cmdExitCode(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	if got != want {
 		ts.Fatalf("exit code %d, want %d", got, want)
+	}
+}
+
+// gitcommit DIR [TAG]: commits every file of DIR (a git repository is
+// made there first when it has none) and, given TAG, tags the commit;
+// through go-git, as a user's git would leave it.
+func cmdGitCommit(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: gitcommit DIR [TAG]")
+	}
+	dir := ts.MkAbs(args[0])
+	repo, err := git.PlainOpen(dir)
+	if errors.Is(err, git.ErrRepositoryNotExists) {
+		repo, err = git.PlainInit(dir, false)
+	}
+	ts.Check(err)
+	wt, err := repo.Worktree()
+	ts.Check(err)
+	ts.Check(wt.AddWithOptions(&git.AddOptions{All: true}))
+	sig := &object.Signature{Name: "Dev", Email: "dev@example.org", When: time.Unix(1767225600, 0)}
+	h, err := wt.Commit("commit", &git.CommitOptions{Author: sig, AllowEmptyCommits: true})
+	ts.Check(err)
+	if len(args) == 2 {
+		_, err := repo.CreateTag(args[1], h, nil)
+		ts.Check(err)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/smpatch/smpatch/internal/termsafe"
 	"github.com/smpatch/smpatch/patches"
 	"github.com/smpatch/smpatch/probe"
+	"github.com/smpatch/smpatch/source"
 )
 
 // Version is the program's version, set by its main package (make stamps
@@ -174,6 +175,7 @@ func (p Program) Run(args []string, stdout, stderr io.Writer) int {
 	g := &Globals{args: args}
 	root := p.NewRoot(g, stdout, stderr)
 	if p.Commands == nil {
+		source.SetTagReader(tagFromFull)
 		if what := handsOver(root, args); what != "" {
 			// Before anything runs: no signal handler, config or
 			// output file of this process is left behind.

@@ -120,7 +120,7 @@ func (t *RevisionTree) ReadFile(rel string) ([]byte, error) {
 
 // FileHash is the blob hash of the regular file rel, as a key for what was
 // worked out from its bytes; false when rel is not a regular file.
-func (t *RevisionTree) FileHash(rel string) (plumbing.Hash, bool) {
+func (t *RevisionTree) FileHash(rel string) ([20]byte, bool) {
 	for _, kd := range t.known {
 		if !strings.HasPrefix(rel, kd.prefix) {
 			continue

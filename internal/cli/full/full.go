@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/smpatch/smpatch/internal/cli"
+	"github.com/smpatch/smpatch/source/gitrepo"
 )
 
 // Program is smpatch-full: package cli's commands and the ones of this
@@ -34,5 +35,6 @@ func commands(g *cli.Globals) []*cobra.Command {
 		newImageCmd(g),
 		newMatrixCmd(g),
 		newTriageCmd(g),
+		cli.NewVersionTagCmd(gitrepo.NearestTag),
 	}
 }

@@ -1,0 +1,145 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/hashicorp/go-version"
+	"github.com/spf13/cobra"
+
+	"github.com/smpatch/smpatch/source"
+)
+
+// A checkout whose files name no version (a version.py without a literal,
+// say) is read from git: the nearest version tag from HEAD. smpatch does
+// not link go-git (its object store alone doubles smpatch's start-up), so
+// it asks smpatch-full, which reads git in process, through the hidden
+// command VersionTagCmd; only such a checkout pays for the second program.
+
+// VersionTagCmd is the hidden command of smpatch-full that answers
+// smpatch's question: `smpatch-full __version-tag DIR` prints one JSON
+// object, {"version": ..., "from": ...} or {"error": ...}.
+const VersionTagCmd = "__version-tag"
+
+// versionTagAnswer is VersionTagCmd's output.
+type versionTagAnswer struct {
+	Version string `json:"version,omitempty"`
+	From    string `json:"from,omitempty"`
+	Error   string `json:"error,omitempty"`
+}
+
+// NewVersionTagCmd is VersionTagCmd, answered with read (smpatch-full's
+// in-process reader).
+func NewVersionTagCmd(read source.TagReader) *cobra.Command {
+	return &cobra.Command{
+		Use:    VersionTagCmd + " DIR",
+		Short:  "The version of the checkout DIR from its nearest git tag, as JSON (for smpatch)",
+		Hidden: true,
+		Args:   cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			var a versionTagAnswer
+			v, from, err := read(c.Context(), args[0])
+			if err != nil {
+				a.Error = err.Error()
+			} else {
+				a.Version, a.From = source.VersionString(v), from
+			}
+			return json.NewEncoder(c.OutOrStdout()).Encode(a)
+		},
+	}
+}
+
+// tagFromFull is smpatch's source.TagReader: it runs smpatch-full's
+// VersionTagCmd for dir, once per directory (a command reads a tree's
+// version more than once; HEAD does not move under one command).
+func tagFromFull(ctx context.Context, dir string) (*version.Version, string, error) {
+	key := dir
+	if abs, err := filepath.Abs(dir); err == nil {
+		key = abs
+	}
+	if a, ok := tagAnswers.Load(key); ok {
+		a := a.(tagAnswer)
+		return a.v, a.from, a.err
+	}
+	v, from, err := askFull(ctx, dir)
+	if ctx.Err() == nil {
+		tagAnswers.Store(key, tagAnswer{v, from, err})
+	}
+	return v, from, err
+}
+
+type tagAnswer struct {
+	v    *version.Version
+	from string
+	err  error
+}
+
+var tagAnswers sync.Map // absolute directory -> tagAnswer
+
+// askFull runs smpatch-full's VersionTagCmd for dir.
+func askFull(ctx context.Context, dir string) (*version.Version, string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		self = os.Args[0]
+	}
+	path, err := FindFull(self)
+	if err != nil {
+		return nil, "", fmt.Errorf("git tags not read: reading them takes smpatch-full, and %v", err)
+	}
+	var out, errb bytes.Buffer
+	cmd := exec.CommandContext(ctx, path, VersionTagCmd, dir)
+	cmd.Env = withoutEnv(os.Environ(), InvokedAsEnv)
+	cmd.Stdout = &limitWriter{w: &out, n: 64 << 10}
+	cmd.Stderr = &limitWriter{w: &errb, n: 4 << 10}
+	if err := cmd.Run(); err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, "", ctxErr
+		}
+		msg := strings.TrimSpace(errb.String())
+		if i := strings.IndexByte(msg, '\n'); i >= 0 {
+			msg = msg[:i]
+		}
+		return nil, "", fmt.Errorf("git tags not read: %s %s %s: %v: %s", path, VersionTagCmd, dir, err, msg)
+	}
+	var a versionTagAnswer
+	if err := json.Unmarshal(out.Bytes(), &a); err != nil {
+		return nil, "", fmt.Errorf("git tags not read: %s %s: unreadable answer: %v", path, VersionTagCmd, err)
+	}
+	if a.Error != "" {
+		return nil, "", errors.New(a.Error)
+	}
+	v, err := source.ParseVersion(a.Version)
+	if err != nil {
+		return nil, "", fmt.Errorf("git tags not read: %s %s: version %q: %v", path, VersionTagCmd, a.Version, err)
+	}
+	return v, a.From, nil
+}
+
+// limitWriter keeps at most n bytes of what is written to it.
+type limitWriter struct {
+	w io.Writer
+	n int
+}
+
+func (l *limitWriter) Write(p []byte) (int, error) {
+	k := len(p)
+	if k > l.n {
+		p = p[:l.n]
+	}
+	l.n -= len(p)
+	if len(p) > 0 {
+		if _, err := l.w.Write(p); err != nil {
+			return 0, err
+		}
+	}
+	return k, nil
+}
