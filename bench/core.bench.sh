@@ -41,7 +41,13 @@ export SMPATCH_CATALOG="" SMPATCH_REPO=""
 tree_src="$(mktemp -d)"
 trap 'rm -rf "$tree_src" "${scratch_dirs[@]:-}"' EXIT
 scratch_dirs=()
-go run ./bench/coretree -shape c4-s3 "$tree_src/tree"
+# $BENCH_CORETREE: a tree bench/coretree built before (-shape c4-s3), for a
+# machine without Go.
+if [ -n "${BENCH_CORETREE:-}" ]; then
+  cp -R "$BENCH_CORETREE" "$tree_src/tree"
+else
+  go run ./bench/coretree -shape c4-s3 "$tree_src/tree"
+fi
 cat "${diffs[@]}" >"$tree_src/c4-s3.diff"
 
 have_patch=1
@@ -62,8 +68,9 @@ cp -R "$tree_src/tree" "$tree_src/patched"
 rm -rf "$tree_src/patched"
 
 # A Go hello-world built as smpatch is, for the start-up row.
-hello=""
-if command -v go >/dev/null 2>&1; then
+# $BENCH_HELLO: one built before, for a machine without Go.
+hello="${BENCH_HELLO:-}"
+if [ -z "$hello" ] && command -v go >/dev/null 2>&1; then
   mkdir -p "$tree_src/hello"
   printf 'package main\n\nimport "fmt"\n\nfunc main() { fmt.Println("hello") }\n' >"$tree_src/hello/main.go"
   if (cd "$tree_src/hello" && CGO_ENABLED=0 GO111MODULE=off go build -trimpath -ldflags '-s -w' -o hello main.go) 2>/dev/null; then

@@ -263,7 +263,7 @@ func openJournalMode(ctx context.Context, t source.WritableTree, adopting bool) 
 // .git/info/exclude is not the tree's) stays clean. An existing entry of
 // that name is left alone (O_EXCL: never followed).
 func writeStateGitignore(dir string) {
-	f, err := os.OpenFile(filepath.Join(dir, ".gitignore"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := source.OpenNoPoll(filepath.Join(dir, ".gitignore"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return
 	}
@@ -607,7 +607,7 @@ func (bw *blobWriter) write(kind, name, rel string, data []byte, durable bool) e
 		}
 		// Never through a symlink planted in the journal directory.
 		_ = os.Remove(p)
-		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
+		f, err := source.OpenNoPoll(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
 		if err != nil {
 			return err
 		}
