@@ -495,7 +495,11 @@ func (l *loader) needs(p *Patch, ns []string) error {
 		}
 		seen[n] = true
 		p.Needs = append(p.Needs, n)
-		p.needsLine = l.line("", -1, "needs")
+	}
+	if len(ns) > 0 {
+		// Looked for only when a name does not resolve: finding lines
+		// reads the whole file again.
+		p.needsLine = func() int { return l.line("", -1, "needs") }
 	}
 	return nil
 }
@@ -505,8 +509,10 @@ func (l *loader) needs(p *Patch, ns []string) error {
 // cycle, naming the file and line of the "needs" key.
 func (c *Catalog) resolveNeeds() error {
 	line := func(p *Patch) string {
-		if p.needsLine > 0 {
-			return fmt.Sprintf("%s:%d", p.File, p.needsLine)
+		if p.needsLine != nil {
+			if n := p.needsLine(); n > 0 {
+				return fmt.Sprintf("%s:%d", p.File, n)
+			}
 		}
 		return p.File
 	}

@@ -42,8 +42,9 @@ type Patch struct {
 	// tree, or earlier in the same set ("needs = [...]").
 	Needs []string
 	// needed are the patches Needs names, resolved when the catalog loads.
-	needed    []*Patch
-	needsLine int
+	needed []*Patch
+	// needsLine finds the line of "needs" in the patch's file, for errors.
+	needsLine func() int
 	// Digest is the sha256 of the patch's TOML and diff files.
 	Digest string
 }
