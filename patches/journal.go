@@ -549,7 +549,7 @@ func (j *journal) copyState(e *Entry) string {
 
 func (j *journal) dropBlobs(name string) {
 	for _, d := range blobKinds {
-		_ = os.Remove(j.blobTar(d, name))
+		removeName(j.blobTar(d, name))
 		delete(j.blobCache, d+"/"+name)
 		if isRealDir(filepath.Join(j.dir, d)) {
 			_ = os.Remove(j.blobTarOld(d, name))
@@ -558,6 +558,16 @@ func (j *journal) dropBlobs(name string) {
 			}
 		}
 	}
+}
+
+// removeName is os.Remove without its answer, and without the rmdir
+// os.Remove tries after unlink fails when unlink already said nothing is
+// there (most of the names a journal clears before writing are not).
+func removeName(p string) {
+	if err := syscall.Unlink(p); err == nil || err == syscall.ENOENT {
+		return
+	}
+	_ = os.Remove(p)
 }
 
 // blobWriter writes the journal copies of one entry and collects what must
@@ -606,7 +616,7 @@ func (bw *blobWriter) write(kind, name, rel string, data []byte, durable bool) e
 			return err
 		}
 		// Never through a symlink planted in the journal directory.
-		_ = os.Remove(p)
+		removeName(p)
 		f, err := source.OpenNoPoll(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
 		if err != nil {
 			return err
