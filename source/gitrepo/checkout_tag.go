@@ -17,6 +17,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
+	"github.com/go-git/go-git/v5/storage"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
 	"github.com/hashicorp/go-version"
@@ -40,7 +41,7 @@ var ErrNoGitRepository = errors.New("repository does not exist")
 //
 // It reads the store only: no go-git Repository, so callers that read a
 // checkout's history need not link go-git's transports.
-func OpenGitStorage(dir string) (*filesystem.Storage, billy.Filesystem, error) {
+func OpenGitStorage(dir string) (storage.Storer, billy.Filesystem, error) {
 	dot, wt, err := findDotGit(dir)
 	if err != nil {
 		return nil, nil, err
@@ -57,16 +58,70 @@ func OpenGitStorage(dir string) (*filesystem.Storage, billy.Filesystem, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	opts := filesystem.Options{}
+	st := filesystem.NewStorage(repoFS, cache.NewObjectLRUDefault())
+	if len(alts) == 0 {
+		return st, wt, nil
+	}
+	ws := &withAlternates{Storage: st}
 	for _, a := range alts {
 		if !filepath.IsAbs(a) {
 			return nil, nil, fmt.Errorf("%s: alternate object directory %q is relative; smpatch reads only absolute alternates (git clone --shared and --reference write absolute ones)", repoFS.Join(repoFS.Root(), "objects/info/alternates"), a)
 		}
+		// An alternate names an objects directory; its store is the
+		// directory above it.
+		ws.alts = append(ws.alts, filesystem.NewStorage(osfs.New(filepath.Dir(filepath.Clean(a))), cache.NewObjectLRUDefault()))
 	}
-	if len(alts) > 0 {
-		opts.AlternatesFS = osfs.New("/")
+	return ws, wt, nil
+}
+
+// withAlternates is a store that also reads the objects of its alternate
+// object directories, each opened once. (go-git's own alternates support
+// opens an alternate's store again, pack index included, for every object
+// it looks up there: 10 s to read the tags of an sglang clone made with
+// git clone --shared, against 0.2 s for a plain clone.)
+type withAlternates struct {
+	*filesystem.Storage
+	alts []*filesystem.Storage
+}
+
+func (s *withAlternates) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
+	o, err := s.Storage.EncodedObject(t, h)
+	if !errors.Is(err, plumbing.ErrObjectNotFound) {
+		return o, err
 	}
-	return filesystem.NewStorageWithOptions(repoFS, cache.NewObjectLRUDefault(), opts), wt, nil
+	for _, a := range s.alts {
+		o, err := a.EncodedObject(t, h)
+		if !errors.Is(err, plumbing.ErrObjectNotFound) {
+			return o, err
+		}
+	}
+	return nil, plumbing.ErrObjectNotFound
+}
+
+func (s *withAlternates) HasEncodedObject(h plumbing.Hash) error {
+	err := s.Storage.HasEncodedObject(h)
+	if !errors.Is(err, plumbing.ErrObjectNotFound) {
+		return err
+	}
+	for _, a := range s.alts {
+		if err := a.HasEncodedObject(h); !errors.Is(err, plumbing.ErrObjectNotFound) {
+			return err
+		}
+	}
+	return plumbing.ErrObjectNotFound
+}
+
+func (s *withAlternates) EncodedObjectSize(h plumbing.Hash) (int64, error) {
+	n, err := s.Storage.EncodedObjectSize(h)
+	if !errors.Is(err, plumbing.ErrObjectNotFound) {
+		return n, err
+	}
+	for _, a := range s.alts {
+		if n, err := a.EncodedObjectSize(h); !errors.Is(err, plumbing.ErrObjectNotFound) {
+			return n, err
+		}
+	}
+	return 0, plumbing.ErrObjectNotFound
 }
 
 // findDotGit walks from dir up to the root for a .git directory or file and
