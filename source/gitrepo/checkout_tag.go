@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,6 +54,13 @@ func OpenGitStorage(dir string) (storage.Storer, billy.Filesystem, error) {
 	var repoFS billy.Filesystem = dot
 	if common != nil {
 		repoFS = dotgit.NewRepositoryFilesystem(dot, common)
+	}
+	dirs := []string{dot.Root()}
+	if common != nil {
+		dirs = append(dirs, common.Root())
+	}
+	if err := checkRefFiles(dirs); err != nil {
+		return nil, nil, err
 	}
 	alts, err := readAlternates(repoFS)
 	if err != nil {
@@ -203,6 +211,45 @@ func gitCommonDir(dot billy.Filesystem) (billy.Filesystem, error) {
 		return nil, fmt.Errorf("%s: common directory %s: %w", name, path, err)
 	}
 	return osfs.New(path), nil
+}
+
+// checkRefFiles refuses a git directory whose HEAD, packed-refs, config,
+// objects/info/alternates or a loose ref is there but not a regular file
+// (a named pipe, a device): go-git would open it and wait for good.
+func checkRefFiles(dirs []string) error {
+	check := func(p string) error {
+		fi, err := os.Lstat(p)
+		if err != nil || fi.Mode().IsRegular() || fi.IsDir() {
+			return nil
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			if fi, err = os.Stat(p); err != nil || fi.Mode().IsRegular() || fi.IsDir() {
+				return nil
+			}
+		}
+		return fmt.Errorf("%s: not a regular file (%s): git repository not read", p, fi.Mode().Type())
+	}
+	for _, d := range dirs {
+		for _, f := range []string{"HEAD", "packed-refs", "config", "commondir", "objects/info/alternates"} {
+			if err := check(filepath.Join(d, f)); err != nil {
+				return err
+			}
+		}
+		refs := filepath.Join(d, "refs")
+		err := filepath.WalkDir(refs, func(p string, e fs.DirEntry, err error) error {
+			if err != nil {
+				return nil // unreadable: go-git says so when it reads it
+			}
+			if e.IsDir() {
+				return nil
+			}
+			return check(p)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // readSmallFile reads at most max bytes of a small git control file (a

@@ -278,3 +278,42 @@ func TestVersionFromGitTagLinkedWorktree(t *testing.T) {
 		t.Fatalf("broken .git file: %v %q", v, from)
 	}
 }
+
+// A named pipe in place of HEAD, packed-refs or a loose tag is refused in
+// one line naming it; go-git would open it and wait for good.
+func TestNearestTagRefusesNamedPipes(t *testing.T) {
+	ctx := context.Background()
+	for _, name := range []string{"HEAD", "packed-refs", "refs/tags/v9.9.9"} {
+		root := sglangCheckout(t, "")
+		repo, err := git.PlainInit(root, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wt, _ := repo.Worktree()
+		wt.Add("python")
+		sig := &object.Signature{Name: "t", Email: "t@example.com", When: time.Unix(1700000000, 0)}
+		c, err := wt.Commit("one", &git.CommitOptions{Author: sig})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := repo.CreateTag("v0.5.7", c, nil); err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(root, ".git", name)
+		os.Remove(p)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := syscall.Mkfifo(p, 0o644); err != nil {
+			t.Skip(err)
+		}
+		done := make(chan error, 1)
+		go func() { _, _, err := NearestTag(ctx, root); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), p+": not a regular file") {
+				t.Errorf("%s a named pipe: %v", name, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s a named pipe: NearestTag still waiting after 10 s", name)
+		}
+	}
+}
