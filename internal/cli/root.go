@@ -88,6 +88,9 @@ type Program struct {
 	// ProbeImage is probe --image: the static probe of an image's
 	// filesystem; nil in smpatch, which hands probe --image over.
 	ProbeImage func(ctx context.Context, ref string) (*probe.Report, error)
+	// TagReader reads a checkout's nearest version tag in process; nil in
+	// smpatch, which asks smpatch-full (VersionTagCmd).
+	TagReader source.TagReader
 }
 
 // Lean is the smpatch program: every command of this package in process,
@@ -174,8 +177,12 @@ func (p Program) Run(args []string, stdout, stderr io.Writer) int {
 	stderr = termsafe.Wrap(stderr)
 	g := &Globals{args: args}
 	root := p.NewRoot(g, stdout, stderr)
+	read := p.TagReader
+	if read == nil {
+		read = askFull
+	}
+	source.SetTagReader(oncePerDir(read))
 	if p.Commands == nil {
-		source.SetTagReader(tagFromFull)
 		if what := handsOver(root, args); what != "" {
 			// Before anything runs: no signal handler, config or
 			// output file of this process is left behind.

@@ -58,23 +58,27 @@ func NewVersionTagCmd(read source.TagReader) *cobra.Command {
 	}
 }
 
-// tagFromFull is smpatch's source.TagReader: it runs smpatch-full's
-// VersionTagCmd for dir, once per directory (a command reads a tree's
-// version more than once; HEAD does not move under one command).
-func tagFromFull(ctx context.Context, dir string) (*version.Version, string, error) {
-	key := dir
-	if abs, err := filepath.Abs(dir); err == nil {
-		key = abs
+// oncePerDir is read answering once per directory: a command reads a
+// tree's version more than once, and HEAD does not move under one command
+// (smpatch's reader starts smpatch-full; smpatch-full's walks the history).
+// Each run of a program gets a reader of its own.
+func oncePerDir(read source.TagReader) source.TagReader {
+	var answers sync.Map // absolute directory -> tagAnswer
+	return func(ctx context.Context, dir string) (*version.Version, string, error) {
+		key := dir
+		if abs, err := filepath.Abs(dir); err == nil {
+			key = abs
+		}
+		if a, ok := answers.Load(key); ok {
+			a := a.(tagAnswer)
+			return a.v, a.from, a.err
+		}
+		v, from, err := read(ctx, dir)
+		if ctx.Err() == nil {
+			answers.Store(key, tagAnswer{v, from, err})
+		}
+		return v, from, err
 	}
-	if a, ok := tagAnswers.Load(key); ok {
-		a := a.(tagAnswer)
-		return a.v, a.from, a.err
-	}
-	v, from, err := askFull(ctx, dir)
-	if ctx.Err() == nil {
-		tagAnswers.Store(key, tagAnswer{v, from, err})
-	}
-	return v, from, err
 }
 
 type tagAnswer struct {
@@ -82,8 +86,6 @@ type tagAnswer struct {
 	from string
 	err  error
 }
-
-var tagAnswers sync.Map // absolute directory -> tagAnswer
 
 // askFull runs smpatch-full's VersionTagCmd for dir.
 func askFull(ctx context.Context, dir string) (*version.Version, string, error) {

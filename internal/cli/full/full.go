@@ -18,6 +18,7 @@ func Program() cli.Program {
 		Commands:   commands,
 		Complete:   addCompletions,
 		ProbeImage: probeImageStatic,
+		TagReader:  gitrepo.NearestTag,
 	}
 }
 
