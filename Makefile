@@ -7,7 +7,7 @@ COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 FUZZTIME ?= 5s
 
-.PHONY: all build install static test test-crash test-hostile demo demo-matrix demo-image demo-docker fuzz bench coverage vet clean
+.PHONY: all build install static generate test test-crash test-hostile demo demo-matrix demo-image demo-docker fuzz bench coverage vet clean
 
 all: build
 
@@ -30,6 +30,12 @@ static:
 
 vet:
 	$(GO) vet ./...
+
+# Rewrites the generated Go files: the built-in catalog decoded ahead of
+# time (patches/builtin_decoded.go, from patches/catalog/*.toml) and the
+# embedded shape fixtures (internal/synth). Tests fail while either is stale.
+generate:
+	$(GO) generate ./patches ./internal/synth
 
 test: vet
 	$(GO) test -race -count=1 ./...

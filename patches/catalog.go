@@ -19,9 +19,9 @@ import (
 	"github.com/hashicorp/go-version"
 
 	"github.com/smpatch/smpatch/internal/lazyre"
-	"github.com/smpatch/smpatch/internal/requires"
 	"github.com/smpatch/smpatch/internal/textdist"
 	"github.com/smpatch/smpatch/internal/tomlfile"
+	"github.com/smpatch/smpatch/patches/internal/catalogfile"
 	"github.com/smpatch/smpatch/source"
 )
 
@@ -47,8 +47,14 @@ type Catalog struct {
 // texts right (variants that do not overlap, uncovered patterns that
 // compile, requirement versions that parse) are made by its tests (TestBuiltinCatalogFullyChecked), not by
 // every command. Catalogs read from directories get every check.
+//
+// The built-in catalog's NAME.toml files are decoded when the program is
+// built (builtin_decoded.go, written by `go generate ./patches`): each
+// command takes that value instead of decoding the TOML again, and checks
+// and derives the patch from it as from a decoded file. A NAME.toml whose
+// text is not the one the value was generated from is decoded as usual.
 func LoadCatalog(dirs []string) (*Catalog, error) {
-	return loadCatalogChecked(builtinCatalog(), dirs, false)
+	return loadCatalogFrom(builtinCatalog(), builtinDecoded(), dirs, false)
 }
 
 func loadCatalog(builtin fs.FS, dirs []string) (*Catalog, error) {
@@ -58,8 +64,14 @@ func loadCatalog(builtin fs.FS, dirs []string) (*Catalog, error) {
 // loadCatalogChecked is loadCatalog; checkBuiltin says whether the
 // built-in catalog gets the checks its tests already make.
 func loadCatalogChecked(builtin fs.FS, dirs []string, checkBuiltin bool) (*Catalog, error) {
+	return loadCatalogFrom(builtin, nil, dirs, checkBuiltin)
+}
+
+// loadCatalogFrom is loadCatalogChecked; pre holds the built-in files
+// decoded ahead of time, by file name (nil: decode them all).
+func loadCatalogFrom(builtin fs.FS, pre map[string]catalogfile.Decoded, dirs []string, checkBuiltin bool) (*Catalog, error) {
 	c := &Catalog{byName: map[string]*Patch{}}
-	ps, err := loadCatalogFS(builtin, builtinDisplay, BuiltinOrigin, checkBuiltin)
+	ps, err := loadCatalogFS(builtin, builtinDisplay, BuiltinOrigin, checkBuiltin, pre)
 	if err != nil {
 		return nil, err
 	}
@@ -173,79 +185,16 @@ func (c *Catalog) suggest(name string) string {
 	return best
 }
 
-// The TOML shapes of a catalog file.
-type patchFile struct {
-	Name      string          `toml:"name"`
-	Project   string          `toml:"project"`
-	Summary   string          `toml:"summary"`
-	Links     []string        `toml:"links"`
-	Overrides bool            `toml:"overrides"`
-	Uncovered []uncoveredFile `toml:"uncovered"`
-	Needs     []string        `toml:"needs"`
-	Requires  requiresFile    `toml:"requires"`
-	Upstream  upstreamFile    `toml:"upstream"`
-	Variant   []variantFile   `toml:"variant"`
-	Verify    []verifyFile    `toml:"verify"`
-}
-
-// requiresFile is [requires]: the record itself, and p2p, which says what
-// p2p_all says.
-type requiresFile struct {
-	requires.Set
-	P2P *bool `toml:"p2p"`
-}
-
-type upstreamFile struct {
-	Status     string `toml:"status"`
-	PR         string `toml:"pr"`
-	MergedIn   string `toml:"merged_in"`
-	Marker     string `toml:"marker"`
-	MarkerFile string `toml:"marker_file"`
-}
-
-type variantFile struct {
-	Name     string   `toml:"name"`
-	Versions string   `toml:"versions"`
-	Diffs    []string `toml:"diffs"`
-	Search   []string `toml:"search"`
-}
-
-// uncoveredFile is one entry of "uncovered": a plain string (a note) or a
-// [[uncovered]] table (name, window, why and a marker: file plus contains
-// or regex).
-type uncoveredFile struct {
-	text  string
-	table map[string]any
-}
-
-// UnmarshalTOML takes either form; the loader checks the table's keys.
-func (u *uncoveredFile) UnmarshalTOML(v any) error {
-	switch v := v.(type) {
-	case string:
-		u.text = v
-	case map[string]any:
-		u.table = v
-	default:
-		return fmt.Errorf("uncovered: each entry is a string or a table, not %T", v)
-	}
-	return nil
-}
-
-type verifyFile struct {
-	File        string `toml:"file"`
-	Contains    string `toml:"contains"`
-	NotContains string `toml:"not_contains"`
-}
-
 // LoadCatalogFS loads every NAME.toml at the top of fsys. display is how
 // errors name the directory; origin goes into Patch.Origin.
 func LoadCatalogFS(fsys fs.FS, display, origin string) ([]*Patch, error) {
-	return loadCatalogFS(fsys, display, origin, true)
+	return loadCatalogFS(fsys, display, origin, true, nil)
 }
 
 // loadCatalogFS is LoadCatalogFS; full is false only for the built-in
-// catalog, whose tests make the checks that only prove its texts right.
-func loadCatalogFS(fsys fs.FS, display, origin string, full bool) ([]*Patch, error) {
+// catalog, whose tests make the checks that only prove its texts right;
+// pre holds files decoded ahead of time (see loadPatch).
+func loadCatalogFS(fsys fs.FS, display, origin string, full bool, pre map[string]catalogfile.Decoded) ([]*Patch, error) {
 	names, err := fs.Glob(fsys, "*.toml")
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", display, err)
@@ -253,7 +202,7 @@ func loadCatalogFS(fsys fs.FS, display, origin string, full bool) ([]*Patch, err
 	sort.Strings(names)
 	var out []*Patch
 	for _, n := range names {
-		p, err := loadPatch(fsys, display, origin, n, full)
+		p, err := loadPatch(fsys, display, origin, n, full, pre)
 		if err != nil {
 			return nil, err
 		}
@@ -297,20 +246,22 @@ func (l *loader) line(table string, idx int, key string) int {
 	return findKeyLine(l.keys, table, idx, key)
 }
 
-func loadPatch(fsys fs.FS, display, origin, name string, full bool) (*Patch, error) {
+// loadPatch reads the NAME.toml called name, decodes it (or takes pre's
+// value for it when that was decoded from this very text), then checks it
+// and derives the patch.
+func loadPatch(fsys fs.FS, display, origin, name string, full bool, pre map[string]catalogfile.Decoded) (*Patch, error) {
 	l := &loader{fsys: fsys, display: display, file: display + "/" + name, full: full}
 	data, err := tomlfile.ReadFile(fsys, name)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", l.file, err)
 	}
 	l.data = data
-	var pf patchFile
-	md, err := tomlfile.Decode(l.file, data, &pf)
-	if err != nil {
-		return nil, err
-	}
-	if err := tomlfile.UnknownError(l.file, md, nil, func(k toml.Key) int { return undecodedLine(data, k) }); err != nil {
-		return nil, err
+	pf, ok := predecoded(pre, name, data)
+	if !ok {
+		pf, err = catalogfile.Decode(l.file, data, func(k toml.Key) int { return undecodedLine(data, k) })
+		if err != nil {
+			return nil, err
+		}
 	}
 	stem := strings.TrimSuffix(name, ".toml")
 	p := &Patch{
@@ -362,7 +313,7 @@ func loadPatch(fsys fs.FS, display, origin, name string, full bool) (*Patch, err
 	return p, nil
 }
 
-func (l *loader) requirements(p *Patch, r requiresFile) error {
+func (l *loader) requirements(p *Patch, r catalogfile.Requires) error {
 	for _, m := range r.GPUSMMajor {
 		if m < 1 || m > 99 {
 			return l.errf(l.line("requires", -1, "gpu_sm_major"), "gpu_sm_major: %d is not a GPU architecture major", m)
@@ -409,7 +360,7 @@ func (l *loader) requirements(p *Patch, r requiresFile) error {
 	return nil
 }
 
-func (l *loader) upstream(p *Patch, u upstreamFile) error {
+func (l *loader) upstream(p *Patch, u catalogfile.Upstream) error {
 	if !upstreamStat[u.Status] {
 		return l.errf(l.line("upstream", -1, "status"), "upstream status %q: one of proposed, merged, rejected, local", u.Status)
 	}
@@ -432,13 +383,13 @@ func (l *loader) upstream(p *Patch, u upstreamFile) error {
 
 // uncovered reads the uncovered shapes: plain strings stay notes; a table
 // needs name, window and why, and a marker that can be tested.
-func (l *loader) uncovered(p *Patch, us []uncoveredFile) error {
+func (l *loader) uncovered(p *Patch, us []catalogfile.Uncovered) error {
 	for i, u := range us {
-		if u.table == nil {
-			if strings.TrimSpace(u.text) == "" {
+		if u.Table == nil {
+			if strings.TrimSpace(u.Text) == "" {
 				return l.errf(l.line("", -1, "uncovered"), "empty entry in uncovered")
 			}
-			p.Uncovered = append(p.Uncovered, Uncovered{Text: u.text})
+			p.Uncovered = append(p.Uncovered, Uncovered{Text: u.Text})
 			continue
 		}
 		// The entry's line is looked for only when it is wrong: finding
@@ -446,8 +397,8 @@ func (l *loader) uncovered(p *Patch, us []uncoveredFile) error {
 		header := func() int { return l.line("uncovered", i, "") }
 		e := Uncovered{}
 		known := map[string]*string{"name": &e.Name, "window": &e.Window, "why": &e.Why, "file": &e.File, "contains": &e.Contains, "regex": &e.Regex}
-		keys := make([]string, 0, len(u.table))
-		for k := range u.table {
+		keys := make([]string, 0, len(u.Table))
+		for k := range u.Table {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
@@ -456,7 +407,7 @@ func (l *loader) uncovered(p *Patch, us []uncoveredFile) error {
 			if !ok {
 				return l.errf(l.line("uncovered", i, k), "[[uncovered]] #%d: unknown key %q (name, window, why, file, contains, regex)", i+1, k)
 			}
-			v, ok := u.table[k].(string)
+			v, ok := u.Table[k].(string)
 			if !ok {
 				return l.errf(l.line("uncovered", i, k), "[[uncovered]] #%d: %s must be a string", i+1, k)
 			}
@@ -567,7 +518,7 @@ func (c *Catalog) resolveNeeds() error {
 	return nil
 }
 
-func (l *loader) verify(p *Patch, vs []verifyFile) error {
+func (l *loader) verify(p *Patch, vs []catalogfile.Verify) error {
 	for i, v := range vs {
 		if v.File == "" {
 			return l.errf(l.line("verify", i, ""), "[[verify]] #%d: missing key \"file\"", i+1)
@@ -583,7 +534,7 @@ func (l *loader) verify(p *Patch, vs []verifyFile) error {
 	return nil
 }
 
-func (l *loader) variants(p *Patch, vs []variantFile, digest interface{ Write([]byte) (int, error) }) error {
+func (l *loader) variants(p *Patch, vs []catalogfile.Variant, digest interface{ Write([]byte) (int, error) }) error {
 	if len(vs) == 0 {
 		return l.errf(1, "no [[variant]]: a patch needs at least one")
 	}
