@@ -1,21 +1,20 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/go-version"
 	"github.com/spf13/cobra"
 
+	"github.com/smpatch/smpatch/internal/runner"
 	"github.com/smpatch/smpatch/source"
 )
 
@@ -97,23 +96,18 @@ func askFull(ctx context.Context, dir string) (*version.Version, string, error) 
 	if err != nil {
 		return nil, "", fmt.Errorf("git tags not read: reading them takes smpatch-full, and %v", err)
 	}
-	var out, errb bytes.Buffer
-	cmd := exec.CommandContext(ctx, path, VersionTagCmd, dir)
-	cmd.Env = withoutEnv(os.Environ(), InvokedAsEnv)
-	cmd.Stdout = &limitWriter{w: &out, n: 64 << 10}
-	cmd.Stderr = &limitWriter{w: &errb, n: 4 << 10}
-	if err := cmd.Run(); err != nil {
+	// The hidden command answers in one line; a minute covers the history
+	// walk of a large repository.
+	res, err := runner.Run(ctx, time.Minute, path, VersionTagCmd, dir)
+	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return nil, "", ctxErr
 		}
-		msg := strings.TrimSpace(errb.String())
-		if i := strings.IndexByte(msg, '\n'); i >= 0 {
-			msg = msg[:i]
-		}
+		msg, _, _ := strings.Cut(strings.TrimSpace(string(res.Stderr)), "\n")
 		return nil, "", fmt.Errorf("git tags not read: %s %s %s: %v: %s", path, VersionTagCmd, dir, err, msg)
 	}
 	var a versionTagAnswer
-	if err := json.Unmarshal(out.Bytes(), &a); err != nil {
+	if err := json.Unmarshal(res.Stdout, &a); err != nil {
 		return nil, "", fmt.Errorf("git tags not read: %s %s: unreadable answer: %v", path, VersionTagCmd, err)
 	}
 	if a.Error != "" {
@@ -124,24 +118,4 @@ func askFull(ctx context.Context, dir string) (*version.Version, string, error) 
 		return nil, "", fmt.Errorf("git tags not read: %s %s: version %q: %v", path, VersionTagCmd, a.Version, err)
 	}
 	return v, a.From, nil
-}
-
-// limitWriter keeps at most n bytes of what is written to it.
-type limitWriter struct {
-	w io.Writer
-	n int
-}
-
-func (l *limitWriter) Write(p []byte) (int, error) {
-	k := len(p)
-	if k > l.n {
-		p = p[:l.n]
-	}
-	l.n -= len(p)
-	if len(p) > 0 {
-		if _, err := l.w.Write(p); err != nil {
-			return 0, err
-		}
-	}
-	return k, nil
 }

@@ -21,17 +21,3 @@ func TestTagFromFullWithoutCompanion(t *testing.T) {
 		t.Fatalf("askFull = %v, %v", v, err)
 	}
 }
-
-// limitWriter keeps what fits and reports every byte written.
-func TestLimitWriter(t *testing.T) {
-	var b strings.Builder
-	w := &limitWriter{w: &b, n: 5}
-	for _, s := range []string{"abc", "defg", "hij"} {
-		if n, err := w.Write([]byte(s)); n != len(s) || err != nil {
-			t.Fatalf("Write(%q) = %d, %v", s, n, err)
-		}
-	}
-	if b.String() != "abcde" {
-		t.Fatalf("kept %q", b.String())
-	}
-}
