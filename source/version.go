@@ -137,8 +137,8 @@ func SetTagReader(r TagReader) { tagReader.Store(&r) }
 // readTag asks the TagReader set, after a look for a .git directory or
 // file from dir up (no repository: nothing to ask).
 func readTag(ctx context.Context, dir string) (*version.Version, string, error) {
-	if !InGitRepository(dir) {
-		return nil, "", errors.New("no git repository: repository does not exist")
+	if _, err := FindGitRoot(dir); errors.Is(err, ErrNoGitRepository) {
+		return nil, "", fmt.Errorf("no git repository: %w", err)
 	}
 	r := tagReader.Load()
 	if r == nil || *r == nil {
@@ -147,20 +147,32 @@ func readTag(ctx context.Context, dir string) (*version.Version, string, error) 
 	return (*r)(ctx, dir)
 }
 
-// InGitRepository reports whether dir or a parent holds a .git directory
-// or file.
-func InGitRepository(dir string) bool {
+// ErrNoGitRepository is FindGitRoot's error when no directory from dir up
+// to the root holds a .git directory or file.
+var ErrNoGitRepository = errors.New("repository does not exist")
+
+// FindGitRoot is the work tree of the git repository holding dir: dir (or
+// its directory, for a file) or the nearest parent with a .git directory or
+// file.
+func FindGitRoot(dir string) (string, error) {
 	path, err := filepath.Abs(dir)
 	if err != nil {
-		return false
+		return "", err
+	}
+	if fi, err := os.Stat(path); err == nil && !fi.IsDir() {
+		path = filepath.Dir(path)
 	}
 	for {
-		if _, err := os.Lstat(filepath.Join(path, ".git")); err == nil {
-			return true
+		_, err := os.Stat(filepath.Join(path, ".git"))
+		if err == nil {
+			return path, nil
+		}
+		if !errors.Is(err, os.ErrNotExist) {
+			return "", err
 		}
 		parent := filepath.Dir(path)
 		if parent == path {
-			return false
+			return "", ErrNoGitRepository
 		}
 		path = parent
 	}

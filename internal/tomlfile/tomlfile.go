@@ -66,9 +66,17 @@ func ReadFileMax(fsys fs.FS, path string, max int) ([]byte, error) {
 		return nil, err
 	}
 	if len(data) > max {
-		return nil, fmt.Errorf("%s: larger than %d MiB: not read", path, max>>20)
+		return nil, fmt.Errorf("%s: larger than %s: not read", path, sizeText(max))
 	}
 	return data, nil
+}
+
+// sizeText is max in MiB when it is a whole number of them, else in bytes.
+func sizeText(max int) string {
+	if max >= 1<<20 && max%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", max>>20)
+	}
+	return fmt.Sprintf("%d bytes", max)
 }
 
 // notRegular refuses a named pipe, a device, a socket or a directory: a

@@ -5,12 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/go-git/go-billy/v5"
 	"github.com/go-git/go-billy/v5/osfs"
@@ -22,12 +20,9 @@ import (
 	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
 	"github.com/hashicorp/go-version"
+	"github.com/smpatch/smpatch/internal/tomlfile"
 	"github.com/smpatch/smpatch/source"
 )
-
-// ErrNoGitRepository is OpenGitStorage's error when no directory from dir
-// up to the root holds a .git directory or file.
-var ErrNoGitRepository = errors.New("repository does not exist")
 
 // OpenGitStorage opens the object and reference store of the git
 // repository holding dir (dir itself, or the nearest parent with a .git
@@ -135,42 +130,26 @@ func (s *withAlternates) EncodedObjectSize(h plumbing.Hash) (int64, error) {
 // findDotGit walks from dir up to the root for a .git directory or file and
 // returns the git directory and the work tree.
 func findDotGit(dir string) (dot, wt billy.Filesystem, err error) {
-	path, err := filepath.Abs(dir)
+	root, err := source.FindGitRoot(dir)
 	if err != nil {
 		return nil, nil, err
 	}
-	if fi, err := os.Stat(path); err == nil && !fi.IsDir() {
-		path = filepath.Dir(path)
+	wt = osfs.New(root)
+	if fi, err := os.Stat(filepath.Join(root, ".git")); err == nil && fi.IsDir() {
+		return osfs.New(filepath.Join(root, ".git")), wt, nil
 	}
-	for {
-		fi, err := os.Stat(filepath.Join(path, ".git"))
-		if err == nil {
-			wt = osfs.New(path)
-			if fi.IsDir() {
-				return osfs.New(filepath.Join(path, ".git")), wt, nil
-			}
-			dot, err := dotGitFile(path)
-			if err != nil {
-				return nil, nil, err
-			}
-			return dot, wt, nil
-		}
-		if !errors.Is(err, os.ErrNotExist) {
-			return nil, nil, err
-		}
-		parent := filepath.Dir(path)
-		if parent == path {
-			return nil, nil, ErrNoGitRepository
-		}
-		path = parent
+	dot, err = dotGitFile(root)
+	if err != nil {
+		return nil, nil, err
 	}
+	return dot, wt, nil
 }
 
 // dotGitFile follows the "gitdir: PATH" line of the .git file in dir (a
 // linked work tree or a submodule); a relative PATH is relative to dir.
 func dotGitFile(dir string) (billy.Filesystem, error) {
 	name := filepath.Join(dir, ".git")
-	b, err := readSmallFile(name, 64<<10)
+	b, err := tomlfile.ReadFileMax(nil, name, 64<<10) // a regular file, opened without blocking
 	if err != nil {
 		return nil, err
 	}
@@ -193,7 +172,7 @@ func dotGitFile(dir string) (billy.Filesystem, error) {
 // work tree's refs, objects and config), nil when there is none.
 func gitCommonDir(dot billy.Filesystem) (billy.Filesystem, error) {
 	name := filepath.Join(dot.Root(), "commondir")
-	b, err := readSmallFile(name, 64<<10)
+	b, err := tomlfile.ReadFileMax(nil, name, 64<<10) // a regular file, opened without blocking
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -250,25 +229,6 @@ func checkRefFiles(dirs []string) error {
 		}
 	}
 	return nil
-}
-
-// readSmallFile reads at most max bytes of a small git control file (a
-// .git file, commondir), a regular file only: opened without blocking, so
-// a named pipe in its place is refused, not waited on.
-func readSmallFile(name string, max int64) ([]byte, error) {
-	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", name)
-	}
-	return io.ReadAll(io.LimitReader(f, max))
 }
 
 // readAlternates lists the object directories named in
