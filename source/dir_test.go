@@ -10,40 +10,13 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/smpatch/smpatch/internal/treetest"
 )
-
-func writeTree(t *testing.T, root string, files map[string]string) {
-	t.Helper()
-	for k, v := range files {
-		p := filepath.Join(root, filepath.FromSlash(k))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(v), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// sglangCheckout is a minimal tree shaped like an sglang checkout
-// (python/sglang/ with a version.py literal, as in releases up to 0.5.6.post2).
-func sglangCheckout(t *testing.T, ver string) string {
-	root := t.TempDir()
-	files := map[string]string{
-		"python/sglang/__init__.py":            "",
-		"python/sglang/srt/layers/comm.py":     "x = 1\n",
-		"python/sglang/srt/layers/__init__.py": "",
-	}
-	if ver != "" {
-		files["python/sglang/version.py"] = "__version__ = \"" + ver + "\"\n"
-	}
-	writeTree(t, root, files)
-	return root
-}
 
 func TestOpenCheckoutDetect(t *testing.T) {
 	ctx := context.Background()
-	root := sglangCheckout(t, "0.5.6.post2")
+	root := treetest.SGLangCheckout(t, "0.5.6.post2")
 	tr, err := OpenCheckout(root)
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +29,7 @@ func TestOpenCheckoutDetect(t *testing.T) {
 		t.Fatalf("version %v from %q err %v", v, from, err)
 	}
 	fi := t.TempDir()
-	writeTree(t, fi, map[string]string{"flashinfer/__init__.py": "", "include/flashinfer/comm/x.cuh": ""})
+	treetest.Write(t, fi, map[string]string{"flashinfer/__init__.py": "", "include/flashinfer/comm/x.cuh": ""})
 	if tr, err := OpenCheckout(fi); err != nil || tr.Project() != FlashInfer {
 		t.Fatalf("flashinfer: %v %v", tr, err)
 	}
@@ -66,9 +39,9 @@ func TestOpenCheckoutDetect(t *testing.T) {
 }
 
 func TestPathsConfined(t *testing.T) {
-	root := sglangCheckout(t, "0.5.6")
+	root := treetest.SGLangCheckout(t, "0.5.6")
 	outside := t.TempDir()
-	writeTree(t, outside, map[string]string{"secret.py": "s\n"})
+	treetest.Write(t, outside, map[string]string{"secret.py": "s\n"})
 	if err := os.Symlink(outside, filepath.Join(root, "python", "sglang", "link")); err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +72,7 @@ func TestPathsConfined(t *testing.T) {
 }
 
 func TestWriteFilesKeepsMode(t *testing.T) {
-	root := sglangCheckout(t, "0.5.6")
+	root := treetest.SGLangCheckout(t, "0.5.6")
 	p := filepath.Join(root, "python/sglang/srt/layers/comm.py")
 	if err := os.Chmod(p, 0o755); err != nil {
 		t.Fatal(err)
@@ -169,7 +142,7 @@ func TestPackagePaths(t *testing.T) {
 func TestOpenSitePackages(t *testing.T) {
 	ctx := context.Background()
 	sp := filepath.Join(t.TempDir(), "lib", "python3.12", "site-packages")
-	writeTree(t, sp, map[string]string{
+	treetest.Write(t, sp, map[string]string{
 		"sglang/__init__.py":              "",
 		"sglang/srt/layers/comm.py":       "x = 1\n",
 		"sglang-0.5.9.dist-info/METADATA": "Metadata-Version: 2.1\nName: sglang\nVersion: 0.5.9\n",
@@ -205,7 +178,7 @@ func TestOpenSitePackages(t *testing.T) {
 
 func TestResolve(t *testing.T) {
 	ctx := context.Background()
-	root := sglangCheckout(t, "0.5.6")
+	root := treetest.SGLangCheckout(t, "0.5.6")
 	t.Setenv("SMPATCH_REPO", root)
 	tr, err := Resolve(ctx, "", SGLang, "")
 	if err != nil || tr.Root() == "" {
@@ -223,7 +196,7 @@ func TestResolve(t *testing.T) {
 	}
 	// The installed package, found by asking a (fake) interpreter for sys.path.
 	sp := filepath.Join(t.TempDir(), "lib", "python3.12", "site-packages")
-	writeTree(t, sp, map[string]string{
+	treetest.Write(t, sp, map[string]string{
 		"sglang/__init__.py":              "",
 		"sglang-0.5.9.dist-info/METADATA": "Name: sglang\nVersion: 0.5.9\n",
 	})
@@ -245,7 +218,7 @@ func TestResolve(t *testing.T) {
 // PendingWrites leaves the tree as it was until Commit, and Cleanup takes
 // the temporary files away again.
 func TestPendingWrites(t *testing.T) {
-	root := sglangCheckout(t, "0.5.6")
+	root := treetest.SGLangCheckout(t, "0.5.6")
 	tr, err := OpenCheckout(root)
 	if err != nil {
 		t.Fatal(err)
@@ -328,7 +301,7 @@ func TestPendingWrites(t *testing.T) {
 
 // ReadFile refuses what is not a regular file without waiting on it.
 func TestReadFileNotRegular(t *testing.T) {
-	root := sglangCheckout(t, "0.5.6")
+	root := treetest.SGLangCheckout(t, "0.5.6")
 	if err := syscall.Mkfifo(filepath.Join(root, "python/sglang/fifo.py"), 0o644); err != nil {
 		t.Skip(err)
 	}
@@ -347,9 +320,9 @@ func TestReadFileNotRegular(t *testing.T) {
 // path: the same bytes, the same error text. ResolvedPath resolves as
 // ResolveExisting does.
 func TestOpenFileKernelAndPathCheckAgree(t *testing.T) {
-	root := sglangCheckout(t, "0.5.6")
+	root := treetest.SGLangCheckout(t, "0.5.6")
 	outside := t.TempDir()
-	writeTree(t, outside, map[string]string{"secret.py": "s\n"})
+	treetest.Write(t, outside, map[string]string{"secret.py": "s\n"})
 	links := map[string]string{
 		"python/sglang/abs-out":  outside,
 		"python/sglang/abs-in":   filepath.Join(root, "python", "sglang", "srt"),

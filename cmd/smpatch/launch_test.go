@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/smpatch/smpatch/internal/treetest"
+
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/smpatch/smpatch/internal/exit"
@@ -40,20 +42,6 @@ func TestLaunchScripts(t *testing.T) {
 	}))
 }
 
-// writeFiles writes name → content under dir.
-func writeFiles(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for name, body := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 const fakeCommunicator = `# A cut-down communicator.py: only the flags the fusion gate reads.
 _is_sm90_supported = True
 _is_sm100_supported = False
@@ -68,18 +56,18 @@ def apply_flashinfer_allreduce_fusion(batch_size):
 func fakeFusionSetup(t *testing.T, cmd string) (tree, cat, matrixFile string) {
 	dir := t.TempDir()
 	tree, cat = filepath.Join(dir, "tree"), filepath.Join(dir, "cat")
-	writeFiles(t, tree, map[string]string{
+	treetest.Write(t, tree, map[string]string{
 		"python/sglang/__init__.py":                "",
 		"python/sglang/version.py":                 "__version__ = \"0.5.9\"\n",
 		"python/sglang/srt/layers/communicator.py": fakeCommunicator,
 	})
-	writeFiles(t, cat, map[string]string{
+	treetest.Write(t, cat, map[string]string{
 		"fake-fusion.toml": "name = \"fake-fusion\"\nproject = \"sglang\"\nsummary = \"x\"\n[[variant]]\nversions = \">= 0.5.0\"\ndiffs = [\"fake-fusion/gate.diff\"]\n",
 		"fake-fusion/gate.diff": "--- a/python/sglang/srt/layers/communicator.py\n+++ b/python/sglang/srt/layers/communicator.py\n" +
 			"@@ -1,3 +1,4 @@\n # A cut-down communicator.py: only the flags the fusion gate reads.\n _is_sm90_supported = True\n _is_sm100_supported = False\n+_is_sm120_supported = True\n",
 	})
 	matrixFile = filepath.Join(dir, "matrix.toml")
-	writeFiles(t, dir, map[string]string{"matrix.toml": `name = "fake"
+	treetest.Write(t, dir, map[string]string{"matrix.toml": `name = "fake"
 project = "sglang"
 [axes]
 patches = [["fake-fusion"]]

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/smpatch/smpatch/internal/treetest"
+
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/smpatch/smpatch/internal/testsvc"
@@ -87,7 +89,7 @@ func TestSlurmInterrupt(t *testing.T) {
 	if err := copyTree(sample, tree); err != nil {
 		t.Fatal(err)
 	}
-	writeFiles(t, dir, map[string]string{"m.toml": `name = "slow"
+	treetest.Write(t, dir, map[string]string{"m.toml": `name = "slow"
 [axes]
 patches = [["sm120-fusion"]]
 nccl = ["fewchan"]

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/smpatch/smpatch/internal/treetest"
+
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -17,69 +19,50 @@ import (
 	"github.com/smpatch/smpatch/source"
 )
 
-func writeTree(t *testing.T, root string, files map[string]string) {
+// testSig signs the test commits and annotated tags.
+var testSig = &object.Signature{Name: "t", Email: "t@example.com", When: time.Unix(1700000000, 0)}
+
+// gitCheckout is sglangCheckout as a git repository: commit adds python/
+// and commits it, returning the commit.
+func gitCheckout(t *testing.T) (string, *git.Repository, func(msg string) plumbing.Hash) {
 	t.Helper()
-	for k, v := range files {
-		p := filepath.Join(root, filepath.FromSlash(k))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(v), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// sglangCheckout is a minimal tree shaped like an sglang checkout
-// (python/sglang/ with a version.py literal, as in releases up to 0.5.6.post2).
-func sglangCheckout(t *testing.T, ver string) string {
-	root := t.TempDir()
-	files := map[string]string{
-		"python/sglang/__init__.py":            "",
-		"python/sglang/srt/layers/comm.py":     "x = 1\n",
-		"python/sglang/srt/layers/__init__.py": "",
-	}
-	if ver != "" {
-		files["python/sglang/version.py"] = "__version__ = \"" + ver + "\"\n"
-	}
-	writeTree(t, root, files)
-	return root
-}
-
-func TestVersionFromGitTag(t *testing.T) {
-	ctx := context.Background()
-	root := sglangCheckout(t, "")
+	root := treetest.SGLangCheckout(t, "")
 	repo, err := git.PlainInit(root, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	wt, _ := repo.Worktree()
-	sig := &object.Signature{Name: "t", Email: "t@example.com", When: time.Unix(1700000000, 0)}
-	if _, err := wt.Add("python"); err != nil {
-		t.Fatal(err)
+	return root, repo, func(msg string) plumbing.Hash {
+		t.Helper()
+		if _, err := wt.Add("python"); err != nil {
+			t.Fatal(err)
+		}
+		h, err := wt.Commit(msg, &git.CommitOptions{Author: testSig})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
 	}
-	c1, err := wt.Commit("one", &git.CommitOptions{Author: sig})
-	if err != nil {
-		t.Fatal(err)
-	}
+}
+
+func TestVersionFromGitTag(t *testing.T) {
+	ctx := context.Background()
+	root, repo, commit := gitCheckout(t)
+	c1 := commit("one")
 	if _, err := repo.CreateTag("v0.5.3rc2", c1, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := repo.CreateTag("gateway-v9.0.0", c1, nil); err != nil {
 		t.Fatal(err)
 	}
-	writeTree(t, root, map[string]string{"python/sglang/srt/layers/comm.py": "x = 2\n"})
-	wt.Add("python")
-	c2, err := wt.Commit("two", &git.CommitOptions{Author: sig})
-	if err != nil {
-		t.Fatal(err)
-	}
+	treetest.Write(t, root, map[string]string{"python/sglang/srt/layers/comm.py": "x = 2\n"})
+	c2 := commit("two")
 	tr, _ := source.OpenCheckout(root)
 	v, from, err := tr.Version(ctx)
 	if err != nil || v == nil || source.VersionString(v) != "0.5.3rc2" || from != "git tag v0.5.3rc2 (+1 commits)" {
 		t.Fatalf("version %v from %q err %v", v, from, err)
 	}
-	if _, err := repo.CreateTag("v0.5.4", c2, &git.CreateTagOptions{Tagger: sig, Message: "annotated"}); err != nil {
+	if _, err := repo.CreateTag("v0.5.4", c2, &git.CreateTagOptions{Tagger: testSig, Message: "annotated"}); err != nil {
 		t.Fatal(err)
 	}
 	v, from, _ = tr.Version(ctx)
@@ -87,7 +70,7 @@ func TestVersionFromGitTag(t *testing.T) {
 		t.Fatalf("annotated: %v %q", v, from)
 	}
 	// No tags, no literal: unknown with a reason, not an error.
-	bare := sglangCheckout(t, "")
+	bare := treetest.SGLangCheckout(t, "")
 	tr, _ = source.OpenCheckout(bare)
 	v, from, err = tr.Version(ctx)
 	if err != nil || v != nil || !strings.HasPrefix(from, "unknown: ") {
@@ -100,29 +83,17 @@ func TestVersionFromGitTag(t *testing.T) {
 // from. The version is still read from the tag HEAD sits on.
 func TestVersionFromGitTagWithAlternates(t *testing.T) {
 	ctx := context.Background()
-	src := sglangCheckout(t, "")
-	repo, err := git.PlainInit(src, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wt, _ := repo.Worktree()
-	sig := &object.Signature{Name: "t", Email: "t@example.com", When: time.Unix(1700000000, 0)}
-	if _, err := wt.Add("python"); err != nil {
-		t.Fatal(err)
-	}
-	c1, err := wt.Commit("one", &git.CommitOptions{Author: sig})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := repo.CreateTag("v0.5.9", c1, &git.CreateTagOptions{Tagger: sig, Message: "annotated"}); err != nil {
+	src, repo, commit := gitCheckout(t)
+	c1 := commit("one")
+	if _, err := repo.CreateTag("v0.5.9", c1, &git.CreateTagOptions{Tagger: testSig, Message: "annotated"}); err != nil {
 		t.Fatal(err)
 	}
 	tagRef, _ := repo.Reference("refs/tags/v0.5.9", false)
 
 	// The shared clone: a work tree, refs of its own, no objects.
-	clone := sglangCheckout(t, "")
+	clone := treetest.SGLangCheckout(t, "")
 	dot := filepath.Join(clone, ".git")
-	writeTree(t, dot, map[string]string{
+	treetest.Write(t, dot, map[string]string{
 		"HEAD":                    c1.String() + "\n",
 		"config":                  "[core]\n\trepositoryformatversion = 0\n\tbare = false\n",
 		"refs/tags/v0.5.9":        tagRef.Hash().String() + "\n",
@@ -141,7 +112,7 @@ func TestVersionFromGitTagWithAlternates(t *testing.T) {
 	}
 
 	// A relative alternate is named, not silently ignored.
-	writeTree(t, dot, map[string]string{"objects/info/alternates": "../../elsewhere/objects\n"})
+	treetest.Write(t, dot, map[string]string{"objects/info/alternates": "../../elsewhere/objects\n"})
 	if _, _, err := OpenGitStorage(clone); err == nil || !strings.Contains(err.Error(), "relative") {
 		t.Fatalf("relative alternate: %v", err)
 	}
@@ -175,18 +146,8 @@ func chainCommits(t *testing.T, repo *git.Repository, parent plumbing.Hash, n in
 // the distance is reported beside the tag.
 func TestVersionTagTooFarBehind(t *testing.T) {
 	ctx := context.Background()
-	root := sglangCheckout(t, "")
-	repo, err := git.PlainInit(root, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wt, _ := repo.Worktree()
-	sig := &object.Signature{Name: "t", Email: "t@example.com", When: time.Unix(1700000000, 0)}
-	wt.Add("python")
-	c1, err := wt.Commit("one", &git.CommitOptions{Author: sig})
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, repo, commit := gitCheckout(t)
+	c1 := commit("one")
 	if _, err := repo.CreateTag("v0.5.6.post2", c1, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -220,19 +181,9 @@ func TestVersionTagTooFarBehind(t *testing.T) {
 // tree's HEAD, read from the shared tags and objects.
 func TestVersionFromGitTagLinkedWorktree(t *testing.T) {
 	ctx := context.Background()
-	main := sglangCheckout(t, "")
-	repo, err := git.PlainInit(main, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wt, _ := repo.Worktree()
-	sig := &object.Signature{Name: "t", Email: "t@example.com", When: time.Unix(1700000000, 0)}
-	wt.Add("python")
-	c1, err := wt.Commit("one", &git.CommitOptions{Author: sig})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := repo.CreateTag("v0.5.7", c1, &git.CreateTagOptions{Tagger: sig, Message: "annotated"}); err != nil {
+	main, repo, commit := gitCheckout(t)
+	c1 := commit("one")
+	if _, err := repo.CreateTag("v0.5.7", c1, &git.CreateTagOptions{Tagger: testSig, Message: "annotated"}); err != nil {
 		t.Fatal(err)
 	}
 	c2 := chainCommits(t, repo, c1, 3)
@@ -242,14 +193,14 @@ func TestVersionFromGitTagLinkedWorktree(t *testing.T) {
 
 	// The linked work tree sits at c1 plus one commit, below v0.5.8.
 	mid := chainCommits(t, repo, c1, 1)
-	linked := sglangCheckout(t, "")
+	linked := treetest.SGLangCheckout(t, "")
 	gitdir := filepath.Join(main, ".git", "worktrees", "linked")
-	writeTree(t, gitdir, map[string]string{
+	treetest.Write(t, gitdir, map[string]string{
 		"HEAD":      mid.String() + "\n",
 		"commondir": "../..\n",
 		"gitdir":    filepath.Join(linked, ".git") + "\n",
 	})
-	writeTree(t, linked, map[string]string{".git": "gitdir: " + gitdir + "\n"})
+	treetest.Write(t, linked, map[string]string{".git": "gitdir: " + gitdir + "\n"})
 
 	tr, err := source.OpenCheckout(linked)
 	if err != nil {
@@ -272,7 +223,7 @@ func TestVersionFromGitTagLinkedWorktree(t *testing.T) {
 	os.Remove(filepath.Join(linked, ".git"))
 
 	// A .git file that names no directory is named in the reason.
-	writeTree(t, linked, map[string]string{".git": "gitdir: " + filepath.Join(main, "nowhere") + "\n"})
+	treetest.Write(t, linked, map[string]string{".git": "gitdir: " + filepath.Join(main, "nowhere") + "\n"})
 	v, from, _ = tr.Version(ctx)
 	if v != nil || !strings.Contains(from, "nowhere") {
 		t.Fatalf("broken .git file: %v %q", v, from)
@@ -284,18 +235,8 @@ func TestVersionFromGitTagLinkedWorktree(t *testing.T) {
 func TestNearestTagRefusesNamedPipes(t *testing.T) {
 	ctx := context.Background()
 	for _, name := range []string{"HEAD", "packed-refs", "refs/tags/v9.9.9"} {
-		root := sglangCheckout(t, "")
-		repo, err := git.PlainInit(root, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		wt, _ := repo.Worktree()
-		wt.Add("python")
-		sig := &object.Signature{Name: "t", Email: "t@example.com", When: time.Unix(1700000000, 0)}
-		c, err := wt.Commit("one", &git.CommitOptions{Author: sig})
-		if err != nil {
-			t.Fatal(err)
-		}
+		root, repo, commit := gitCheckout(t)
+		c := commit("one")
 		if _, err := repo.CreateTag("v0.5.7", c, nil); err != nil {
 			t.Fatal(err)
 		}
