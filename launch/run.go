@@ -14,8 +14,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/smpatch/smpatch/internal/tomlfile"
 )
 
 // Run runs the cells and writes the results into o.Out. Cells run in order,
@@ -702,18 +703,11 @@ const maxMetricsLog = 64 << 20
 
 // readTail reads at most the last max bytes of the regular file path.
 func readTail(path string, max int64) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, fi, err := tomlfile.OpenRegular(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", path)
-	}
 	if off := fi.Size() - max; off > 0 {
 		if _, err := f.Seek(off, io.SeekStart); err != nil {
 			return nil, err

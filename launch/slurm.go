@@ -11,8 +11,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/smpatch/smpatch/internal/tomlfile"
 )
 
 // Slurm submits the cells as a Slurm job array (one array per GPU count,
@@ -509,16 +510,13 @@ func writeNodeLog(path string, notes []byte, nodeLog string) error {
 		f.Close()
 		return err
 	}
-	if in, err := os.OpenFile(nodeLog, os.O_RDONLY|syscall.O_NONBLOCK, 0); err == nil {
-		if fi, err := in.Stat(); err == nil && fi.Mode().IsRegular() {
-			_, err = io.Copy(f, in)
-			if err != nil {
-				in.Close()
-				f.Close()
-				return err
-			}
-		}
+	if in, _, err := tomlfile.OpenRegular(nodeLog); err == nil {
+		_, err = io.Copy(f, in)
 		in.Close()
+		if err != nil {
+			f.Close()
+			return err
+		}
 	}
 	return f.Close()
 }

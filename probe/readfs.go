@@ -9,6 +9,8 @@ import (
 	"os"
 	"path"
 	"syscall"
+
+	"github.com/smpatch/smpatch/internal/tomlfile"
 )
 
 // MaxSourceFile bounds the size of one text file the probe reads (Python
@@ -71,23 +73,9 @@ func openRegular(p string) (*os.File, error) {
 	}
 	if m := fi.Mode(); !m.IsRegular() && !m.IsDir() {
 		f.Close()
-		return nil, &fs.PathError{Op: "open", Path: p, Err: fmt.Errorf("%w (%s)", ErrNotRegular, kindOf(m))}
+		return nil, &fs.PathError{Op: "open", Path: p, Err: fmt.Errorf("%w (%s)", ErrNotRegular, tomlfile.Kind(m))}
 	}
 	return f, nil
-}
-
-func kindOf(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	}
-	return m.Type().String()
 }
 
 // boundedFS reads text files of fsys at most max bytes each, regular files
@@ -123,7 +111,7 @@ func (b boundedFS) ReadFile(name string) ([]byte, error) {
 		return nil, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, &fs.PathError{Op: "read", Path: name, Err: fmt.Errorf("%w (%s)", ErrNotRegular, kindOf(fi.Mode()))}
+		return nil, &fs.PathError{Op: "read", Path: name, Err: fmt.Errorf("%w (%s)", ErrNotRegular, tomlfile.Kind(fi.Mode()))}
 	}
 	if fi.Size() > b.max {
 		return nil, &fs.PathError{Op: "read", Path: name, Err: fmt.Errorf("%d bytes: larger than the %d bytes the probe reads of one file", fi.Size(), b.max)}

@@ -40,8 +40,7 @@ func ReadFileMax(fsys fs.FS, path string, max int) ([]byte, error) {
 		err error
 	)
 	if fsys == nil {
-		// Without blocking: a named pipe must not hang the open.
-		f, err = os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+		f, _, err = OpenRegular(path)
 	} else if fi, serr := fs.Stat(fsys, path); serr == nil && !fi.Mode().IsRegular() {
 		// An fs.FS cannot open without blocking: look first.
 		return nil, notRegular(path, fi.Mode())
@@ -79,23 +78,47 @@ func sizeText(max int) string {
 	return fmt.Sprintf("%d bytes", max)
 }
 
+// OpenRegular opens path for reading without blocking (a named pipe must
+// not hang the open) and refuses it, closed, unless it is a regular file.
+func OpenRegular(path string) (*os.File, fs.FileInfo, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, notRegular(path, fi.Mode())
+	}
+	return f, fi, nil
+}
+
 // notRegular refuses a named pipe, a device, a socket or a directory: a
 // FIFO nobody writes to would block forever, a device never ends.
 func notRegular(path string, m fs.FileMode) error {
-	kind := "a " + m.Type().String()
+	return fmt.Errorf("%s: not a regular file (%s): not read", path, Kind(m))
+}
+
+// Kind names what a file that is not regular is: "a named pipe", "a
+// directory", "a character device"...
+func Kind(m fs.FileMode) string {
 	switch {
 	case m.IsDir():
-		kind = "a directory"
+		return "a directory"
 	case m&fs.ModeNamedPipe != 0:
-		kind = "a named pipe"
+		return "a named pipe"
 	case m&fs.ModeCharDevice != 0:
-		kind = "a character device"
+		return "a character device"
 	case m&fs.ModeDevice != 0:
-		kind = "a device"
+		return "a device"
 	case m&fs.ModeSocket != 0:
-		kind = "a socket"
+		return "a socket"
 	}
-	return fmt.Errorf("%s: not a regular file (%s): not read", path, kind)
+	return "a " + m.Type().String()
 }
 
 // Decode checks data against MaxSize and MaxDepth, then decodes it into v.

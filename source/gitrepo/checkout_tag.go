@@ -206,7 +206,7 @@ func checkRefFiles(dirs []string) error {
 				return nil
 			}
 		}
-		return fmt.Errorf("%s: not a regular file (%s): git repository not read", p, fi.Mode().Type())
+		return fmt.Errorf("%s: not a regular file (%s): git repository not read", p, tomlfile.Kind(fi.Mode()))
 	}
 	for _, d := range dirs {
 		for _, f := range []string{"HEAD", "packed-refs", "config", "commondir", "objects/info/alternates"} {
