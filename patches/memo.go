@@ -1,8 +1,9 @@
 package patches
 
 import (
-	"container/list"
 	"sync"
+
+	"github.com/smpatch/smpatch/internal/lru"
 )
 
 // FileHasher is a tree that names a file's content by its git blob hash
@@ -30,14 +31,7 @@ type Memo struct {
 	mu       sync.Mutex
 	anchor   map[anchorKey]anchorHit
 	files    map[fileKey]*FilePlan
-	resolved map[fileKey]*list.Element // of memoPlan
-	order    *list.List                // most recent first
-	size     int64
-}
-
-type memoPlan struct {
-	key fileKey
-	fp  *FilePlan
+	resolved *lru.Cache[fileKey, *FilePlan] // plans that resolve, by their new bytes
 }
 
 // memoResolvedBytes bounds the new bytes of the resolved plans a Memo keeps.
@@ -61,16 +55,15 @@ type anchorHit struct {
 
 // NewMemo returns an empty memo.
 func NewMemo() *Memo {
-	return &Memo{anchor: map[anchorKey]anchorHit{}, files: map[fileKey]*FilePlan{}, resolved: map[fileKey]*list.Element{}, order: list.New()}
+	return &Memo{anchor: map[anchorKey]anchorHit{}, files: map[fileKey]*FilePlan{}, resolved: lru.New[fileKey, *FilePlan](memoResolvedBytes)}
 }
 
 // getFile returns a copy of the remembered plan, its bytes set to old.
 func (m *Memo) getFile(k fileKey, old []byte) (*FilePlan, bool) {
 	m.mu.Lock()
 	fp, ok := m.files[k]
-	if e, found := m.resolved[k]; !ok && found {
-		m.order.MoveToFront(e)
-		fp, ok = e.Value.(memoPlan).fp, true
+	if !ok {
+		fp, ok = m.resolved.Get(k)
 	}
 	m.mu.Unlock()
 	if !ok {
@@ -95,16 +88,7 @@ func (m *Memo) putFile(k fileKey, fp *FilePlan) {
 		m.files[k] = &c
 		return
 	}
-	if _, ok := m.resolved[k]; ok || int64(len(c.New)) > memoResolvedBytes/4 {
-		return
-	}
-	m.resolved[k] = m.order.PushFront(memoPlan{k, &c})
-	m.size += int64(len(c.New))
-	for m.size > memoResolvedBytes {
-		old := m.order.Remove(m.order.Back()).(memoPlan)
-		delete(m.resolved, old.key)
-		m.size -= int64(len(old.fp.New))
-	}
+	m.resolved.Add(k, &c, int64(len(c.New)))
 }
 
 func (m *Memo) getAnchor(k anchorKey) (anchorHit, bool) {

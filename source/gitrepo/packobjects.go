@@ -2,12 +2,13 @@ package gitrepo
 
 import (
 	"bytes"
-	"container/list"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"sync"
+
+	"github.com/smpatch/smpatch/internal/lru"
 
 	"github.com/go-git/go-billy/v5"
 	"github.com/go-git/go-git/v5"
@@ -30,10 +31,7 @@ type packObjects struct {
 	packs []*packFile
 
 	mu    sync.Mutex
-	items map[packKey]*list.Element
-	order *list.List // of *packItem, most recent first
-	size  int64
-	max   int64
+	cache *lru.Cache[packKey, packItem] // resolved objects, by bytes
 }
 
 type packFile struct {
@@ -49,7 +47,6 @@ type packKey struct {
 }
 
 type packItem struct {
-	key  packKey
 	typ  plumbing.ObjectType
 	data []byte
 }
@@ -76,7 +73,7 @@ func openPackObjects(repo *git.Repository, maxBytes int64) *packObjects {
 	if err != nil {
 		return nil
 	}
-	po := &packObjects{items: map[packKey]*list.Element{}, order: list.New(), max: maxBytes}
+	po := &packObjects{cache: lru.New[packKey, packItem](maxBytes)}
 	for _, fi := range infos {
 		name, ok := strings.CutSuffix(fi.Name(), ".idx")
 		if !ok || !strings.HasPrefix(name, "pack-") {
@@ -206,33 +203,17 @@ func (p *packFile) entry(off int64) (*packfile.ObjectHeader, []byte, error) {
 func (po *packObjects) get(k packKey) (plumbing.ObjectType, []byte, bool) {
 	po.mu.Lock()
 	defer po.mu.Unlock()
-	e, ok := po.items[k]
+	it, ok := po.cache.Get(k)
 	if !ok {
 		return plumbing.InvalidObject, nil, false
 	}
-	po.order.MoveToFront(e)
-	it := e.Value.(*packItem)
 	return it.typ, it.data, true
 }
 
 func (po *packObjects) put(k packKey, typ plumbing.ObjectType, data []byte) {
-	if int64(len(data)) > po.max/4 {
-		return
-	}
 	po.mu.Lock()
 	defer po.mu.Unlock()
-	if _, ok := po.items[k]; ok {
-		return
-	}
-	po.items[k] = po.order.PushFront(&packItem{key: k, typ: typ, data: data})
-	po.size += int64(len(data))
-	for po.size > po.max {
-		e := po.order.Back()
-		it := e.Value.(*packItem)
-		po.order.Remove(e)
-		delete(po.items, it.key)
-		po.size -= int64(len(it.data))
-	}
+	po.cache.Add(k, packItem{typ, data}, int64(len(data)))
 }
 
 // applyDelta applies a git delta (the format packfile.PatchDelta reads) to

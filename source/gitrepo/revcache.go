@@ -1,8 +1,9 @@
 package gitrepo
 
 import (
-	"container/list"
 	"sync"
+
+	"github.com/smpatch/smpatch/internal/lru"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -15,16 +16,14 @@ import (
 // again. Contents are kept up to a byte budget, least recently used first
 // out. Safe for concurrent use.
 type RevisionCache struct {
-	mu       sync.Mutex
-	lists    map[plumbing.Hash][]listed
-	listed   int               // entries in lists
-	names    map[string]string // one copy of each path listed
-	full     map[pathsKey][]string
-	blobs    map[plumbing.Hash]*list.Element
-	order    *list.List // of *cachedBlob, most recent first
-	size     int64
-	maxBytes int64
-	packs    *packObjects // nil: blobs are read through go-git
+	mu     sync.Mutex
+	lists  map[plumbing.Hash][]listed
+	listed int               // entries in lists
+	names  map[string]string // one copy of each path listed
+	full   map[pathsKey][]string
+	blobs  *lru.Cache[plumbing.Hash, []byte] // file contents, by bytes
+	budget int64                             // bytes, for the pack objects too
+	packs  *packObjects                      // nil: blobs are read through go-git
 }
 
 type listed struct {
@@ -32,14 +31,9 @@ type listed struct {
 	hash plumbing.Hash
 }
 
-type cachedBlob struct {
-	hash plumbing.Hash
-	data []byte
-}
-
 // NewRevisionCache keeps up to maxBytes of file contents.
 func NewRevisionCache(maxBytes int64) *RevisionCache {
-	return &RevisionCache{lists: map[plumbing.Hash][]listed{}, names: map[string]string{}, full: map[pathsKey][]string{}, blobs: map[plumbing.Hash]*list.Element{}, order: list.New(), maxBytes: maxBytes}
+	return &RevisionCache{lists: map[plumbing.Hash][]listed{}, names: map[string]string{}, full: map[pathsKey][]string{}, blobs: lru.New[plumbing.Hash, []byte](maxBytes), budget: maxBytes}
 }
 
 // ReadPacks makes the trees sharing c read file contents straight from
@@ -51,7 +45,7 @@ func (c *RevisionCache) ReadPacks(repo *git.Repository) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.packs == nil {
-		c.packs = openPackObjects(repo, c.maxBytes)
+		c.packs = openPackObjects(repo, c.budget)
 	}
 }
 
@@ -83,32 +77,13 @@ func (c *RevisionCache) packedBlob(h plumbing.Hash) ([]byte, bool) {
 func (c *RevisionCache) blob(h plumbing.Hash) ([]byte, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, ok := c.blobs[h]
-	if !ok {
-		return nil, false
-	}
-	c.order.MoveToFront(e)
-	return e.Value.(*cachedBlob).data, true
+	return c.blobs.Get(h)
 }
 
 func (c *RevisionCache) putBlob(h plumbing.Hash, data []byte) {
-	if int64(len(data)) > c.maxBytes/4 {
-		return
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.blobs[h]; ok {
-		return
-	}
-	c.blobs[h] = c.order.PushFront(&cachedBlob{hash: h, data: data})
-	c.size += int64(len(data))
-	for c.size > c.maxBytes {
-		e := c.order.Back()
-		b := e.Value.(*cachedBlob)
-		c.order.Remove(e)
-		delete(c.blobs, b.hash)
-		c.size -= int64(len(b.data))
-	}
+	c.blobs.Add(h, data, int64(len(data)))
 }
 
 func (c *RevisionCache) listing(h plumbing.Hash) ([]listed, bool) {
