@@ -65,6 +65,25 @@ func Range(ctx context.Context, repo *git.Repository, url string, p source.Proje
 	if os.Getenv("GOMEMLIMIT") == "" {
 		defer debug.SetMemoryLimit(debug.SetMemoryLimit(rangeMemoryLimit))
 	}
+	// Every object is read through one handle reading the packs, which the
+	// planning workers share: one pack index in memory, whatever the number
+	// of workers, and caches of fixed sizes. It reads through a handle of
+	// its own when opts.OpenRepo makes one, so that what the caller's
+	// handle loaded to resolve the range (go-git's copy of the pack index,
+	// and its map from every pack offset to a hash, 90 bytes an object in
+	// all) can be collected.
+	cache := gitrepo.NewRevisionCache(16 << 20)
+	defer cache.Close()
+	under := repo
+	if opts.OpenRepo != nil {
+		if r, err := opts.OpenRepo(); err == nil {
+			under = r
+		}
+	}
+	shared := cache.ReadPacks(under)
+	if shared != nil {
+		repo = shared
+	}
 	chain, base, err := firstParentChain(ctx, repo, from, to)
 	if err != nil {
 		return nil, err
@@ -140,10 +159,7 @@ func Range(ctx context.Context, repo *git.Repository, url string, p source.Proje
 
 	// Pass 2: plan the jobs in parallel, for the status only (a conflict
 	// is not explained: most states are never shown).
-	cache := gitrepo.NewRevisionCache(16 << 20)
-	cache.ReadPacks(repo)
-	defer cache.Close()
-	pl := &rangePlanner{repo: repo, url: url, project: p, ps: ps, opts: opts, cache: cache, memo: patches.NewMemo(), hints: hints, jobAt: jobAt}
+	pl := &rangePlanner{repo: repo, shared: shared != nil, url: url, project: p, ps: ps, opts: opts, cache: cache, memo: patches.NewMemo(), hints: hints, jobAt: jobAt}
 	results, err := pl.plan(ctx, jobs, true)
 	if err != nil {
 		return nil, err
@@ -223,6 +239,7 @@ type job struct {
 // rangePlanner plans the states of a range walk.
 type rangePlanner struct {
 	repo    *git.Repository
+	shared  bool // repo is safe for concurrent use
 	url     string
 	project source.Project
 	ps      []*patches.Patch
@@ -234,7 +251,8 @@ type rangePlanner struct {
 }
 
 // plan plans jobs in parallel and returns, per patch, the result per key.
-// go-git's storage is not safe for concurrent use: each worker reads
+// The workers share a handle that reads the packs (ReadPacks); go-git's own
+// storage is not safe for concurrent use: without packs each worker reads
 // through a repository handle of its own when opts.OpenRepo can make one,
 // else reads are serialised. brief plans for the status only.
 func (pl *rangePlanner) plan(ctx context.Context, jobs []job, brief bool) ([]map[string]Result, error) {
@@ -255,7 +273,9 @@ func (pl *rangePlanner) plan(ctx context.Context, jobs []job, brief bool) ([]map
 		chunk := slices.Clone(jobs[w*len(jobs)/workers : (w+1)*len(jobs)/workers])
 		slices.Reverse(chunk)
 		wr, lock := pl.repo, &sharedMu
-		if w > 0 && pl.opts.OpenRepo != nil {
+		if pl.shared {
+			lock = &sync.Mutex{}
+		} else if w > 0 && pl.opts.OpenRepo != nil {
 			if r, err := pl.opts.OpenRepo(); err == nil {
 				wr, lock = r, &sync.Mutex{}
 			}

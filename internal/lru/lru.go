@@ -59,3 +59,13 @@ func (c *Cache[K, V]) Add(k K, v V, size int64) {
 		c.size -= old.size
 	}
 }
+
+// Clear drops every value.
+func (c *Cache[K, V]) Clear() {
+	clear(c.items)
+	c.order.Init()
+	c.size = 0
+}
+
+// Len is the number of values kept.
+func (c *Cache[K, V]) Len() int { return len(c.items) }

@@ -61,7 +61,7 @@ func OpenGitStorage(dir string) (storage.Storer, billy.Filesystem, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	st := filesystem.NewStorage(repoFS, cache.NewObjectLRUDefault())
+	st := filesystem.NewStorage(repoFS, cache.NewObjectLRU(storeCacheBytes))
 	if len(alts) == 0 {
 		return st, wt, nil
 	}
@@ -72,10 +72,16 @@ func OpenGitStorage(dir string) (storage.Storer, billy.Filesystem, error) {
 		}
 		// An alternate names an objects directory; its store is the
 		// directory above it.
-		ws.alts = append(ws.alts, filesystem.NewStorage(osfs.New(filepath.Dir(filepath.Clean(a))), cache.NewObjectLRUDefault()))
+		ws.alts = append(ws.alts, filesystem.NewStorage(osfs.New(filepath.Dir(filepath.Clean(a))), cache.NewObjectLRU(storeCacheBytes)))
 	}
 	return ws, wt, nil
 }
+
+// storeCacheBytes bounds go-git's object cache of a store OpenGitStorage
+// opens, and of each alternate's (go-git's default is 96 MB each): its
+// readers walk history once (the nearest tag, a revision to resolve), and a
+// range walk reads through its own caches (RevisionCache.ReadPacks).
+const storeCacheBytes = 4 * cache.MiByte
 
 // withAlternates is a store that also reads the objects of its alternate
 // object directories, each opened once. (go-git's own alternates support

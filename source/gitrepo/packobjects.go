@@ -2,19 +2,22 @@ package gitrepo
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"sync"
 
 	"github.com/smpatch/smpatch/internal/lru"
 
 	"github.com/go-git/go-billy/v5"
-	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+	"github.com/go-git/go-git/v5/plumbing/hash"
+	"github.com/go-git/go-git/v5/storage"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
@@ -31,7 +34,8 @@ type packObjects struct {
 	packs []*packFile
 
 	mu    sync.Mutex
-	cache *lru.Cache[packKey, packItem] // resolved objects, by bytes
+	cache *lru.Cache[packKey, packItem] // resolved blobs, by bytes
+	other *lru.Cache[packKey, packItem] // resolved trees, commits and tags
 }
 
 type packFile struct {
@@ -60,30 +64,41 @@ const maxDeltaDepth = 4096
 // go-git.
 var errNotPacked = errors.New("object not in a pack")
 
-// openPackObjects opens the pack files of repo's object store, or returns
-// nil when the store is not on a file system or has no packs.
-func openPackObjects(repo *git.Repository, maxBytes int64) *packObjects {
-	st, ok := repo.Storer.(*filesystem.Storage)
-	if !ok {
+// openPackObjects opens the pack files of the object store st and of the
+// alternate object directories it reads (see OpenGitStorage), or returns
+// nil when the store is not on a file system or has no packs. File
+// contents are kept up to maxBytes, other objects (trees, commits, tags) up
+// to otherBytes, apart, so that a walk's trees do not push the revisions of
+// its files out.
+func openPackObjects(st storage.Storer, maxBytes, otherBytes int64) *packObjects {
+	var stores []*filesystem.Storage
+	switch s := st.(type) {
+	case *filesystem.Storage:
+		stores = append(stores, s)
+	case *withAlternates:
+		stores = append(append(stores, s.Storage), s.alts...)
+	default:
 		return nil
 	}
-	fs := st.Filesystem()
-	dir := fs.Join("objects", "pack")
-	infos, err := fs.ReadDir(dir)
-	if err != nil {
-		return nil
-	}
-	po := &packObjects{cache: lru.New[packKey, packItem](maxBytes)}
-	for _, fi := range infos {
-		name, ok := strings.CutSuffix(fi.Name(), ".idx")
-		if !ok || !strings.HasPrefix(name, "pack-") {
+	po := &packObjects{cache: lru.New[packKey, packItem](maxBytes), other: lru.New[packKey, packItem](otherBytes)}
+	for _, s := range stores {
+		fs := s.Filesystem()
+		dir := fs.Join("objects", "pack")
+		infos, err := fs.ReadDir(dir)
+		if err != nil {
 			continue
 		}
-		p, err := openPackFile(fs, fs.Join(dir, name))
-		if err != nil {
-			continue // go-git reads what is there, or reports the error
+		for _, fi := range infos {
+			name, ok := strings.CutSuffix(fi.Name(), ".idx")
+			if !ok || !strings.HasPrefix(name, "pack-") {
+				continue
+			}
+			p, err := openPackFile(fs, fs.Join(dir, name))
+			if err != nil {
+				continue // go-git reads what is there, or reports the error
+			}
+			po.packs = append(po.packs, p)
 		}
-		po.packs = append(po.packs, p)
 	}
 	if len(po.packs) == 0 {
 		return nil
@@ -101,6 +116,7 @@ func openPackFile(fs billy.Filesystem, base string) (*packFile, error) {
 	if err := idxfile.NewDecoder(fi).Decode(idx); err != nil {
 		return nil, fmt.Errorf("%s.idx: %w", base, err)
 	}
+	idx.CRC32 = nil // not read: 4 bytes an object
 	f, err := fs.Open(base + ".pack")
 	if err != nil {
 		return nil, err
@@ -121,19 +137,60 @@ func (po *packObjects) close() {
 	for _, p := range po.packs {
 		p.f.Close()
 	}
+	po.mu.Lock()
+	defer po.mu.Unlock()
+	po.cache.Clear()
+	po.other.Clear()
 }
 
 // object returns the type and contents of the object h. The contents are
 // shared: read them only. errNotPacked when no pack holds h.
 func (po *packObjects) object(h plumbing.Hash) (plumbing.ObjectType, []byte, error) {
 	for i, p := range po.packs {
-		off, err := p.idx.FindOffset(h)
-		if err != nil {
+		off, ok := p.offset(h)
+		if !ok {
 			continue
 		}
 		return po.at(packKey{i, off}, 0)
 	}
 	return plumbing.InvalidObject, nil, errNotPacked
+}
+
+// has reports whether a pack holds h.
+func (po *packObjects) has(h plumbing.Hash) bool {
+	for _, p := range po.packs {
+		if _, ok := p.offset(h); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// offset is where the pack holds h, looked up in the index as go-git's
+// MemoryIndex.FindOffset does, but without its reverse map: FindOffset
+// remembers every offset it has answered, under a lock, so a long walk
+// would grow a map towards one entry for every object of the pack.
+func (p *packFile) offset(h plumbing.Hash) (int64, bool) {
+	idx := p.idx
+	k := idx.FanoutMapping[h[0]]
+	if k < 0 || k >= len(idx.Names) || k >= len(idx.Offset32) {
+		return 0, false
+	}
+	names, offs := idx.Names[k], idx.Offset32[k]
+	n := min(len(names)/hash.Size, len(offs)/4)
+	i, ok := sort.Find(n, func(i int) int { return bytes.Compare(h[:], names[i*hash.Size:(i+1)*hash.Size]) })
+	if !ok {
+		return 0, false
+	}
+	o := binary.BigEndian.Uint32(offs[i*4:])
+	if o&(1<<31) == 0 {
+		return int64(o), true
+	}
+	j := 8 * int(o&^(1<<31))
+	if j+8 > len(idx.Offset64) {
+		return 0, false // a broken index: go-git says so
+	}
+	return int64(binary.BigEndian.Uint64(idx.Offset64[j:])), true
 }
 
 // at resolves the entry at k, its delta bases first.
@@ -157,7 +214,8 @@ func (po *packObjects) at(k packKey, depth int) (plumbing.ObjectType, []byte, er
 	case plumbing.OFSDeltaObject, plumbing.REFDeltaObject:
 		base := packKey{k.pack, hdr.OffsetReference}
 		if hdr.Type == plumbing.REFDeltaObject {
-			if base.off, err = p.idx.FindOffset(hdr.Reference); err != nil {
+			var ok bool
+			if base.off, ok = p.offset(hdr.Reference); !ok {
 				// A thin pack's base in another pack: not written by
 				// go-git's fetch, left to go-git.
 				return plumbing.InvalidObject, nil, errNotPacked
@@ -205,7 +263,9 @@ func (po *packObjects) get(k packKey) (plumbing.ObjectType, []byte, bool) {
 	defer po.mu.Unlock()
 	it, ok := po.cache.Get(k)
 	if !ok {
-		return plumbing.InvalidObject, nil, false
+		if it, ok = po.other.Get(k); !ok {
+			return plumbing.InvalidObject, nil, false
+		}
 	}
 	return it.typ, it.data, true
 }
@@ -213,7 +273,11 @@ func (po *packObjects) get(k packKey) (plumbing.ObjectType, []byte, bool) {
 func (po *packObjects) put(k packKey, typ plumbing.ObjectType, data []byte) {
 	po.mu.Lock()
 	defer po.mu.Unlock()
-	po.cache.Add(k, packItem{typ, data}, int64(len(data)))
+	c := po.cache
+	if typ != plumbing.BlobObject {
+		c = po.other
+	}
+	c.Add(k, packItem{typ, data}, int64(len(data)))
 }
 
 // applyDelta applies a git delta (the format packfile.PatchDelta reads) to

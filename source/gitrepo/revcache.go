@@ -37,17 +37,35 @@ func NewRevisionCache(maxBytes int64) *RevisionCache {
 }
 
 // ReadPacks makes the trees sharing c read file contents straight from
-// repo's pack files, keeping each object resolved (a delta base on the way
-// to a file's next revision too) per pack offset, within the cache's byte
-// budget. Without it, or for an object no pack holds, contents are read
-// through go-git and kept per blob hash. Close releases the pack files.
-func (c *RevisionCache) ReadPacks(repo *git.Repository) {
+// repo's pack files (and those of the alternate object directories it
+// reads), keeping each object resolved (a delta base on the way to a file's
+// next revision too) per pack offset, within the cache's byte budget.
+// Without it, or for an object no pack holds, contents are read through
+// go-git and kept per blob hash. Close releases the pack files.
+//
+// It returns a handle on repo's history that reads every packed object
+// (trees and commits too, kept apart from file contents, within
+// otherBytes) the same way, and that goroutines may share: one pack index
+// in memory for all of them. nil when repo's store is not on a file system
+// or has no packs.
+func (c *RevisionCache) ReadPacks(repo *git.Repository) *git.Repository {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.packs == nil {
-		c.packs = openPackObjects(repo, c.budget)
+		c.packs = openPackObjects(repo.Storer, c.budget, otherBytes)
 	}
+	if c.packs == nil {
+		return nil
+	}
+	shared, err := git.Open(&packedStore{Storer: repo.Storer, packs: c.packs}, nil)
+	if err != nil {
+		return nil
+	}
+	return shared
 }
+
+// otherBytes bounds the trees, commits and tags ReadPacks keeps.
+const otherBytes = 4 << 20
 
 // Close closes the pack files ReadPacks opened.
 func (c *RevisionCache) Close() error {
