@@ -116,7 +116,7 @@ func Range(ctx context.Context, repo *git.Repository, url string, p source.Proje
 	if err != nil {
 		return nil, fmt.Errorf("commit %s: %w", base, err)
 	}
-	commits := append([]*object.Commit{baseCommit}, chain...)
+	commits := append([]*object.Commit{lean(baseCommit)}, chain...)
 	hints, err := tagHints(ctx, repo, commits, tags)
 	if err != nil {
 		return nil, err
@@ -148,6 +148,9 @@ func Range(ctx context.Context, repo *git.Repository, url string, p source.Proje
 		keyAt[n] = make([]string, len(ps))
 		for i := range ps {
 			k := keyOf(hashes, idx, keys[i], tag)
+			if n > 0 && k == keyAt[n-1][i] {
+				k = keyAt[n-1][i] // one copy for a run of commits
+			}
 			keyAt[n][i] = k
 			if !seen[i][k] && (n == 0 || k != keyAt[n-1][i]) {
 				seen[i][k] = true
@@ -360,6 +363,13 @@ func (t *lockedTree) ListFiles(dir string) ([]string, error) {
 	return t.Tree.ListFiles(dir)
 }
 
+// lean is what a walk keeps of each of its commits: the hashes, the
+// committer and the message's first line; not the rest of the message, a
+// signature, nor the bytes it was decoded from.
+func lean(c *object.Commit) *object.Commit {
+	return &object.Commit{Hash: c.Hash, Committer: c.Committer, Message: subject(c.Message), TreeHash: c.TreeHash, ParentHashes: c.ParentHashes}
+}
+
 // subject is a commit message's first line.
 func subject(msg string) string {
 	s, _, _ := strings.Cut(strings.TrimSpace(msg), "\n")
@@ -447,7 +457,7 @@ func firstParentChain(ctx context.Context, repo *git.Repository, from, to plumbi
 				chain = nil
 				break
 			}
-			chain = append(chain, c)
+			chain = append(chain, lean(c))
 			h = c.ParentHashes[0]
 		}
 		if h == from {
@@ -476,7 +486,7 @@ func firstParentChain(ctx context.Context, repo *git.Repository, from, to plumbi
 			// from and to share no history: start from the root commit.
 			break
 		}
-		chain = append(chain, c)
+		chain = append(chain, lean(c))
 		h = c.ParentHashes[0]
 	}
 	slices.Reverse(chain)
@@ -620,16 +630,20 @@ type memoKey struct {
 
 // entryWalker finds the object hashes of the watched paths in a commit's
 // tree, remembering the answer per (tree, trie node): a directory whose tree
-// hash did not change between two commits is not read again.
+// hash did not change since the commit before is not read again. Only the
+// answers of the current and the previous commit are kept, whatever the
+// length of the walk.
 type entryWalker struct {
 	repo *git.Repository
 	trie *trie
-	memo map[memoKey][]plumbing.Hash
+	memo map[memoKey][]plumbing.Hash // this commit's
+	last map[memoKey][]plumbing.Hash // the previous commit's
 	idx  map[*trie][]int
 	n    int
 }
 
 func (w *entryWalker) hashes(c *object.Commit) ([]plumbing.Hash, error) {
+	w.last, w.memo = w.memo, make(map[memoKey][]plumbing.Hash, len(w.memo))
 	out := make([]plumbing.Hash, w.count())
 	return out, w.fill(c.TreeHash, w.trie, out)
 }
@@ -655,7 +669,13 @@ func (w *entryWalker) count() int {
 func (w *entryWalker) fill(tree plumbing.Hash, node *trie, out []plumbing.Hash) error {
 	k := memoKey{tree, node}
 	idx := w.collectIdx(node)
-	if hs, ok := w.memo[k]; ok {
+	hs, ok := w.memo[k]
+	if !ok {
+		if hs, ok = w.last[k]; ok {
+			w.memo[k] = hs
+		}
+	}
+	if ok {
 		for i, j := range idx {
 			out[j] = hs[i]
 		}
@@ -680,7 +700,7 @@ func (w *entryWalker) fill(tree plumbing.Hash, node *trie, out []plumbing.Hash) 
 			}
 		}
 	}
-	hs := make([]plumbing.Hash, len(idx))
+	hs = make([]plumbing.Hash, len(idx))
 	for i, j := range idx {
 		hs[i] = out[j]
 	}

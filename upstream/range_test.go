@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"reflect"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/go-git/go-git/v5"
@@ -100,5 +102,37 @@ func TestRangeParallelHandles(t *testing.T) {
 	}
 	if want := []string{"fuzzy", "conflict", "already-upstream"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("changes %v, want %v", got, want)
+	}
+}
+
+// On a repository whose objects are packed, the workers share one handle
+// reading the packs: one more handle is opened for the whole walk, not one
+// per worker (each go-git handle loads its own copy of the pack index and a
+// map from every pack offset to its object), and the changes are the same.
+func TestRangePackedOneHandle(t *testing.T) {
+	ctx := context.Background()
+	fx := newFixture(t)
+	want, err := Range(ctx, fx.b.Repo, fx.b.URL(), source.FlashInfer, fx.commits["v0.6.0"], fx.commits["post"], [2]string{"a", "b"}, fx.patches, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fx.b.Repo.RepackObjects(&git.RepackConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	var opened atomic.Int32
+	opts := Options{OpenRepo: func() (*git.Repository, error) {
+		opened.Add(1)
+		return gitrepo.OpenStore(fx.b.Dir)
+	}}
+	got, err := Range(ctx, fx.b.Repo, fx.b.URL(), source.FlashInfer, fx.commits["v0.6.0"], fx.commits["post"], [2]string{"a", "b"}, fx.patches, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := opened.Load(); n > 1 {
+		t.Errorf("%d repository handles opened for 4 workers, want at most 1", n)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("packed: %+v\nloose: %+v", got[0].Range, want[0].Range)
 	}
 }
