@@ -26,3 +26,19 @@ func TestCacheBytes(t *testing.T) {
 		t.Fatalf("a kept %v, size %d", c.Has("a"), c.size)
 	}
 }
+
+func TestCacheClear(t *testing.T) {
+	c := New[string, int](100)
+	c.Add("a", 1, 20)
+	c.Add("b", 2, 20)
+	c.Clear()
+	if c.Len() != 0 || c.size != 0 || c.Has("a") {
+		t.Fatalf("after Clear: %d values, %d bytes", c.Len(), c.size)
+	}
+	for _, k := range []string{"c", "d", "e", "f", "g"} {
+		c.Add(k, 0, 20)
+	}
+	if c.Len() != 5 || c.size != 100 {
+		t.Fatalf("refilled: %d values, %d bytes, want 5 and 100", c.Len(), c.size)
+	}
+}

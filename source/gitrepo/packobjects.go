@@ -129,24 +129,33 @@ func openPackFile(fs billy.Filesystem, base string) (*packFile, error) {
 	return &packFile{idx: idx, f: f, size: st.Size()}, nil
 }
 
-// close closes the pack files.
+// close closes the pack files and lets the indexes and what was kept go:
+// a handle that still reads through po reads through go-git.
 func (po *packObjects) close() {
 	if po == nil {
 		return
 	}
+	po.mu.Lock()
+	defer po.mu.Unlock()
 	for _, p := range po.packs {
 		p.f.Close()
 	}
-	po.mu.Lock()
-	defer po.mu.Unlock()
+	po.packs = nil
 	po.cache.Clear()
 	po.other.Clear()
+}
+
+// list is the packs open.
+func (po *packObjects) list() []*packFile {
+	po.mu.Lock()
+	defer po.mu.Unlock()
+	return po.packs
 }
 
 // object returns the type and contents of the object h. The contents are
 // shared: read them only. errNotPacked when no pack holds h.
 func (po *packObjects) object(h plumbing.Hash) (plumbing.ObjectType, []byte, error) {
-	for i, p := range po.packs {
+	for i, p := range po.list() {
 		off, ok := p.offset(h)
 		if !ok {
 			continue
@@ -158,7 +167,7 @@ func (po *packObjects) object(h plumbing.Hash) (plumbing.ObjectType, []byte, err
 
 // has reports whether a pack holds h.
 func (po *packObjects) has(h plumbing.Hash) bool {
-	for _, p := range po.packs {
+	for _, p := range po.list() {
 		if _, ok := p.offset(h); ok {
 			return true
 		}
@@ -201,7 +210,11 @@ func (po *packObjects) at(k packKey, depth int) (plumbing.ObjectType, []byte, er
 	if depth > maxDeltaDepth {
 		return plumbing.InvalidObject, nil, fmt.Errorf("pack entry at %d: delta chain longer than %d", k.off, maxDeltaDepth)
 	}
-	p := po.packs[k.pack]
+	ps := po.list()
+	if k.pack >= len(ps) {
+		return plumbing.InvalidObject, nil, errNotPacked // closed
+	}
+	p := ps[k.pack]
 	hdr, raw, err := p.entry(k.off)
 	if err != nil {
 		return plumbing.InvalidObject, nil, err

@@ -129,6 +129,11 @@ func TestReadPacksSameObjects(t *testing.T) {
 	if err := shared.Storer.HasEncodedObject(plumbing.NewHash("0123456789012345678901234567890123456789")); err != plumbing.ErrObjectNotFound {
 		t.Fatalf("missing object: %v", err)
 	}
+	// Closed, the packs are let go and the handle reads through go-git.
+	c.Close()
+	if _, err := shared.CommitObject(commits[3]); err != nil {
+		t.Fatalf("after Close: %v", err)
+	}
 }
 
 // A repository that borrows its objects through objects/info/alternates
