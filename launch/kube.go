@@ -321,6 +321,10 @@ func (k *Kube) RunBatch(ctx context.Context, cells []*Cell, o *Options, record f
 	left := len(tasks)
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
+	// wake comes at the next pod deadline, so that a pod is stopped at its
+	// deadline rather than at the first poll after it.
+	wake := time.NewTimer(time.Hour)
+	defer wake.Stop()
 	w := k.watch(ctx, sel)
 	for left > 0 {
 		var jobs []batchv1.Job
@@ -342,6 +346,8 @@ func (k *Kube) RunBatch(ctx context.Context, cells []*Cell, o *Options, record f
 				continue
 			}
 			jobs = list.Items
+			k.checkPending(ctx, tasks, sel, o)
+		case <-wake.C:
 			k.checkPending(ctx, tasks, sel, o)
 		}
 		for i := range jobs {
@@ -398,8 +404,27 @@ func (k *Kube) RunBatch(ctx context.Context, cells []*Cell, o *Options, record f
 			cancel()
 			recErr = errors.Join(recErr, record(t.cell, r))
 		}
+		wake.Reset(nextDeadline(tasks, poll))
 	}
 	return recErr
+}
+
+// nextDeadline is the time until the first deadline of a pod still running
+// (an hour when none; a poll when one is past but its Job could not be
+// read).
+func nextDeadline(tasks []*kubeTask, poll time.Duration) time.Duration {
+	next := time.Hour
+	for _, t := range tasks {
+		if t.done || t.deadline <= 0 || t.started.IsZero() || t.ended {
+			continue
+		}
+		d := time.Until(t.started.Add(t.deadline)) + time.Millisecond
+		if d <= 0 {
+			d = poll
+		}
+		next = min(next, d)
+	}
+	return next
 }
 
 // podDeadline is the activeDeadlineSeconds of a Job's pod, 0 for none.

@@ -83,11 +83,14 @@ func newKubeSandbox(t *testing.T) *kubeSandbox {
 	}
 }
 
-// remove deletes the namespace (its Jobs and pods), waits for the node's
-// pods to go, and deletes the node.
+// remove deletes the Jobs and pods, then the namespace, waits for the
+// node's pods to go, and deletes the node.
 func (s *kubeSandbox) remove() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	bg := metav1.DeletePropagationBackground
+	_ = s.c.batch.Delete().Namespace(s.ns).Resource("jobs").Body(&metav1.DeleteOptions{PropagationPolicy: &bg}).Do(ctx).Error()
+	_ = s.c.core.Delete().Namespace(s.ns).Resource("pods").Do(ctx).Error()
 	_ = s.c.core.Delete().Resource("namespaces").Name(s.ns).Do(ctx).Error()
 	for ctx.Err() == nil {
 		pods := &corev1.PodList{}
@@ -332,5 +335,54 @@ bench_timeout = "60s"
 	}
 	if !strings.Contains(string(log), "container bench: exit 137 (Error)") {
 		t.Errorf("log lacks the bench container's end:\n%s", log)
+	}
+}
+
+// A pod's deadline clock starts when it is on a node and the kubelet took
+// it or a container of it runs; a pod only bound, or not bound, waits.
+func TestPodStarted(t *testing.T) {
+	now := metav1.Now()
+	running := corev1.ContainerStatus{State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}}
+	for _, tc := range []struct {
+		name string
+		pod  corev1.Pod
+		want bool
+	}{
+		{"pending, unscheduled", corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodPending}}, false},
+		{"bound, not yet taken", corev1.Pod{Spec: corev1.PodSpec{NodeName: "n"}, Status: corev1.PodStatus{Phase: corev1.PodPending}}, false},
+		{"taken by the kubelet, pulling", corev1.Pod{Spec: corev1.PodSpec{NodeName: "n"}, Status: corev1.PodStatus{Phase: corev1.PodPending, StartTime: &now}}, true},
+		{"sidecar starting", corev1.Pod{Spec: corev1.PodSpec{NodeName: "n"}, Status: corev1.PodStatus{Phase: corev1.PodPending, InitContainerStatuses: []corev1.ContainerStatus{running}}}, true},
+		{"running", corev1.Pod{Spec: corev1.PodSpec{NodeName: "n"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}, true},
+		{"failed", corev1.Pod{Spec: corev1.PodSpec{NodeName: "n"}, Status: corev1.PodStatus{Phase: corev1.PodFailed}}, true},
+	} {
+		if got := podStarted(&tc.pod); got != tc.want {
+			t.Errorf("%s: podStarted = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// The reason for a pod the kubelet stopped reads its times from the pod: it
+// ran from its start to its containers' end, and waited from its creation
+// to its start; the deadline is the pod's own.
+func TestKubeletDeadlineReason(t *testing.T) {
+	created := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+	start := created.Add(12 * time.Minute)
+	d := int64(3000)
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "smpatch-c-abcde", CreationTimestamp: metav1.NewTime(created)},
+		Spec:       corev1.PodSpec{NodeName: "gpu-3", ActiveDeadlineSeconds: &d},
+		Status: corev1.PodStatus{
+			Phase: corev1.PodFailed, Reason: podDeadlineExceeded, StartTime: &metav1.Time{Time: start},
+			Message: "Pod was active on the node longer than the specified deadline",
+			ContainerStatuses: []corev1.ContainerStatus{{State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+				ExitCode: 137, FinishedAt: metav1.NewTime(start.Add(50*time.Minute + time.Second)),
+			}}}},
+		},
+	}
+	want := "kubernetes: deadline exceeded: pod smpatch-c-abcde ran 50m1s on node gpu-3, past its deadline of 50m0s " +
+		"(activeDeadlineSeconds, counted from the pod's start; the 12m0s it waited to be scheduled does not count); " +
+		"the kubelet stopped it: Pod was active on the node longer than the specified deadline"
+	if got := kubeletDeadline(p, 0); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
 	}
 }
