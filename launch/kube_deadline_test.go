@@ -169,29 +169,32 @@ func (s *kubeSandbox) run(t *testing.T, toml string, during func(context.Context
 	return results, progress.String(), k
 }
 
-// Three cells ask for all 8 GPUs of the node and each runs 2s, so one of
-// them waits at least 4s to be scheduled, longer than its bench timeout
-// (1s) and its whole deadline (startup_timeout 2s + bench_timeout 1s): it
-// still succeeds, since its deadline counts from its pod's start.
+// Four cells ask for all 8 GPUs of the node and each runs 2.5s, so one of
+// them waits at least 7.5s to be scheduled, longer than its bench timeout
+// (3s) and its whole deadline (startup_timeout 3s + bench_timeout 3s): it
+// still succeeds, since its deadline counts from its pod's start. (Each
+// cell's own run leaves 3.5s to its deadline, for a loaded machine.)
 func TestKubeQueuedCellKeepsItsDeadline(t *testing.T) {
 	s := newKubeSandbox(t)
 	results, progress, k := s.run(t, `name = "queue"
 base = { image = "registry.example/queue:1" }
 [axes]
-case = ["q1", "q2", "q3"]
+case = ["q1", "q2", "q3", "q4"]
 [presets.case.q1]
-SMPATCH_KWOK_RUN = "2s"
+SMPATCH_KWOK_RUN = "2500ms"
 [presets.case.q2]
-SMPATCH_KWOK_RUN = "2s"
+SMPATCH_KWOK_RUN = "2500ms"
 [presets.case.q3]
-SMPATCH_KWOK_RUN = "2s"
+SMPATCH_KWOK_RUN = "2500ms"
+[presets.case.q4]
+SMPATCH_KWOK_RUN = "2500ms"
 [launch]
 command = ["fakeserver", "--tp", "8", "--port", "30000"]
 health = "http://127.0.0.1:30000/health"
 bench = ["fakeserver", "bench", "-url", "http://127.0.0.1:30000"]
 metric = 'Output token throughput \(tok/s\):\s+([0-9.]+)'
-startup_timeout = "2s"
-bench_timeout = "1s"
+startup_timeout = "3s"
+bench_timeout = "3s"
 `, nil)
 	for id, r := range results {
 		if r.Status != StatusOK || r.Metrics["metric"] != 82 {
@@ -201,7 +204,7 @@ bench_timeout = "1s"
 	// The premise: a cell did wait past its deadline before it started.
 	longest := time.Duration(0)
 	for id, j := range k.Jobs {
-		if d := podDeadline(j); d != 3*time.Second || j.Spec.ActiveDeadlineSeconds != nil {
+		if d := podDeadline(j); d != 6*time.Second || j.Spec.ActiveDeadlineSeconds != nil {
 			t.Fatalf("%s: pod deadline %s, Job deadline %v", id, d, j.Spec.ActiveDeadlineSeconds)
 		}
 		pods, err := s.c.listPods(context.Background(), "job-name="+j.Name)
@@ -211,7 +214,7 @@ bench_timeout = "1s"
 		p := pods.Items[0]
 		longest = max(longest, p.Status.StartTime.Sub(p.CreationTimestamp.Time))
 	}
-	if longest <= 3*time.Second {
+	if longest <= 6*time.Second {
 		t.Fatalf("no cell waited longer than its deadline to be scheduled (longest %s):\n%s", longest, progress)
 	}
 	if !regexp.MustCompile(`(?m)^q\d: pod smpatch-q\d-\w+ not scheduled: 0/\d nodes are available: .*Insufficient nvidia.com/gpu`).MatchString(progress) {
