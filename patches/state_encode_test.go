@@ -193,7 +193,7 @@ func FuzzStateEncoding(f *testing.F) {
 // fields, times with odd nanoseconds and zones.
 func richState() *State {
 	h := func(s string) string { return sha256Hex([]byte(s)) }
-	at := time.Date(2026, 3, 4, 5, 6, 7, 123456789, time.FixedZone("", -(9*3600 + 30*60)))
+	at := time.Date(2026, 3, 4, 5, 6, 7, 123456789, time.FixedZone("", -(9*3600+30*60)))
 	return &State{Format: stateFormat, Tree: "/src/<a&b>/\u2028x", Kind: "checkout", Patches: []*Entry{
 		{Name: "demo", Project: "sglang", State: StateApplied, Variant: "v0.4", VariantReason: "tag \"v0.4.1\" \\ <= 0.5",
 			Version: "0.4.1", VersionFrom: "python/sglang/version.py", Origin: "builtin", PatchDigest: h("p"), CatalogDigest: h("c"),
@@ -224,7 +224,7 @@ func TestStateEncodingCases(t *testing.T) {
 		"year 10000":    {Patches: []*Entry{{AppliedAt: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}}},
 		"year -1":       {Patches: []*Entry{{AppliedAt: time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC)}}},
 		"zone 24h":      {Patches: []*Entry{{AppliedAt: time.Date(2000, 1, 1, 0, 0, 0, 0, time.FixedZone("", 24*3600))}}},
-		"zone -23:59":   {Patches: []*Entry{{AppliedAt: time.Date(2000, 1, 1, 0, 0, 0, 5, time.FixedZone("", -(23*3600 + 59*60 + 59)))}}},
+		"zone -23:59":   {Patches: []*Entry{{AppliedAt: time.Date(2000, 1, 1, 0, 0, 0, 5, time.FixedZone("", -(23*3600+59*60+59)))}}},
 		"zone seconds":  {Patches: []*Entry{{AppliedAt: time.Date(2000, 1, 1, 0, 0, 0, 5, time.FixedZone("", 30))}}},
 		"negative uid":  {Owner: &Owner{UID: -1}},
 		"now":           {Patches: []*Entry{{AppliedAt: time.Now()}}, Owner: &Owner{}},
