@@ -221,9 +221,9 @@ func sign(s *State) error {
 var macKey = []byte(`"mac": ""`)
 
 // signedState signs s (as sign) and returns state.json's bytes: s as
-// json.MarshalIndent writes it (encodeState), and a newline. The state is encoded once:
-// the MAC is made over the encoding with the mac empty, then written into
-// it.
+// json.MarshalIndent writes it (encodeState), and a newline. The state is
+// encoded once: the MAC is made over the encoding with the mac empty, then
+// written into it.
 func signedState(s *State) ([]byte, error) {
 	key, err := journalKey(true)
 	if err != nil {
