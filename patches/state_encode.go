@@ -249,8 +249,11 @@ const hexDigits = "0123456789abcdef"
 // appendJSONString appends s as a JSON string as encoding/json writes it
 // with HTML escaping: ", \ and control characters escaped (\b, \f, \n,
 // \r, \t by name, the rest as \u00XX), <, > and & as \u003c, \u003e and
-// \u0026, each byte that is not part of valid UTF-8 as \ufffd, and U+2028
-// and U+2029 as \u2028 and \u2029.
+// \u0026, and U+2028 and U+2029 as \u2028 and \u2029. A byte that is not
+// part of valid UTF-8 becomes U+FFFD, written as itself
+// (encoding/json writes the escape \ufffd): that is what a reader decodes
+// and encodes again, so the MAC over a state that held such a byte (a tree
+// path, a note) still verifies once read back.
 func appendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
@@ -285,7 +288,7 @@ func appendJSONString(b []byte, s string) []byte {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if r == utf8.RuneError && size == 1 {
 			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
+			b = append(b, "\uFFFD"...)
 			i++
 			start = i
 			continue

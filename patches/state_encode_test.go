@@ -8,12 +8,77 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/smpatch/smpatch/source"
 )
 
 // marshalIndentState is the encoding encodeState replaces, kept as its
-// oracle: encoding/json with Entry's and FileRecord's MarshalJSON.
+// oracle: encoding/json with Entry's and FileRecord's MarshalJSON, except
+// that a byte that is not valid UTF-8 is U+FFFD itself, not the escape
+// \ufffd encoding/json writes for it (what a reader decodes encodes back
+// to the character, so only that keeps the MAC of such a state).
 func marshalIndentState(s *State) ([]byte, error) {
-	return json.MarshalIndent(s, "", "  ")
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return unescapeReplacement(b), nil
+}
+
+// unescapeReplacement replaces each \ufffd escape of JSON text by U+FFFD;
+// an escaped backslash followed by "ufffd" is left alone.
+func unescapeReplacement(b []byte) []byte {
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' || i+1 >= len(b) {
+			out = append(out, b[i])
+			continue
+		}
+		if bytes.HasPrefix(b[i+1:], []byte("ufffd")) {
+			out = append(out, "\uFFFD"...)
+			i += 5
+			continue
+		}
+		out = append(out, b[i], b[i+1])
+		i++
+	}
+	return out
+}
+
+// checkRoundTrip fails unless s, encoded, decoded as a reader decodes
+// state.json and encoded again, gives the same bytes: the property the MAC
+// rests on.
+// (A zone whose offset has seconds is written to the minute, as RFC 3339
+// allows, so it reads back as another zone: smpatch writes times in UTC.)
+func checkRoundTrip(t *testing.T, s *State) {
+	t.Helper()
+	for _, e := range s.Patches {
+		if e == nil {
+			continue
+		}
+		if _, off := e.AppliedAt.Zone(); off%60 != 0 {
+			return
+		}
+	}
+	first, err := encodeState(s)
+	if err != nil {
+		return
+	}
+	var back State
+	if err := json.Unmarshal(first, &back); err != nil {
+		t.Fatalf("decoding what encodeState wrote: %v\n%s", err, first)
+	}
+	second, err := encodeState(&back)
+	if err != nil {
+		t.Fatalf("encoding the state read back: %v", err)
+	}
+	if !bytes.Equal(first, second) {
+		i := 0
+		for i < len(first) && i < len(second) && first[i] == second[i] {
+			i++
+		}
+		t.Fatalf("read back and encoded again, the state differs at byte %d:\nfirst  %q\nsecond %q", i, first[max(0, i-40):min(len(first), i+40)], second[max(0, i-40):min(len(second), i+40)])
+	}
 }
 
 // checkSameEncoding fails unless encodeState and encoding/json agree on s:
@@ -183,7 +248,9 @@ func FuzzStateEncoding(f *testing.F) {
 	f.Add(bytes.Repeat([]byte{0x0b, 0xf8, 0x04, 0xff, 0xff, 0xff, 0x7f, 0x00, 0x00, 0x00, 0x00}, 60))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r := &stateReader{b: data}
-		checkSameEncoding(t, r.state())
+		s := r.state()
+		checkSameEncoding(t, s)
+		checkRoundTrip(t, s)
 	})
 }
 
@@ -227,10 +294,14 @@ func TestStateEncodingCases(t *testing.T) {
 		"zone -23:59":   {Patches: []*Entry{{AppliedAt: time.Date(2000, 1, 1, 0, 0, 0, 5, time.FixedZone("", -(23*3600+59*60+59)))}}},
 		"zone seconds":  {Patches: []*Entry{{AppliedAt: time.Date(2000, 1, 1, 0, 0, 0, 5, time.FixedZone("", 30))}}},
 		"negative uid":  {Owner: &Owner{UID: -1}},
+		"not UTF-8":     {Tree: "/src/\xff\xfe/x", Kind: "check\xc3(out", Patches: []*Entry{{Name: "n\xff", Notes: []string{"a\xf0\x9f\x98b", "\\ufffd \xff"}}}},
 		"now":           {Patches: []*Entry{{AppliedAt: time.Now()}}, Owner: &Owner{}},
 	}
 	for name, s := range cases {
-		t.Run(name, func(t *testing.T) { checkSameEncoding(t, s) })
+		t.Run(name, func(t *testing.T) {
+			checkSameEncoding(t, s)
+			checkRoundTrip(t, s)
+		})
 	}
 }
 
@@ -352,4 +423,38 @@ func BenchmarkStateEncode(b *testing.B) {
 			}
 		}
 	})
+}
+
+// A tree whose path is not UTF-8, and notes that are not, reach state.json
+// as U+FFFD: the journal apply writes must still verify when it is read.
+func TestJournalOfNonUTF8TreeVerifies(t *testing.T) {
+	ctx := t.Context()
+	first, _ := engineTree(t)
+	root := first + "-\xff\xfe"
+	if err := os.Rename(first, root); err != nil {
+		t.Skipf("this file system refuses a name that is not UTF-8: %v", err)
+	}
+	tr, err := source.OpenCheckout(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig := snapshot(t, root)
+	p := enginePatch(t)
+	if _, err := Apply(ctx, tr, setOf(tr, plan(t, p, tr)), ApplyOptions{ToolVersion: "test", Notes: []string{"cell \xff\xfe"}}); err != nil {
+		t.Fatal(err)
+	}
+	cat := engineCatalog(t)
+	st, err := Status(ctx, tr, cat)
+	if err != nil {
+		t.Fatalf("the journal apply just wrote is refused: %v", err)
+	}
+	if len(st.Patches) != 1 || st.Patches[0].Notes[0] != "cell \uFFFD\uFFFD" {
+		t.Fatalf("status: %+v", st.Patches)
+	}
+	if _, err := Revert(ctx, tr, cat, []string{p.Name}, RevertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !sameSnap(orig, snapshot(t, root)) {
+		t.Fatalf("not reverted: %s", diffSnap(orig, snapshot(t, root)))
+	}
 }
