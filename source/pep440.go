@@ -35,10 +35,10 @@ type pep440 struct {
 }
 
 // memo remembers a pure function's answers by input text: the catalog's
-// overlap check and Satisfies read the same few version and constraint texts
-// again and again. It is emptied when it grows past memoMax entries, so odd
-// inputs cannot make it grow for ever. Answers are shared: callers must not
-// modify them.
+// overlap check and Satisfies read the same few version texts (those inside
+// constraints too) again and again. It is emptied when it grows past
+// memoMax entries, so odd inputs cannot make it grow for ever. Answers are
+// shared: callers must not modify them.
 type memo[V any] struct {
 	mu sync.Mutex
 	m  map[string]V
