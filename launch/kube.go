@@ -25,14 +25,17 @@ import (
 )
 
 // Kube creates each cell's Job (matrix.Job: the image from matrix build's
-// refs, the GPUs as nvidia.com/gpu, the deadline) in a namespace, follows
-// them all at once and reads back each one's end: the Job's condition, the
-// containers' exit codes, the warning events (Insufficient nvidia.com/gpu,
-// DeadlineExceeded, BackoffLimitExceeded) and the pods' logs, from which
-// the metrics are read. The cluster's scheduler decides what runs at once.
-// Every Job is first sent as a server-side dry run, so a manifest the API
-// server refuses stops the run before anything is created. On Ctrl-C it
-// deletes the Jobs (and their pods) it created.
+// refs, the GPUs as nvidia.com/gpu, the pod's deadline) in a namespace,
+// follows them all at once and reads back each one's end: the Job's
+// condition, the containers' exit codes, the warning events (Insufficient
+// nvidia.com/gpu, DeadlineExceeded, BackoffLimitExceeded) and the pods'
+// logs, from which the metrics are read. The cluster's scheduler decides
+// what runs at once. A pod's activeDeadlineSeconds counts from its start on
+// its node, never while it waits to be scheduled; the run enforces it
+// itself too (a node whose kubelet does not stops nothing), ending the cell
+// and deleting its Job. Every Job is first sent as a server-side dry run,
+// so a manifest the API server refuses stops the run before anything is
+// created. On Ctrl-C it deletes the Jobs (and their pods) it created.
 type Kube struct {
 	// Kubeconfig is the kubeconfig file; "" for $KUBECONFIG, else
 	// ~/.kube/config.
@@ -238,6 +241,15 @@ type kubeTask struct {
 	gpus    int64  // nvidia.com/gpu the pod asks for
 	never   string // why no node could ever take it
 	done    bool
+
+	// deadline is the pod's activeDeadlineSeconds (0 for none), counted
+	// from started: when the run first saw the pod started on its node.
+	deadline time.Duration
+	started  time.Time
+	pod      string // the pod seen started, and its node
+	node     string
+	ended    bool   // the pod was last seen Succeeded or Failed
+	stopped  string // why the run ended the cell itself, its reason
 }
 
 // RunBatch implements BatchRunner.
@@ -301,7 +313,7 @@ func (k *Kube) RunBatch(ctx context.Context, cells []*Cell, o *Options, record f
 			continue
 		}
 		created = append(created, got.Name)
-		t := &kubeTask{cell: cell, job: got.Name, created: time.Now(), gpus: jobGPUs(got)}
+		t := &kubeTask{cell: cell, job: got.Name, created: time.Now(), gpus: jobGPUs(got), deadline: podDeadline(got)}
 		tasks = append(tasks, t)
 		byJob[got.Name] = t
 		o.Progress("%s: created Job %s/%s", o.tag(cell.ID), k.Namespace, got.Name)
@@ -309,6 +321,10 @@ func (k *Kube) RunBatch(ctx context.Context, cells []*Cell, o *Options, record f
 	left := len(tasks)
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
+	// wake comes at the next pod deadline, so that a pod is stopped at its
+	// deadline rather than at the first poll after it.
+	wake := time.NewTimer(time.Hour)
+	defer wake.Stop()
 	w := k.watch(ctx, sel)
 	for left > 0 {
 		var jobs []batchv1.Job
@@ -330,6 +346,8 @@ func (k *Kube) RunBatch(ctx context.Context, cells []*Cell, o *Options, record f
 				continue
 			}
 			jobs = list.Items
+			k.checkPending(ctx, tasks, sel, o)
+		case <-wake.C:
 			k.checkPending(ctx, tasks, sel, o)
 		}
 		for i := range jobs {
@@ -364,8 +382,124 @@ func (k *Kube) RunBatch(ctx context.Context, cells []*Cell, o *Options, record f
 			cancel()
 			recErr = errors.Join(recErr, record(t.cell, r))
 		}
+		// A pod past its deadline, counted from its start on its node: the
+		// kubelet stops it where it enforces activeDeadlineSeconds; where
+		// it does not (or not yet), the run does, and the cell fails.
+		for _, t := range tasks {
+			if t.done || t.deadline <= 0 || t.started.IsZero() || t.ended || time.Since(t.started) <= t.deadline {
+				continue
+			}
+			j, err := c.getJob(ctx, t.job)
+			if err != nil || jobEnd(j) != nil {
+				continue // an ended Job is read when the Jobs are
+			}
+			t.done = true
+			left--
+			t.stopped = deadlineReason(t.pod, t.node, time.Since(t.started), t.deadline, t.started.Sub(t.created)) +
+				"; Job " + t.job + " deleted"
+			r := k.collect(ctx, t, j, nil, o)
+			dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			_ = c.deleteJob(dctx, t.job)
+			_ = c.deletePods(dctx, "job-name="+t.job)
+			cancel()
+			recErr = errors.Join(recErr, record(t.cell, r))
+		}
+		wake.Reset(nextDeadline(tasks, poll))
 	}
 	return recErr
+}
+
+// nextDeadline is the time until the first deadline of a pod still running
+// (an hour when none; a poll when one is past but its Job could not be
+// read).
+func nextDeadline(tasks []*kubeTask, poll time.Duration) time.Duration {
+	next := time.Hour
+	for _, t := range tasks {
+		if t.done || t.deadline <= 0 || t.started.IsZero() || t.ended {
+			continue
+		}
+		d := time.Until(t.started.Add(t.deadline)) + time.Millisecond
+		if d <= 0 {
+			d = poll
+		}
+		next = min(next, d)
+	}
+	return next
+}
+
+// podDeadline is the activeDeadlineSeconds of a Job's pod, 0 for none.
+func podDeadline(j *batchv1.Job) time.Duration {
+	if d := j.Spec.Template.Spec.ActiveDeadlineSeconds; d != nil && *d > 0 {
+		return time.Duration(*d) * time.Second
+	}
+	return 0
+}
+
+// podStarted reports whether a pod has started on its node: the kubelet
+// took it (status.startTime) or a container of it runs or ran.
+func podStarted(p *corev1.Pod) bool {
+	if p.Spec.NodeName == "" {
+		return false
+	}
+	if p.Status.StartTime != nil || p.Status.Phase == corev1.PodRunning || podEnded(p) {
+		return true
+	}
+	for _, cs := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+		if cs.State.Running != nil || cs.State.Terminated != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func podEnded(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
+// podDeadlineExceeded is the reason the kubelet sets on a pod it stopped at
+// its activeDeadlineSeconds.
+const podDeadlineExceeded = "DeadlineExceeded"
+
+// deadlineReason says that a pod ran past its deadline: how long it ran
+// (counted from its start on its node) and, apart, how long it waited to be
+// scheduled, which does not count.
+func deadlineReason(pod, node string, ran, deadline, waited time.Duration) string {
+	where := ""
+	if node != "" {
+		where = " on node " + node
+	}
+	return fmt.Sprintf("kubernetes: deadline exceeded: pod %s ran %s%s, past its deadline of %s (activeDeadlineSeconds, counted from the pod's start; the %s it waited to be scheduled does not count)",
+		pod, roundDur(ran), where, deadline, roundDur(max(waited, 0)))
+}
+
+func roundDur(d time.Duration) time.Duration { return d.Round(100 * time.Millisecond) }
+
+// kubeletDeadline is the reason of a pod the kubelet stopped at its
+// deadline, from the pod's own times: its start on the node to its
+// containers' last finish, and its creation to its start.
+func kubeletDeadline(p *corev1.Pod, deadline time.Duration) string {
+	var ran, waited time.Duration
+	if st := p.Status.StartTime; st != nil {
+		waited = st.Sub(p.CreationTimestamp.Time)
+		var last time.Time
+		for _, cs := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+			if term := cs.State.Terminated; term != nil && term.FinishedAt.After(last) {
+				last = term.FinishedAt.Time
+			}
+		}
+		if last.IsZero() {
+			last = time.Now()
+		}
+		ran = last.Sub(st.Time)
+	}
+	if d := p.Spec.ActiveDeadlineSeconds; d != nil && *d > 0 {
+		deadline = time.Duration(*d) * time.Second
+	}
+	r := deadlineReason(p.Name, p.Spec.NodeName, ran, deadline, waited) + "; the kubelet stopped it"
+	if m := strings.TrimSpace(p.Status.Message); m != "" {
+		r += ": " + m
+	}
+	return r
 }
 
 // watch streams the run's Jobs as they change; the channel closes when the
@@ -429,7 +563,8 @@ func (k *Kube) replaceStale(ctx context.Context, name string) error {
 
 // checkPending notes, for each cell whose pod the scheduler cannot place,
 // the scheduler's reason ("0/1 nodes are available: 1 Insufficient
-// nvidia.com/gpu.").
+// nvidia.com/gpu."), and for each pod when it was first seen started on
+// its node (its deadline's clock) and whether it has ended.
 func (k *Kube) checkPending(ctx context.Context, tasks []*kubeTask, sel string, o *Options) {
 	pods, err := k.client.listPods(ctx, sel)
 	if err != nil {
@@ -445,6 +580,11 @@ func (k *Kube) checkPending(ctx context.Context, tasks []*kubeTask, sel string, 
 		if t.done || p == nil {
 			continue
 		}
+		if t.started.IsZero() && podStarted(p) {
+			t.started, t.pod, t.node = time.Now(), p.Name, p.Spec.NodeName
+			o.Progress("%s: pod %s started on node %s after %s pending", o.tag(t.cell.ID), p.Name, p.Spec.NodeName, roundDur(t.started.Sub(t.created)))
+		}
+		t.ended = podEnded(p)
 		why := ""
 		for _, cond := range p.Status.Conditions {
 			if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse && cond.Reason == corev1.PodReasonUnschedulable {
@@ -545,6 +685,12 @@ func (k *Kube) collect(ctx context.Context, t *kubeTask, job *batchv1.Job, end *
 		sort.Slice(items, func(i, j int) bool { return items[i].CreationTimestamp.Before(&items[j].CreationTimestamp) })
 	}
 	var failures []string
+	var overdue *corev1.Pod // stopped by the kubelet at its deadline
+	for i := range items {
+		if items[i].Status.Reason == podDeadlineExceeded {
+			overdue = &items[i]
+		}
+	}
 	var benchOut bytes.Buffer
 	benchName := ""
 	if cs := job.Spec.Template.Spec.Containers; len(cs) > 0 {
@@ -615,6 +761,17 @@ func (k *Kube) collect(ctx context.Context, t *kubeTask, job *batchv1.Job, end *
 		} else {
 			r.Metrics, r.Status = metrics, StatusOK
 		}
+	case overdue != nil:
+		r.Seconds = secondsSince(t.created)
+		r.Status = StatusFailed
+		r.Reason = kubeletDeadline(overdue, t.deadline)
+		if end != nil {
+			r.Reason += "; Job failed: " + end.Reason
+		}
+	case t.stopped != "":
+		r.Seconds = secondsSince(t.created)
+		r.Status = StatusFailed
+		r.Reason = t.stopped
 	case end != nil:
 		r.Seconds = end.LastTransitionTime.Sub(t.created).Seconds()
 		r.Status = StatusFailed

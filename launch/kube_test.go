@@ -65,6 +65,7 @@ func TestKubeJobManifestsDryRun(t *testing.T) {
 		}
 		k := &Kube{Kubeconfig: kc, Namespace: "default", Jobs: map[string]*batchv1.Job{}}
 		var cells []*Cell
+		deadlines := 0
 		for _, c := range x.Cells {
 			if c.Pruned != nil {
 				continue
@@ -80,8 +81,16 @@ func TestKubeJobManifestsDryRun(t *testing.T) {
 			if want := matrix.Job(x, c, image); !equality.Semantic.DeepEqual(&job, want) {
 				t.Fatalf("%s: %s/job.yaml reads back as another Job:\n%s", file, c.ID, data)
 			}
+			if d := job.Spec.Template.Spec.ActiveDeadlineSeconds; d != nil {
+				deadlines++
+			}
 			k.Jobs[c.ID] = &job
 			cells = append(cells, &Cell{ID: c.ID})
+		}
+		// Every cell has a bench and a local health URL: the API server
+		// judges the pod's deadline too.
+		if deadlines != len(cells) {
+			t.Fatalf("%s: %d of %d Jobs have a pod deadline", file, deadlines, len(cells))
 		}
 		if strings.HasSuffix(file, "tricky.toml") && k.Jobs["y"] == nil {
 			t.Fatalf("no cell named y: %v", cells)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"math"
 	"net/url"
 	"strconv"
 	"strings"
@@ -32,9 +33,12 @@ const (
 // and a local health URL, the server runs as a native sidecar (an init
 // container with restartPolicy Always and a startup probe on the health
 // URL) and the bench is the main container, so the Job completes when the
-// bench does and the deadline is startup_timeout + bench_timeout. Otherwise
-// the server is the only container. GPUs come from tp, /dev/shm is in
-// memory, nothing is retried.
+// bench does; the pod's activeDeadlineSeconds is startup_timeout +
+// bench_timeout, which the kubelet counts from the pod's start on its node,
+// so time spent waiting to be scheduled does not count. The Job itself has
+// no deadline: a Job's counts from the Job's start, pending included.
+// Otherwise the server is the only container. GPUs come from tp, /dev/shm
+// is in memory, nothing is retried.
 func Job(x *Expansion, c *Cell, image string) *batchv1.Job {
 	m := x.Matrix
 	gpus := max(c.TP, 1)
@@ -70,7 +74,6 @@ func Job(x *Expansion, c *Cell, image string) *batchv1.Job {
 			VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}},
 		}},
 	}
-	var deadline *int64
 	probe := healthProbe(c.Health, m.Launch.StartupTimeout)
 	if len(c.Bench) > 0 && probe != nil {
 		always := corev1.ContainerRestartPolicyAlways
@@ -89,8 +92,8 @@ func Job(x *Expansion, c *Cell, image string) *batchv1.Job {
 			bench.Args = nil
 		}
 		pod.Containers = []corev1.Container{bench}
-		d := int64((m.Launch.StartupTimeout + m.Launch.BenchTimeout).Seconds())
-		deadline = &d
+		d := int64(math.Ceil((m.Launch.StartupTimeout + m.Launch.BenchTimeout).Seconds()))
+		pod.ActiveDeadlineSeconds = &d
 	} else {
 		pod.Containers = []corev1.Container{server}
 	}
@@ -111,8 +114,7 @@ func Job(x *Expansion, c *Cell, image string) *batchv1.Job {
 			Annotations: ann,
 		},
 		Spec: batchv1.JobSpec{
-			BackoffLimit:          &backoff,
-			ActiveDeadlineSeconds: deadline,
+			BackoffLimit: &backoff,
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec:       pod,

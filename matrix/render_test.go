@@ -156,8 +156,13 @@ func TestRenderJobs(t *testing.T) {
 		if got := append(slices.Clone(bench.Command), bench.Args...); !slices.Equal(got, c.Bench) {
 			t.Errorf("%s: bench %q, want %q", name, got, c.Bench)
 		}
-		if d := job.Spec.ActiveDeadlineSeconds; d == nil || *d != 50*60 {
-			t.Errorf("%s: activeDeadlineSeconds %v", name, d)
+		// The deadline is the pod's, which the kubelet counts from the
+		// pod's start on its node; a Job's would count time spent pending.
+		if d := pod.ActiveDeadlineSeconds; d == nil || *d != 50*60 {
+			t.Errorf("%s: pod activeDeadlineSeconds %v", name, d)
+		}
+		if d := job.Spec.ActiveDeadlineSeconds; d != nil {
+			t.Errorf("%s: the Job has a deadline of its own (%d s), counting time pending", name, *d)
 		}
 		if _, ok := bench.Resources.Limits["nvidia.com/gpu"]; ok {
 			t.Errorf("%s: the bench container asks for GPUs", name)

@@ -7,7 +7,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -188,13 +187,14 @@ func readMachineID() string {
 }
 
 // stateMAC is the HMAC of s's content with the owner's mac left out: of
-// json.MarshalIndent(s, "", "  ") with the mac "".
+// json.MarshalIndent(s, "", "  ") with the mac "", as encodeState writes
+// it.
 func stateMAC(key []byte, s *State) (string, error) {
 	o := *s.Owner
 	o.MAC = ""
 	c := *s
 	c.Owner = &o
-	data, err := json.MarshalIndent(&c, "", "  ")
+	data, err := encodeState(&c)
 	if err != nil {
 		return "", err
 	}
@@ -221,16 +221,16 @@ func sign(s *State) error {
 var macKey = []byte(`"mac": ""`)
 
 // signedState signs s (as sign) and returns state.json's bytes: s as
-// json.MarshalIndent writes it, and a newline. The state is encoded once:
-// the MAC is made over the encoding with the mac empty, then written into
-// it.
+// json.MarshalIndent writes it (encodeState), and a newline. The state is
+// encoded once: the MAC is made over the encoding with the mac empty, then
+// written into it.
 func signedState(s *State) ([]byte, error) {
 	key, err := journalKey(true)
 	if err != nil {
 		return nil, err
 	}
 	s.Owner = &Owner{UID: os.Getuid(), Machine: machineID()}
-	unsigned, err := json.MarshalIndent(s, "", "  ")
+	unsigned, err := encodeState(s)
 	if err != nil {
 		return nil, err
 	}

@@ -101,9 +101,10 @@ kube__certs() {
 }
 
 # kube__kwok_config: the simulated node's life (Ready, 8 GPUs) and the pods'
-# (scheduled: running; then complete, or fail with the exit code of the env
-# variable SMPATCH_KWOK_EXIT, or keep running while SMPATCH_KWOK_HANG is
-# set), plus a canned log for every container.
+# (scheduled: running; then, after half a second or the Go duration in the
+# env variable SMPATCH_KWOK_RUN, complete, or fail with the exit code of
+# SMPATCH_KWOK_EXIT; or keep running while SMPATCH_KWOK_HANG is set), plus
+# a canned log for every container.
 kube__kwok_config() {
 	local d=$1
 	# CRI log format (time, stream, F for a full line), as kubelets keep them.
@@ -199,7 +200,9 @@ spec:
     - {key: '.metadata.deletionTimestamp', operator: DoesNotExist}
     - {key: '.status.phase', operator: In, values: ['Running']}
     - {key: '.spec.containers.[].env.[]? | select( .name == "SMPATCH_KWOK_HANG" ) | .name', operator: DoesNotExist}
-  delay: {durationMilliseconds: 500}
+  delay:
+    durationMilliseconds: 500
+    durationFrom: {jq: {expression: '.spec.containers[0].env[]? | select( .name == "SMPATCH_KWOK_RUN" ) | .value'}}
   next:
     statusTemplate: |
       {{ \$now := Now }}
