@@ -211,11 +211,7 @@ func loadCatalogFS(fsys fs.FS, display, origin string, full bool, pre map[string
 	return out, nil
 }
 
-var (
-	patchNameRE  = lazyre.New(`^[a-z0-9][a-z0-9._-]*$`)
-	moduleNameRE = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	upstreamStat = map[string]bool{"": true, "proposed": true, "merged": true, "rejected": true, "local": true}
-)
+var upstreamStat = map[string]bool{"": true, "proposed": true, "merged": true, "rejected": true, "local": true}
 
 // loader carries one file's context for error messages.
 type loader struct {
@@ -279,7 +275,7 @@ func loadPatch(fsys fs.FS, display, origin, name string, full bool, pre map[stri
 	if pf.Name != stem {
 		return nil, l.errf(l.line("", -1, "name"), "name %q does not match the file name %q", pf.Name, stem+".toml")
 	}
-	if !patchNameRE().MatchString(pf.Name) {
+	if !validPatchName(pf.Name) {
 		return nil, l.errf(l.line("", -1, "name"), "name %q: use lower-case letters, digits, '.', '_' and '-'", pf.Name)
 	}
 	if pf.Project == "" {
@@ -319,7 +315,7 @@ func (l *loader) requirements(p *Patch, r catalogfile.Requires) error {
 			return l.errf(l.line("requires", -1, "gpu_sm_major"), "gpu_sm_major: %d is not a GPU architecture major", m)
 		}
 	}
-	if r.FlashInferModule != "" && !moduleNameRE().MatchString(r.FlashInferModule) {
+	if r.FlashInferModule != "" && !validModuleName(r.FlashInferModule) {
 		return l.errf(l.line("requires", -1, "flashinfer_module"), "flashinfer_module %q is not a module name", r.FlashInferModule)
 	}
 	// The versions are parsed where they are checked (the gate); here
@@ -443,7 +439,7 @@ func (l *loader) needs(p *Patch, ns []string) error {
 	seen := map[string]bool{}
 	for _, n := range ns {
 		switch {
-		case !patchNameRE().MatchString(n):
+		case !validPatchName(n):
 			return l.errf(l.line("", -1, "needs"), "needs: %q is not a patch name", n)
 		case n == p.Name:
 			return l.errf(l.line("", -1, "needs"), "needs: a patch cannot need itself")

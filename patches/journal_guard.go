@@ -93,7 +93,7 @@ func parseState(path string, data []byte) (*State, error) {
 	seenEntry := map[string]bool{}
 	nfiles := 0
 	for _, e := range s.Patches {
-		if e == nil || !patchNameRE().MatchString(e.Name) || len(e.Name) > 200 {
+		if e == nil || !validPatchName(e.Name) || len(e.Name) > 200 {
 			return bad("bad patch name in an entry")
 		}
 		if seenEntry[e.Name] {

@@ -7,8 +7,6 @@ import (
 	"sync"
 
 	"github.com/hashicorp/go-version"
-
-	"github.com/smpatch/smpatch/internal/lazyre"
 )
 
 // PEP 440 versions (0.5.3rc2, 0.5.6.post2, 0.0.0.dev9596+g29b7f22d8) are
@@ -26,15 +24,6 @@ import (
 //
 // VersionString turns it back into canonical PEP 440 text.
 
-var pep440Regexp = lazyre.New(`(?i)^\s*v?` +
-	`(?:([0-9]+)!)?` + // epoch
-	`([0-9]+(?:\.[0-9]+)*)` + // release
-	`(?:[-_.]?(a|b|c|rc|alpha|beta|pre|preview)[-_.]?([0-9]+)?)?` + // pre
-	`(?:-([0-9]+)|[-_.]?(post|rev|r)[-_.]?([0-9]+)?)?` + // post
-	`(?:[-_.]?(dev)[-_.]?([0-9]+)?)?` + // dev
-	`(?:\+([a-z0-9]+(?:[-_.][a-z0-9]+)*))?` + // local
-	`\s*$`)
-
 // pep440 is a parsed PEP 440 version.
 type pep440 struct {
 	release []int64
@@ -46,10 +35,10 @@ type pep440 struct {
 }
 
 // memo remembers a pure function's answers by input text: the catalog's
-// overlap check and Satisfies read the same few version and constraint texts
-// again and again. It is emptied when it grows past memoMax entries, so odd
-// inputs cannot make it grow for ever. Answers are shared: callers must not
-// modify them.
+// overlap check and Satisfies read the same few version texts (those inside
+// constraints too) again and again. It is emptied when it grows past
+// memoMax entries, so odd inputs cannot make it grow for ever. Answers are
+// shared: callers must not modify them.
 type memo[V any] struct {
 	mu sync.Mutex
 	m  map[string]V
@@ -92,17 +81,17 @@ func parsePEP440(s string) (*pep440, error) {
 }
 
 func parsePEP440Text(s string) (*pep440, error) {
-	m := pep440Regexp().FindStringSubmatch(s)
-	if m == nil {
+	m, ok := scanPEP440(s)
+	if !ok {
 		return nil, fmt.Errorf("malformed version %q (not PEP 440)", s)
 	}
-	if m[1] != "" {
-		if e, err := strconv.ParseInt(m[1], 10, 64); err != nil || e != 0 {
+	if m.epoch != "" {
+		if e, err := strconv.ParseInt(m.epoch, 10, 64); err != nil || e != 0 {
 			return nil, fmt.Errorf("version %q: epochs are not supported", s)
 		}
 	}
 	p := &pep440{post: -1, dev: -1}
-	for _, seg := range strings.Split(m[2], ".") {
+	for _, seg := range strings.Split(m.release, ".") {
 		n, err := strconv.ParseInt(seg, 10, 64)
 		if err != nil {
 			return nil, fmt.Errorf("version %q: release segment %q: out of range", s, seg)
@@ -120,8 +109,8 @@ func parsePEP440Text(s string) (*pep440, error) {
 		return n, nil
 	}
 	var err error
-	if m[3] != "" {
-		switch strings.ToLower(m[3]) {
+	if m.pre != "" {
+		switch strings.ToLower(m.pre) {
 		case "a", "alpha":
 			p.pre = "a"
 		case "b", "beta":
@@ -129,27 +118,27 @@ func parsePEP440Text(s string) (*pep440, error) {
 		default:
 			p.pre = "rc"
 		}
-		if p.preN, err = num(m[4]); err != nil {
+		if p.preN, err = num(m.preN); err != nil {
 			return nil, err
 		}
 	}
 	switch {
-	case m[5] != "":
-		if p.post, err = num(m[5]); err != nil {
+	case m.postN != "":
+		if p.post, err = num(m.postN); err != nil {
 			return nil, err
 		}
-	case m[6] != "":
-		if p.post, err = num(m[7]); err != nil {
-			return nil, err
-		}
-	}
-	if m[8] != "" {
-		if p.dev, err = num(m[9]); err != nil {
+	case m.post != "":
+		if p.post, err = num(m.postLN); err != nil {
 			return nil, err
 		}
 	}
-	if m[10] != "" {
-		p.local = strings.FieldsFunc(strings.ToLower(m[10]), func(r rune) bool { return r == '.' || r == '-' || r == '_' })
+	if m.dev != "" {
+		if p.dev, err = num(m.devN); err != nil {
+			return nil, err
+		}
+	}
+	if m.local != "" {
+		p.local = strings.FieldsFunc(strings.ToLower(m.local), func(r rune) bool { return r == '.' || r == '-' || r == '_' })
 	}
 	return p, nil
 }
@@ -348,8 +337,6 @@ func ComparePEP440(a, b *version.Version) int {
 	return pa.compare(pb)
 }
 
-var constraintOpRegexp = lazyre.New(`^\s*(===|==|!=|~=|~>|<=|>=|<|>|=)?\s*(.*?)\s*$`)
-
 // ParseConstraints parses a comma-separated list of PEP 440 comparisons
 // (">= 0.5.0, < 0.5.7", "==0.6.17", "~=0.6.16") into go-version constraints.
 // "==" is written "=" and "~=" "~>" for go-version; check the result with
@@ -360,8 +347,10 @@ func ParseConstraints(s string) (version.Constraints, error) {
 	}
 	var parts []string
 	for _, one := range strings.Split(s, ",") {
-		m := constraintOpRegexp().FindStringSubmatch(one)
-		op, vs := m[1], m[2]
+		op, vs, ok := scanConstraint(one)
+		if !ok {
+			return nil, fmt.Errorf("constraint %q: a line break inside the version", strings.TrimSpace(one))
+		}
 		if vs == "" {
 			return nil, fmt.Errorf("constraint %q: missing version", strings.TrimSpace(one))
 		}
@@ -390,14 +379,6 @@ func ParseConstraints(s string) (version.Constraints, error) {
 	return cs, nil
 }
 
-var constraintParts memo[[]string]
-
-// splitConstraint is constraintOpRegexp's submatches of text (once per text;
-// the result is shared and must not be modified).
-func splitConstraint(text string) []string {
-	return constraintParts.get(text, constraintOpRegexp().FindStringSubmatch)
-}
-
 // Satisfies reports whether v meets every constraint under PEP 440 ordering.
 // Unlike go-version's Check, pre-releases are ordinary versions here:
 // 0.5.3rc2 satisfies ">= 0.5.0, < 0.5.7". A local label on v is ignored
@@ -411,8 +392,8 @@ func Satisfies(cs version.Constraints, v *version.Version) bool {
 		return cs.Check(v)
 	}
 	for _, c := range cs {
-		m := splitConstraint(c.String())
-		pc, err := parsePEP440(m[2])
+		op, vs, _ := scanConstraint(c.String())
+		pc, err := parsePEP440(vs)
 		if err != nil {
 			if !c.Check(v) {
 				return false
@@ -425,7 +406,7 @@ func Satisfies(cs version.Constraints, v *version.Version) bool {
 		}
 		cmp := pvc.compare(pc)
 		ok := false
-		switch m[1] {
+		switch op {
 		case "", "=", "==", "===":
 			ok = cmp == 0
 		case "!=":

@@ -1,6 +1,7 @@
 package source
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,8 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
-
-	"github.com/smpatch/smpatch/internal/lazyre"
 
 	"github.com/hashicorp/go-version"
 )
@@ -95,8 +94,6 @@ func VersionFiles(p Project) []string {
 	return nil
 }
 
-var pyVersionLiteral = lazyre.New(`(?m)^__version__\s*(?::\s*str\s*)?=\s*["']([^"']+)["']`)
-
 // RevisionVersionLiteral reads a version from the contents of one of VersionFiles:
 // a bare version (version.txt) or a __version__ = "..." literal. It returns
 // the line it was found on; placeholders such as "0.0.0+unknown" are skipped.
@@ -108,15 +105,19 @@ func RevisionVersionLiteral(name string, data []byte) (string, int, bool) {
 		}
 		return s, 1, true
 	}
-	for _, m := range pyVersionLiteral().FindAllSubmatchIndex(data, -1) {
-		s := string(data[m[2]:m[3]])
+	for from := 0; ; {
+		start, end, vs, ve, ok := versionLiteral(data, from)
+		if !ok {
+			return "", 0, false
+		}
+		from = end
+		s := string(data[vs:ve])
 		if strings.HasPrefix(s, "0.0.0") {
 			continue // a fallback for builds without metadata
 		}
-		line := 1 + strings.Count(string(data[:m[0]]), "\n")
+		line := 1 + bytes.Count(data[:start], []byte("\n"))
 		return s, line, true
 	}
-	return "", 0, false
 }
 
 // A TagReader reads the version of the checkout at dir from its git
