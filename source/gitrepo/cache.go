@@ -355,7 +355,19 @@ func (u *Upstream) fetch(ctx context.Context) error {
 	case errors.Is(err, transport.ErrRepositoryNotFound), errors.Is(err, transport.ErrEmptyRemoteRepository):
 		return fmt.Errorf("remote %s: %w", u.URL, err)
 	}
-	return fmt.Errorf("remote %s unreachable: %w", u.URL, err)
+	return remoteError(u.URL, err)
+}
+
+// remoteError is a failed fetch that is none of the cases above: an error
+// the remote itself sent (go-git's "unexpected error: " from the side band,
+// a fatal message of git-upload-pack, often ending in a NUL or a newline),
+// or a remote that could not be reached.
+func remoteError(url string, err error) error {
+	if msg, ok := strings.CutPrefix(err.Error(), "unexpected error: "); ok {
+		msg = strings.TrimRight(msg, "\x00\r\n\t ")
+		return fmt.Errorf("remote %s refused the fetch: %s", url, msg)
+	}
+	return fmt.Errorf("remote %s unreachable: %w", url, err)
 }
 
 // Resolve turns rev (a tag, a branch, a full or short commit SHA, or a

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -442,5 +443,18 @@ func TestCacheCorruptPackNamed(t *testing.T) {
 	if strings.Contains(msg, "did you mean") || strings.Contains(msg, "\n") ||
 		!strings.Contains(msg, u.Path) || !strings.Contains(msg, "corrupt") || !strings.Contains(msg, "rm -rf") {
 		t.Fatalf("err = %q, want one line naming the cache %s as corrupt and how to fix it", msg, u.Path)
+	}
+}
+
+func TestRemoteErrorNamesWhatTheRemoteSaid(t *testing.T) {
+	sent := fmt.Errorf("unexpected error: %s", "aborting due to possible repository corruption on the remote side.\x00\n")
+	got := remoteError("file:///src/sglang", sent).Error()
+	want := "remote file:///src/sglang refused the fetch: aborting due to possible repository corruption on the remote side."
+	if got != want {
+		t.Fatalf("got  %q\nwant %q", got, want)
+	}
+	other := errors.New("dial tcp 10.0.0.1:443: connect: connection refused")
+	if got := remoteError("https://x/y", other).Error(); got != "remote https://x/y unreachable: dial tcp 10.0.0.1:443: connect: connection refused" {
+		t.Fatalf("got %q", got)
 	}
 }
