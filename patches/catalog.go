@@ -547,7 +547,7 @@ func (l *loader) variants(p *Patch, vs []catalogfile.Variant, digest interface{ 
 			return l.errf(l.line("variant", i, "name"), "variant name %q is used twice (variants #%d and #%d)", v.Name, j+1, i+1)
 		}
 		names[v.Name] = i
-		if v.Versions != "" {
+		if v.Versions != "" && l.full {
 			cs, err := source.ParseConstraints(v.Versions)
 			if err != nil {
 				return l.errf(l.line("variant", i, "versions"), "variant %q: versions %q: %v", v.Name, v.Versions, err)

@@ -287,7 +287,7 @@ func newPlan(ctx context.Context, p *Patch, t source.Tree, opts PlanOptions) (*P
 
 	var cands, rest []*Variant
 	for _, c := range p.Variants {
-		if v != nil && (len(c.Constraints) == 0 || source.Satisfies(c.Constraints, v)) {
+		if v != nil && c.admits(v) {
 			cands = append(cands, c)
 		} else {
 			rest = append(rest, c)

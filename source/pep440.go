@@ -342,11 +342,36 @@ func ComparePEP440(a, b *version.Version) int {
 // "==" is written "=" and "~=" "~>" for go-version; check the result with
 // Satisfies, not Constraints.Check.
 func ParseConstraints(s string) (version.Constraints, error) {
+	cs, err := scanConstraints(s)
+	if err != nil {
+		return nil, err
+	}
+	parts := make([]string, len(cs))
+	for i, c := range cs {
+		parts[i] = c.op + " " + c.v.goText()
+	}
+	vcs, err := version.NewConstraint(strings.Join(parts, ", "))
+	if err != nil {
+		return nil, fmt.Errorf("constraint %q: %w", s, err)
+	}
+	return vcs, nil
+}
+
+// pepConstraint is one comparison of a constraint text: op as go-version
+// writes it ("=", "!=", "<", "<=", ">", ">=", "~>") and the version.
+type pepConstraint struct {
+	op string
+	v  *pep440
+}
+
+// scanConstraints reads a constraint text as ParseConstraints does, with
+// the same errors, without go-version.
+func scanConstraints(s string) ([]pepConstraint, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, fmt.Errorf("empty version constraint")
 	}
-	var parts []string
-	for _, one := range strings.Split(s, ",") {
+	var out []pepConstraint
+	for one := range strings.SplitSeq(s, ",") {
 		op, vs, ok := scanConstraint(one)
 		if !ok {
 			return nil, fmt.Errorf("constraint %q: a line break inside the version", strings.TrimSpace(one))
@@ -370,13 +395,9 @@ func ParseConstraints(s string) (version.Constraints, error) {
 		if op == "~>" && len(p.release) < 2 {
 			return nil, fmt.Errorf("constraint %q: ~= needs at least two release segments", strings.TrimSpace(one))
 		}
-		parts = append(parts, op+" "+p.goText())
+		out = append(out, pepConstraint{op, p})
 	}
-	cs, err := version.NewConstraint(strings.Join(parts, ", "))
-	if err != nil {
-		return nil, fmt.Errorf("constraint %q: %w", s, err)
-	}
-	return cs, nil
+	return out, nil
 }
 
 // Satisfies reports whether v meets every constraint under PEP 440 ordering.
@@ -400,35 +421,64 @@ func Satisfies(cs version.Constraints, v *version.Version) bool {
 			}
 			continue
 		}
-		pvc := *pv
-		if len(pc.local) == 0 {
-			pvc.local = nil
-		}
-		cmp := pvc.compare(pc)
-		ok := false
-		switch op {
-		case "", "=", "==", "===":
-			ok = cmp == 0
-		case "!=":
-			ok = cmp != 0
-		case "<":
-			// PEP 440: < V excludes pre-releases of V unless V is one.
-			ok = cmp < 0 && !(pv.isPre() && !pc.isPre() && sameRelease(pv.release, pc.release))
-		case "<=":
-			ok = cmp <= 0
-		case ">":
-			// PEP 440: > V excludes post-releases of V unless V is one.
-			ok = cmp > 0 && !(pv.post >= 0 && pc.post < 0 && sameRelease(pv.release, pc.release))
-		case ">=":
-			ok = cmp >= 0
-		case "~>", "~=":
-			ok = cmp >= 0 && samePrefix(pv.release, pc.release[:len(pc.release)-1])
-		}
-		if !ok {
+		if !satisfiesOne(pv, op, pc) {
 			return false
 		}
 	}
 	return true
+}
+
+// SatisfiesText is Satisfies(ParseConstraints(s), v) read straight from
+// the constraint text, without go-version's parsing: ok is false, and err
+// says why, where ParseConstraints would fail or v is not a PEP 440
+// version (then use ParseConstraints and Satisfies).
+func SatisfiesText(s string, v *version.Version) (sat bool, err error) {
+	cs, err := scanConstraints(s)
+	if err != nil {
+		return false, err
+	}
+	if v == nil {
+		return false, nil
+	}
+	pv, err := pepOf(v)
+	if err != nil {
+		return false, err
+	}
+	for _, c := range cs {
+		if !satisfiesOne(pv, c.op, c.v) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// satisfiesOne reports whether pv meets one comparison (op as go-version
+// or PEP 440 writes it).
+func satisfiesOne(pv *pep440, op string, pc *pep440) bool {
+	pvc := *pv
+	if len(pc.local) == 0 {
+		pvc.local = nil
+	}
+	cmp := pvc.compare(pc)
+	switch op {
+	case "", "=", "==", "===":
+		return cmp == 0
+	case "!=":
+		return cmp != 0
+	case "<":
+		// PEP 440: < V excludes pre-releases of V unless V is one.
+		return cmp < 0 && !(pv.isPre() && !pc.isPre() && sameRelease(pv.release, pc.release))
+	case "<=":
+		return cmp <= 0
+	case ">":
+		// PEP 440: > V excludes post-releases of V unless V is one.
+		return cmp > 0 && !(pv.post >= 0 && pc.post < 0 && sameRelease(pv.release, pc.release))
+	case ">=":
+		return cmp >= 0
+	case "~>", "~=":
+		return cmp >= 0 && samePrefix(pv.release, pc.release[:len(pc.release)-1])
+	}
+	return false
 }
 
 // isPre reports whether p is a pre-release (a, b, rc) or a development release.

@@ -171,6 +171,9 @@ func TestSatisfies(t *testing.T) {
 		if got := Satisfies(cs, v); got != tt.want {
 			t.Errorf("Satisfies(%q, %s) = %v, want %v", tt.cons, tt.v, got, tt.want)
 		}
+		if got, err := SatisfiesText(tt.cons, v); err != nil || got != tt.want {
+			t.Errorf("SatisfiesText(%q, %s) = %v, %v, want %v", tt.cons, tt.v, got, err, tt.want)
+		}
 	}
 	if Satisfies(nil, nil) {
 		t.Error("a nil version satisfies nothing")
@@ -183,6 +186,36 @@ func TestParseConstraintsErrors(t *testing.T) {
 			t.Errorf("ParseConstraints(%q) = %v, want error", in, cs)
 		}
 	}
+}
+
+// FuzzSatisfiesText checks SatisfiesText against ParseConstraints and
+// Satisfies: the same answer, and an error exactly where they fail.
+func FuzzSatisfiesText(f *testing.F) {
+	for _, c := range []string{">= 0.5.0, < 0.5.7", "~= 0.6.16", "== 0.5.6+g1", "> 0.5.6.post1", "!= 0.5.6", "0.5.6", "", ">=", "== 0.5.*", "~= 1", ">= 0.5.0,"} {
+		for _, v := range []string{"0.5.3rc2", "0.5.6.post2", "0.0.0.dev9596+g29b7f22d8", "0.6.18rc7", "0.5.6+g2", "1.0"} {
+			f.Add(c, v)
+		}
+	}
+	f.Fuzz(func(t *testing.T, c, vs string) {
+		v, err := ParseVersion(vs)
+		if err != nil {
+			return
+		}
+		got, err := SatisfiesText(c, v)
+		cs, perr := ParseConstraints(c)
+		if (err != nil) != (perr != nil) {
+			t.Fatalf("SatisfiesText(%q, %q): error %v, ParseConstraints: %v", c, vs, err, perr)
+		}
+		if err != nil {
+			if err.Error() != perr.Error() {
+				t.Fatalf("SatisfiesText(%q): %v, ParseConstraints: %v", c, err, perr)
+			}
+			return
+		}
+		if want := Satisfies(cs, v); got != want {
+			t.Fatalf("SatisfiesText(%q, %q) = %v, Satisfies: %v", c, vs, got, want)
+		}
+	})
 }
 
 func FuzzParseVersion(f *testing.F) {
