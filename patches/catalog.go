@@ -48,13 +48,16 @@ type Catalog struct {
 // compile, requirement versions that parse) are made by its tests (TestBuiltinCatalogFullyChecked), not by
 // every command. Catalogs read from directories get every check.
 //
-// The built-in catalog's NAME.toml files are decoded when the program is
-// built (builtin_decoded.go, written by `go generate ./patches`): each
-// command takes that value instead of decoding the TOML again, and checks
-// and derives the patch from it as from a decoded file. A NAME.toml whose
-// text is not the one the value was generated from is decoded as usual.
+// The built-in catalog's NAME.toml files are decoded, its diffs parsed and
+// its patches' digests computed when the program is built
+// (builtin_decoded.go, written by `go generate ./patches`): each command
+// takes those values instead of decoding, parsing and hashing again, and
+// checks and derives the patch from them as from a decoded file. A file
+// whose embedded text is not the copy the values were generated from is
+// decoded, parsed and hashed as usual. The variants' version ranges are
+// left as text (Variant.Constraints is nil), read when a variant is chosen.
 func LoadCatalog(dirs []string) (*Catalog, error) {
-	return loadCatalogFrom(builtinCatalog(), builtinDecoded(), dirs, false)
+	return loadCatalogFrom(builtinCatalog(), builtinPrebuilt(), dirs, false)
 }
 
 func loadCatalog(builtin fs.FS, dirs []string) (*Catalog, error) {
@@ -67,9 +70,9 @@ func loadCatalogChecked(builtin fs.FS, dirs []string, checkBuiltin bool) (*Catal
 	return loadCatalogFrom(builtin, nil, dirs, checkBuiltin)
 }
 
-// loadCatalogFrom is loadCatalogChecked; pre holds the built-in files
-// decoded ahead of time, by file name (nil: decode them all).
-func loadCatalogFrom(builtin fs.FS, pre map[string]catalogfile.Decoded, dirs []string, checkBuiltin bool) (*Catalog, error) {
+// loadCatalogFrom is loadCatalogChecked; pre holds the built-in catalog
+// derived ahead of time (nil: decode, parse and hash it all).
+func loadCatalogFrom(builtin fs.FS, pre *prebuilt, dirs []string, checkBuiltin bool) (*Catalog, error) {
 	c := &Catalog{byName: map[string]*Patch{}}
 	ps, err := loadCatalogFS(builtin, builtinDisplay, BuiltinOrigin, checkBuiltin, pre)
 	if err != nil {
@@ -194,7 +197,7 @@ func LoadCatalogFS(fsys fs.FS, display, origin string) ([]*Patch, error) {
 // loadCatalogFS is LoadCatalogFS; full is false only for the built-in
 // catalog, whose tests make the checks that only prove its texts right;
 // pre holds files decoded ahead of time (see loadPatch).
-func loadCatalogFS(fsys fs.FS, display, origin string, full bool, pre map[string]catalogfile.Decoded) ([]*Patch, error) {
+func loadCatalogFS(fsys fs.FS, display, origin string, full bool, pre *prebuilt) ([]*Patch, error) {
 	names, err := fs.Glob(fsys, "*.toml")
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", display, err)
@@ -224,6 +227,13 @@ type loader struct {
 	full bool
 	// keys are data's lines as keyLine reads them, parsed once.
 	keys []keyLineInfo
+	// pre is what was derived ahead of time (see LoadCatalog), or nil.
+	pre *prebuilt
+	// digested are the texts the patch's digest covers, in order:
+	// name, then text, for the TOML and each diff.
+	digested [][]byte
+	// parsedAll: every diff's FileDiffs came from pre.
+	parsedAll bool
 }
 
 func (l *loader) errf(line int, format string, args ...any) error {
@@ -245,14 +255,15 @@ func (l *loader) line(table string, idx int, key string) int {
 // loadPatch reads the NAME.toml called name, decodes it (or takes pre's
 // value for it when that was decoded from this very text), then checks it
 // and derives the patch.
-func loadPatch(fsys fs.FS, display, origin, name string, full bool, pre map[string]catalogfile.Decoded) (*Patch, error) {
-	l := &loader{fsys: fsys, display: display, file: display + "/" + name, full: full}
+func loadPatch(fsys fs.FS, display, origin, name string, full bool, pre *prebuilt) (*Patch, error) {
+	l := &loader{fsys: fsys, display: display, file: display + "/" + name, full: full, pre: pre}
 	data, err := tomlfile.ReadFile(fsys, name)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", l.file, err)
 	}
 	l.data = data
-	pf, ok := predecoded(pre, name, data)
+	dec, ok := predecoded(pre, name, data)
+	pf := dec.Patch
 	if !ok {
 		pf, err = catalogfile.Decode(l.file, data, func(k toml.Key) int { return undecodedLine(data, k) })
 		if err != nil {
@@ -299,11 +310,20 @@ func loadPatch(fsys fs.FS, display, origin, name string, full bool, pre map[stri
 	if err := l.verify(p, pf.Verify); err != nil {
 		return nil, err
 	}
-	digest := sha256.New()
-	fmt.Fprintf(digest, "%s\x00%d\x00", name, len(data))
-	digest.Write(data)
-	if err := l.variants(p, pf.Variant, digest); err != nil {
+	l.digested = append(l.digested, []byte(name), data)
+	l.parsedAll = ok && dec.Digest != ""
+	if err := l.variants(p, pf.Variant); err != nil {
 		return nil, err
+	}
+	if l.parsedAll {
+		// The digest of these very texts, computed ahead of time.
+		p.Digest = dec.Digest
+		return p, nil
+	}
+	digest := sha256.New()
+	for i := 0; i < len(l.digested); i += 2 {
+		fmt.Fprintf(digest, "%s\x00%d\x00", l.digested[i], len(l.digested[i+1]))
+		digest.Write(l.digested[i+1])
 	}
 	p.Digest = hex.EncodeToString(digest.Sum(nil))
 	return p, nil
@@ -530,7 +550,7 @@ func (l *loader) verify(p *Patch, vs []catalogfile.Verify) error {
 	return nil
 }
 
-func (l *loader) variants(p *Patch, vs []catalogfile.Variant, digest interface{ Write([]byte) (int, error) }) error {
+func (l *loader) variants(p *Patch, vs []catalogfile.Variant) error {
 	if len(vs) == 0 {
 		return l.errf(1, "no [[variant]]: a patch needs at least one")
 	}
@@ -579,12 +599,14 @@ func (l *loader) variants(p *Patch, vs []catalogfile.Variant, digest interface{ 
 				}
 				return l.errf(l.line("variant", i, "diffs"), "variant %q: diff %s: %v", v.Name, l.display+"/"+c, err)
 			}
-			fmt.Fprintf(digest, "%s\x00%d\x00", c, len(data))
-			digest.Write(data)
+			l.digested = append(l.digested, []byte(c), data)
 			src := l.display + "/" + c
-			fds, err := ParseDiff(src, data)
-			if err != nil {
-				return err
+			fds, ok := l.pre.parsedDiff(c, data)
+			if !ok {
+				l.parsedAll = false
+				if fds, err = ParseDiff(src, data); err != nil {
+					return err
+				}
 			}
 			if len(fds) == 0 {
 				return fmt.Errorf("%s: no file changes in diff", src)

@@ -1,8 +1,6 @@
 package patches
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"io/fs"
 	"reflect"
 	"slices"
@@ -26,9 +24,9 @@ func TestBuiltinDecodedCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pre := builtinDecoded()
+	pre := builtinPrebuilt()
 	var have []string
-	for n := range pre {
+	for n := range pre.files {
 		have = append(have, n)
 	}
 	sort.Strings(names)
@@ -46,11 +44,10 @@ func TestBuiltinDecodedCurrent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sum := sha256.Sum256(data)
-		if got := pre[n].SHA256; got != hex.EncodeToString(sum[:]) {
+		if pre.files[n].Text != string(data) {
 			t.Errorf("patches/builtin_decoded.go was generated from another text of %s: %s", file, regenerate)
 		}
-		if !reflect.DeepEqual(pre[n].Patch, pf) {
+		if !reflect.DeepEqual(pre.files[n].Patch, pf) {
 			t.Errorf("patches/builtin_decoded.go differs from what %s decodes to: %s", file, regenerate)
 		}
 		if _, ok := predecoded(pre, n, data); !ok {
@@ -121,11 +118,8 @@ func TestPredecodedOnlyForItsText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum := sha256.Sum256([]byte(testTOML))
-	mine := hex.EncodeToString(sum[:])
-
 	pf.Summary = "from the value"
-	ps, err := loadCatalogFS(fsys, "cat", "test", true, map[string]catalogfile.Decoded{"demo.toml": {SHA256: mine, Patch: pf}})
+	ps, err := loadCatalogFS(fsys, "cat", "test", true, &prebuilt{files: map[string]catalogfile.Decoded{"demo.toml": {Text: testTOML, Patch: pf}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +127,7 @@ func TestPredecodedOnlyForItsText(t *testing.T) {
 		t.Fatalf("summary %q: the value decoded ahead of time was not used", ps[0].Summary)
 	}
 
-	ps, err = loadCatalogFS(fsys, "cat", "test", true, map[string]catalogfile.Decoded{"demo.toml": {SHA256: strings.Repeat("0", 64), Patch: pf}})
+	ps, err = loadCatalogFS(fsys, "cat", "test", true, &prebuilt{files: map[string]catalogfile.Decoded{"demo.toml": {Text: testTOML + "\n", Patch: pf}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,8 +136,88 @@ func TestPredecodedOnlyForItsText(t *testing.T) {
 	}
 
 	pf.Project = "pytorch"
-	_, err = loadCatalogFS(fsys, "cat", "test", true, map[string]catalogfile.Decoded{"demo.toml": {SHA256: mine, Patch: pf}})
+	_, err = loadCatalogFS(fsys, "cat", "test", true, &prebuilt{files: map[string]catalogfile.Decoded{"demo.toml": {Text: testTOML, Patch: pf}}})
 	if err == nil || err.Error() != `cat/demo.toml:2: unknown project "pytorch" (sglang or flashinfer)` {
 		t.Fatalf("got %v, want the unknown project at its line", err)
+	}
+}
+
+// A diff parsed ahead of time, and the digest computed ahead of time, are
+// used only while every text is the one they came from: a diff edited
+// since is parsed, and the digest computed, from what is there now.
+func TestPrebuiltDiffOnlyForItsText(t *testing.T) {
+	fsys := catFS(map[string]string{"demo.toml": testTOML, "demo/a.diff": testDiff})
+	pf, err := catalogfile.Decode("demo.toml", []byte(testTOML), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := loadCatalogFS(fsys, "cat", "test", true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := []*FileDiff{{OldPath: "python/sglang/x.py", NewPath: "python/sglang/x.py", Source: "from the value", Line: 1}}
+	pre := func(diffText string) *prebuilt {
+		return &prebuilt{
+			files: map[string]catalogfile.Decoded{"demo.toml": {Text: testTOML, Patch: pf, Digest: "digest from the value"}},
+			diffs: map[string]prebuiltDiff{"demo/a.diff": {Text: diffText, Files: [][]*FileDiff{marker}}},
+		}
+	}
+
+	ps, err := loadCatalogFS(fsys, "cat", "test", true, pre(testDiff))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := ps[0].Variants[0]; len(v.Files) != 1 || v.Files[0].Source != "from the value" || ps[0].Digest != "digest from the value" {
+		t.Fatalf("files %+v, digest %q: the values derived ahead of time were not used", v.Files, ps[0].Digest)
+	}
+
+	ps, err = loadCatalogFS(fsys, "cat", "test", true, pre(testDiff+" "))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(ps[0].Variants[0].Files, want[0].Variants[0].Files) || ps[0].Digest != want[0].Digest {
+		t.Fatalf("a diff parsed from another text was used (files %+v, digest %q)", ps[0].Variants[0].Files, ps[0].Digest)
+	}
+}
+
+// builtin_decoded.go's diffs are what ParseDiff reads from the embedded
+// diffs now, and its digests what loading the texts gives.
+func TestBuiltinDiffsCurrent(t *testing.T) {
+	fsys := builtinCatalog()
+	ps, err := loadCatalogFS(fsys, builtinDisplay, BuiltinOrigin, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pre := builtinPrebuilt()
+	n := 0
+	for _, p := range ps {
+		if d := pre.files[strings.TrimPrefix(p.File, builtinDisplay+"/")]; d.Digest != p.Digest {
+			t.Errorf("%s: digest %q in patches/builtin_decoded.go, %q now: %s", p.File, d.Digest, p.Digest, regenerate)
+		}
+		for _, v := range p.Variants {
+			for _, d := range v.Diffs {
+				n++
+				data, err := fs.ReadFile(fsys, d)
+				if err != nil {
+					t.Fatal(err)
+				}
+				fds, err := ParseDiff(builtinDisplay+"/"+d, data)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, ok := pre.parsedDiff(d, data)
+				if !ok || !reflect.DeepEqual(got, fds) {
+					t.Errorf("patches/builtin_decoded.go has not what %s parses to now: %s", d, regenerate)
+				}
+			}
+		}
+	}
+	for d, x := range pre.diffs {
+		if len(x.Files) != 0 {
+			t.Errorf("patches/builtin_decoded.go has %s %d more times than the catalog names it: %s", d, len(x.Files), regenerate)
+		}
+	}
+	if n == 0 {
+		t.Error("no diffs in the built-in catalog")
 	}
 }

@@ -96,8 +96,10 @@ func Decode(file string, data []byte, lineOf func(toml.Key) int) (Patch, error) 
 }
 
 // Decoded is a NAME.toml decoded ahead of time: the Patch Decode returned
-// for the text whose sha256 (hex) is SHA256.
+// for Text, and the digest of the patch loaded from Text and its diffs as
+// they were then.
 type Decoded struct {
-	SHA256 string
+	Text   string
 	Patch  Patch
+	Digest string
 }

@@ -51,7 +51,7 @@ window = 1.5
 why = true
 file = [1, "x"]
 `)}}
-	src, err := Source(fsys, "cat")
+	src, err := genSource(fsys, "cat", false)
 	if err != nil {
 		t.Fatal(err)
 	}
