@@ -592,7 +592,7 @@ func (l *loader) variants(p *Patch, vs []catalogfile.Variant) error {
 			if err != nil {
 				return l.errf(l.line("variant", i, "diffs"), "variant %q: diff %v", v.Name, err)
 			}
-			data, err := readDiff(l.fsys, c)
+			data, err := l.readDiff(c)
 			if err != nil {
 				if errors.Is(err, fs.ErrNotExist) {
 					return l.errf(l.line("variant", i, "diffs"), "variant %q: diff %s: file not found", v.Name, l.display+"/"+c)
@@ -890,6 +890,18 @@ func normKey(s string) string {
 // kB. A bigger one is refused before it is read (a 300 MB diff once took
 // 2 GB of memory to list).
 const MaxDiffSize = 16 << 20
+
+// readDiff is readDiff on the loader's files. Those of the built-in
+// catalog, embedded in the program, are regular files: read at once (and
+// any that is not read the usual way, for the usual error).
+func (l *loader) readDiff(name string) ([]byte, error) {
+	if l.pre != nil {
+		if data, err := fs.ReadFile(l.fsys, name); err == nil && len(data) <= MaxDiffSize {
+			return data, nil
+		}
+	}
+	return readDiff(l.fsys, name)
+}
 
 // readDiff reads a catalog diff: a regular file (a named pipe would block
 // forever) of at most MaxDiffSize bytes.
