@@ -44,8 +44,9 @@ type Catalog struct {
 // two user patches of one name are an error.
 //
 // The built-in catalog is compiled in: the checks that only prove its
-// texts right (variants that do not overlap, uncovered patterns that
-// compile, requirement versions that parse) are made by its tests (TestBuiltinCatalogFullyChecked), not by
+// texts right (version ranges that parse, variants that do not
+// overlap, uncovered patterns that compile, requirement versions that
+// parse) are made by its tests (TestBuiltinCatalogFullyChecked), not by
 // every command. Catalogs read from directories get every check.
 //
 // The built-in catalog's NAME.toml files are decoded, its diffs parsed and
