@@ -22,7 +22,7 @@ func TestGeneratedFileCurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Fatal("patches/builtin_decoded.go is not what patches/catalog/*.toml decode to now: run `go generate ./patches` (or `make generate`)")
+		t.Fatal("patches/builtin_decoded.go is not what patches/catalog/ gives now: run `go generate ./patches` (or `make generate`)")
 	}
 }
 
