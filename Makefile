@@ -31,9 +31,10 @@ static:
 vet:
 	$(GO) vet ./...
 
-# Rewrites the generated Go files: the built-in catalog decoded ahead of
-# time (patches/builtin_decoded.go, from patches/catalog/*.toml) and the
-# embedded shape fixtures (internal/synth). Tests fail while either is stale.
+# Rewrites the generated Go files: the built-in catalog worked out ahead of
+# time (patches/builtin_decoded.go, from patches/catalog/*.toml and the
+# diffs they name: decoded, diffs parsed, digests made) and the embedded
+# shape fixtures (internal/synth). Tests fail while either is stale.
 generate:
 	$(GO) generate ./patches ./internal/synth
 
