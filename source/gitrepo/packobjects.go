@@ -59,6 +59,13 @@ type packItem struct {
 // longer one, or a loop of ref-deltas, is a broken pack.
 const maxDeltaDepth = 4096
 
+// maxObjectBytes bounds one object the walk reads from a pack, as the pack
+// declares it and as it inflates or a delta builds it: the trees, commits
+// and source files a check reads are far smaller, and a hostile pack (a
+// small entry that inflates to gigabytes, deltas that copy their base over
+// and over) must not take the machine's memory.
+const maxObjectBytes = 64 << 20
+
 // errNotPacked is the answer for an object that no pack of the repository
 // holds (a loose object, or one behind an alternate): read it through
 // go-git.
@@ -263,6 +270,10 @@ func (p *packFile) entry(off int64) (*packfile.ObjectHeader, []byte, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("pack entry at %d: %w", off, err)
 	}
+	if hdr.Length < 0 || hdr.Length > maxObjectBytes {
+		return nil, nil, fmt.Errorf("pack entry at %d: declares %d bytes, more than the %d an object may have here", off, hdr.Length, maxObjectBytes)
+	}
+	// go-git's scanner stops an entry that inflates past what it declares.
 	var buf bytes.Buffer
 	buf.Grow(int(min(hdr.Length, 64<<20)))
 	if _, _, err := s.NextObject(&buf); err != nil {
@@ -311,6 +322,9 @@ func applyDelta(src, delta []byte) ([]byte, error) {
 	dstSz, delta, ok := leb128(delta)
 	if !ok {
 		return nil, packfile.ErrInvalidDelta
+	}
+	if dstSz > maxObjectBytes {
+		return nil, fmt.Errorf("%w: builds %d bytes, more than the %d an object may have here", packfile.ErrInvalidDelta, dstSz, maxObjectBytes)
 	}
 	// Each command writes at most a whole src or 127 bytes of the delta.
 	dst := make([]byte, 0, min(dstSz, maxDeltaPrealloc, uint64(len(delta))*uint64(max(len(src), 127))))

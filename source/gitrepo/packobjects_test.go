@@ -2,8 +2,12 @@ package gitrepo
 
 import (
 	"bytes"
+	"compress/zlib"
+	"strings"
 	"testing"
 
+	"github.com/go-git/go-billy/v5/memfs"
+	"github.com/go-git/go-billy/v5/util"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 )
 
@@ -46,5 +50,74 @@ func TestApplyDeltaRoundTrip(t *testing.T) {
 	}
 	if cap(got) != len(next) {
 		t.Errorf("result has room for %d bytes, want exactly %d", cap(got), len(next))
+	}
+}
+
+// packWithOneEntry is a pack file holding one entry: its type and declared
+// size in the entry header, then body deflated.
+func packWithOneEntry(t *testing.T, typ byte, declared uint64, body []byte) *packFile {
+	t.Helper()
+	var b bytes.Buffer
+	b.WriteString("PACK")
+	b.Write([]byte{0, 0, 0, 2, 0, 0, 0, 1})
+	c := typ<<4 | byte(declared&0x0f)
+	declared >>= 4
+	for declared > 0 {
+		b.WriteByte(c | 0x80)
+		c = byte(declared & 0x7f)
+		declared >>= 7
+	}
+	b.WriteByte(c)
+	zw := zlib.NewWriter(&b)
+	zw.Write(body)
+	zw.Close()
+	b.Write(make([]byte, 20)) // the trailer's place
+	fs := memfs.New()
+	if err := util.WriteFile(fs, "p.pack", b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := fs.Open("p.pack")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return &packFile{f: f, size: int64(b.Len())}
+}
+
+// A pack entry that inflates past the size it declares (a few bytes of
+// pack, megabytes of zeros) is refused when it passes that size, not read
+// whole; one that declares more than an object may have here is refused
+// before anything is inflated.
+func TestPackEntryBounded(t *testing.T) {
+	const blob = 3
+	p := packWithOneEntry(t, blob, 5, []byte("hello"))
+	if _, data, err := p.entry(12); err != nil || string(data) != "hello" {
+		t.Fatalf("a well-formed entry: %q, %v", data, err)
+	}
+	p = packWithOneEntry(t, blob, 10, make([]byte, 8<<20))
+	_, _, err := p.entry(12)
+	if err == nil || !strings.Contains(err.Error(), "exceeds declared size") {
+		t.Fatalf("an entry inflating past its size: %v", err)
+	}
+	p = packWithOneEntry(t, blob, 1<<40, []byte("x"))
+	_, _, err = p.entry(12)
+	if err == nil || !strings.Contains(err.Error(), "declares 1099511627776 bytes") {
+		t.Fatalf("an entry declaring a terabyte: %v", err)
+	}
+}
+
+// A delta that declares a result larger than an object may have is refused
+// before it is applied.
+func TestApplyDeltaBounded(t *testing.T) {
+	delta := []byte{3}
+	n := uint64(maxObjectBytes + 1)
+	for n >= 0x80 {
+		delta = append(delta, byte(n)|0x80)
+		n >>= 7
+	}
+	delta = append(delta, byte(n), 0x91, 0, 3)
+	_, err := applyDelta([]byte("abc"), delta)
+	if err == nil || !strings.Contains(err.Error(), "more than the") {
+		t.Fatalf("a delta building more than %d bytes: %v", maxObjectBytes, err)
 	}
 }
