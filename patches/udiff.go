@@ -22,7 +22,59 @@ type diffLine struct {
 }
 
 // lineDiff diffs a and b line by line (go-diff's Myers diff over lines).
+// The lines the two share at the start and at the end are set aside first,
+// so go-diff maps and diffs only the lines between (a hunk's change in a
+// 250 KB file is a few lines); the answer is the one go-diff gives on the
+// whole texts, because go-diff sets those lines aside itself, except that it
+// may then slide an edit as long as them into them, and there it is asked
+// about the whole texts.
 func lineDiff(a, b []byte) []diffLine {
+	la, lb := splitKeep(a), splitKeep(b)
+	p := 0
+	for p < len(la) && p < len(lb) && bytes.Equal(la[p], lb[p]) {
+		p++
+	}
+	s := 0
+	for s < len(la)-p && s < len(lb)-p && bytes.Equal(la[len(la)-1-s], lb[len(lb)-1-s]) {
+		s++
+	}
+	if p == 0 && s == 0 {
+		return lineDiffWhole(a, b)
+	}
+	startA, startB := lenLines(la[:p]), lenLines(lb[:p])
+	endA, endB := len(a)-lenLines(la[len(la)-s:]), len(b)-lenLines(lb[len(lb)-s:])
+	mid := lineDiffWhole(a[startA:endA], b[startB:endB])
+	lead, trail := 0, 0
+	for lead < len(mid) && mid[lead].op != ' ' {
+		lead++
+	}
+	for trail < len(mid) && mid[len(mid)-1-trail].op != ' ' {
+		trail++
+	}
+	if (p > 0 && lead >= p) || (s > 0 && trail >= s) {
+		return lineDiffWhole(a, b)
+	}
+	out := make([]diffLine, 0, p+len(mid)+s)
+	for _, l := range la[:p] {
+		out = append(out, diffLine{' ', l})
+	}
+	out = append(out, mid...)
+	for _, l := range la[len(la)-s:] {
+		out = append(out, diffLine{' ', l})
+	}
+	return out
+}
+
+func lenLines(ls [][]byte) int {
+	n := 0
+	for _, l := range ls {
+		n += len(l)
+	}
+	return n
+}
+
+// lineDiffWhole is go-diff's line diff of a and b as they are.
+func lineDiffWhole(a, b []byte) []diffLine {
 	dmp := diffmatchpatch.New()
 	ca, cb, lines := dmp.DiffLinesToChars(string(a), string(b))
 	diffs := dmp.DiffCharsToLines(dmp.DiffMain(ca, cb, false), lines)
