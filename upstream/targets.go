@@ -53,7 +53,10 @@ func CheckUpstream(ctx context.Context, u *gitrepo.Upstream, t Target, rng [2]st
 	if err != nil {
 		return nil, err
 	}
-	opts.OpenRepo = func() (*git.Repository, error) { return gitrepo.OpenStore(u.Path) }
+	// The walk reads through a handle of its own; the closure keeps only the
+	// path, so u and the pack index its handle loaded can go meanwhile.
+	path := u.Path
+	opts.OpenRepo = func() (*git.Repository, error) { return gitrepo.OpenStore(path) }
 	rs, err := Range(ctx, u.Repo, t.URL, t.Project, hs[0], hs[1], [2]string{rng[0], to}, ps, opts)
 	for i := range rs {
 		rs[i].Ref = to
