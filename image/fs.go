@@ -20,6 +20,8 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/renameio/v2"
+
+	"github.com/smpatch/smpatch/internal/ctxio"
 )
 
 // FS is a read-only view of an image's merged filesystem, built by streaming
@@ -565,21 +567,8 @@ func (f *FS) openLayer(i int) (*verifiedStream, error) {
 			return nil, err
 		}
 	}
-	s.Reader = ctxReader{ctx: f.ctx, r: s.Reader}
+	s.Reader = ctxio.Reader(f.ctx, s.Reader)
 	return s, nil
-}
-
-// ctxReader stops a layer stream when the FS's context is done.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
 }
 
 func (f *FS) layerName(i int) string {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/smpatch/smpatch/internal/ctxio"
 	"github.com/smpatch/smpatch/internal/lazyre"
 	"github.com/smpatch/smpatch/internal/tomlfile"
 )
@@ -367,24 +368,11 @@ func (s *Signatures) TriageFileContext(ctx context.Context, path string) (*Verdi
 	defer f.Close()
 	stop := context.AfterFunc(ctx, func() { f.Close() })
 	defer stop()
-	v, err := s.Triage(path, ctxReader{ctx, f})
+	v, err := s.Triage(path, ctxio.Reader(ctx, f))
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("%s: %w", path, ctx.Err())
 	}
 	return v, err
-}
-
-// ctxReader reads r until ctx is done.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
 }
 
 // WriteText prints a verdict for people.

@@ -10,6 +10,7 @@ import (
 	"path"
 	"syscall"
 
+	"github.com/smpatch/smpatch/internal/ctxio"
 	"github.com/smpatch/smpatch/internal/tomlfile"
 )
 
@@ -126,7 +127,7 @@ func (b boundedFS) ReadFile(name string) ([]byte, error) {
 	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
 		return nil, &fs.PathError{Op: "read", Path: name, Err: ErrNotRegular}
 	}
-	data, err := io.ReadAll(io.LimitReader(ctxReader{b.ctx, f}, b.max+1))
+	data, err := io.ReadAll(io.LimitReader(ctxio.Reader(b.ctx, f), b.max+1))
 	if err != nil {
 		return nil, &fs.PathError{Op: "read", Path: name, Err: err}
 	}
@@ -134,19 +135,6 @@ func (b boundedFS) ReadFile(name string) ([]byte, error) {
 		return nil, &fs.PathError{Op: "read", Path: name, Err: fmt.Errorf("grew past the %d bytes the probe reads of one file", b.max)}
 	}
 	return data, nil
-}
-
-// ctxReader stops reading when ctx is done.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
 }
 
 // readBounded reads a regular file of the host, at most max bytes; what
