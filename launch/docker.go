@@ -5,10 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"os"
 	"os/exec"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -164,11 +165,7 @@ func (d Docker) RunArgs(c *Cell) ([]string, error) {
 		return nil, fmt.Errorf("docker runner: network %q: want host or bridge", d.Network)
 	}
 	args = append(args, "--shm-size", shm)
-	keys := make([]string, 0, len(c.Env))
-	for k := range c.Env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(c.Env))
 	for _, k := range keys {
 		args = append(args, "-e", k+"="+c.Env[k])
 	}

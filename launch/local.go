@@ -5,10 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -91,11 +92,7 @@ func (s *localServer) Exec(ctx context.Context, argv []string, out io.Writer) er
 
 // envList is os.Environ with env added, in a stable order.
 func envList(env map[string]string) []string {
-	keys := make([]string, 0, len(env))
-	for k := range env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(env))
 	out := os.Environ()
 	for _, k := range keys {
 		out = append(out, k+"="+env[k])

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -411,11 +412,7 @@ func writeCellCommands(w io.Writer, cells []*Cell, only []string) {
 		if c.Pruned != "" || (len(only) > 0 && !slices.Contains(only, c.ID)) {
 			continue
 		}
-		keys := make([]string, 0, len(c.Env))
-		for k := range c.Env {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
+		keys := slices.Sorted(maps.Keys(c.Env))
 		var env []string
 		for _, k := range keys {
 			env = append(env, k+"="+c.Env[k])

@@ -11,10 +11,11 @@ import (
 	"github.com/smpatch/smpatch/internal/tomlfile"
 	"io"
 	"io/fs"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -628,11 +629,7 @@ func (s *Summary) WriteJUnit(w io.Writer) error {
 			c.Skipped = &junitSkipped{Message: string(r.Status) + ": " + r.Reason}
 		}
 		if len(r.Metrics) > 0 {
-			keys := make([]string, 0, len(r.Metrics))
-			for k := range r.Metrics {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
+			keys := slices.Sorted(maps.Keys(r.Metrics))
 			var b strings.Builder
 			for _, k := range keys {
 				fmt.Fprintf(&b, "%s=%s\n", k, formatFloat(r.Metrics[k]))

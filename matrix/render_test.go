@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -177,7 +178,7 @@ func TestRenderJobs(t *testing.T) {
 		for _, e := range ctr.Env {
 			env[e.Name] = e.Value
 		}
-		if !maps(env, c.Env) {
+		if !maps.Equal(env, c.Env) {
 			t.Errorf("%s: env %v, want %v", name, env, c.Env)
 		}
 		if len(pod.Volumes) != 1 || pod.Volumes[0].EmptyDir == nil || pod.Volumes[0].EmptyDir.Medium != corev1.StorageMediumMemory ||
@@ -202,18 +203,6 @@ func TestRenderJobs(t *testing.T) {
 	if _, ok := files["unpatched.tree.cgbs128.tp8.moonshotai-kimi-k2.5/run.sh"]; ok {
 		t.Error("a pruned cell was rendered")
 	}
-}
-
-func maps(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 func TestRenderIndexAndGitHub(t *testing.T) {

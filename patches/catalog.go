@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"regexp"
 	"slices"
@@ -414,11 +415,7 @@ func (l *loader) uncovered(p *Patch, us []catalogfile.Uncovered) error {
 		header := func() int { return l.line("uncovered", i, "") }
 		e := Uncovered{}
 		known := map[string]*string{"name": &e.Name, "window": &e.Window, "why": &e.Why, "file": &e.File, "contains": &e.Contains, "regex": &e.Regex}
-		keys := make([]string, 0, len(u.Table))
-		for k := range u.Table {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
+		keys := slices.Sorted(maps.Keys(u.Table))
 		for _, k := range keys {
 			dst, ok := known[k]
 			if !ok {

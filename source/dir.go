@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -362,11 +364,7 @@ func (t *dirTree) listUnder(start string) ([]string, error) {
 // anything is written. The temporary files are synced together and each
 // changed directory once (see PrepareWrites).
 func (t *dirTree) WriteFiles(files map[string][]byte) error {
-	keys := make([]string, 0, len(files))
-	for k := range files {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(files))
 	pw, err := t.PrepareWrites(keys, files)
 	if err != nil {
 		return err

@@ -4,8 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 
-	"sort"
 
 	"github.com/go-git/go-git/v5"
 
@@ -244,10 +245,5 @@ func (rp *Report) Projects() []source.Project {
 
 // sortedKeys returns m's keys sorted.
 func sortedKeys(m map[string]int) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
+	return slices.Sorted(maps.Keys(m))
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -270,11 +272,7 @@ func printReport(w io.Writer, r *probe.Report, from string, all bool, cw io.Writ
 	}
 	if len(r.Unknown) > 0 {
 		fmt.Fprintln(w, "Unknown:")
-		keys := make([]string, 0, len(r.Unknown))
-		for k := range r.Unknown {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
+		keys := slices.Sorted(maps.Keys(r.Unknown))
 		for _, k := range keys {
 			fmt.Fprintf(w, "  %s: %s\n", k, r.Unknown[k])
 		}

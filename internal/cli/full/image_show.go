@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 
 	"github.com/smpatch/smpatch/internal/cli"
 
@@ -83,11 +84,7 @@ func runImageShow(ctx context.Context, g *cli.Globals, o *imageShowOptions, args
 	for _, kv := range r.Env {
 		fmt.Fprintf(w, "env %s\n", kv)
 	}
-	keys := make([]string, 0, len(r.Labels))
-	for k := range r.Labels {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(r.Labels))
 	for _, k := range keys {
 		fmt.Fprintf(w, "label %s=%s\n", k, r.Labels[k])
 	}

@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -220,11 +221,7 @@ func printDryRun(w io.Writer, plan *launch.DryRun, asJSON bool) error {
 		} else if runner == "docker" || runner == "kubernetes" {
 			fmt.Fprintf(w, "  image   %s\n", orNone(d.Image))
 		}
-		keys := make([]string, 0, len(d.Env))
-		for k := range d.Env {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
+		keys := slices.Sorted(maps.Keys(d.Env))
 		for _, k := range keys {
 			fmt.Fprintf(w, "  env     %s=%s\n", k, d.Env[k])
 		}

@@ -17,10 +17,12 @@ import (
 	"fmt"
 	"go/format"
 	"io/fs"
+	"maps"
 	"math"
 	"os"
 	"path"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -166,11 +168,7 @@ type diff struct {
 
 // diffs writes ds as a map[string]prebuiltDiff literal.
 func (w *writer) diffs(ds map[string]diff) error {
-	keys := make([]string, 0, len(ds))
-	for k := range ds {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(ds))
 	w.b.WriteString("map[string]prebuiltDiff{")
 	for _, k := range keys {
 		fmt.Fprintf(&w.b, "\n%s: {\nText: %s,\nFiles: ", strconv.Quote(k), strconv.Quote(ds[k].Text))
