@@ -44,11 +44,7 @@ func FromExpansion(x *matrix.Expansion, refs map[string]string, o *Options) ([]*
 			c.Image = m.Base.Image
 		}
 		for _, v := range mc.Values {
-			text := v.Text
-			if v.Kind == "list" {
-				text = "[" + text + "]"
-			}
-			c.Values = append(c.Values, AxisValue{Axis: v.Axis, Value: text})
+			c.Values = append(c.Values, AxisValue{Axis: v.Axis, Value: v.Shown()})
 		}
 		if mc.Pruned != nil {
 			c.Pruned = decisionText(*mc.Pruned)

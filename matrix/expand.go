@@ -494,11 +494,7 @@ func (m *Matrix) describeMatch(x *Match) string {
 		}
 		var vs []string
 		for _, v := range vals {
-			if v.Kind == "list" {
-				vs = append(vs, "["+v.Text+"]")
-			} else {
-				vs = append(vs, v.Text)
-			}
+			vs = append(vs, v.Shown())
 		}
 		parts = append(parts, a.Name+"="+strings.Join(vs, "|"))
 	}
@@ -724,11 +720,7 @@ func describe(c *Cell) string {
 	}
 	var parts []string
 	for _, v := range c.Values {
-		t := v.Text
-		if v.Kind == "list" {
-			t = "[" + t + "]"
-		}
-		parts = append(parts, v.Axis+"="+t)
+		parts = append(parts, v.Axis+"="+v.Shown())
 	}
 	return strings.Join(parts, " ")
 }

@@ -365,11 +365,7 @@ func summary(x *Expansion, opts RenderOptions) []byte {
 	for _, c := range x.Cells {
 		fmt.Fprintf(&b, "| `%s` |", c.ID)
 		for _, v := range c.Values {
-			t := v.Text
-			if v.Kind == "list" {
-				t = "[" + t + "]"
-			}
-			fmt.Fprintf(&b, " %s |", mdEscape(t))
+			fmt.Fprintf(&b, " %s |", mdEscape(v.Shown()))
 		}
 		var st []string
 		if c.ID == x.Baseline {

@@ -76,6 +76,14 @@ type Value struct {
 	Kind string   `json:"kind"` // string, int, float, bool, list
 }
 
+// Shown is the value as people read it: a patch set in brackets.
+func (v Value) Shown() string {
+	if v.Kind == "list" {
+		return "[" + v.Text + "]"
+	}
+	return v.Text
+}
+
 // AxisValue is a cell's value on one axis.
 type AxisValue struct {
 	Axis string `json:"axis"`

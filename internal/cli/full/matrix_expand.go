@@ -313,11 +313,7 @@ func printExplain(w io.Writer, x *matrix.Expansion) {
 	for _, c := range x.Cells {
 		var vals []string
 		for _, v := range c.Values {
-			t := v.Text
-			if v.Kind == "list" {
-				t = "[" + t + "]"
-			}
-			vals = append(vals, v.Axis+"="+t)
+			vals = append(vals, v.Axis+"="+v.Shown())
 		}
 		state := "run"
 		if c.Pruned != nil {
