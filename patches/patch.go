@@ -143,12 +143,13 @@ func (p *Patch) uncoveredShape(t source.Tree) (*Uncovered, error) {
 	return nil, nil
 }
 
-// admits reports whether the tree version v is in the variant's range. A
-// variant of the built-in catalog has its range as text only (Constraints
-// is nil: its tests check the texts), read here without go-version.
+// admits reports whether the tree version v is in the variant's range,
+// read from its text without go-version (the built-in catalog's variants
+// have no parsed Constraints); a version that is not PEP 440 is checked
+// through go-version.
 func (c *Variant) admits(v *version.Version) bool {
-	if len(c.Constraints) > 0 || c.Versions == "" {
-		return len(c.Constraints) == 0 || source.Satisfies(c.Constraints, v)
+	if c.Versions == "" {
+		return true
 	}
 	if ok, err := source.SatisfiesText(c.Versions, v); err == nil {
 		return ok
