@@ -444,12 +444,18 @@ func podStarted(p *corev1.Pod) bool {
 	if p.Status.StartTime != nil || p.Status.Phase == corev1.PodRunning || podEnded(p) {
 		return true
 	}
-	for _, cs := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+	for _, cs := range containerStatuses(p) {
 		if cs.State.Running != nil || cs.State.Terminated != nil {
 			return true
 		}
 	}
 	return false
+}
+
+// containerStatuses is every container's status of p, init containers
+// first.
+func containerStatuses(p *corev1.Pod) []corev1.ContainerStatus {
+	return append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...)
 }
 
 func podEnded(p *corev1.Pod) bool {
@@ -482,7 +488,7 @@ func kubeletDeadline(p *corev1.Pod, deadline time.Duration) string {
 	if st := p.Status.StartTime; st != nil {
 		waited = st.Sub(p.CreationTimestamp.Time)
 		var last time.Time
-		for _, cs := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+		for _, cs := range containerStatuses(p) {
 			if term := cs.State.Terminated; term != nil && term.FinishedAt.After(last) {
 				last = term.FinishedAt.Time
 			}
@@ -697,7 +703,7 @@ func (k *Kube) collect(ctx context.Context, t *kubeTask, job *batchv1.Job, end *
 		benchName = cs[0].Name
 	}
 	for _, p := range items {
-		statuses := append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...)
+		statuses := containerStatuses(&p)
 		for _, cs := range statuses {
 			state := "running"
 			if term := cs.State.Terminated; term != nil {
