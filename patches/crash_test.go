@@ -3,7 +3,9 @@ package patches
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -254,5 +256,39 @@ func TestCrashConcurrentProcesses(t *testing.T) {
 		if strings.Count(string(b), "_is_sm120_supported = is_sm120()") != 1 {
 			t.Fatal("patched twice")
 		}
+	}
+}
+
+// A crash between writing state.json's temporary copy and renaming it in
+// leaves ".state.json" and digits in the journal directory; the next
+// command removes it (and nothing else that merely looks like one).
+func TestRecoverRemovesStateTemps(t *testing.T) {
+	ctx := context.Background()
+	root, tr := engineTree(t)
+	if _, err := apply(t, enginePatch(t), tr); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, source.StateDirName)
+	stale := filepath.Join(dir, ".state.json8159443239748882600")
+	keep := []string{filepath.Join(dir, ".state.json.bak"), filepath.Join(dir, ".state.json")}
+	for _, p := range append(keep, stale) {
+		if err := os.WriteFile(p, []byte("{"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := Recover(ctx, tr); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(stale); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("%s is still there (%v)", stale, err)
+	}
+	for _, p := range keep {
+		if _, err := os.Lstat(p); err != nil {
+			t.Errorf("%s was removed: %v", p, err)
+		}
+	}
+	st, err := ReadState(ctx, tr)
+	if err != nil || st.Get("demo") == nil {
+		t.Fatalf("the journal lost the applied entry: %v", err)
 	}
 }

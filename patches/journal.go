@@ -831,7 +831,8 @@ func (j *journal) recover() ([]string, error) {
 }
 
 // dropOrphans removes journal copies of entries that were never recorded
-// (a crash before the pending entry was saved wrote no tree file).
+// (a crash before the pending entry was saved wrote no tree file), and
+// temporary copies of state.json a crash left before renaming one in.
 func (j *journal) dropOrphans() {
 	ents, err := os.ReadDir(j.dir)
 	if err != nil {
@@ -839,6 +840,10 @@ func (j *journal) dropOrphans() {
 	}
 	for _, de := range ents {
 		n := de.Name()
+		if de.Type().IsRegular() && isTempOf(n, "state.json") {
+			_ = os.Remove(filepath.Join(j.dir, n))
+			continue
+		}
 		for _, d := range blobKinds {
 			if name, ok := strings.CutSuffix(n, "."+d+".tar"); ok && !de.IsDir() && j.state.Get(name) == nil {
 				_ = os.Remove(filepath.Join(j.dir, n))
@@ -1107,25 +1112,28 @@ func cleanTemps(t source.WritableTree, rel string) {
 	if err != nil {
 		return
 	}
-	// Matched as bytes, not by a regular expression: a name need not be
-	// UTF-8.
-	isTemp := func(n string) bool {
-		digits, ok := strings.CutPrefix(n, "."+base)
-		if !ok || digits == "" {
-			return false
-		}
-		for i := 0; i < len(digits); i++ {
-			if digits[i] < '0' || digits[i] > '9' {
-				return false
-			}
-		}
-		return true
-	}
 	for _, de := range ents {
-		if de.Type().IsRegular() && isTemp(de.Name()) {
+		if de.Type().IsRegular() && isTempOf(de.Name(), base) {
 			_ = os.Remove(filepath.Join(dir, de.Name()))
 		}
 	}
+}
+
+// isTempOf reports whether the file name n is a temporary file written
+// for base (source.WriteTemp and renameio name them ".BASE" followed by
+// digits). Matched as bytes, not by a regular expression: a name need not
+// be UTF-8.
+func isTempOf(n, base string) bool {
+	digits, ok := strings.CutPrefix(n, "."+base)
+	if !ok || digits == "" {
+		return false
+	}
+	for i := 0; i < len(digits); i++ {
+		if digits[i] < '0' || digits[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // removePyc removes the cached bytecode of a .py file: CPython's

@@ -7,7 +7,6 @@ import (
 	"maps"
 	"slices"
 
-
 	"github.com/go-git/go-git/v5"
 
 	"github.com/smpatch/smpatch/patches"

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/smpatch/smpatch/internal/exit"
+	"github.com/smpatch/smpatch/internal/sigwatch"
 )
 
 // The one output convention of the command line: --format names what is
@@ -56,7 +58,7 @@ func (o *outputOptions) write(c *cobra.Command, fn func(io.Writer) error) error 
 	if o.Output == "" {
 		return fn(c.OutOrStdout())
 	}
-	pf, err := openPending(o.Output)
+	pf, err := openPending(c.Context(), o.Output)
 	if err != nil {
 		return outputError(c, err)
 	}
@@ -118,7 +120,11 @@ type pendingFile struct {
 	f    *os.File
 }
 
-func openPending(path string) (*pendingFile, error) {
+// A command killed while the file exists would leave it behind, so from
+// here on signals are caught (sigwatch.Now), whatever the command's
+// delay.
+func openPending(ctx context.Context, path string) (*pendingFile, error) {
+	sigwatch.Now(ctx)
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		return nil, fmt.Errorf("%s: is a directory", path)
 	}
@@ -214,7 +220,7 @@ func applyOutputFlags(c *cobra.Command, g *Globals) error {
 		}
 	}
 	if g.Output != "" {
-		pf, err := openPending(g.Output)
+		pf, err := openPending(c.Context(), g.Output)
 		if err != nil {
 			return outputError(c, err)
 		}

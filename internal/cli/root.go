@@ -6,14 +6,14 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/smpatch/smpatch/internal/exit"
+	"github.com/smpatch/smpatch/internal/sigwatch"
 	"github.com/smpatch/smpatch/internal/termsafe"
 	"github.com/smpatch/smpatch/patches"
 	"github.com/smpatch/smpatch/probe"
@@ -121,7 +121,7 @@ func (p Program) NewRoot(g *Globals, stdout, stderr io.Writer) *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return flagError(c, err)
 	})
-	root.AddCommand(
+	lean := []*cobra.Command{
 		newListCmd(g),
 		newShowCmd(g),
 		newApplyCmd(g),
@@ -130,7 +130,11 @@ func (p Program) NewRoot(g *Globals, stdout, stderr io.Writer) *cobra.Command {
 		newProbeCmd(g),
 		newJournalCmd(g),
 		newVersionCmd(g),
-	)
+	}
+	for _, c := range lean {
+		deferSignals(c)
+	}
+	root.AddCommand(lean...)
 	if p.Commands != nil {
 		root.AddCommand(p.Commands(g)...)
 	} else {
@@ -234,12 +238,41 @@ func oneLine(s string) string {
 	return s
 }
 
+// SignalDelay is how long a command of this package runs before SIGINT and
+// SIGTERM are caught (sigwatch): each of them is safe to kill outright
+// before then, since what it writes is journaled (the next command
+// recovers it) or is nothing, and it asks for the watch at once before it
+// starts a child process or creates an output file. Far shorter than a
+// person takes to press Ctrl-C, far longer than an apply of a few files.
+// The commands smpatch-full adds (runs, builds, walks of history) catch
+// the signals from their start.
+const SignalDelay = 100 * time.Millisecond
+
+// deferredSignals marks the commands that catch signals after SignalDelay.
+const deferredSignals = "smpatch-signals-deferred"
+
+// deferSignals marks c and every command under it.
+func deferSignals(c *cobra.Command) {
+	if c.Annotations == nil {
+		c.Annotations = map[string]string{}
+	}
+	c.Annotations[deferredSignals] = "yes"
+	for _, sub := range c.Commands() {
+		deferSignals(sub)
+	}
+}
+
 // catchSignals makes SIGINT and SIGTERM cancel c's context (a command
-// stops, cleans up and exits 130) from here until the command returns.
-// It is set up when a command runs, not before: --version, help and
-// usage errors start no signal watcher.
+// stops, cleans up and exits 130) from here until the command returns;
+// for the commands of this package, from SignalDelay on (see there). It
+// is set up when a command runs, not before: --version, help and usage
+// errors start no signal watcher.
 func (g *Globals) catchSignals(c *cobra.Command) {
-	ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
+	var after time.Duration
+	if c.Annotations[deferredSignals] != "" {
+		after = SignalDelay
+	}
+	ctx, stop := sigwatch.Catch(c.Context(), after)
 	g.stopSignals = stop
 	c.SetContext(ctx)
 }

@@ -1,0 +1,235 @@
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/smpatch/smpatch/internal/treetest"
+)
+
+// signalFiles is a tree of three large files and a catalog patch that
+// changes each of them, so that an apply takes long enough to be hit in
+// the middle.
+func signalFiles(t *testing.T) (tree, cat string) {
+	t.Helper()
+	dir := t.TempDir()
+	tree, cat = filepath.Join(dir, "tree"), filepath.Join(dir, "cat")
+	files := map[string]string{
+		"python/sglang/__init__.py": "",
+		"python/sglang/version.py":  "__version__ = \"0.5.9\"\n",
+	}
+	var diff strings.Builder
+	for i := range 3 {
+		rel := fmt.Sprintf("python/sglang/srt/layers/mod%d.py", i)
+		var b strings.Builder
+		b.WriteString("FLAG = False\n")
+		for n := range 6000 {
+			fmt.Fprintf(&b, "value_%d = %d  # filler of a large module\n", n, n*i)
+		}
+		files[rel] = b.String()
+		fmt.Fprintf(&diff, "--- a/%s\n+++ b/%s\n@@ -1,2 +1,2 @@\n-FLAG = False\n+FLAG = True\n value_0 = 0  # filler of a large module\n", rel, rel)
+	}
+	treetest.Write(t, tree, files)
+	treetest.Write(t, cat, map[string]string{
+		"demo.toml":   "name = \"demo\"\nproject = \"sglang\"\nsummary = \"x\"\n[[variant]]\nversions = \">= 0.5.0\"\ndiffs = [\"demo/a.diff\"]\n",
+		"demo/a.diff": diff.String(),
+	})
+	return tree, cat
+}
+
+// treeSums is the SHA-256 of every file under root but the journal's.
+func treeSums(t *testing.T, root string) map[string][32]byte {
+	t.Helper()
+	out := map[string][32]byte{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if d.Name() == ".smpatch" {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		out[rel] = sha256.Sum256(b)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func sameSums(a, b map[string][32]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// strays lists what a killed write could leave under root: temporary
+// files (".NAME" and digits, ".NAME.tmp..."); in the journal's directory
+// too when journal is set.
+func strays(t *testing.T, root string, journal bool) []string {
+	t.Helper()
+	var out []string
+	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if d.Name() == ".smpatch" && !journal {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		n := d.Name()
+		if strings.HasPrefix(n, ".") && n != ".gitignore" && (strings.TrimRight(n, "0123456789") != n || strings.Contains(n, ".tmp")) {
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out
+}
+
+// Ctrl-C, or a supervisor's SIGTERM, in the first moments of an apply or
+// a revert ends the process as the signal's default action does: the
+// watch starts only after cli.SignalDelay. The next command recovers the
+// journal: the tree is then original or patched, as the journal says,
+// with no temporary file left anywhere. Rounds alternate apply and revert
+// (whichever the tree is ready for) and SIGINT and SIGTERM, each sent at a
+// random moment within about twice a whole command's time.
+func TestCrashBySignalBeforeWatch(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	bin := linkBinary(t, t.TempDir(), "smpatch")
+	tree, cat := signalFiles(t)
+	env := append(os.Environ(), "GORACE=atexit_sleep_ms=0", "SMPATCH_CATALOG=", "SMPATCH_REPO=",
+		"XDG_CONFIG_HOME="+t.TempDir(), "XDG_STATE_HOME="+t.TempDir())
+	command := func(args ...string) (*exec.Cmd, *bytes.Buffer) {
+		cmd := exec.Command(bin, append(args, "--repo", tree, "--catalog", cat)...)
+		cmd.Env = env
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		return cmd, &stderr
+	}
+	applied := func() bool {
+		cmd, stderr := command("status", "--json")
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("status after the signal: %v\n%s", err, stderr)
+		}
+		var st struct {
+			Patches []struct{ Name string }
+		}
+		if err := json.Unmarshal(out, &st); err != nil {
+			t.Fatalf("status --json: %v\n%s", err, out)
+		}
+		return len(st.Patches) == 1
+	}
+	orig := treeSums(t, tree)
+	t0 := time.Now()
+	if cmd, stderr := command("apply", "demo"); cmd.Run() != nil {
+		t.Fatalf("apply: %s", stderr)
+	}
+	window := 2 * time.Since(t0)
+	patched := treeSums(t, tree)
+	if cmd, stderr := command("revert"); cmd.Run() != nil {
+		t.Fatalf("revert: %s", stderr)
+	}
+
+	rounds := 40
+	if n := crashRoundsEnv(); n > 0 {
+		rounds = n
+	}
+	seen := map[string]int{}
+	isApplied := false
+	for r := range rounds {
+		verb := "apply"
+		if isApplied {
+			verb = "revert"
+		}
+		args := []string{verb}
+		if verb == "apply" {
+			args = append(args, "demo")
+		}
+		sig := []syscall.Signal{syscall.SIGINT, syscall.SIGTERM}[r%2]
+		cmd, stderr := command(args...)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(rand.Int64N(int64(window))))
+		_ = cmd.Process.Signal(sig)
+		err := cmd.Wait()
+		var ee *exec.ExitError
+		switch {
+		case err == nil:
+			seen[verb+" finished"]++
+		case errors.As(err, &ee) && ee.Sys().(syscall.WaitStatus).Signaled():
+			if got := ee.Sys().(syscall.WaitStatus).Signal(); got != sig {
+				t.Fatalf("round %d: %s killed by %v, sent %v", r, verb, got, sig)
+			}
+			seen[verb+" killed"]++
+		case errors.As(err, &ee) && ee.ExitCode() == 130:
+			seen[verb+" stopped (130)"]++
+		default:
+			t.Fatalf("round %d: %s ended with %v:\n%s", r, verb, err, stderr)
+		}
+		isApplied = applied() // the next command: recovers the journal
+		now := treeSums(t, tree)
+		switch {
+		case isApplied && sameSums(now, patched):
+		case !isApplied && sameSums(now, orig):
+		default:
+			t.Fatalf("round %d: after %s and a %v, the tree is neither original nor patched as the journal says (applied=%v)", r, verb, sig, isApplied)
+		}
+		if s := strays(t, tree, false); len(s) > 0 {
+			t.Fatalf("round %d: after %s and a %v, left behind: %s", r, verb, sig, strings.Join(s, ", "))
+		}
+	}
+	// A temporary copy of the journal's state a kill left inside .smpatch
+	// (where status, reading, leaves it) goes with the next command that
+	// writes the journal.
+	if isApplied {
+		if cmd, stderr := command("revert"); cmd.Run() != nil {
+			t.Fatalf("revert: %s", stderr)
+		}
+	}
+	if cmd, stderr := command("apply", "demo"); cmd.Run() != nil {
+		t.Fatalf("apply: %s", stderr)
+	}
+	if s := strays(t, tree, true); len(s) > 0 {
+		t.Fatalf("after a clean apply, left behind: %s", strings.Join(s, ", "))
+	}
+	t.Logf("%d rounds, signals within %v of the start: %v", rounds, window, seen)
+}
+
+// crashRoundsEnv is $SMPATCH_CRASH_ROUNDS, the rounds of the crash tests.
+func crashRoundsEnv() int {
+	var n int
+	fmt.Sscan(os.Getenv("SMPATCH_CRASH_ROUNDS"), &n)
+	return n
+}
