@@ -80,9 +80,14 @@ func parseState(path string, data []byte) (*State, error) {
 	if len(data) > maxStateBytes {
 		return bad("%d bytes, more than the %d a journal may have", len(data), maxStateBytes)
 	}
-	var s State
-	if err := json.Unmarshal(data, &s); err != nil {
-		return bad("%v", err)
+	// The encoder's own shape is read without reflection; anything else
+	// by encoding/json, which also words the errors.
+	s, ok := decodeState(data)
+	if !ok {
+		s = new(State)
+		if err := json.Unmarshal(data, s); err != nil {
+			return bad("%v", err)
+		}
 	}
 	if s.Format > stateFormat {
 		return nil, fmt.Errorf("%s: written by a newer smpatch (format %d)", path, s.Format)
@@ -146,7 +151,7 @@ func parseState(path string, data []byte) (*State, error) {
 			}
 		}
 	}
-	return &s, nil
+	return s, nil
 }
 
 // lstatStateDir checks the journal directory: absent, or a real directory

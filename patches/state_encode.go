@@ -16,7 +16,7 @@ import (
 // still verify. It is written for these types, without reflection, because
 // each apply and revert is a short-lived process that encodes the state a
 // few times: building encoding/json's encoders cost more than the
-// encoding. Decoding stays with encoding/json.
+// encoding. Its decoder is state_decode.go.
 
 // encodeState returns s as json.MarshalIndent(s, "", "  ") writes it, with
 // no trailing newline.
