@@ -551,6 +551,7 @@ func (j *journal) applyBatch(ctx context.Context, items []*applyItem, opts Apply
 		bw := j.newBlobWriter()
 		bws = append(bws, bw)
 		var created []string
+		recorded := itemPaths(it)
 		for _, c := range it.changes {
 			if c.old != nil {
 				if err := bw.write("orig", e.Name, c.fp.Path, c.old, true); err != nil {
@@ -560,7 +561,7 @@ func (j *journal) applyBatch(ctx context.Context, items []*applyItem, opts Apply
 				created = append(created, c.fp.Path)
 			}
 			if c.new != nil {
-				if err := bw.write("patched", e.Name, c.fp.Path, c.new, false); err != nil {
+				if err := bw.writePatched(e.Name, c.fp.Path, c.old, c.new, recorded[c.fp.Path+deltaSuffix]); err != nil {
 					return nil, nil, fmt.Errorf("journal: %w", err)
 				}
 			}
@@ -574,7 +575,7 @@ func (j *journal) applyBatch(ctx context.Context, items []*applyItem, opts Apply
 				}
 			}
 			if c.patched != nil {
-				if err := bw.write("patched", e.Name, c.rec.Path, c.patched, false); err != nil {
+				if err := bw.writePatched(e.Name, c.rec.Path, c.orig, c.patched, recorded[c.rec.Path+deltaSuffix]); err != nil {
 					return nil, nil, fmt.Errorf("journal: %w", err)
 				}
 			}

@@ -428,10 +428,15 @@ func (j *journal) blobSet(kind, name string) (map[string][]byte, error) {
 		return set, nil
 	}
 	want := map[string]bool{}
+	files := 0
 	if e := j.state.Get(name); e != nil {
+		files = len(e.Files)
 		for _, f := range e.Files {
 			want[f.Path] = true
 			want[f.Path+".deleted"] = true
+			if kind == "patched" && f.Original != "" {
+				want[f.Path+deltaSuffix] = true
+			}
 		}
 	}
 	rel := name + "." + kind + ".tar"
@@ -447,7 +452,7 @@ func (j *journal) blobSet(kind, name string) (map[string][]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	set, err := readCopies(filepath.Join(j.dir, filepath.FromSlash(rel)), f, st.Size(), want)
+	set, err := readCopies(filepath.Join(j.dir, filepath.FromSlash(rel)), f, st.Size(), want, files)
 	if err != nil {
 		return nil, err
 	}
@@ -511,7 +516,14 @@ func (j *journal) readBlob(kind, name, rel string) ([]byte, error) {
 		}
 	} else {
 		var ok bool
-		if b, ok = set[rel]; !ok {
+		if kind == "patched" {
+			if b, ok, err = j.patchedCopy(name, rel, rec, set); err != nil {
+				return nil, err
+			}
+		} else {
+			b, ok = set[rel]
+		}
+		if !ok {
 			return nil, missing
 		}
 	}

@@ -217,21 +217,22 @@ func isRealDir(p string) bool {
 
 // readCopies reads the tar file r (size bytes) of journal copies, keeping
 // only the names in want (each at most maxCopyBytes, all together at most
-// maxTarBytesKept). name is the file in errors.
-func readCopies(name string, r io.Reader, size int64, want map[string]bool) (map[string][]byte, error) {
+// maxTarBytesKept), the copies of files recorded files. name is the file
+// in errors.
+func readCopies(name string, r io.Reader, size int64, want map[string]bool, files int) (map[string][]byte, error) {
 	set := map[string][]byte{}
 	if size > 2*maxTarBytesKept {
 		return nil, &JournalError{Path: name, Msg: fmt.Sprintf("%d bytes, more than a journal's copies may have", size)}
 	}
 	// smpatch writes one entry per recorded name; allow some slack for
 	// tars written by hand.
-	maxHeaders := min(2*len(want)+64, maxTarHeaders)
+	maxHeaders := min(4*files+64, maxTarHeaders)
 	// A small buffer: a copy's bytes are read into their own slice directly.
 	tr := tar.NewReader(bufio.NewReaderSize(r, 4<<10))
 	var kept int64
 	for n := 0; ; n++ {
 		if n >= maxHeaders {
-			return nil, &JournalError{Path: name, Msg: fmt.Sprintf("more than %d entries for %d recorded files", maxHeaders, len(want)/2)}
+			return nil, &JournalError{Path: name, Msg: fmt.Sprintf("more than %d entries for %d recorded files", maxHeaders, files)}
 		}
 		h, err := tr.Next()
 		if err == io.EOF {
