@@ -31,7 +31,8 @@ import (
 //
 //	.smpatch/state.json           applied patches; entries in flight are "pending" or "reverting"
 //	.smpatch/NAME.orig.tar        original bytes of every file a patch changed, each at PATH
-//	.smpatch/NAME.patched.tar     the bytes the patch wrote (to show drift, and to reverse-apply)
+//	.smpatch/NAME.patched.tar     the bytes the patch wrote (to show drift, and to reverse-apply),
+//	                              at PATH or as a delta against the original at PATH.delta (delta.go)
 //	.smpatch/NAME.target.tar      bytes a forced revert writes
 //	.smpatch/lock                 gofrs/flock; held by every command that reads or writes state
 //

@@ -14,15 +14,16 @@ import (
 	"github.com/smpatch/smpatch/source"
 )
 
-// FuzzJournal feeds the journal reader a state.json and an orig tar file,
-// signed with this user's key (so every check past the owner's is
+// FuzzJournal feeds the journal reader a state.json, an orig tar file
+// and a patched one, signed with this user's key (so every check past the owner's is
 // reached), and checks what it accepts, not only that it does not panic:
 // an accepted state names only clean paths inside the tree, outside .git
 // and the journal, each with a well-formed hash, and survives a write and
 // a read unchanged; the copies read are only the names asked for, within
 // the bounds; and a recovery changes no file outside the tree, nothing in
 // .git, and every tree file it changes it changes from bytes the entry
-// recorded to the original bytes the entry recorded.
+// recorded to the original bytes the entry recorded; a patched copy read
+// (kept whole or as a delta) has the hash the entry recorded.
 func FuzzJournal(f *testing.F) {
 	seedTar := func(files map[string]string) []byte {
 		var b bytes.Buffer
@@ -38,15 +39,30 @@ func FuzzJournal(f *testing.F) {
 		return `{"format":1,"patches":[{"name":"demo","state":"pending","files":[{"path":"` + path + `","original_sha256":"` + o + `","patched_sha256":"` + p + `"}]}]}`
 	}
 	h := func(s string) string { return sha256Hex([]byte(s)) }
-	f.Add([]byte(rec(commPath, h("orig\n"), h(commOrig))), seedTar(map[string]string{commPath: "orig\n"}))
-	f.Add([]byte(rec(".git/config", h("evil"), h("cfg"))), seedTar(map[string]string{".git/config": "evil"}))
-	f.Add([]byte(rec("python/../../x", h("evil"), h("cfg"))), seedTar(map[string]string{"python/../../x": "evil"}))
-	f.Add([]byte(rec("python/evil/config", h("evil"), h("cfg"))), seedTar(map[string]string{"python/evil/config": "evil"}))
-	f.Add([]byte(rec(commPath, h("other"), h(commOrig))), seedTar(map[string]string{commPath: "tampered"}))
-	f.Add([]byte(strings.Replace(rec(commPath, h("orig\n"), ""), `"state":"pending"`, `"state":"reverting"`, 1)), seedTar(map[string]string{commPath: "orig\n"}))
-	f.Add([]byte(`{"format":1,"patches":[{"name":"demo","state":"pending","files":[{"path":"a\ufffd","path_b64":"YdA=","patched_sha256":"`+h("x")+`"}]}]}`), []byte{})
-	f.Add([]byte(`{"format":1,"patches":[{"name":"demo","state":"applied","files":[],"created_dirs":["python"]}]}`), []byte{})
-	f.Fuzz(func(t *testing.T, stateJSON, tarData []byte) {
+	f.Add([]byte(rec(commPath, h("orig\n"), h(commOrig))), seedTar(map[string]string{commPath: "orig\n"}), []byte{})
+	f.Add([]byte(rec(".git/config", h("evil"), h("cfg"))), seedTar(map[string]string{".git/config": "evil"}), []byte{})
+	f.Add([]byte(rec("python/../../x", h("evil"), h("cfg"))), seedTar(map[string]string{"python/../../x": "evil"}), []byte{})
+	f.Add([]byte(rec("python/evil/config", h("evil"), h("cfg"))), seedTar(map[string]string{"python/evil/config": "evil"}), []byte{})
+	f.Add([]byte(rec(commPath, h("other"), h(commOrig))), seedTar(map[string]string{commPath: "tampered"}), []byte{})
+	f.Add([]byte(strings.Replace(rec(commPath, h("orig\n"), ""), `"state":"pending"`, `"state":"reverting"`, 1)), seedTar(map[string]string{commPath: "orig\n"}), []byte{})
+	f.Add([]byte(`{"format":1,"patches":[{"name":"demo","state":"pending","files":[{"path":"a\ufffd","path_b64":"YdA=","patched_sha256":"`+h("x")+`"}]}]}`), []byte{}, []byte{})
+	f.Add([]byte(`{"format":1,"patches":[{"name":"demo","state":"applied","files":[],"created_dirs":["python"]}]}`), []byte{}, []byte{})
+	// Patched copies kept as deltas: right, decoding to other bytes,
+	// truncated, and beside a whole copy.
+	bigOrig := commOrig + strings.Repeat("# line\n", 60)
+	bigNew := strings.Replace(bigOrig, "def gate():\n", "_is_sm120_supported = is_sm120()\ndef gate():\n", 1)
+	delta, ok := encodeDelta([]byte(bigOrig), []byte(bigNew))
+	if !ok {
+		f.Fatal("seed delta not kept")
+	}
+	applied := strings.Replace(rec(commPath, h(bigOrig), h(bigNew)), `"state":"pending"`, `"state":"applied"`, 1)
+	origTar := seedTar(map[string]string{commPath: bigOrig})
+	f.Add([]byte(applied), origTar, seedTar(map[string]string{commPath + deltaSuffix: string(delta)}))
+	f.Add([]byte(rec(commPath, h(bigOrig), h(bigNew))), origTar, seedTar(map[string]string{commPath + deltaSuffix: string(delta)}))
+	f.Add([]byte(applied), origTar, seedTar(map[string]string{commPath + deltaSuffix: strings.Replace(string(delta), "sm120", "sm121", 1)}))
+	f.Add([]byte(applied), origTar, seedTar(map[string]string{commPath + deltaSuffix: string(delta[:len(delta)-9])}))
+	f.Add([]byte(applied), origTar, seedTar(map[string]string{commPath + deltaSuffix: string(delta), commPath: bigNew}))
+	f.Fuzz(func(t *testing.T, stateJSON, tarData, patchedTar []byte) {
 		// The parser on its own.
 		s, err := parseState("state.json", stateJSON)
 		if err != nil {
@@ -106,6 +122,17 @@ func FuzzJournal(f *testing.F) {
 		os.MkdirAll(filepath.Join(root, source.StateDirName), 0o755)
 		os.WriteFile(filepath.Join(root, source.StateDirName, "state.json"), data, 0o644)
 		os.WriteFile(filepath.Join(root, source.StateDirName, "demo.orig.tar"), tarData, 0o644)
+		os.WriteFile(filepath.Join(root, source.StateDirName, "demo.patched.tar"), patchedTar, 0o644)
+		if j, err := openJournal(context.Background(), tr); err == nil {
+			for _, e := range j.state.Patches {
+				for _, fr := range e.Files {
+					if b, err := j.readBlob("patched", e.Name, fr.Path); err == nil && sha256Hex(b) != fr.Patched {
+						t.Fatalf("patched copy of %s read with sha256 %.12s, recorded %.12s", fr.Path, sha256Hex(b), fr.Patched)
+					}
+				}
+			}
+			j.close()
+		}
 		before := treeHashes(t, base)
 		_, rerr := Recover(context.Background(), tr)
 		after := treeHashes(t, base)
