@@ -269,6 +269,11 @@ func openJournalMode(ctx context.Context, t source.WritableTree, adopting bool) 
 				_ = l.Unlock()
 				return nil, err
 			}
+			if h, ok := t.(rootHolder); ok {
+				// Released by close: the tree files read and written
+				// under the lock are opened beneath one open root.
+				h.HoldRoot()
+			}
 			return j, nil
 		}
 		_ = l.Unlock()
@@ -323,7 +328,17 @@ func (j *journal) close() {
 			_ = os.Remove(j.dir)
 		}
 	}
+	if h, ok := j.t.(rootHolder); ok {
+		h.ReleaseRoot()
+	}
 	_ = j.lock.Unlock()
+}
+
+// rootHolder is implemented by trees on disk: the root stays open from
+// HoldRoot to ReleaseRoot (source's dirTree).
+type rootHolder interface {
+	HoldRoot()
+	ReleaseRoot()
 }
 
 func (j *journal) statePath() string { return filepath.Join(j.dir, "state.json") }

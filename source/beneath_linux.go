@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"syscall"
 
@@ -23,8 +24,9 @@ var noOpenat2 atomic.Bool
 // root, a symlink leads to a missing component, or the call is missing):
 // the caller checks the path component by component and says why, as it
 // always has.
-func openBeneath(root, rel string) (f *os.File, done bool, err error) {
-	fd, done, err := openBeneathFD(root, rel)
+func openBeneath(t *dirTree, rel string) (f *os.File, done bool, err error) {
+	root := t.root
+	fd, done, err := openBeneathFD(t, rel)
 	if fd < 0 {
 		return nil, done, err
 	}
@@ -32,8 +34,9 @@ func openBeneath(root, rel string) (f *os.File, done bool, err error) {
 }
 
 // openBeneathRaw is openBeneath giving the bare descriptor (rawFile).
-func openBeneathRaw(root, rel string) (f fs.File, done bool, err error) {
-	fd, done, err := openBeneathFD(root, rel)
+func openBeneathRaw(t *dirTree, rel string) (f fs.File, done bool, err error) {
+	root := t.root
+	fd, done, err := openBeneathFD(t, rel)
 	if fd < 0 {
 		return nil, done, err
 	}
@@ -49,15 +52,16 @@ func openBeneathRaw(root, rel string) (f fs.File, done bool, err error) {
 // meets a symlink (or fails otherwise) is the path walked again with
 // symlinks followed beneath root, and a file missing then is left to the
 // check component by component, which names the symlink.
-func openBeneathFD(root, rel string) (fd int, done bool, err error) {
+func openBeneathFD(t *dirTree, rel string) (fd int, done bool, err error) {
 	if noOpenat2.Load() {
 		return -1, false, nil
 	}
-	dfd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
+	root := t.root
+	dfd, release := t.held.dirFD(root)
+	if dfd < 0 {
 		return -1, false, nil
 	}
-	defer unix.Close(dfd)
+	defer release()
 	how := unix.OpenHow{
 		// O_NONBLOCK: opening a FIFO must not wait for a writer.
 		Flags:   unix.O_RDONLY | unix.O_NONBLOCK | unix.O_CLOEXEC,
@@ -88,4 +92,54 @@ func openBeneathFD(root, rel string) (fd int, done bool, err error) {
 		return fd, true, nil
 	}
 	return -1, false, nil
+}
+
+// heldRoot is the tree's root opened O_PATH while the tree is held
+// (HoldRoot): every open beneath it then starts from that descriptor
+// instead of opening the root and closing it again each time.
+type heldRoot struct {
+	mu sync.RWMutex
+	n  int // holds not released
+	fd int // valid while n > 0 and fd >= 0
+}
+
+func (h *heldRoot) hold(root string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.n == 0 {
+		fd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			fd = -1 // each open opens the root itself, as when not held
+		}
+		h.fd = fd
+	}
+	h.n++
+}
+
+func (h *heldRoot) release() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.n == 0 {
+		return
+	}
+	h.n--
+	if h.n == 0 && h.fd >= 0 {
+		unix.Close(h.fd)
+		h.fd = -1
+	}
+}
+
+// dirFD gives a descriptor of root to resolve beneath, and what to call
+// once done with it; -1 when root cannot be opened.
+func (h *heldRoot) dirFD(root string) (int, func()) {
+	h.mu.RLock()
+	if h.n > 0 && h.fd >= 0 {
+		return h.fd, h.mu.RUnlock
+	}
+	h.mu.RUnlock()
+	fd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, nil
+	}
+	return fd, func() { unix.Close(fd) }
 }

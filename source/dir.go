@@ -35,7 +35,19 @@ type dirTree struct {
 	toDisk func(rel string) (string, bool)
 	// fromDisk maps a root-relative path back to a repository-relative one.
 	fromDisk func(rel string) (string, bool)
+	// held is the root kept open between HoldRoot and ReleaseRoot.
+	held heldRoot
 }
+
+// HoldRoot keeps the tree's root open, for resolving paths beneath it,
+// until as many ReleaseRoot calls: the journal holds it while it holds
+// its lock, the short stretch in which a command reads and writes the
+// tree most. Reads outside it open the root each time, so that a tree
+// kept by a long-lived caller follows its root path, as it always has.
+func (t *dirTree) HoldRoot() { t.held.hold(t.root) }
+
+// ReleaseRoot ends one HoldRoot.
+func (t *dirTree) ReleaseRoot() { t.held.release() }
 
 // OpenCheckout opens dir as a source checkout of sglang or flashinfer. A
 // directory that is neither returns an error wrapping ErrUnknownProject.
@@ -295,7 +307,7 @@ func (t *dirTree) OpenFile(rel string) (*os.File, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s: not part of the installed %s package", rel, t.project)
 	}
-	if f, done, err := openBeneath(t.root, filepath.FromSlash(d)); done {
+	if f, done, err := openBeneath(t, filepath.FromSlash(d)); done {
 		return f, err
 	}
 	p, err := t.abs(rel)
@@ -319,7 +331,7 @@ func (t *dirTree) OpenReader(rel string) (fs.File, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s: not part of the installed %s package", rel, t.project)
 	}
-	if f, done, err := openBeneathRaw(t.root, filepath.FromSlash(d)); done {
+	if f, done, err := openBeneathRaw(t, filepath.FromSlash(d)); done {
 		return f, err
 	}
 	p, err := t.abs(rel)
@@ -771,14 +783,30 @@ func WriteFileAtomic(name string, data []byte, perm os.FileMode) error {
 // durable.
 func SyncDir(dir string) error { return syncDir(dir) }
 
+// syncDir opens, syncs and closes dir on its bare descriptor: an os.File
+// would ask its flags with fcntl first (OpenNoPoll). A filesystem that
+// cannot sync a directory (EINVAL) is not an error.
 func syncDir(dir string) error {
-	f, err := OpenNoPoll(dir, os.O_RDONLY, 0)
-	if err != nil {
-		return err
+	var fd int
+	var err error
+	for {
+		fd, err = syscall.Open(dir, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+		if err != syscall.EINTR {
+			break
+		}
 	}
-	defer f.Close()
-	if err := f.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
-		return err
+	if err != nil {
+		return &os.PathError{Op: "open", Path: dir, Err: err}
+	}
+	defer syscall.Close(fd)
+	for {
+		err = syscall.Fsync(fd)
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if err != nil && err != syscall.EINVAL {
+		return &os.PathError{Op: "sync", Path: dir, Err: err}
 	}
 	return nil
 }
