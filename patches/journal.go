@@ -233,12 +233,16 @@ func openJournalMode(ctx context.Context, t source.WritableTree, adopting bool) 
 		}
 	}
 	lockPath := filepath.Join(dir, "lock")
-	for {
-		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-			return nil, fmt.Errorf("journal: %w", err)
-		}
-		if _, err := lstatStateDir(dir); err != nil {
-			return nil, err
+	for first := true; ; first = false {
+		// On the first pass over a directory that was there, it was
+		// just looked at (lstatStateDir above) and nothing came between.
+		if !first || !exists {
+			if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+				return nil, fmt.Errorf("journal: %w", err)
+			}
+			if _, err := lstatStateDir(dir); err != nil {
+				return nil, err
+			}
 		}
 		writeStateGitignore(dir)
 		l := flock.New(lockPath, flock.SetFlag(os.O_CREATE|os.O_RDONLY|syscall.O_NOFOLLOW))
@@ -325,7 +329,9 @@ func (j *journal) close() {
 				}
 			}
 			_ = os.Remove(filepath.Join(j.dir, "lock"))
-			_ = os.Remove(j.dir)
+			// A directory (lstatStateDir): rmdir, without the unlink
+			// os.Remove tries first.
+			_ = syscall.Rmdir(j.dir)
 		}
 	}
 	if h, ok := j.t.(rootHolder); ok {
