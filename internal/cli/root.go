@@ -150,6 +150,19 @@ func (p Program) NewRoot(g *Globals, stdout, stderr io.Writer) *cobra.Command {
 	return root
 }
 
+// skipDefaultCompletion leaves out cobra's completion command (four
+// subcommands and their flags, built on every run) when the command line
+// names another command, which neither lists nor runs it: `smpatch
+// apply ...` does not pay for it, `smpatch --help`, `help`, `completion`
+// and shell completion requests keep it.
+func skipDefaultCompletion(root *cobra.Command, args []string) {
+	c, _, err := root.Find(args)
+	if err != nil || c == root || c.Name() == "help" {
+		return
+	}
+	root.CompletionOptions.DisableDefaultCmd = true
+}
+
 // markUsageErrors makes argument-count errors exit with the usage code.
 func markUsageErrors(c *cobra.Command) {
 	if c.Args != nil {
@@ -193,6 +206,7 @@ func (p Program) Run(args []string, stdout, stderr io.Writer) int {
 			return p.exitCode(g.delegate(what), stderr)
 		}
 	}
+	skipDefaultCompletion(root, args)
 	root.SetArgs(args)
 	err := root.ExecuteContext(context.Background())
 	if g.stopSignals != nil {
