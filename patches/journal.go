@@ -161,6 +161,26 @@ type journal struct {
 	created bool
 	// blobCache holds the journal copies read, by "KIND/NAME".
 	blobCache map[string]map[string][]byte
+	// names lists the state directory's entries as dropOrphans, under the
+	// lock, left them, kept up to date as this command adds and removes
+	// journal copies; nil until then. See absent.
+	names map[string]bool
+}
+
+// absent says that the entry name of the state directory is known to be
+// missing: the directory was listed under the lock and nothing made the
+// name since. Only smpatch holding the lock writes there; a name planted
+// by anything else meanwhile makes the exclusive, no-follow create that
+// comes next fail instead of being removed first.
+func (j *journal) absent(name string) bool {
+	return j.names != nil && !j.names[name]
+}
+
+// gone records that name is no longer in the state directory.
+func (j *journal) gone(name string) {
+	if j.names != nil {
+		delete(j.names, name)
+	}
 }
 
 // diskPather is implemented by trees on disk: it maps a repository-relative
@@ -173,7 +193,7 @@ type diskPather interface {
 // repository-relative file for reading, refusing paths that leave the
 // tree, in as few system calls as the kernel allows.
 type fileOpener interface {
-	OpenFile(rel string) (*os.File, error)
+	OpenReader(rel string) (fs.File, error)
 }
 
 func diskPath(t source.WritableTree, rel string) (string, error) {
@@ -214,12 +234,16 @@ func openJournalMode(ctx context.Context, t source.WritableTree, adopting bool) 
 		}
 	}
 	lockPath := filepath.Join(dir, "lock")
-	for {
-		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-			return nil, fmt.Errorf("journal: %w", err)
-		}
-		if _, err := lstatStateDir(dir); err != nil {
-			return nil, err
+	for first := true; ; first = false {
+		// On the first pass over a directory that was there, it was
+		// just looked at (lstatStateDir above) and nothing came between.
+		if !first || !exists {
+			if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+				return nil, fmt.Errorf("journal: %w", err)
+			}
+			if _, err := lstatStateDir(dir); err != nil {
+				return nil, err
+			}
 		}
 		writeStateGitignore(dir)
 		l := flock.New(lockPath, flock.SetFlag(os.O_CREATE|os.O_RDONLY|syscall.O_NOFOLLOW))
@@ -249,6 +273,11 @@ func openJournalMode(ctx context.Context, t source.WritableTree, adopting bool) 
 			if err := j.load(adopting); err != nil {
 				_ = l.Unlock()
 				return nil, err
+			}
+			if h, ok := t.(rootHolder); ok {
+				// Released by close: the tree files read and written
+				// under the lock are opened beneath one open root.
+				h.HoldRoot()
 			}
 			return j, nil
 		}
@@ -301,10 +330,22 @@ func (j *journal) close() {
 				}
 			}
 			_ = os.Remove(filepath.Join(j.dir, "lock"))
-			_ = os.Remove(j.dir)
+			// A directory (lstatStateDir): rmdir, without the unlink
+			// os.Remove tries first.
+			_ = syscall.Rmdir(j.dir)
 		}
 	}
+	if h, ok := j.t.(rootHolder); ok {
+		h.ReleaseRoot()
+	}
 	_ = j.lock.Unlock()
+}
+
+// rootHolder is implemented by trees on disk: the root stays open from
+// HoldRoot to ReleaseRoot (source's dirTree).
+type rootHolder interface {
+	HoldRoot()
+	ReleaseRoot()
 }
 
 func (j *journal) statePath() string { return filepath.Join(j.dir, "state.json") }
@@ -386,7 +427,7 @@ func (st *stagedState) commit() error {
 		_ = os.Remove(st.f.Name())
 		return err
 	}
-	if err := os.Rename(st.f.Name(), st.path); err != nil {
+	if err := source.Rename(st.f.Name(), st.path); err != nil {
 		_ = os.Remove(st.f.Name())
 		return err
 	}
@@ -562,9 +603,11 @@ func (j *journal) copyState(e *Entry) string {
 
 func (j *journal) dropBlobs(name string) {
 	for _, d := range blobKinds {
-		removeName(j.blobTar(d, name))
+		if p := j.blobTar(d, name); !j.absent(filepath.Base(p)) && removeName(p) {
+			j.gone(filepath.Base(p))
+		}
 		delete(j.blobCache, d+"/"+name)
-		if isRealDir(filepath.Join(j.dir, d)) {
+		if !j.absent(d) && isRealDir(filepath.Join(j.dir, d)) {
 			_ = os.Remove(j.blobTarOld(d, name))
 			if p := filepath.Join(j.dir, d, name); isRealDir(p) {
 				_ = os.RemoveAll(p)
@@ -576,11 +619,12 @@ func (j *journal) dropBlobs(name string) {
 // removeName is os.Remove without its answer, and without the rmdir
 // os.Remove tries after unlink fails when unlink already said nothing is
 // there (most of the names a journal clears before writing are not).
-func removeName(p string) {
+func removeName(p string) (gone bool) {
 	if err := syscall.Unlink(p); err == nil || err == syscall.ENOENT {
-		return
+		return true
 	}
-	_ = os.Remove(p)
+	err := os.Remove(p)
+	return err == nil || errors.Is(err, fs.ErrNotExist)
 }
 
 // blobWriter writes the journal copies of one entry and collects what must
@@ -624,15 +668,25 @@ func (bw *blobWriter) write(kind, name, rel string, data []byte, durable bool) e
 	t := bw.tars[kind]
 	if t == nil {
 		p := bw.j.blobTar(kind, name)
-		made, err := source.MkdirAll(filepath.Dir(p))
-		if err != nil {
-			return err
+		var made []string
+		if bw.j.names == nil {
+			// Not listed under the lock (dropOrphans): the directory may
+			// need making.
+			var err error
+			if made, err = source.MkdirAll(filepath.Dir(p)); err != nil {
+				return err
+			}
 		}
 		// Never through a symlink planted in the journal directory.
-		removeName(p)
+		if !bw.j.absent(filepath.Base(p)) {
+			removeName(p)
+		}
 		f, err := source.OpenNoPoll(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
 		if err != nil {
 			return err
+		}
+		if bw.j.names != nil {
+			bw.j.names[filepath.Base(p)] = true
 		}
 		delete(bw.j.blobCache, kind+"/"+name)
 		// A small buffer: headers and padding are gathered, a copy's bytes
@@ -711,7 +765,7 @@ func sameBytes(t source.Tree, rel string, want []byte) (bool, error) {
 	if !ok {
 		return sameBytesRead(t, rel, want)
 	}
-	f, err := fo.OpenFile(rel)
+	f, err := fo.OpenReader(rel)
 	if errors.Is(err, fs.ErrNotExist) {
 		return want == nil, nil
 	}
@@ -756,7 +810,7 @@ func hashCurrent(t source.Tree, rel string) (string, error) {
 	if !ok {
 		return hashCurrentRead(t, rel)
 	}
-	f, err := fo.OpenFile(rel)
+	f, err := fo.OpenReader(rel)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}
@@ -851,20 +905,26 @@ func (j *journal) dropOrphans() {
 	if err != nil {
 		return
 	}
+	names := make(map[string]bool, len(ents))
 	for _, de := range ents {
 		n := de.Name()
+		names[n] = true
 		if de.Type().IsRegular() && isTempOf(n, "state.json") {
 			_ = os.Remove(filepath.Join(j.dir, n))
 			continue
 		}
 		for _, d := range blobKinds {
 			if name, ok := strings.CutSuffix(n, "."+d+".tar"); ok && !de.IsDir() && j.state.Get(name) == nil {
-				_ = os.Remove(filepath.Join(j.dir, n))
+				if os.Remove(filepath.Join(j.dir, n)) == nil {
+					delete(names, n)
+				}
 			}
 		}
 	}
+	// Used from here on by absent: a name not listed is not there.
+	defer func() { j.names = names }()
 	for _, d := range blobKinds {
-		if !isRealDir(filepath.Join(j.dir, d)) {
+		if !names[d] || !isRealDir(filepath.Join(j.dir, d)) {
 			continue
 		}
 		ents, err := os.ReadDir(filepath.Join(j.dir, d))
@@ -885,7 +945,9 @@ func (j *journal) dropOrphans() {
 			}
 		}
 		// The directory of an older layout goes once empty.
-		_ = os.Remove(filepath.Join(j.dir, d))
+		if os.Remove(filepath.Join(j.dir, d)) == nil {
+			delete(names, d)
+		}
 	}
 }
 
@@ -1191,11 +1253,19 @@ func checkWritable(t source.WritableTree, rels []string) error {
 		if why := reservedPath(rel); why != "" {
 			return fmt.Errorf("%s: %s; smpatch never writes there", rel, why)
 		}
-		p, err := guardTreePath(t, rel)
+		pc, err := guardTreeCheck(t, rel)
 		if err != nil {
 			return err
 		}
-		st, err := os.Lstat(p)
+		p := pc.Abs
+		// The check of the path looked at the file and its directory
+		// already (pc.Seen): no second look.
+		st, err := pc.File, error(nil)
+		if !pc.Seen {
+			st, err = os.Lstat(p)
+		} else if st == nil {
+			err = fs.ErrNotExist
+		}
 		switch {
 		case err == nil:
 			if !st.Mode().IsRegular() {
@@ -1210,7 +1280,10 @@ func checkWritable(t source.WritableTree, rels []string) error {
 		}
 		dir := filepath.Dir(p)
 		var dst os.FileInfo
-		for {
+		if pc.Seen {
+			dst = pc.Dir
+		}
+		for dst == nil {
 			if dst, err = os.Stat(dir); err == nil {
 				break
 			}

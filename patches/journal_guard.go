@@ -176,7 +176,7 @@ func lstatStateDir(dir string) (bool, error) {
 
 // openInJournal opens the regular file rel (slash-separated) under the
 // journal directory dir for reading, following no symlink on the way.
-func openInJournal(dir, rel string) (*os.File, os.FileInfo, error) {
+func openInJournal(dir, rel string) (fs.File, os.FileInfo, error) {
 	parts := strings.Split(rel, "/")
 	cur := dir
 	for _, p := range parts[:len(parts)-1] {
@@ -190,7 +190,7 @@ func openInJournal(dir, rel string) (*os.File, os.FileInfo, error) {
 		}
 	}
 	p := filepath.Join(cur, parts[len(parts)-1])
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := source.OpenRead(p, syscall.O_NOFOLLOW|syscall.O_NONBLOCK)
 	if err != nil {
 		if errors.Is(err, syscall.ELOOP) {
 			return nil, nil, fmt.Errorf("%s: a symlink; refusing", p)
@@ -265,27 +265,50 @@ func readCopies(name string, r io.Reader, size int64, want map[string]bool, file
 // guardTreePath refuses a tree path that, with every symlink on it
 // resolved, is inside .git or the journal directory of the tree's root.
 func guardTreePath(t source.WritableTree, rel string) (string, error) {
-	var p, resolved string
-	if rp, ok := t.(resolvedPather); ok {
+	pc, err := guardTreeCheck(t, rel)
+	return pc.Abs, err
+}
+
+// pathChecker is implemented by trees on disk: ResolvedPath, keeping what
+// the check saw of the file and its directory (source.PathCheck).
+type pathChecker interface {
+	CheckPath(rel string) (source.PathCheck, error)
+}
+
+// guardTreeCheck is guardTreePath giving the whole source.PathCheck (only
+// Abs is set for a tree that does not keep one).
+func guardTreeCheck(t source.WritableTree, rel string) (source.PathCheck, error) {
+	var pc source.PathCheck
+	if c, ok := t.(pathChecker); ok {
 		var err error
-		if p, resolved, err = rp.ResolvedPath(rel); err != nil {
-			return "", err
+		if pc, err = c.CheckPath(rel); err != nil {
+			return source.PathCheck{}, err
 		}
 	} else {
-		var err error
-		if p, err = diskPath(t, rel); err != nil {
-			return "", err
+		p, resolved, err := guardPaths(t, rel)
+		if err != nil {
+			return source.PathCheck{}, err
 		}
-		resolved = resolveExisting(p)
+		pc = source.PathCheck{Abs: p, Resolved: resolved}
 	}
 	root := t.Root()
 	for _, d := range []string{reservedGitDir, source.StateDirName} {
 		r := filepath.Join(root, d)
-		if resolved == r || strings.HasPrefix(resolved, r+string(filepath.Separator)) {
-			return "", fmt.Errorf("%s: leads into %s; the journal never writes there", rel, d)
+		if pc.Resolved == r || strings.HasPrefix(pc.Resolved, r+string(filepath.Separator)) {
+			return source.PathCheck{}, fmt.Errorf("%s: leads into %s; the journal never writes there", rel, d)
 		}
 	}
-	return p, nil
+	return pc, nil
+}
+
+func guardPaths(t source.WritableTree, rel string) (p, resolved string, err error) {
+	if rp, ok := t.(resolvedPather); ok {
+		return rp.ResolvedPath(rel)
+	}
+	if p, err = diskPath(t, rel); err != nil {
+		return "", "", err
+	}
+	return p, resolveExisting(p), nil
 }
 
 // resolveExisting is where p lands once created (source.ResolveExisting),

@@ -411,3 +411,74 @@ func TestJournalConcurrent(t *testing.T) {
 		t.Fatalf("journal left after the last revert: %v", err)
 	}
 }
+
+// The state directory listed under the lock tells which journal copies
+// are not there: they are created without clearing the name first. A name
+// planted meanwhile is then refused by the exclusive, no-follow create,
+// never followed nor removed; a name the listing saw is cleared first, as
+// always.
+func TestJournalListingPlantedName(t *testing.T) {
+	ctx := context.Background()
+	_, tr := engineTree(t)
+	j, err := openJournal(ctx, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.close()
+	old := filepath.Join(j.dir, "seen.orig.tar")
+	if err := os.WriteFile(old, []byte("stale"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.recover(); err != nil {
+		t.Fatal(err)
+	}
+	if j.names == nil {
+		t.Fatal("no listing kept after recovery")
+	}
+	if _, err := os.Stat(old); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("orphan copy not dropped: %v", err)
+	}
+	// Listed (as an orphan, now gone) and planted again after the listing:
+	// absent says so, and the create refuses.
+	outside := filepath.Join(t.TempDir(), "target")
+	if err := os.WriteFile(outside, []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(j.dir, "late.orig.tar")); err != nil {
+		t.Fatal(err)
+	}
+	if !j.absent("late.orig.tar") {
+		t.Fatal("a name planted after the listing is not taken as absent: the test proves nothing")
+	}
+	bw := j.newBlobWriter()
+	err = bw.write("orig", "late", "a.py", []byte("x"), true)
+	if !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("create over a planted symlink: %v", err)
+	}
+	_ = bw.close()
+	if b, _ := os.ReadFile(outside); string(b) != "keep" {
+		t.Fatalf("followed the planted symlink: %q", b)
+	}
+	// A name this command wrote is known to be there: writing it again
+	// clears it first.
+	bw = j.newBlobWriter()
+	if err := bw.write("orig", "mine", "a.py", []byte("1"), true); err != nil {
+		t.Fatal(err)
+	}
+	_ = bw.close()
+	if j.absent("mine.orig.tar") {
+		t.Fatal("a copy just written is taken as absent")
+	}
+	bw = j.newBlobWriter()
+	if err := bw.write("orig", "mine", "a.py", []byte("2"), true); err != nil {
+		t.Fatalf("second write of a name written: %v", err)
+	}
+	_ = bw.close()
+	j.dropBlobs("mine")
+	if !j.absent("mine.orig.tar") {
+		t.Fatal("a dropped copy is not taken as absent")
+	}
+	if _, err := os.Lstat(filepath.Join(j.dir, "mine.orig.tar")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("dropped copy still there: %v", err)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -137,7 +138,7 @@ func journalKeyAt(dir, p string, create bool) ([]byte, error) {
 }
 
 func readKey(p string) ([]byte, error) {
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := source.OpenRead(p, syscall.O_NOFOLLOW|syscall.O_NONBLOCK)
 	if err != nil {
 		if errors.Is(err, syscall.ELOOP) {
 			return nil, fmt.Errorf("journal key %s: a symlink; refusing", p)
@@ -159,7 +160,7 @@ func readKey(p string) ([]byte, error) {
 		return nil, fmt.Errorf("journal key %s: readable by others (mode %04o); chmod 600 it", p, st.Mode().Perm())
 	}
 	b := make([]byte, 32)
-	if _, err := f.ReadAt(b, 0); err != nil {
+	if _, err := io.ReadFull(f, b); err != nil {
 		return nil, fmt.Errorf("journal key %s: %w", p, err)
 	}
 	return b, nil
@@ -173,7 +174,7 @@ var machineID = sync.OnceValue(readMachineID)
 func readMachineID() string {
 	id := ""
 	for _, p := range []string{"/etc/machine-id", "/var/lib/dbus/machine-id"} {
-		if b, err := os.ReadFile(p); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+		if b, err := readSmall(p); err == nil && len(strings.TrimSpace(string(b))) > 0 {
 			id = "machine-id:" + strings.TrimSpace(string(b))
 			break
 		}
@@ -380,4 +381,16 @@ func ForgetEntry(ctx context.Context, t source.WritableTree, name string) (*Entr
 	}
 	j.dropBlobs(name)
 	return e, nil
+}
+
+// readSmall is os.ReadFile of a small file on its bare descriptor
+// (source.OpenRead): os.ReadFile costs four fcntl calls and an epoll_ctl
+// more.
+func readSmall(p string) ([]byte, error) {
+	f, err := source.OpenRead(p, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
 }

@@ -2,7 +2,18 @@
 
 package source
 
-import "os"
+import (
+	"io/fs"
+	"os"
+)
 
 // openBeneath is decided by the caller where openat2 does not exist.
-func openBeneath(root, rel string) (*os.File, bool, error) { return nil, false, nil }
+func openBeneath(t *dirTree, rel string) (*os.File, bool, error) { return nil, false, nil }
+
+func openBeneathRaw(t *dirTree, rel string) (fs.File, bool, error) { return nil, false, nil }
+
+// heldRoot is nothing to hold where openat2 does not exist.
+type heldRoot struct{}
+
+func (h *heldRoot) hold(root string) {}
+func (h *heldRoot) release()         {}

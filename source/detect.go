@@ -94,7 +94,11 @@ func Resolve(ctx context.Context, repoFlag string, project Project, python strin
 	if cwd, err := os.Getwd(); err == nil {
 		for d := cwd; ; {
 			if p, ok := DetectCheckout(d); ok && (project == "" || p == project) {
-				return OpenCheckout(d)
+				root, err := cleanRoot(d)
+				if err != nil {
+					return nil, err
+				}
+				return newCheckout(root, p), nil
 			}
 			parent := filepath.Dir(d)
 			if parent == d {
@@ -161,7 +165,7 @@ func openDir(dir string, project Project) (WritableTree, error) {
 		if project != "" && p != project {
 			return nil, fmt.Errorf("%s is a checkout of %s, not %s", dir, p, project)
 		}
-		return OpenCheckout(root)
+		return newCheckout(root, p), nil
 	}
 	// CHECKOUT/python holds sglang/ as site-packages do, but it is part of
 	// a checkout: journaling it as an installed tree would put .smpatch/

@@ -35,7 +35,19 @@ type dirTree struct {
 	toDisk func(rel string) (string, bool)
 	// fromDisk maps a root-relative path back to a repository-relative one.
 	fromDisk func(rel string) (string, bool)
+	// held is the root kept open between HoldRoot and ReleaseRoot.
+	held heldRoot
 }
+
+// HoldRoot keeps the tree's root open, for resolving paths beneath it,
+// until as many ReleaseRoot calls: the journal holds it while it holds
+// its lock, the short stretch in which a command reads and writes the
+// tree most. Reads outside it open the root each time, so that a tree
+// kept by a long-lived caller follows its root path, as it always has.
+func (t *dirTree) HoldRoot() { t.held.hold(t.root) }
+
+// ReleaseRoot ends one HoldRoot.
+func (t *dirTree) ReleaseRoot() { t.held.release() }
 
 // OpenCheckout opens dir as a source checkout of sglang or flashinfer. A
 // directory that is neither returns an error wrapping ErrUnknownProject.
@@ -48,8 +60,14 @@ func OpenCheckout(dir string) (WritableTree, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s: %w", dir, ErrUnknownProject)
 	}
+	return newCheckout(root, p), nil
+}
+
+// newCheckout is OpenCheckout of a root already resolved (cleanRoot) and
+// found to be a checkout of p.
+func newCheckout(root string, p Project) WritableTree {
 	identity := func(rel string) (string, bool) { return rel, true }
-	return &dirTree{root: root, kind: KindCheckout, project: p, toDisk: identity, fromDisk: identity}, nil
+	return &dirTree{root: root, kind: KindCheckout, project: p, toDisk: identity, fromDisk: identity}
 }
 
 func cleanRoot(dir string) (string, error) {
@@ -133,28 +151,47 @@ func (t *dirTree) abs(rel string) (string, error) {
 // the check of the path has just seen, the two are the same and nothing
 // more is asked of the filesystem.
 func (t *dirTree) ResolvedPath(rel string) (abs, resolved string, err error) {
+	pc, err := t.CheckPath(rel)
+	return pc.Abs, pc.Resolved, err
+}
+
+// PathCheck is what the check of a tree path (CheckPath) found.
+type PathCheck struct {
+	// Abs is AbsPath's answer; Resolved is ResolvedPath's.
+	Abs, Resolved string
+	// Seen says that the check looked at the path itself and at its
+	// directory, one Lstat each, and found no symlink: Dir is the
+	// directory's Lstat (what Stat would say), File the path's, nil when
+	// the path is missing (its directory is there). Without Seen, ask the
+	// filesystem again.
+	Seen      bool
+	File, Dir fs.FileInfo
+}
+
+// CheckPath is ResolvedPath, keeping what the check saw on the way
+// (PathCheck), so that a caller needs no second Lstat of the file or its
+// directory.
+func (t *dirTree) CheckPath(rel string) (PathCheck, error) {
 	c, err := CleanRel(rel)
 	if err != nil {
-		return "", "", err
+		return PathCheck{}, err
 	}
 	d, ok := t.toDisk(c)
 	if !ok {
-		return "", "", fmt.Errorf("%s: not part of the installed %s package", rel, t.project)
+		return PathCheck{}, fmt.Errorf("%s: not part of the installed %s package", rel, t.project)
 	}
 	p := filepath.Join(t.root, filepath.FromSlash(d))
-	link, err := confinedLink(t.root, p)
+	pc, link, err := confinedWalk(t.root, p)
 	if err != nil {
-		return "", "", fmt.Errorf("%s: %w", rel, err)
+		return PathCheck{}, fmt.Errorf("%s: %w", rel, err)
 	}
-	if !link {
-		return p, p, nil
+	pc.Abs, pc.Resolved = p, p
+	if link {
+		if r, err := ResolveExisting(p); err == nil {
+			pc.Resolved = r
+		} // else, as ResolveExisting's callers do: the path as it is written
 	}
-	r, err := ResolveExisting(p)
-	if err != nil {
-		// As ResolveExisting's callers do: the path as it is written.
-		return p, p, nil
-	}
-	return p, r, nil
+	return pc, nil
 }
 
 // confined checks that p, with every symlink on its existing prefix
@@ -169,26 +206,42 @@ func confined(root, p string) error {
 // confinedLink is confined, and says whether a component of p below root
 // is a symlink.
 func confinedLink(root, p string) (link bool, err error) {
+	_, link, err = confinedWalk(root, p)
+	return link, err
+}
+
+// confinedWalk is confinedLink, and keeps the Lstat answers of p and of
+// its directory (PathCheck's Seen, File and Dir).
+func confinedWalk(root, p string) (pc PathCheck, link bool, err error) {
 	rel, err := filepath.Rel(root, p)
 	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return false, errors.New("path leads outside the tree")
+		return pc, false, errors.New("path leads outside the tree")
 	}
 	if rel == "." {
-		return false, nil
+		return pc, false, nil
 	}
+	parts := strings.Split(rel, string(filepath.Separator))
 	cur := root
-	for _, part := range strings.Split(rel, string(filepath.Separator)) {
+	var prev fs.FileInfo
+	for i, part := range parts {
 		cur = filepath.Join(cur, part)
 		st, err := os.Lstat(cur)
 		if err != nil {
 			// Nothing exists from here on: there is no link left to follow.
-			return false, nil
+			if i == len(parts)-1 && prev != nil && errors.Is(err, fs.ErrNotExist) {
+				pc.Seen, pc.Dir = true, prev
+			}
+			return pc, false, nil
 		}
 		if st.Mode()&fs.ModeSymlink != 0 {
-			return true, confinedResolved(root, p)
+			return pc, true, confinedResolved(root, p)
 		}
+		if i == len(parts)-1 && prev != nil {
+			pc.Seen, pc.File, pc.Dir = true, st, prev
+		}
+		prev = st
 	}
-	return false, nil
+	return pc, false, nil
 }
 
 // confinedResolved is confined for a path with a symlink on it: the
@@ -254,7 +307,7 @@ func (t *dirTree) OpenFile(rel string) (*os.File, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s: not part of the installed %s package", rel, t.project)
 	}
-	if f, done, err := openBeneath(t.root, filepath.FromSlash(d)); done {
+	if f, done, err := openBeneath(t, filepath.FromSlash(d)); done {
 		return f, err
 	}
 	p, err := t.abs(rel)
@@ -265,8 +318,32 @@ func (t *dirTree) OpenFile(rel string) (*os.File, error) {
 	return os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 }
 
+// OpenReader is OpenFile giving the file on its bare descriptor: read(2)
+// as it is, without the fcntl and the epoll_ctl os.File asks for each
+// file (see rawFile). Stat it before reading: it may be a FIFO or a
+// device.
+func (t *dirTree) OpenReader(rel string) (fs.File, error) {
+	c, err := CleanRel(rel)
+	if err != nil {
+		return nil, err
+	}
+	d, ok := t.toDisk(c)
+	if !ok {
+		return nil, fmt.Errorf("%s: not part of the installed %s package", rel, t.project)
+	}
+	if f, done, err := openBeneathRaw(t, filepath.FromSlash(d)); done {
+		return f, err
+	}
+	p, err := t.abs(rel)
+	if err != nil {
+		return nil, err
+	}
+	// O_NONBLOCK: opening a FIFO must not wait for a writer.
+	return OpenRead(p, syscall.O_NONBLOCK)
+}
+
 func (t *dirTree) ReadFile(rel string) ([]byte, error) {
-	f, err := t.OpenFile(rel)
+	f, err := t.OpenReader(rel)
 	if err != nil {
 		return nil, err
 	}
@@ -399,6 +476,10 @@ type pendingWrite struct {
 	tmp      *os.File // nil for a removal
 	tmpName  string
 	done     bool
+	// seen: st is the check's Lstat of abs (nil: missing), and abs's
+	// directory exists (PathCheck).
+	seen bool
+	st   fs.FileInfo
 }
 
 // PrepareWrites checks every path of rels (repository-relative, in the
@@ -414,14 +495,18 @@ func (t *dirTree) PrepareWrites(rels []string, files map[string][]byte) (*Pendin
 		}
 	}
 	for _, rel := range rels {
-		p, err := t.abs(rel)
+		pc, err := t.CheckPath(rel)
 		if err != nil {
 			return nil, err
 		}
-		if st, err := os.Lstat(p); err == nil && !st.Mode().IsRegular() {
+		st, err := pc.File, error(nil)
+		if !pc.Seen {
+			st, err = os.Lstat(pc.Abs)
+		}
+		if err == nil && st != nil && !st.Mode().IsRegular() {
 			return nil, fmt.Errorf("%s: not a regular file", rel)
 		}
-		pw.items = append(pw.items, &pendingWrite{rel: rel, abs: p})
+		pw.items = append(pw.items, &pendingWrite{rel: rel, abs: pc.Abs, seen: pc.Seen, st: pc.File})
 	}
 	for _, it := range pw.items {
 		data := files[it.rel]
@@ -430,10 +515,15 @@ func (t *dirTree) PrepareWrites(rels []string, files map[string][]byte) (*Pendin
 			addDir(dir)
 			continue
 		}
-		created, err := mkdirAllReport(dir)
-		if err != nil {
-			pw.Cleanup()
-			return nil, err
+		var created []string
+		if !it.seen {
+			// Its directory was seen by the check (no symlink, a
+			// directory): nothing to make.
+			var err error
+			if created, err = mkdirAllReport(dir); err != nil {
+				pw.Cleanup()
+				return nil, err
+			}
 		}
 		// A directory made here is durable once its parent is synced.
 		for _, c := range created {
@@ -441,7 +531,7 @@ func (t *dirTree) PrepareWrites(rels []string, files map[string][]byte) (*Pendin
 		}
 		pw.made = append(pw.made, created...)
 		addDir(dir)
-		f, err := WriteTemp(it.abs, data)
+		f, err := writeTemp(it.abs, data, it.seen, it.st)
 		if err != nil {
 			pw.Cleanup()
 			return nil, err
@@ -484,7 +574,7 @@ func (pw *PendingWrites) Commit(i int) error {
 		return err
 	}
 	it.tmp = nil
-	if err := os.Rename(it.tmpName, it.abs); err != nil {
+	if err := Rename(it.tmpName, it.abs); err != nil {
 		_ = os.Remove(it.tmpName)
 		it.done = true
 		return err
@@ -526,9 +616,22 @@ func (pw *PendingWrites) Cleanup() {
 // open and unsynced: the caller syncs it (SyncAll), closes it and renames
 // it over name.
 func WriteTemp(name string, data []byte) (*os.File, error) {
+	return writeTemp(name, data, false, nil)
+}
+
+// writeTemp is WriteTemp; with seen, st is an Lstat of name just made
+// (nil: missing) and is not asked again.
+func writeTemp(name string, data []byte, seen bool, st fs.FileInfo) (*os.File, error) {
 	perm := os.FileMode(0o644)
 	var owner *syscall.Stat_t
-	if st, err := os.Lstat(name); err == nil && st.Mode().IsRegular() {
+	var err error
+	if !seen {
+		st, err = os.Lstat(name)
+	}
+	if st == nil && err == nil {
+		err = fs.ErrNotExist
+	}
+	if err == nil && st.Mode().IsRegular() {
 		perm = st.Mode().Perm()
 		if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Geteuid() {
 			owner = sys
@@ -680,14 +783,30 @@ func WriteFileAtomic(name string, data []byte, perm os.FileMode) error {
 // durable.
 func SyncDir(dir string) error { return syncDir(dir) }
 
+// syncDir opens, syncs and closes dir on its bare descriptor: an os.File
+// would ask its flags with fcntl first (OpenNoPoll). A filesystem that
+// cannot sync a directory (EINVAL) is not an error.
 func syncDir(dir string) error {
-	f, err := OpenNoPoll(dir, os.O_RDONLY, 0)
-	if err != nil {
-		return err
+	var fd int
+	var err error
+	for {
+		fd, err = syscall.Open(dir, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+		if err != syscall.EINTR {
+			break
+		}
 	}
-	defer f.Close()
-	if err := f.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
-		return err
+	if err != nil {
+		return &os.PathError{Op: "open", Path: dir, Err: err}
+	}
+	defer syscall.Close(fd)
+	for {
+		err = syscall.Fsync(fd)
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if err != nil && err != syscall.EINVAL {
+		return &os.PathError{Op: "sync", Path: dir, Err: err}
 	}
 	return nil
 }
@@ -714,4 +833,21 @@ func OpenNoPoll(name string, flag int, perm os.FileMode) (*os.File, error) {
 		return nil, &os.PathError{Op: "open", Path: name, Err: err}
 	}
 	return os.NewFile(uintptr(fd), name), nil
+}
+
+// Rename is rename(2), the error an *os.LinkError as os.Rename's: without
+// the Lstat of newpath os.Rename makes first to refuse replacing a
+// directory, for callers that have just seen newpath be a regular file or
+// missing (rename(2) refuses a file over a directory anyway, EISDIR).
+func Rename(oldpath, newpath string) error {
+	for {
+		err := syscall.Rename(oldpath, newpath)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: err}
+		}
+		return nil
+	}
 }

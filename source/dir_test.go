@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -375,8 +377,22 @@ func TestOpenFileKernelAndPathCheckAgree(t *testing.T) {
 		if want, _ := ResolveExisting(wantAbs); resolved != want {
 			t.Errorf("ResolvedPath(%q) resolved %q, ResolveExisting %q", rel, resolved, want)
 		}
+		checkPathSeen(t, dt, rel)
+	}
+	for rel, exists := range map[string]bool{"python/sglang/srt/layers/comm.py": true, "python/sglang/missing.py": false} {
+		if pc, _ := dt.CheckPath(rel); !pc.Seen || (pc.File != nil) != exists || pc.Dir == nil {
+			t.Errorf("CheckPath(%q): seen %v file %v dir %v", rel, pc.Seen, pc.File, pc.Dir)
+		}
 	}
 	kernel := read()
+	dt.HoldRoot()
+	held := read()
+	dt.ReleaseRoot()
+	for i := range rels {
+		if kernel[i] != held[i] {
+			t.Errorf("root opened each time: %s\nroot held:           %s", kernel[i], held[i])
+		}
+	}
 	noOpenat2.Store(true)
 	defer noOpenat2.Store(false)
 	paths := read()
@@ -389,5 +405,135 @@ func TestOpenFileKernelAndPathCheckAgree(t *testing.T) {
 		if strings.Contains(s, `"s\n"`) {
 			t.Errorf("read outside the tree: %s", s)
 		}
+	}
+}
+
+// checkPathSeen: what CheckPath says it saw is what Lstat of the file and
+// Stat of its directory say now, with no symlink on the way.
+func checkPathSeen(t *testing.T, dt *dirTree, rel string) {
+	t.Helper()
+	pc, err := dt.CheckPath(rel)
+	if err != nil || !pc.Seen {
+		return
+	}
+	if pc.Resolved != pc.Abs {
+		t.Errorf("CheckPath(%q): seen, but resolved %q differs from %q", rel, pc.Resolved, pc.Abs)
+	}
+	st, err := os.Lstat(pc.Abs)
+	switch {
+	case pc.File == nil && !errors.Is(err, fs.ErrNotExist):
+		t.Errorf("CheckPath(%q): seen missing, Lstat: %v", rel, err)
+	case pc.File != nil && (err != nil || !os.SameFile(st, pc.File) || st.Mode() != pc.File.Mode()):
+		t.Errorf("CheckPath(%q): seen %v, Lstat: %v %v", rel, pc.File.Mode(), st, err)
+	}
+	dst, err := os.Stat(filepath.Dir(pc.Abs))
+	if err != nil || !os.SameFile(dst, pc.Dir) || !pc.Dir.IsDir() {
+		t.Errorf("CheckPath(%q): directory seen %v, Stat: %v %v", rel, pc.Dir, dst, err)
+	}
+}
+
+// OpenRead's Stat is os.Lstat's answer for what it opened (O_NOFOLLOW),
+// and it reads what os.ReadFile reads.
+func TestOpenReadStat(t *testing.T) {
+	dir := t.TempDir()
+	treetest.Write(t, dir, map[string]string{"a.py": "abc\n"})
+	if err := os.Chmod(filepath.Join(dir, "a.py"), 0o640|fs.ModeSetgid); err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"a.py", "."}
+	if syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o600) == nil {
+		names = append(names, "fifo")
+	}
+	for _, n := range names {
+		p := filepath.Join(dir, n)
+		f, err := OpenRead(p, syscall.O_NONBLOCK|syscall.O_NOFOLLOW)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := f.Stat()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := os.Lstat(p)
+		if got.Mode() != want.Mode() || got.Size() != want.Size() || !got.ModTime().Equal(want.ModTime()) || got.Name() != want.Name() || !sameInode(got, want) {
+			t.Errorf("%s: %v %d %v %q, os.Lstat: %v %d %v %q", n, got.Mode(), got.Size(), got.ModTime(), got.Name(), want.Mode(), want.Size(), want.ModTime(), want.Name())
+		}
+		if got.Mode().IsRegular() {
+			b, err := io.ReadAll(f)
+			if string(b) != "abc\n" || err != nil {
+				t.Errorf("read %q %v", b, err)
+			}
+		}
+		if err := f.Close(); err != nil {
+			t.Error(err)
+		}
+		if err := f.Close(); err == nil {
+			t.Error("second Close: no error")
+		}
+	}
+	if _, err := OpenRead(filepath.Join(dir, "none"), 0); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "none") {
+		t.Errorf("missing: %v", err)
+	}
+	if err := os.Symlink("a.py", filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenRead(filepath.Join(dir, "link"), syscall.O_NOFOLLOW); !errors.Is(err, syscall.ELOOP) {
+		t.Errorf("symlink with O_NOFOLLOW: %v", err)
+	}
+}
+
+func sameInode(a, b fs.FileInfo) bool {
+	x, ok1 := a.Sys().(*syscall.Stat_t)
+	y, ok2 := b.Sys().(*syscall.Stat_t)
+	return ok1 && ok2 && x.Dev == y.Dev && x.Ino == y.Ino
+}
+
+// While held (HoldRoot), reads start from the root as it was opened; once
+// released, from the root path again, so a tree kept by a long-lived
+// caller follows a root replaced meanwhile. Reads racing holds and
+// releases are safe (-race).
+func TestHoldRoot(t *testing.T) {
+	base := t.TempDir()
+	root := filepath.Join(base, "tree")
+	treetest.Write(t, root, map[string]string{"python/sglang/__init__.py": "", "python/sglang/v.py": "old\n"})
+	tr, err := OpenCheckout(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dt := tr.(*dirTree)
+	var wg sync.WaitGroup
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := 0; k < 50; k++ {
+				dt.HoldRoot()
+				if b, err := tr.ReadFile("python/sglang/v.py"); string(b) != "old\n" || err != nil {
+					t.Errorf("held: %q %v", b, err)
+				}
+				dt.ReleaseRoot()
+				if b, err := tr.ReadFile("python/sglang/v.py"); string(b) != "old\n" || err != nil {
+					t.Errorf("released: %q %v", b, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	dt.HoldRoot()
+	if err := os.Rename(root, filepath.Join(base, "old")); err != nil {
+		t.Fatal(err)
+	}
+	treetest.Write(t, root, map[string]string{"python/sglang/__init__.py": "", "python/sglang/v.py": "new\n"})
+	want := "old\n"
+	if noOpenat2.Load() {
+		want = "new\n" // no descriptor is held without openat2
+	}
+	if b, _ := tr.ReadFile("python/sglang/v.py"); string(b) != want {
+		t.Errorf("held across a replaced root: %q, want %q", b, want)
+	}
+	dt.ReleaseRoot()
+	dt.ReleaseRoot() // one too many: nothing happens
+	if b, _ := tr.ReadFile("python/sglang/v.py"); string(b) != "new\n" {
+		t.Errorf("released, the root path replaced: read %q", b)
 	}
 }
