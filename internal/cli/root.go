@@ -97,8 +97,51 @@ type Program struct {
 // the Delegated ones through smpatch-full.
 var Lean = Program{Name: "smpatch"}
 
+// leanCommands are the commands of this package, in the order they are
+// added to the root.
+var leanCommands = []struct {
+	name  string
+	build func(*Globals) *cobra.Command
+}{
+	{"list", newListCmd},
+	{"show", newShowCmd},
+	{"apply", newApplyCmd},
+	{"revert", newRevertCmd},
+	{"status", newStatusCmd},
+	{"probe", newProbeCmd},
+	{"journal", newJournalCmd},
+	{"version", newVersionCmd},
+}
+
 // NewRoot builds p's command tree.
 func (p Program) NewRoot(g *Globals, stdout, stderr io.Writer) *cobra.Command {
+	return p.newRoot(g, stdout, stderr, "")
+}
+
+// onlyCommand is the command of this package a command line of smpatch
+// runs when its first word names one ("apply" in `smpatch apply X`):
+// that command needs no other beside it in the tree, neither for its
+// flags, its help and errors nor for the hand-over (it is not handed
+// over). "" for every other command line (help, completion, global flags
+// first, a command of smpatch-full, smpatch-full itself), which gets the
+// whole tree.
+func (p Program) onlyCommand(args []string) string {
+	if p.Commands != nil || len(args) == 0 {
+		return ""
+	}
+	for _, lc := range leanCommands {
+		if lc.name == args[0] {
+			return lc.name
+		}
+	}
+	return ""
+}
+
+// newRoot builds p's command tree; with only set (see onlyCommand) the
+// root holds that command alone: building the other commands, their
+// flags and examples costs a tenth of the CPU time of a command as small
+// as a revert with nothing applied.
+func (p Program) newRoot(g *Globals, stdout, stderr io.Writer, only string) *cobra.Command {
 	g.prog = p
 	root := &cobra.Command{
 		Use:           p.Name,
@@ -121,23 +164,19 @@ func (p Program) NewRoot(g *Globals, stdout, stderr io.Writer) *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return flagError(c, err)
 	})
-	lean := []*cobra.Command{
-		newListCmd(g),
-		newShowCmd(g),
-		newApplyCmd(g),
-		newRevertCmd(g),
-		newStatusCmd(g),
-		newProbeCmd(g),
-		newJournalCmd(g),
-		newVersionCmd(g),
-	}
-	for _, c := range lean {
+	for _, lc := range leanCommands {
+		if only != "" && lc.name != only {
+			continue
+		}
+		c := lc.build(g)
 		deferSignals(c)
+		root.AddCommand(c)
 	}
-	root.AddCommand(lean...)
-	if p.Commands != nil {
+	switch {
+	case only != "":
+	case p.Commands != nil:
 		root.AddCommand(p.Commands(g)...)
-	} else {
+	default:
 		root.AddCommand(delegatedStubs(g)...)
 	}
 	addOutputFlags(root, g)
@@ -193,7 +232,7 @@ func (p Program) Run(args []string, stdout, stderr io.Writer) int {
 	stdout = termsafe.Wrap(stdout)
 	stderr = termsafe.Wrap(stderr)
 	g := &Globals{args: args}
-	root := p.NewRoot(g, stdout, stderr)
+	root := p.newRoot(g, stdout, stderr, p.onlyCommand(args))
 	read := p.TagReader
 	if read == nil {
 		read = askFull

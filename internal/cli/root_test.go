@@ -2,8 +2,11 @@ package cli
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 )
 
 // cobra's completion command is built for the command lines that list or
@@ -55,6 +58,39 @@ func TestDeferredSignals(t *testing.T) {
 	for _, d := range Delegated {
 		if deferred[d.Name] {
 			t.Errorf("%s (smpatch-full's) catches signals after a delay", d.Name)
+		}
+	}
+}
+
+// A command line whose first word is a command of this package builds
+// that command alone; its help and usage errors read as with the whole
+// tree.
+func TestOnlyCommandTree(t *testing.T) {
+	if got := Lean.onlyCommand([]string{"apply", "x"}); got != "apply" {
+		t.Errorf("onlyCommand(apply x) = %q", got)
+	}
+	for _, args := range [][]string{nil, {"--catalog", "d", "apply"}, {"help", "apply"}, {"check"}, {"__complete", "apply", ""}, {"completion", "bash"}} {
+		if got := Lean.onlyCommand(args); got != "" {
+			t.Errorf("onlyCommand(%q) = %q, want the whole tree", args, got)
+		}
+	}
+	full := Program{Name: "smpatch", Commands: func(*Globals) []*cobra.Command { return nil }}
+	if got := full.onlyCommand([]string{"apply"}); got != "" {
+		t.Errorf("smpatch-full builds one command: %q", got)
+	}
+	for _, lc := range leanCommands {
+		for _, args := range [][]string{{lc.name, "--help"}, {lc.name, "--no-such-flag"}} {
+			var outs [2]string
+			for i, only := range []string{"", lc.name} {
+				var stdout, stderr bytes.Buffer
+				root := Lean.newRoot(&Globals{args: args}, &stdout, &stderr, only)
+				root.SetArgs(args)
+				err := root.Execute()
+				outs[i] = fmt.Sprintf("%s\n--\n%s\n--\n%v", stdout.String(), stderr.String(), err)
+			}
+			if outs[0] != outs[1] {
+				t.Errorf("%q: the command alone reads\n%s\nthe whole tree\n%s", args, outs[1], outs[0])
+			}
 		}
 	}
 }
