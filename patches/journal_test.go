@@ -15,6 +15,32 @@ import (
 	"github.com/smpatch/smpatch/source"
 )
 
+// tarFiles reads the tar file p: each entry's name and content.
+func tarFiles(t *testing.T, p string) map[string]string {
+	t.Helper()
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	out := map[string]string{}
+	r := tar.NewReader(f)
+	for {
+		h, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[h.Name] = string(b)
+	}
+}
+
 // The journal keeps one tar file per kind and entry, each copy under its
 // repository path, so a person can take the originals back by hand.
 func TestJournalCopiesAreTars(t *testing.T) {
@@ -24,24 +50,7 @@ func TestJournalCopiesAreTars(t *testing.T) {
 		t.Fatal(err)
 	}
 	read := func(kind string) map[string]string {
-		f, err := os.Open(filepath.Join(root, source.StateDirName, "demo."+kind+".tar"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		out := map[string]string{}
-		r := tar.NewReader(f)
-		for {
-			h, err := r.Next()
-			if errors.Is(err, io.EOF) {
-				return out
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, _ := io.ReadAll(r)
-			out[h.Name] = string(b)
-		}
+		return tarFiles(t, filepath.Join(root, source.StateDirName, "demo."+kind+".tar"))
 	}
 	orig := read("orig")
 	if orig[commPath] != commOrig || orig[argsPath] != argsOrig || len(orig) != 2 {

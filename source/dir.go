@@ -294,20 +294,30 @@ func within(root, p string) bool {
 	return strings.HasPrefix(p, r)
 }
 
+// diskRel is the repository-relative rel cleaned and mapped to its path
+// under the root (OS separators), for opening beneath the root.
+func (t *dirTree) diskRel(rel string) (string, error) {
+	c, err := CleanRel(rel)
+	if err != nil {
+		return "", err
+	}
+	d, ok := t.toDisk(c)
+	if !ok {
+		return "", fmt.Errorf("%s: not part of the installed %s package", rel, t.project)
+	}
+	return filepath.FromSlash(d), nil
+}
+
 // OpenFile opens the repository-relative file rel for reading, refusing a
 // path that leaves the tree, including through a symlink (the error says
 // which, as abs does). A missing file is an error satisfying
 // errors.Is(err, fs.ErrNotExist).
 func (t *dirTree) OpenFile(rel string) (*os.File, error) {
-	c, err := CleanRel(rel)
+	d, err := t.diskRel(rel)
 	if err != nil {
 		return nil, err
 	}
-	d, ok := t.toDisk(c)
-	if !ok {
-		return nil, fmt.Errorf("%s: not part of the installed %s package", rel, t.project)
-	}
-	if f, done, err := openBeneath(t, filepath.FromSlash(d)); done {
+	if f, done, err := openBeneath(t, d); done {
 		return f, err
 	}
 	p, err := t.abs(rel)
@@ -323,15 +333,11 @@ func (t *dirTree) OpenFile(rel string) (*os.File, error) {
 // file (see rawFile). Stat it before reading: it may be a FIFO or a
 // device.
 func (t *dirTree) OpenReader(rel string) (fs.File, error) {
-	c, err := CleanRel(rel)
+	d, err := t.diskRel(rel)
 	if err != nil {
 		return nil, err
 	}
-	d, ok := t.toDisk(c)
-	if !ok {
-		return nil, fmt.Errorf("%s: not part of the installed %s package", rel, t.project)
-	}
-	if f, done, err := openBeneathRaw(t, filepath.FromSlash(d)); done {
+	if f, done, err := openBeneathRaw(t, d); done {
 		return f, err
 	}
 	p, err := t.abs(rel)
