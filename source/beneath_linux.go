@@ -24,23 +24,13 @@ var noOpenat2 atomic.Bool
 // root, a symlink leads to a missing component, or the call is missing):
 // the caller checks the path component by component and says why, as it
 // always has.
-func openBeneath(t *dirTree, rel string) (f *os.File, done bool, err error) {
-	root := t.root
+// The file comes on its bare descriptor (rawFile).
+func openBeneath(t *dirTree, rel string) (f fs.File, done bool, err error) {
 	fd, done, err := openBeneathFD(t, rel)
 	if fd < 0 {
 		return nil, done, err
 	}
-	return os.NewFile(uintptr(fd), filepath.Join(root, rel)), true, nil
-}
-
-// openBeneathRaw is openBeneath giving the bare descriptor (rawFile).
-func openBeneathRaw(t *dirTree, rel string) (f fs.File, done bool, err error) {
-	root := t.root
-	fd, done, err := openBeneathFD(t, rel)
-	if fd < 0 {
-		return nil, done, err
-	}
-	return &rawFile{fd: fd, name: filepath.Join(root, rel)}, true, nil
+	return &rawFile{fd: fd, name: filepath.Join(t.root, rel)}, true, nil
 }
 
 // openBeneathFD is openBeneath's work; fd is -1 unless a file was opened.

@@ -2,15 +2,10 @@
 
 package source
 
-import (
-	"io/fs"
-	"os"
-)
+import "io/fs"
 
 // openBeneath is decided by the caller where openat2 does not exist.
-func openBeneath(t *dirTree, rel string) (*os.File, bool, error) { return nil, false, nil }
-
-func openBeneathRaw(t *dirTree, rel string) (fs.File, bool, error) { return nil, false, nil }
+func openBeneath(t *dirTree, rel string) (fs.File, bool, error) { return nil, false, nil }
 
 // heldRoot is nothing to hold where openat2 does not exist.
 type heldRoot struct{}

@@ -308,36 +308,19 @@ func (t *dirTree) diskRel(rel string) (string, error) {
 	return filepath.FromSlash(d), nil
 }
 
-// OpenFile opens the repository-relative file rel for reading, refusing a
-// path that leaves the tree, including through a symlink (the error says
-// which, as abs does). A missing file is an error satisfying
-// errors.Is(err, fs.ErrNotExist).
-func (t *dirTree) OpenFile(rel string) (*os.File, error) {
-	d, err := t.diskRel(rel)
-	if err != nil {
-		return nil, err
-	}
-	if f, done, err := openBeneath(t, d); done {
-		return f, err
-	}
-	p, err := t.abs(rel)
-	if err != nil {
-		return nil, err
-	}
-	// O_NONBLOCK: opening a FIFO must not wait for a writer.
-	return os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-}
-
-// OpenReader is OpenFile giving the file on its bare descriptor: read(2)
-// as it is, without the fcntl and the epoll_ctl os.File asks for each
-// file (see rawFile). Stat it before reading: it may be a FIFO or a
+// OpenReader opens the repository-relative file rel for reading, refusing
+// a path that leaves the tree, including through a symlink (the error
+// says which, as abs does). A missing file is an error satisfying
+// errors.Is(err, fs.ErrNotExist). The file comes on its bare descriptor:
+// read(2) as it is, without the fcntl and the epoll_ctl os.File asks for
+// each file (see rawFile). Stat it before reading: it may be a FIFO or a
 // device.
 func (t *dirTree) OpenReader(rel string) (fs.File, error) {
 	d, err := t.diskRel(rel)
 	if err != nil {
 		return nil, err
 	}
-	if f, done, err := openBeneathRaw(t, d); done {
+	if f, done, err := openBeneath(t, d); done {
 		return f, err
 	}
 	p, err := t.abs(rel)
