@@ -105,6 +105,33 @@ func (s *kubeSandbox) remove() {
 }
 
 // run renders the matrix's Jobs onto the sandbox's node and runs them all
+// eightGPUMatrix is the matrix called name whose cells (one axis, case)
+// each ask for all 8 GPUs of the node, run the fake server and take env,
+// a kwok stage's variable, as their preset; timeout is both the startup
+// and the bench timeout.
+func eightGPUMatrix(name string, cells []string, env, timeout string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "name = %q\nbase = { image = \"registry.example/%s:1\" }\n[axes]\ncase = [", name, name)
+	for i, c := range cells {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%q", c)
+	}
+	b.WriteString("]\n")
+	for _, c := range cells {
+		fmt.Fprintf(&b, "[presets.case.%s]\n%s\n", c, env)
+	}
+	b.WriteString(`[launch]
+command = ["fakeserver", "--tp", "8", "--port", "30000"]
+health = "http://127.0.0.1:30000/health"
+bench = ["fakeserver", "bench", "-url", "http://127.0.0.1:30000"]
+metric = 'Output token throughput \(tok/s\):\s+([0-9.]+)'
+`)
+	fmt.Fprintf(&b, "startup_timeout = %q\nbench_timeout = %q\n", timeout, timeout)
+	return b.String()
+}
+
 // as one batch, returning the results by cell id and the progress lines.
 func (s *kubeSandbox) run(t *testing.T, toml string, during func(context.Context)) (map[string]*Result, string, *Kube) {
 	t.Helper()
@@ -176,26 +203,7 @@ func (s *kubeSandbox) run(t *testing.T, toml string, during func(context.Context
 // cell's own run leaves 3.5s to its deadline, for a loaded machine.)
 func TestKubeQueuedCellKeepsItsDeadline(t *testing.T) {
 	s := newKubeSandbox(t)
-	results, progress, k := s.run(t, `name = "queue"
-base = { image = "registry.example/queue:1" }
-[axes]
-case = ["q1", "q2", "q3", "q4"]
-[presets.case.q1]
-SMPATCH_KWOK_RUN = "2500ms"
-[presets.case.q2]
-SMPATCH_KWOK_RUN = "2500ms"
-[presets.case.q3]
-SMPATCH_KWOK_RUN = "2500ms"
-[presets.case.q4]
-SMPATCH_KWOK_RUN = "2500ms"
-[launch]
-command = ["fakeserver", "--tp", "8", "--port", "30000"]
-health = "http://127.0.0.1:30000/health"
-bench = ["fakeserver", "bench", "-url", "http://127.0.0.1:30000"]
-metric = 'Output token throughput \(tok/s\):\s+([0-9.]+)'
-startup_timeout = "3s"
-bench_timeout = "3s"
-`, nil)
+	results, progress, k := s.run(t, eightGPUMatrix("queue", []string{"q1", "q2", "q3", "q4"}, `SMPATCH_KWOK_RUN = "2500ms"`, "3s"), nil)
 	for id, r := range results {
 		if r.Status != StatusOK || r.Metrics["metric"] != 82 {
 			t.Errorf("%s: %s %q %v\n%s", id, r.Status, r.Reason, r.Metrics, progress)
@@ -229,20 +237,7 @@ bench_timeout = "3s"
 // it ran, its log is read first, and its Job is deleted with its pods.
 func TestKubeHangStoppedAtDeadline(t *testing.T) {
 	s := newKubeSandbox(t)
-	results, progress, k := s.run(t, `name = "hang"
-base = { image = "registry.example/hang:1" }
-[axes]
-case = ["stuck"]
-[presets.case.stuck]
-SMPATCH_KWOK_HANG = "1"
-[launch]
-command = ["fakeserver", "--tp", "8", "--port", "30000"]
-health = "http://127.0.0.1:30000/health"
-bench = ["fakeserver", "bench", "-url", "http://127.0.0.1:30000"]
-metric = 'Output token throughput \(tok/s\):\s+([0-9.]+)'
-startup_timeout = "1s"
-bench_timeout = "1s"
-`, nil)
+	results, progress, k := s.run(t, eightGPUMatrix("hang", []string{"stuck"}, `SMPATCH_KWOK_HANG = "1"`, "1s"), nil)
 	r := results["stuck"]
 	re := regexp.MustCompile(`^kubernetes: deadline exceeded: pod (smpatch-stuck-\w+) ran ([0-9.]+)s on node ` + s.node +
 		`, past its deadline of 2s \(activeDeadlineSeconds, counted from the pod's start; the [0-9.]+m?s it waited to be scheduled does not count\); Job smpatch-stuck deleted$`)
@@ -311,20 +306,7 @@ func TestKubeKubeletDeadlineExceeded(t *testing.T) {
 			}
 		}
 	}
-	results, progress, _ := s.run(t, `name = "late"
-base = { image = "registry.example/late:1" }
-[axes]
-case = ["late"]
-[presets.case.late]
-SMPATCH_KWOK_HANG = "1"
-[launch]
-command = ["fakeserver", "--tp", "8", "--port", "30000"]
-health = "http://127.0.0.1:30000/health"
-bench = ["fakeserver", "bench", "-url", "http://127.0.0.1:30000"]
-metric = 'Output token throughput \(tok/s\):\s+([0-9.]+)'
-startup_timeout = "60s"
-bench_timeout = "60s"
-`, kubelet)
+	results, progress, _ := s.run(t, eightGPUMatrix("late", []string{"late"}, `SMPATCH_KWOK_HANG = "1"`, "60s"), kubelet)
 	r := results["late"]
 	re := regexp.MustCompile(`^kubernetes: deadline exceeded: pod smpatch-late-\w+ ran [0-9.]+m?s on node ` + s.node +
 		`, past its deadline of 2m0s \(activeDeadlineSeconds, counted from the pod's start; the [0-9.]+m?s it waited to be scheduled does not count\); ` +
