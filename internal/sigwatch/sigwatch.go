@@ -63,9 +63,9 @@ func Now(ctx context.Context) {
 	}
 }
 
-// Caught reports whether signals are being caught for ctx: its watch has
+// caught reports whether signals are being caught for ctx: its watch has
 // started and not stopped.
-func Caught(ctx context.Context) bool {
+func caught(ctx context.Context) bool {
 	w, ok := ctx.Value(key{}).(*watch)
 	if !ok {
 		return false

@@ -14,7 +14,7 @@ import (
 // or the test binary dies.
 func interrupt(t *testing.T, ctx context.Context) {
 	t.Helper()
-	if !Caught(ctx) {
+	if !caught(ctx) {
 		t.Fatal("not catching signals: SIGINT would kill the test")
 	}
 	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
@@ -43,14 +43,14 @@ func TestCatchAtOnce(t *testing.T) {
 
 func TestCatchAfterDelay(t *testing.T) {
 	ctx, stop := Catch(context.Background(), time.Hour)
-	if Caught(ctx) {
+	if caught(ctx) {
 		t.Fatal("catching before the delay")
 	}
 	stop()
 
 	ctx, stop = Catch(context.Background(), 10*time.Millisecond)
 	defer stop()
-	for deadline := time.Now().Add(10 * time.Second); !Caught(ctx); time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); !caught(ctx); time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the watch did not start after its delay")
 		}
@@ -75,19 +75,19 @@ func TestStopEndsTheWatch(t *testing.T) {
 		t.Fatal("stop left the context running")
 	}
 	Now(ctx)
-	if Caught(ctx) {
+	if caught(ctx) {
 		t.Fatal("a stopped watch started")
 	}
 	stop() // twice is harmless
 
 	ctx, stop = Catch(context.Background(), 0)
 	stop()
-	if Caught(ctx) {
+	if caught(ctx) {
 		t.Fatal("a stopped watch still catches")
 	}
 	// Now of a context with no watch does nothing.
 	Now(context.Background())
-	if Caught(context.Background()) {
+	if caught(context.Background()) {
 		t.Fatal("a context with no watch catches")
 	}
 }
