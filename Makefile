@@ -1,32 +1,28 @@
 GO      ?= go
 BIN     ?= bin/smpatch
-# smpatch-full goes beside BIN, where smpatch looks for it first.
-FULL    ?= $(dir $(BIN))smpatch-full
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
-LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+LDFLAGS := -s -w -X main.Version=$(VERSION) -X main.Commit=$(COMMIT)
 FUZZTIME ?= 5s
 
 .PHONY: all build install static generate test test-crash test-hostile demo demo-matrix demo-image demo-docker fuzz bench coverage vet clean
 
 all: build
 
-# Both programs, side by side: smpatch (the patch commands, quick to start)
-# finds smpatch-full (every command) beside it.
+# One static program, bin/smpatch (CGO_ENABLED=0).
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/smpatch
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(FULL) ./cmd/smpatch-full
 
-# Installs smpatch and smpatch-full where `go install` puts binaries: $GOBIN,
-# else $GOPATH/bin (usually ~/go/bin; put it on PATH).
+# Installs smpatch where `go install` puts binaries: $GOBIN, else
+# $GOPATH/bin (usually ~/go/bin; put it on PATH).
 install:
-	CGO_ENABLED=0 $(GO) install -trimpath -ldflags '$(LDFLAGS)' ./cmd/smpatch ./cmd/smpatch-full
-	@d="$$($(GO) env GOBIN)"; [ -n "$$d" ] || d="$$($(GO) env GOPATH)/bin"; echo "installed $$d/smpatch and $$d/smpatch-full"
+	CGO_ENABLED=0 $(GO) install -trimpath -ldflags '$(LDFLAGS)' ./cmd/smpatch
+	@d="$$($(GO) env GOBIN)"; [ -n "$$d" ] || d="$$($(GO) env GOPATH)/bin"; echo "installed $$d/smpatch"
 
-# Static linux/amd64 binaries to carry to a GPU host (both, into one directory).
+# Static binaries to carry to a GPU host: linux/amd64 and linux/arm64 (GH200, GB200, DGX Spark).
 static:
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/smpatch-linux-amd64 ./cmd/smpatch
-	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/smpatch-full-linux-amd64 ./cmd/smpatch-full
+	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/smpatch-linux-arm64 ./cmd/smpatch
 
 vet:
 	$(GO) vet ./...

@@ -11,11 +11,10 @@
 # without it, wall-clock time the same way. The load average is
 # printed beside the table: on a loaded machine every row grows.
 #
-# usage: bench/startup.bench.sh path/to/smpatch (smpatch-full beside it)
+# usage: bench/startup.bench.sh path/to/smpatch
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin="$(realpath "${1:-bin/smpatch}")"
-full="$(dirname "$bin")/smpatch-full${bin##*/smpatch}"
 runs="${BENCH_RUNS:-100}"
 [ -x "$full" ] || { echo "startup.bench: $full is missing (make build builds both)" >&2; exit 1; }
 
@@ -62,7 +61,6 @@ for ((r = 0; r < (runs + 9) / 10; r++)); do
   measure hello "$work/hello"
   measure cobraonly "$work/cobraonly" --version
   measure lean "$bin" --version
-  measure full "$full" --version
 done
 read -r h hf < <(result hello)
 printf '%-26s %9s %7s %8s %9s\n' "" "ms" "faults" "vs hello" "size"
@@ -75,5 +73,4 @@ row() {
 row "hello-world" hello "$work/hello"
 row "cobra-only" cobraonly "$work/cobraonly"
 row "smpatch --version" lean "$bin"
-row "smpatch-full --version" full "$full"
 echo "load after: $(load)"

@@ -173,7 +173,7 @@ func RunMatrix(ctx context.Context, r MatrixRun) (*MatrixResult, error) {
 	}
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
-			return res, fmt.Errorf("interrupted; patches reverted, finished cells recorded in %s (--resume to go on): %w", opts.Out, err)
+			return res, fmt.Errorf("patches reverted, finished cells recorded in %s (--resume to go on): %w", opts.Out, err)
 		}
 		return res, err
 	}

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/smpatch/smpatch/internal/cli"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -16,7 +15,7 @@ import (
 // command lines names that command (or one under it), parses with its
 // flags and arguments, and names only example files that exist.
 func TestExamples(t *testing.T) {
-	root := newRootCmd(&cli.Globals{}, io.Discard, io.Discard)
+	root := newRootCmd(&Globals{}, io.Discard, io.Discard)
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		for _, sub := range c.Commands() {
@@ -43,7 +42,7 @@ func checkExample(t *testing.T, c *cobra.Command, line string) {
 	t.Helper()
 	args := strings.Fields(line)[1:]
 	// Each example gets a fresh tree: flags keep values between parses.
-	root := newRootCmd(&cli.Globals{}, io.Discard, io.Discard)
+	root := newRootCmd(&Globals{}, io.Discard, io.Discard)
 	found, rest, err := root.Find(args)
 	if err != nil {
 		t.Errorf("%s: example %q: %v", c.CommandPath(), line, err)

@@ -150,7 +150,7 @@ func TestMatrixRunInterrupt(t *testing.T) {
 	if code := <-done; code != 130 {
 		t.Fatalf("exit %d, want 130\n%s%s", code, &stdout, &stderr)
 	}
-	if !strings.Contains(stderr.String(), "smpatch: interrupted; patches reverted") {
+	if !strings.Contains(stderr.String(), "smpatch: interrupted (SIGINT): patches reverted") {
 		t.Errorf("stderr:\n%s", &stderr)
 	}
 	if got, _ := os.ReadFile(comm); string(got) != fakeCommunicator {

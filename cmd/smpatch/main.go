@@ -1,16 +1,21 @@
 package main
 
 import (
+	"context"
 	"os"
 
-	"github.com/smpatch/smpatch/internal/cli"
+	"github.com/smpatch/smpatch/internal/interrupt"
 )
 
-// version and commit are set at build time with -ldflags
-// "-X main.version=... -X main.commit=..." (make does).
-var version, commit = "dev", ""
+func main() { os.Exit(mainCode()) }
 
-func main() {
-	cli.Version, cli.Commit = version, commit
-	os.Exit(cli.Run(os.Args[1:], os.Stdout, os.Stderr))
+// mainCode runs the command line of the process and returns its exit code.
+func mainCode() int {
+	// SIGINT and SIGTERM cancel the command's context (caught from about
+	// the first millisecond of the process on, by package interrupt):
+	// whatever is running stops, cleans up, says in one line what it left,
+	// and the process exits 130.
+	ctx, stop := interrupt.Context(context.Background())
+	defer stop()
+	return execute(ctx, os.Args[1:], os.Stdout, os.Stderr)
 }

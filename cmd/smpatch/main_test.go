@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"io"
 	"os"
@@ -12,46 +13,34 @@ import (
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
-	"github.com/smpatch/smpatch/internal/cli"
-	"github.com/smpatch/smpatch/internal/cli/full"
 	"github.com/spf13/cobra"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/smpatch/smpatch/internal/interrupt"
 )
 
-// TestMain registers both programs, so every script runs smpatch as users
-// do: the lean program, handing what it does not link to smpatch-full
-// (found beside it). The -linux-amd64 names are the static builds', for
-// the hand-over's naming rule.
+// TestMain registers the program, so every script runs smpatch as users
+// do, in a process of its own (also under the static build's name).
 func TestMain(m *testing.M) {
-	lean := func() { os.Exit(cli.Run(os.Args[1:], os.Stdout, os.Stderr)) }
-	fullMain := func() { os.Exit(full.Run(os.Args[1:], os.Stdout, os.Stderr)) }
+	main := func() { os.Exit(mainCode()) }
 	testscript.Main(m, map[string]func(){
-		"smpatch":                  lean,
-		"smpatch-full":             fullMain,
-		"smpatch-linux-amd64":      lean,
-		"smpatch-full-linux-amd64": fullMain,
-		"smpatch-loop":             lean, // a lean program installed as smpatch-full
-		"smpatch-full-loop":        lean,
+		"smpatch":             main,
+		"smpatch-linux-amd64": main,
 	})
 }
 
-// testProgram is smpatch-full under the name smpatch: every command in
-// process, for the tests that call run or walk the command tree.
-func testProgram() cli.Program {
-	p := full.Program()
-	p.Name = "smpatch"
-	return p
-}
-
-// run executes a command line in process and returns its exit code.
+// run executes a command line in process, SIGINT and SIGTERM cancelling
+// it as in main, and returns its exit code.
 func run(args []string, stdout, stderr io.Writer) int {
-	return testProgram().Run(args, stdout, stderr)
+	ctx, stop := interrupt.Context(context.Background())
+	defer stop()
+	return execute(ctx, args, stdout, stderr)
 }
 
 // newRootCmd is the whole command tree.
-func newRootCmd(g *cli.Globals, stdout, stderr io.Writer) *cobra.Command {
-	return testProgram().NewRoot(g, stdout, stderr)
+func newRootCmd(g *Globals, stdout, stderr io.Writer) *cobra.Command {
+	return newRoot(g, stdout, stderr)
 }
 
 // TestScript runs the command-line stories in testdata/script, one user story

@@ -14,8 +14,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/smpatch/smpatch/internal/cli"
 )
 
 // A README command: one line of a fenced block that starts with smpatch,
@@ -260,7 +258,7 @@ func TestReadmeCommandsTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	root := newRootCmd(&cli.Globals{}, io.Discard, io.Discard)
+	root := newRootCmd(&Globals{}, io.Discard, io.Discard)
 	flagRe := regexp.MustCompile(`--[a-z][a-z0-9-]*`)
 	rows := 0
 	for n, line := range strings.Split(string(b), "\n") {

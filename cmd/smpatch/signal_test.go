@@ -49,8 +49,9 @@ func signalFiles(t *testing.T) (tree, cat string) {
 	return tree, cat
 }
 
-// treeSums is the SHA-256 of every file under root but the journal's.
-func treeSums(t *testing.T, root string) map[string][32]byte {
+// treeSums is the SHA-256 of every file under root, the journal's only
+// with journal set.
+func treeSums(t *testing.T, root string, journal bool) map[string][32]byte {
 	t.Helper()
 	out := map[string][32]byte{}
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -58,7 +59,7 @@ func treeSums(t *testing.T, root string) map[string][32]byte {
 			return err
 		}
 		if d.IsDir() {
-			if d.Name() == ".smpatch" {
+			if d.Name() == ".smpatch" && !journal {
 				return fs.SkipDir
 			}
 			return nil
@@ -114,14 +115,14 @@ func strays(t *testing.T, root string, journal bool) []string {
 	return out
 }
 
-// Ctrl-C, or a supervisor's SIGTERM, in the first moments of an apply or
-// a revert ends the process as the signal's default action does: the
-// watch starts only after cli.SignalDelay. The next command recovers the
-// journal: the tree is then original or patched, as the journal says,
-// with no temporary file left anywhere. Rounds alternate apply and revert
-// (whichever the tree is ready for) and SIGINT and SIGTERM, each sent at a
-// random moment within about twice a whole command's time.
-func TestCrashBySignalBeforeWatch(t *testing.T) {
+// Ctrl-C, or a supervisor's SIGTERM, at any moment of an apply or a
+// revert is a clean stop: the command finishes (exit 0), or stops with
+// exit 130 and one line saying what it left. Either way the tree is then
+// original or patched, as the journal says, with no temporary file left
+// anywhere, before any other command has run. Rounds alternate apply and
+// revert (whichever the tree is ready for) and SIGINT and SIGTERM, each
+// sent at a random moment within about twice a whole command's time.
+func TestSignalIsACleanStop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short")
 	}
@@ -150,13 +151,13 @@ func TestCrashBySignalBeforeWatch(t *testing.T) {
 		}
 		return len(st.Patches) == 1
 	}
-	orig := treeSums(t, tree)
+	orig := treeSums(t, tree, false)
 	t0 := time.Now()
 	if cmd, stderr := command("apply", "demo"); cmd.Run() != nil {
 		t.Fatalf("apply: %s", stderr)
 	}
 	window := 2 * time.Since(t0)
-	patched := treeSums(t, tree)
+	patched := treeSums(t, tree, false)
 	if cmd, stderr := command("revert"); cmd.Run() != nil {
 		t.Fatalf("revert: %s", stderr)
 	}
@@ -166,6 +167,7 @@ func TestCrashBySignalBeforeWatch(t *testing.T) {
 		rounds = n
 	}
 	seen := map[string]int{}
+	lines130 := map[string]bool{}
 	isApplied := false
 	for r := range rounds {
 		verb := "apply"
@@ -177,6 +179,7 @@ func TestCrashBySignalBeforeWatch(t *testing.T) {
 			args = append(args, "demo")
 		}
 		sig := []syscall.Signal{syscall.SIGINT, syscall.SIGTERM}[r%2]
+		before := treeSums(t, tree, true)
 		cmd, stderr := command(args...)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -189,17 +192,26 @@ func TestCrashBySignalBeforeWatch(t *testing.T) {
 		case err == nil:
 			seen[verb+" finished"]++
 		case errors.As(err, &ee) && ee.Sys().(syscall.WaitStatus).Signaled():
-			if got := ee.Sys().(syscall.WaitStatus).Signal(); got != sig {
-				t.Fatalf("round %d: %s killed by %v, sent %v", r, verb, got, sig)
+			// Before the program's first millisecond (the Go runtime
+			// starting, before package interrupt asks for the signals)
+			// the default action ends it, and nothing has run.
+			if !sameSums(before, treeSums(t, tree, true)) {
+				t.Fatalf("round %d: %s killed by %v after it changed the tree or its journal", r, verb, sig)
 			}
-			seen[verb+" killed"]++
+			seen[verb+" killed before it started"]++
 		case errors.As(err, &ee) && ee.ExitCode() == 130:
+			lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+			last := lines[len(lines)-1]
+			if !strings.HasPrefix(last, "smpatch: interrupted") {
+				t.Fatalf("round %d: %s stopped by %v without its line:\n%s", r, verb, sig, stderr)
+			}
 			seen[verb+" stopped (130)"]++
+			lines130[last] = true
 		default:
-			t.Fatalf("round %d: %s ended with %v:\n%s", r, verb, err, stderr)
+			t.Fatalf("round %d: %s ended with %v after a %v:\n%s", r, verb, err, sig, stderr)
 		}
-		isApplied = applied() // the next command: recovers the journal
-		now := treeSums(t, tree)
+		isApplied = applied() // status reads, and writes nothing
+		now := treeSums(t, tree, false)
 		switch {
 		case isApplied && sameSums(now, patched):
 		case !isApplied && sameSums(now, orig):
@@ -210,9 +222,6 @@ func TestCrashBySignalBeforeWatch(t *testing.T) {
 			t.Fatalf("round %d: after %s and a %v, left behind: %s", r, verb, sig, strings.Join(s, ", "))
 		}
 	}
-	// A temporary copy of the journal's state a kill left inside .smpatch
-	// (where status, reading, leaves it) goes with the next command that
-	// writes the journal.
 	if isApplied {
 		if cmd, stderr := command("revert"); cmd.Run() != nil {
 			t.Fatalf("revert: %s", stderr)
@@ -225,6 +234,9 @@ func TestCrashBySignalBeforeWatch(t *testing.T) {
 		t.Fatalf("after a clean apply, left behind: %s", strings.Join(s, ", "))
 	}
 	t.Logf("%d rounds, signals within %v of the start: %v", rounds, window, seen)
+	for l := range lines130 {
+		t.Logf("stopped: %s", l)
+	}
 }
 
 // crashRoundsEnv is $SMPATCH_CRASH_ROUNDS, the rounds of the crash tests.
@@ -232,4 +244,26 @@ func crashRoundsEnv() int {
 	var n int
 	fmt.Sscan(os.Getenv("SMPATCH_CRASH_ROUNDS"), &n)
 	return n
+}
+
+// linkBinary puts this test binary at dir/name (a hard link, else a copy):
+// run under a registered name, it is that program.
+func linkBinary(t *testing.T, dir, name string) string {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(dir, name)
+	if err := os.Link(self, dst); err == nil {
+		return dst
+	}
+	data, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dst
 }

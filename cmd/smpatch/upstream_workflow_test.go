@@ -9,7 +9,6 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/smpatch/smpatch/internal/cli"
 	"github.com/smpatch/smpatch/upstream"
 )
 
@@ -106,7 +105,7 @@ func smpatchArgs(line string) []string {
 // checkCommandLine resolves args in the real command tree and parses its
 // flags; values of --format and --upstream are checked too.
 func checkCommandLine(args []string) error {
-	root := newRootCmd(&cli.Globals{}, io.Discard, io.Discard)
+	root := newRootCmd(&Globals{}, io.Discard, io.Discard)
 	c, rest, err := root.Find(args)
 	if err != nil {
 		return err

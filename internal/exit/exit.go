@@ -7,13 +7,14 @@ import (
 
 // The exit codes README.md documents.
 const (
-	OK            = 0 // done, or nothing to do
-	Failure       = 1 // bad input file, I/O, network
-	Usage         = 2 // unknown command or flag
-	Refused       = 3 // refused by --check-arch: a requirement is not met
-	Conflict      = 4 // a hunk conflicts (apply), or a patch conflicts upstream (check)
-	RevertRefused = 5 // a patched file changed since it was applied
-	CellsFailed   = 6 // matrix run: one or more cells failed
+	OK            = 0   // done, or nothing to do
+	Failure       = 1   // bad input file, I/O, network
+	Usage         = 2   // unknown command or flag
+	Refused       = 3   // refused by --check-arch: a requirement is not met
+	Conflict      = 4   // a hunk conflicts (apply), or a patch conflicts upstream (check)
+	RevertRefused = 5   // a patched file changed since it was applied
+	CellsFailed   = 6   // matrix run: one or more cells failed
+	Interrupted   = 130 // stopped by SIGINT or SIGTERM
 )
 
 // Error is an error with the exit code it should end the process with.

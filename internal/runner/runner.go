@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"os/exec"
 	"time"
-
-	"github.com/smpatch/smpatch/internal/sigwatch"
 )
 
 // MaxOutput bounds what is kept of each of stdout and stderr.
@@ -27,11 +25,8 @@ type Result struct {
 // the timeout (or ctx) ends it, its whole process group is killed and the
 // error wraps ErrTimeout (or ctx's error); a non-zero exit is an
 // *exec.ExitError. The Result is filled in every case.
-//
-// A signal watch of ctx (sigwatch) that has not started yet starts first:
-// a command killed outright would leave the child running.
+
 func Run(ctx context.Context, timeout time.Duration, name string, args ...string) (*Result, error) {
-	sigwatch.Now(ctx)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)

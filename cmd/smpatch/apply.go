@@ -1,0 +1,231 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/smpatch/smpatch/internal/exit"
+	"github.com/smpatch/smpatch/patches"
+	"github.com/smpatch/smpatch/source"
+)
+
+// smpatch apply NAME...: plan the named patches as one set and write it.
+
+// applyOptions are apply's flags.
+type applyOptions struct {
+	Repo         string   // --repo: the tree to patch
+	CheckArch    bool     // --check-arch: refuse unless every requirement is met
+	ProbeFile    string   // --probe-file: with --check-arch, a saved probe report
+	SM           string   // --sm: with --check-arch, the GPU architecture meant
+	SitePackages []string // --site-packages: with --check-arch, directories to probe
+	Force        bool     // --force: with --check-arch, warn instead of refusing
+	DryRun       bool     // --dry-run: print the diff, write nothing
+	Strict       bool     // --strict: fuzzy matches do not apply
+	JSON         bool     // --json
+}
+
+func (o *applyOptions) AddFlags(c *cobra.Command) {
+	f := c.Flags()
+	f.StringVar(&o.Repo, "repo", "", "the tree to patch (default: $SMPATCH_REPO, the current checkout, or the installed package)")
+	f.BoolVar(&o.CheckArch, "check-arch", false, "refuse unless the probe shows every requirement of the patch is met")
+	f.StringVar(&o.ProbeFile, "probe-file", "", "with --check-arch: read a saved probe report instead of probing")
+	f.StringVar(&o.SM, "sm", "", "with --check-arch: the GPU architecture meant (MAJOR.MINOR), instead of the visible GPUs")
+	f.StringArrayVar(&o.SitePackages, "site-packages", nil, "with --check-arch: site-packages directory to probe (repeatable)")
+	f.BoolVar(&o.DryRun, "dry-run", false, "print the unified diff that would be written; change nothing")
+	f.BoolVar(&o.Strict, "strict", false, "count fuzzy matches as failures")
+	f.BoolVar(&o.Force, "warn-only", false, "with --check-arch: warn about an unmet requirement instead of refusing")
+	HiddenAlias(c, "force", "warn-only")
+	f.BoolVar(&o.JSON, "json", false, "print JSON")
+}
+
+// validate refuses the gate's flags without --check-arch: they would be
+// ignored and the patch applied unchecked.
+func (o *applyOptions) validate(c *cobra.Command) error {
+	if o.CheckArch {
+		return nil
+	}
+	for _, name := range []string{"probe-file", "sm", "site-packages", "warn-only", "force"} {
+		if c.Flags().Changed(name) {
+			return exit.With(exit.Usage, fmt.Errorf("apply: --%s needs --check-arch", name))
+		}
+	}
+	return nil
+}
+
+func newApplyCmd(g *Globals) *cobra.Command {
+	o := &applyOptions{}
+	c := &cobra.Command{
+		Use:   "apply NAME...",
+		Short: "Apply patches to a checkout or an installed package, journaled and all-or-nothing",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			if err := o.validate(c); err != nil {
+				return err
+			}
+			return runApply(c.Context(), g, o, args, c.OutOrStdout(), c.ErrOrStderr())
+		},
+	}
+	o.AddFlags(c)
+	return c
+}
+
+// runApply plans the named patches as one set on the tree and hands it to
+// patches.Apply, which recovers the journal, runs the gate, plans again if
+// the tree changed meanwhile, and writes (or, with --dry-run, stops).
+func runApply(ctx context.Context, g *Globals, o *applyOptions, names []string, w, errw io.Writer) error {
+	lightGC()
+	cat, err := g.LoadCatalog()
+	if err != nil {
+		return err
+	}
+	ps, err := cat.GetAll(names)
+	if err != nil {
+		return err
+	}
+	t, err := resolveTree(ctx, g, o.Repo, ps[0].Project)
+	if err != nil {
+		return err
+	}
+	set, err := patches.PlanSet(ctx, t, ps, patches.SetOptions{Strict: o.Strict})
+	if err != nil {
+		return err
+	}
+	for _, pl := range set.Plans {
+		fmt.Fprintf(g.Detail(errw), "plan of %s on %s:\n", pl.Patch.Name, t.Root())
+		printPlan(g.Detail(errw), pl)
+	}
+	findings := []archFinding{}
+	opts := patches.ApplyOptions{DryRun: o.DryRun, ToolVersion: Version, CatalogDigest: cat.Digest()}
+	if o.CheckArch {
+		opts.Check = func(ctx context.Context, s *patches.Set) ([]string, error) {
+			info := w
+			if o.JSON {
+				info = errw
+			}
+			sp := o.SitePackages
+			if len(sp) == 0 && t.Kind() == source.KindSitePackages {
+				// The flashinfer that matters is the one installed beside
+				// the sglang being patched, not python3's.
+				sp = []string{t.Root()}
+			}
+			info, paint := g.colorTarget(info)
+			return checkArch(ctx, info, archGateOptions{ProbeFile: o.ProbeFile, SM: o.SM, Force: o.Force, Quiet: g.Quiet, Paint: paint, Python: g.PythonPath(), SitePackages: sp, Findings: &findings}, ps)
+		}
+	}
+	res, err := patches.Apply(ctx, t, set, opts)
+	for _, r := range res.Recovered {
+		fmt.Fprintf(errw, "smpatch: %s\n", r)
+	}
+	for _, n := range res.Notices {
+		fmt.Fprintf(errw, "smpatch: %s\n", n)
+	}
+	var ce *patches.ConflictError
+	switch {
+	case err != nil && exit.Code(err) == exit.Refused && o.JSON:
+		out := applyRefusedJSON{Tree: t.Root(), Kind: string(t.Kind()), Refused: true, Error: err.Error(), Findings: findings, Patches: []*applyPatchJSON{}}
+		for _, p := range ps {
+			out.Patches = append(out.Patches, &applyPatchJSON{Name: p.Name, Status: "not-applied"})
+		}
+		_ = WriteJSON(w, out)
+		return err
+	case errors.As(err, &ce):
+		if o.JSON {
+			_ = WriteJSON(w, applyPlansJSON(t, ce.Set.Plans, false, "not-applied"))
+		} else if oneLineProblem(ce.Problem.Plan) && !g.Verbose {
+			// The error line says it all: a needed patch, a verify rule, a
+			// known uncovered shape (-v shows the plan and its conflicts).
+		} else {
+			fmt.Fprintf(w, "%s on %s:\n", ce.Problem.Plan.Patch.Name, ce.Problem.Tree)
+			printPlan(w, ce.Problem.Plan)
+			fmt.Fprint(w, patches.ConflictReport(ce.Problem.Plan))
+		}
+		return err
+	case err != nil:
+		return err
+	case o.DryRun && o.JSON:
+		return WriteJSON(w, applyPlansJSON(t, res.Set.Plans, true, "would-apply"))
+	case o.DryRun:
+		cw, paint := g.colorTarget(w)
+		_, _ = cw.Write(paint.diff(res.Set.UnifiedDiff()))
+		fmt.Fprintln(g.Info(errw), "smpatch: dry run, nothing was written")
+		return nil
+	case o.JSON:
+		return WriteJSON(w, res)
+	}
+	printApplied(ctx, w, t, res)
+	return nil
+}
+
+// printApplied prints what an apply wrote, patch by patch and file by file.
+func printApplied(ctx context.Context, w io.Writer, t source.Tree, res *patches.ApplyResult) {
+	fmt.Fprintf(w, "tree: %s\n", patches.TreeLine(ctx, t))
+	for _, po := range res.Patches {
+		if po.Status == "already-applied" {
+			fmt.Fprintf(w, "%s: %s\n", po.Name, po.Reason)
+			continue
+		}
+		fmt.Fprintf(w, "%s: applied (variant %s", po.Name, po.Variant)
+		if po.VariantReason != "" {
+			fmt.Fprintf(w, ": %s", po.VariantReason)
+		}
+		fmt.Fprintln(w, ")")
+		for _, f := range po.Files {
+			var hs []string
+			for _, h := range f.Hunks {
+				hs = append(hs, fmt.Sprintf("#%d %s", h.Index+1, hunkWords(h)))
+			}
+			fmt.Fprintf(w, "  %s: %s\n", f.Path, strings.Join(hs, "; "))
+			if f.Note != "" {
+				fmt.Fprintf(w, "    %s\n", f.Note)
+			}
+			for _, pyc := range f.PycRemoved {
+				fmt.Fprintf(w, "    removed stale bytecode %s\n", pyc)
+			}
+		}
+	}
+}
+
+// applyJSON is apply's --json document when nothing is written (a dry
+// run, or a plan that does not resolve). It has the keys of the document
+// an apply that writes prints (patches.ApplyResult), and each patch adds
+// its plan's attempts and, when it resolves, its diff.
+type applyJSON struct {
+	Tree    string            `json:"tree"`
+	Kind    string            `json:"kind"`
+	DryRun  bool              `json:"dry_run,omitempty"`
+	Patches []*applyPatchJSON `json:"patches"`
+}
+
+// applyRefusedJSON is apply's --json document when --check-arch refuses:
+// every requirement checked, and each patch not applied.
+type applyRefusedJSON struct {
+	Tree     string            `json:"tree"`
+	Kind     string            `json:"kind"`
+	Refused  bool              `json:"refused"`
+	Error    string            `json:"error"`
+	Findings []archFinding     `json:"findings"`
+	Patches  []*applyPatchJSON `json:"patches"`
+}
+
+type applyPatchJSON struct {
+	Name   string `json:"name"`
+	Status string `json:"status"` // would-apply | already-applied | not-applied
+	*planJSON
+}
+
+func applyPlansJSON(t source.Tree, plans []*patches.Plan, dryRun bool, status string) *applyJSON {
+	out := &applyJSON{Tree: t.Root(), Kind: string(t.Kind()), DryRun: dryRun, Patches: []*applyPatchJSON{}}
+	for _, pl := range plans {
+		st := status
+		if pl.Outcome() == patches.OutcomeAlreadyApplied {
+			st = "already-applied"
+		}
+		out.Patches = append(out.Patches, &applyPatchJSON{Name: pl.Patch.Name, Status: st, planJSON: planToJSON(pl)})
+	}
+	return out
+}

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/smpatch/smpatch/internal/termsafe"
+
+	"github.com/smpatch/smpatch/internal/exit"
+	"github.com/smpatch/smpatch/source/gitrepo"
+	"github.com/smpatch/smpatch/upstream"
+)
+
+// openCache opens the repository cache with progress and notices on stderr.
+func openCache(c *cobra.Command) (*gitrepo.RepoCache, error) {
+	rc, err := gitrepo.NewRepoCache("")
+	if err != nil {
+		return nil, err
+	}
+	rc.Notice = c.ErrOrStderr()
+	if IsTerminal(c.ErrOrStderr()) {
+		// go-git's progress is the server's sideband text: escaped, but its
+		// carriage returns still redraw the line.
+		rc.Progress = termsafe.NewProgressWriter(RawWriter(c.ErrOrStderr()))
+	}
+	return rc, nil
+}
+
+type checkoutOptions struct {
+	Into string
+	URL  string
+	JSON bool
+}
+
+func newCheckoutCmd(g *Globals) *cobra.Command {
+	o := &checkoutOptions{}
+	c := &cobra.Command{
+		Use:   "checkout PROJECT@REV --out DIR",
+		Short: "Fetch an upstream revision into the cache and write its work tree into DIR",
+		Long: `Fetch an upstream revision (tag, branch, full or short SHA) into the
+repository cache ($XDG_CACHE_HOME/smpatch/repos, one bare repository per URL;
+only missing objects are fetched) and write its files into DIR, which must be
+empty or absent. DIR/.git holds that one commit, HEAD detached at it.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			return runCheckout(c, o, args[0])
+		},
+	}
+	c.Flags().StringVar(&o.Into, "out", "", "directory to write the work tree into (empty or absent)")
+	HiddenAlias(c, "into", "out")
+	c.Flags().StringVar(&o.URL, "url", "", "repository URL (default: the project's public repository)")
+	c.Flags().BoolVar(&o.JSON, "json", false, "print the result as JSON")
+	return c
+}
+
+func runCheckout(c *cobra.Command, o *checkoutOptions, arg string) error {
+	if o.Into == "" {
+		return exit.With(exit.Usage, fmt.Errorf("checkout: --out DIR is required"))
+	}
+	t, err := upstream.ParseTarget(arg)
+	if err != nil {
+		return exit.With(exit.Usage, fmt.Errorf("checkout: %w", err))
+	}
+	if o.URL != "" {
+		t.URL = o.URL
+	}
+	if err := checkEmptyDir(o.Into); err != nil {
+		return fmt.Errorf("checkout: %w", err)
+	}
+	rc, err := openCache(c)
+	if err != nil {
+		return fmt.Errorf("checkout: %w", err)
+	}
+	ctx := c.Context()
+	u, err := rc.Open(ctx, t.URL)
+	if err != nil {
+		return fmt.Errorf("checkout: %w", err)
+	}
+	h, err := u.Resolve(ctx, t.Ref)
+	if err != nil {
+		return fmt.Errorf("checkout: %w", err)
+	}
+	tag := ""
+	if th, err := gitrepo.ResolveRevision(u.Repo, "refs/tags/"+t.Ref); err == nil && th == h {
+		tag = t.Ref
+	}
+	if err := u.Checkout(ctx, h, o.Into, tag); err != nil {
+		return fmt.Errorf("checkout: %w", err)
+	}
+	if o.JSON {
+		return WriteJSON(c.OutOrStdout(), map[string]string{
+			"project": string(t.Project), "url": t.URL, "rev": t.Ref,
+			"commit": h.String(), "dir": o.Into, "cache": u.Path,
+		})
+	}
+	fmt.Fprintf(c.OutOrStdout(), "%s %s (%s) checked out into %s\n", t.Project, t.Ref, h.String()[:12], o.Into)
+	return nil
+}
+
+// checkEmptyDir refuses a DIR that exists and is not an empty directory,
+// before anything is fetched.
+func checkEmptyDir(dir string) error {
+	fi, err := os.Stat(dir)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s: not a directory", dir)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	if len(entries) > 0 {
+		return fmt.Errorf("%s: directory not empty (%d entries); choose an empty or new directory", dir, len(entries))
+	}
+	return nil
+}

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/smpatch/smpatch/internal/exit"
+	"github.com/smpatch/smpatch/internal/smver"
+	"github.com/smpatch/smpatch/patches"
+	"github.com/smpatch/smpatch/probe"
+)
+
+// archGateOptions are apply's --check-arch flags.
+type archGateOptions struct {
+	ProbeFile    string   // --probe-file: a saved report instead of the live probe
+	SM           string   // --sm MAJOR.MINOR: the GPU the patch is meant for
+	Force        bool     // --force: a failed requirement warns instead of refusing
+	Quiet        bool     // --quiet: print only the requirements not met
+	Paint        painter  // colours ok and FAIL
+	Python       string   // the interpreter whose environment is probed
+	SitePackages []string // explicit site-packages dirs
+	// Findings, when set, collects every requirement checked (for --json).
+	Findings *[]archFinding
+}
+
+// archFinding is one requirement of one patch, checked: apply --json shows
+// them when the gate refuses.
+type archFinding struct {
+	Patch       string `json:"patch"`
+	Requirement string `json:"requirement"`
+	OK          bool   `json:"ok"`
+	Evidence    string `json:"evidence"`
+	NotChecked  string `json:"not_checked,omitempty"`
+}
+
+// checkArch checks every requirement of ps against the probe, printing one
+// line per requirement with its evidence to w. It returns the warnings to
+// record in the journal when --force overrode a failure, or an error with
+// exit.Refused when a requirement is not met.
+func checkArch(ctx context.Context, w io.Writer, opts archGateOptions, ps []*patches.Patch) (notes []string, err error) {
+	if opts.SM != "" {
+		if _, err := parseSMFlag(opts.SM); err != nil {
+			return nil, exit.With(exit.Usage, err)
+		}
+	}
+	var r *probe.Report
+	from := "live probe"
+	if opts.ProbeFile != "" {
+		r, err = probe.ReadReport(opts.ProbeFile)
+		if err != nil {
+			return nil, fmt.Errorf("--probe-file: %w", err)
+		}
+		from = opts.ProbeFile
+	} else {
+		popts := probe.Options{Python: opts.Python, SitePackages: opts.SitePackages}
+		if opts.SM != "" {
+			m, _ := parseSMFlag(opts.SM)
+			popts.Majors = []int{m}
+		}
+		r, err = probe.Run(ctx, popts)
+		if err != nil {
+			return nil, fmt.Errorf("--check-arch: %w", err)
+		}
+	}
+	if opts.SM != "" {
+		from += ", --sm " + opts.SM
+	}
+	var failed []string
+	for _, p := range ps {
+		if p.Requires.Empty() {
+			fmt.Fprintf(w, "check-arch: %s: no requirements\n", opts.Paint.text(p.Name))
+			continue
+		}
+		for _, f := range probe.CheckRequirements(r, p.Requires, opts.SM) {
+			if f.Host && opts.SM != "" && opts.ProbeFile == "" {
+				// --sm prepares a patch for another machine: this one's
+				// toolkit and GPUs say nothing about that host's.
+				f.NotChecked = "--sm " + opts.SM + ": a requirement of the GPU host, not of this machine; give --probe-file for the GPU host's"
+			}
+			if opts.Findings != nil {
+				*opts.Findings = append(*opts.Findings, archFinding{Patch: p.Name, Requirement: f.Requirement, OK: f.OK, Evidence: f.Evidence, NotChecked: f.NotChecked})
+			}
+			if f.NotChecked != "" {
+				if !opts.Quiet {
+					fmt.Fprintf(w, "check-arch: %s: not checked %s (%s)\n", opts.Paint.text(p.Name), opts.Paint.text(f.Requirement), opts.Paint.text(f.NotChecked))
+				}
+				continue
+			}
+			word := opts.Paint.word(f.OK)
+			if !f.OK {
+				failed = append(failed, fmt.Sprintf("%s: %s: %s", p.Name, f.Requirement, f.Evidence))
+			}
+			if !f.OK || !opts.Quiet {
+				fmt.Fprintf(w, "check-arch: %s: %s %s: %s\n", opts.Paint.text(p.Name), word, opts.Paint.text(f.Requirement), opts.Paint.text(f.Evidence))
+			}
+		}
+	}
+	if len(failed) == 0 {
+		return nil, nil
+	}
+	if opts.Force {
+		fmt.Fprintf(w, "check-arch: warning: --warn-only: applying although %d requirement(s) are not met (%s)\n", len(failed), opts.Paint.text(from))
+		for _, f := range failed {
+			notes = append(notes, fmt.Sprintf("--warn-only over failed --check-arch requirement (%s): %s", from, f))
+		}
+		return notes, nil
+	}
+	names := make([]string, 0, len(ps))
+	for _, p := range ps {
+		names = append(names, p.Name)
+	}
+	return nil, exit.With(exit.Refused, fmt.Errorf("--check-arch: %d requirement(s) of %s not met (%s); nothing written", len(failed), strings.Join(names, ", "), from))
+}
+
+// parseSMFlag reads --sm MAJOR.MINOR.
+func parseSMFlag(s string) (int, error) {
+	major, _, err := smver.Parse(s)
+	if err != nil {
+		return 0, fmt.Errorf("--sm: %w", err)
+	}
+	return major, nil
+}

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/smpatch/smpatch/image"
+	"github.com/smpatch/smpatch/internal/exit"
+	"github.com/smpatch/smpatch/patches"
+)
+
+// smpatch image apply: one image with the named patches.
+
+// imageApplyOptions are the flags of smpatch image apply.
+type imageApplyOptions struct {
+	Base   string
+	Tag    string
+	Env    []string
+	Strict bool
+	JSON   bool
+}
+
+func (o *imageApplyOptions) AddFlags(c *cobra.Command) {
+	c.Flags().StringVar(&o.Base, "base", "", "base image: a registry reference, oci:DIR[:NAME] or a docker-save tarball")
+	c.Flags().StringVar(&o.Tag, "out", "", "where the image goes: oci:DIR[:NAME] (an OCI layout) or a registry reference REPO:TAG")
+	HiddenAlias(c, "tag", "out")
+	c.Flags().StringArrayVar(&o.Env, "env", nil, "K=V set in the image config (repeatable; overrides the base's K)")
+	c.Flags().BoolVar(&o.Strict, "strict", false, "fuzzy matches count as failures")
+	c.Flags().BoolVar(&o.JSON, "json", false, "print the result as JSON")
+}
+
+// parseEnv reads K=V flags.
+func parseEnv(kvs []string) (map[string]string, error) {
+	env := map[string]string{}
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" || strings.ContainsAny(k, " \t\n") {
+			return nil, exit.With(exit.Usage, fmt.Errorf("--env %q: want K=V", kv))
+		}
+		env[k] = v
+	}
+	return env, nil
+}
+
+// imageApplyResult is smpatch image apply --json.
+type imageApplyResult struct {
+	Base       string               `json:"base"`
+	BaseDigest string               `json:"base_digest"`
+	Status     string               `json:"status"` // built, skipped
+	Ref        string               `json:"ref"`
+	Digest     string               `json:"digest"`
+	PatchSet   string               `json:"patch_set"`
+	Patches    []imagePatchResult   `json:"patches"`
+	Files      []image.ManifestFile `json:"files"`
+	Whiteouts  []string             `json:"whiteouts"`
+	Env        map[string]string    `json:"env"`
+}
+
+type imagePatchResult struct {
+	Name          string `json:"name"`
+	Variant       string `json:"variant"`
+	VariantReason string `json:"variant_reason"`
+	Outcome       string `json:"outcome"`
+	Version       string `json:"version"`
+}
+
+func newImageApplyCmd(g *Globals) *cobra.Command {
+	o := &imageApplyOptions{}
+	c := &cobra.Command{
+		Use:   "apply NAME... --base REF --out DEST",
+		Short: "Apply patches to a base image as one new layer, with env and labels",
+		Long: "Read the base image's layers (top-down, honouring whiteouts, without flattening),\n" +
+			"find sglang/flashinfer in its site-packages, plan each patch exactly as on a\n" +
+			"checkout, and write base + one patch layer (the patched files, whiteouts of their\n" +
+			"stale bytecode, /etc/smpatch/manifest.json) to an OCI layout or a registry.",
+		Args: cobra.ArbitraryArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			return runImageApply(c.Context(), g, o, args, c.OutOrStdout(), c.ErrOrStderr())
+		},
+	}
+	o.AddFlags(c)
+	return c
+}
+
+func runImageApply(ctx context.Context, g *Globals, o *imageApplyOptions, args []string, w, errw io.Writer) error {
+	if o.Base == "" || o.Tag == "" {
+		return exit.With(exit.Usage, errors.New("image apply: --base and --out are required"))
+	}
+	env, err := parseEnv(o.Env)
+	if err != nil {
+		return err
+	}
+	cat, err := g.LoadCatalog()
+	if err != nil {
+		return err
+	}
+	var ps []*patches.Patch
+	for _, n := range args {
+		p, err := cat.Get(n)
+		if err != nil {
+			return err
+		}
+		ps = append(ps, p)
+	}
+	dst, name, err := image.ParseDestination(o.Tag, image.Remote{})
+	if err != nil {
+		return exit.With(exit.Usage, fmt.Errorf("--out: %w", err))
+	}
+	if name == "" {
+		if _, ok := dst.(*image.Registry); ok {
+			return exit.With(exit.Usage, fmt.Errorf("--out %s: name a tag (REPO:TAG)", o.Tag))
+		}
+		name = "latest"
+	}
+	base, err := image.OpenBase(ctx, o.Base, image.Remote{}, imageFSOptions())
+	if err != nil {
+		return err
+	}
+	if l, ok := dst.(*image.Layout); ok && base.Ref.Kind == "layout" {
+		l.LinkFrom = base.Ref.Dir
+	}
+	cell := ""
+	if len(args) > 0 {
+		cell = strings.Join(args, "+")
+	}
+	res, err := base.Build(ctx, image.Cell{ID: cell, Patches: ps, Env: env}, image.BuildOptions{
+		Strict: o.Strict, CatalogDigest: cat.Digest(), Tool: Version,
+	})
+	if err != nil {
+		return err
+	}
+	b := res.Built
+	r := imageApplyResult{
+		Base: o.Base, BaseDigest: base.Digest.String(), Digest: b.Digest.String(),
+		PatchSet: b.Manifest.PatchSet, Files: b.Manifest.Files, Whiteouts: b.Manifest.Whiteouts, Env: b.Manifest.Env,
+		Patches: []imagePatchResult{},
+	}
+	for _, pl := range res.Plans {
+		r.Patches = append(r.Patches, imagePatchResult{
+			Name: pl.Patch.Name, Variant: patches.VariantLabel(pl.Variant), VariantReason: pl.VariantReason,
+			Outcome: string(pl.Outcome()), Version: pl.Version,
+		})
+	}
+	if ref, ok, err := dst.Has(ctx, name, b.Digest); err != nil {
+		return err
+	} else if ok {
+		r.Status, r.Ref = image.StatusSkipped, ref
+	} else {
+		ref, err := dst.Put(ctx, name, b.Image)
+		if err != nil {
+			return err
+		}
+		r.Status, r.Ref = image.StatusBuilt, ref
+	}
+	return printImageApply(w, &r, o.JSON)
+}
+
+func printImageApply(w io.Writer, r *imageApplyResult, asJSON bool) error {
+	if asJSON {
+		return WriteJSON(w, r)
+	}
+	for _, p := range r.Patches {
+		fmt.Fprintf(w, "%s: %s, variant %s (%s)\n", p.Name, p.Outcome, p.Variant, p.VariantReason)
+	}
+	for _, f := range r.Files {
+		fmt.Fprintf(w, "  %s\n", f.ImagePath)
+	}
+	for _, x := range r.Whiteouts {
+		fmt.Fprintf(w, "  removed %s\n", x)
+	}
+	verb := "wrote"
+	if r.Status == image.StatusSkipped {
+		verb = "already there:"
+	}
+	fmt.Fprintf(w, "%s %s\n", verb, r.Ref)
+	return nil
+}

@@ -1,0 +1,18 @@
+package main
+
+// Command file: journal, the parent of trust and forget.
+
+import (
+	"github.com/spf13/cobra"
+)
+
+func newJournalCmd(g *Globals) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "journal",
+		Short: "Adopt a journal smpatch did not write here, or drop an entry (docs/security.md)",
+		Args:  cobra.NoArgs,
+		RunE:  func(c *cobra.Command, _ []string) error { return c.Help() },
+	}
+	c.AddCommand(newJournalTrustCmd(g), newJournalForgetCmd(g))
+	return c
+}

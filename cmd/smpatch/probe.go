@@ -1,0 +1,366 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/smpatch/smpatch/internal/exit"
+	"github.com/smpatch/smpatch/probe"
+)
+
+type probeOptions struct {
+	SitePackages []string
+	JSON         bool
+	Image        string
+	Scan         []string
+	Entries      bool
+	Timeout      time.Duration
+}
+
+func newProbeCmd(g *Globals) *cobra.Command {
+	o := &probeOptions{}
+	c := &cobra.Command{
+		Use:   "probe",
+		Short: "Report what this machine's GPUs, CUDA toolkit and installed flashinfer can build, with evidence",
+		Long: `probe reads the GPUs (nvidia-smi, with a timeout), the CUDA toolkit, the
+Python environment's installed distributions, and what the installed
+flashinfer's JIT gates and comm headers admit per GPU major. It never imports
+torch or flashinfer. Whatever it cannot read is listed as unknown, with why.
+
+--scan FILE lists the SM targets (cubins and PTX) of CUDA binaries instead.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return runProbe(c.Context(), c.OutOrStdout(), g, o)
+		},
+	}
+	f := c.Flags()
+	f.StringArrayVar(&o.SitePackages, "site-packages", nil, "read distributions from this directory instead of asking --python (repeatable; a flashinfer checkout root works too)")
+	f.BoolVar(&o.JSON, "json", false, "print the report as JSON")
+	f.StringVar(&o.Image, "image", "", "probe a container image `REF` instead of this machine (static part only)")
+	f.StringArrayVar(&o.Scan, "scan", nil, "list the SM targets of a CUDA binary `FILE` (repeatable)")
+	f.BoolVar(&o.Entries, "entries", false, "with --scan --json: every fatbin entry header")
+	f.DurationVar(&o.Timeout, "timeout", probe.DefaultTimeout, "bound on each external command (nvidia-smi, nvcc, python)")
+	return c
+}
+
+func runProbe(ctx context.Context, w io.Writer, g *Globals, o *probeOptions) error {
+	if o.Timeout <= 0 {
+		return exit.With(exit.Usage, fmt.Errorf("probe: --timeout %s: want a positive duration, like 10s", o.Timeout))
+	}
+	if o.Entries && len(o.Scan) == 0 {
+		return exit.With(exit.Usage, errors.New("probe: --entries needs --scan"))
+	}
+	if len(o.Scan) > 0 && (g.Output != "" || o.Image != "" || len(o.SitePackages) > 0) {
+		return exit.With(exit.Usage, errors.New("probe: --scan lists one binary's targets; it takes no -o, --image or --site-packages"))
+	}
+	if len(o.Scan) > 0 {
+		return runScan(w, o)
+	}
+	var r *probe.Report
+	var err error
+	if o.Image != "" {
+		r, err = probeImageStatic(ctx, o.Image)
+		if err != nil {
+			return fmt.Errorf("probe --image %s: %w", o.Image, err)
+		}
+	} else {
+		if err := checkNamedPython(g, o); err != nil {
+			return err
+		}
+		r, err = probe.Run(ctx, probe.Options{Python: g.PythonPath(), SitePackages: o.SitePackages, Timeout: o.Timeout})
+		if err != nil {
+			return fmt.Errorf("probe: %w", err)
+		}
+	}
+	if o.JSON {
+		return WriteJSON(w, r)
+	}
+	// Without an interpreter, the site-packages came from --site-packages
+	// or from the image.
+	from := "no interpreter asked; site-packages from --site-packages"
+	if o.Image != "" {
+		from = "image " + o.Image
+	}
+	cw, paint := g.colorTarget(w)
+	printReport(w, r, from, g.Verbose, cw, paint)
+	return nil
+}
+
+func runScan(w io.Writer, o *probeOptions) error {
+	var scans []*probe.BinaryScan
+	for _, f := range o.Scan {
+		s, err := probe.ScanFile(f, o.Entries)
+		if err != nil {
+			return fmt.Errorf("probe --scan: %w", err)
+		}
+		scans = append(scans, s)
+	}
+	if o.JSON {
+		return WriteJSON(w, scans)
+	}
+	for _, s := range scans {
+		fmt.Fprintf(w, "%s: %s (ELF%d), %d fatbin containers\n", s.Path, s.Kind, s.Class, s.Containers)
+		fmt.Fprintf(w, "  cubins: %s\n", joinOrNone(s.Cubins))
+		fmt.Fprintf(w, "  ptx:    %s\n", joinOrNone(s.PTX))
+	}
+	return nil
+}
+
+func joinOrNone(ss []string) string {
+	if len(ss) == 0 {
+		return "none"
+	}
+	return strings.Join(ss, " ")
+}
+
+// printReport writes the report for people.
+func printReport(w io.Writer, r *probe.Report, from string, all bool, cw io.Writer, p painter) {
+	if h := r.Host; h != nil {
+		if why, ok := r.Unknown["host.gpus"]; ok && len(h.GPUs) == 0 {
+			// nvidia-smi hung, printed garbage or is absent: that says
+			// nothing about whether there are GPUs.
+			fmt.Fprintf(w, "GPUs: unknown (%s)\n", why)
+		} else if len(h.GPUs) == 0 {
+			fmt.Fprintf(w, "GPUs: none (%s listed none)\n", h.GPUSource)
+		} else {
+			fmt.Fprintf(w, "GPUs (%s):\n", h.GPUSource)
+			for _, g := range h.GPUs {
+				fmt.Fprintf(w, "  %s\n", gpuCSV(g, h.Driver))
+			}
+			if why, ok := r.Unknown["host.gpus.sm"]; ok {
+				fmt.Fprintf(w, "  compute capability unknown: %s\n", why)
+			}
+		}
+		if h.Driver != "" {
+			fmt.Fprintf(w, "Driver: %s\n", h.Driver)
+		}
+		if h.P2P != nil {
+			fmt.Fprintf(w, "P2P reads (nvidia-smi topo -p2p r): %s\n", p2pSummary(h.P2P))
+		} else if why, ok := r.Unknown["host.p2p"]; ok {
+			fmt.Fprintf(w, "P2P reads: unknown (%s)\n", why)
+		}
+		if tk := h.CUDAToolkit; tk != nil {
+			if tk.Version == "" {
+				fmt.Fprintf(w, "CUDA toolkit: at %s, version unknown (%s)\n", tk.Root, r.Unknown["host.cuda_toolkit.version"])
+			} else {
+				fmt.Fprintf(w, "CUDA toolkit: %s at %s (%s)\n", tk.Version, tk.Root, orDash(tk.VersionFrom))
+			}
+			if tk.NVCC != "" {
+				fmt.Fprintf(w, "  nvcc: %s\n", tk.NVCC)
+			}
+			if len(tk.Arches) > 0 {
+				fmt.Fprintf(w, "  arches: %s … %s (%d)\n", tk.Arches[0], tk.Arches[len(tk.Arches)-1], len(tk.Arches))
+			}
+		} else {
+			fmt.Fprintf(w, "CUDA toolkit: none (%s)\n", r.Unknown["host.cuda_toolkit"])
+		}
+	}
+	if py := r.Python; py != nil {
+		label := py.Executable
+		if label == "" {
+			label = from
+		}
+		if py.Version != "" {
+			label += " (Python " + py.Version + ")"
+		}
+		fmt.Fprintf(w, "Python: %s\n", label)
+		for _, sp := range py.SitePackages {
+			fmt.Fprintf(w, "  %s\n", sp)
+		}
+		if why, ok := r.Unknown["python"]; ok {
+			fmt.Fprintf(w, "  unknown: %s\n", why)
+		}
+	}
+	if why, ok := r.Unknown["python"]; ok && len(r.Packages) == 0 && len(pySitePackages(r.Python)) == 0 {
+		// Nothing was read: that says nothing about what is installed.
+		fmt.Fprintf(w, "Packages: unknown (no site-packages read: %s)\n", why)
+	} else {
+		fmt.Fprintln(w, "Packages:")
+	}
+	if len(r.Packages) == 0 && len(pySitePackages(r.Python)) > 0 {
+		fmt.Fprintln(w, "  none of "+strings.Join(probe.Dists, ", "))
+	}
+	for _, name := range probe.Dists {
+		p := r.Packages[name]
+		if p == nil {
+			continue
+		}
+		extra := ""
+		if p.CUDA != "" {
+			extra += "  cuda " + p.CUDA
+		}
+		fmt.Fprintf(w, "  %-22s %-16s %s%s\n", name, p.Version, p.Location, extra)
+		if len(p.Arches) > 0 {
+			fmt.Fprintf(w, "  %-22s arches: %s\n", "", strings.Join(p.Arches, " "))
+		}
+	}
+	if fi := r.FlashInfer; fi != nil {
+		fmt.Fprintf(w, "flashinfer %s (%s layout, %s)\n", orDash(fi.Version), fi.Layout, fi.Root)
+		if fi.SM12CUDAMin != "" {
+			fmt.Fprintf(w, "  SM 12.x needs CUDA >= %s (%s)\n", fi.SM12CUDAMin, fi.SM12CUDAMinFrom)
+		}
+		if fi.ArchList != "" {
+			fmt.Fprintf(w, "  FLASHINFER_CUDA_ARCH_LIST=%q replaces device detection\n", fi.ArchList)
+		}
+		excl := map[string][]int{}
+		var files []string
+		for _, h := range fi.HeaderExclusions {
+			if _, ok := excl[h.File]; !ok {
+				files = append(files, h.File)
+			}
+			excl[h.File] = append(excl[h.File], h.Line)
+		}
+		for _, f := range files {
+			fmt.Fprintf(w, "  header exclusions: %d in %s (lines %s)\n", len(excl[f]), f, lineList(excl[f]))
+		}
+		names := make([]string, 0, len(fi.Modules))
+		for n := range fi.Modules {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		majors := shownMajors(r)
+		fmt.Fprintf(w, "  comm module gates and verdicts (SM %s):\n", strings.Trim(strings.Join(strings.Fields(fmt.Sprint(majors)), ", "), "[]"))
+		counts := map[string]int{}
+		others := 0
+		for _, n := range names {
+			m := fi.Modules[n]
+			if !all && !isCommModule(n, m) {
+				others++
+				for _, mj := range majors {
+					counts[probe.ModuleVerdict(fi, n, mj).Verdict]++
+				}
+				continue
+			}
+			gate := m.Gate
+			if m.SMMajors != nil {
+				gate = fmt.Sprint(m.SMMajors)
+			}
+			fmt.Fprintf(w, "    %-22s gate %-12s %s\n", n, gate, m.Source)
+			for _, mj := range majors {
+				v := probe.ModuleVerdict(fi, n, mj)
+				fmt.Fprintf(w, "      SM %-3d %-18s %s\n", mj, v.Verdict, strings.Join(v.Reasons, "; "))
+			}
+		}
+		if others > 0 {
+			var parts []string
+			for _, k := range []string{probe.Supported, probe.UnsupportedGate, probe.UnsupportedHeader, probe.Unknown} {
+				if counts[k] > 0 {
+					parts = append(parts, fmt.Sprintf("%d %s", counts[k], k))
+				}
+			}
+			fmt.Fprintf(w, "  %d other modules (module × major): %s (--json or --verbose for each)\n", others, strings.Join(parts, ", "))
+		}
+	}
+	if len(r.Findings) > 0 {
+		fmt.Fprintln(w, "Findings:")
+		for _, f := range r.Findings {
+			fmt.Fprintf(cw, "  %s %s: %s\n", p.okWord(f.OK), p.text(f.Requirement), p.text(f.Evidence))
+		}
+	}
+	if len(r.Unknown) > 0 {
+		fmt.Fprintln(w, "Unknown:")
+		keys := slices.Sorted(maps.Keys(r.Unknown))
+		for _, k := range keys {
+			fmt.Fprintf(w, "  %s: %s\n", k, r.Unknown[k])
+		}
+	}
+}
+
+// gpuCSV prints a GPU the way nvidia-smi --query-gpu=index,name,uuid,
+// compute_cap,driver_version,memory.total --format=csv,noheader does.
+func gpuCSV(g probe.GPU, driver string) string {
+	mem := "[N/A]"
+	if g.MemoryMiB > 0 {
+		mem = strconv.Itoa(g.MemoryMiB) + " MiB"
+	}
+	return strings.Join([]string{strconv.Itoa(g.Index), g.Name, orNA(g.UUID), orNA(g.SM), orNA(driver), mem}, ", ")
+}
+
+func orNA(s string) string {
+	if s == "" {
+		return "[N/A]"
+	}
+	return s
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+func isCommModule(name string, m *probe.Module) bool {
+	if strings.Contains(name, "comm") || strings.Contains(name, "allreduce") {
+		return true
+	}
+	for _, s := range m.Sources {
+		if strings.Contains(s, "allreduce") {
+			return true
+		}
+	}
+	return false
+}
+
+// shownMajors are the majors of the visible GPUs, or the default set.
+func shownMajors(r *probe.Report) []int {
+	set := map[int]bool{}
+	if r.Host != nil {
+		for _, g := range r.Host.GPUs {
+			if m := g.Major(); m >= 0 {
+				set[m] = true
+			}
+		}
+	}
+	if len(set) == 0 {
+		for _, m := range []int{9, 10, 12} {
+			set[m] = true
+		}
+	}
+	var ms []int
+	for m := range set {
+		ms = append(ms, m)
+	}
+	sort.Ints(ms)
+	return ms
+}
+
+func lineList(ls []int) string {
+	var parts []string
+	for i, l := range ls {
+		if i == 6 {
+			parts = append(parts, fmt.Sprintf("… %d more", len(ls)-6))
+			break
+		}
+		parts = append(parts, strconv.Itoa(l))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func p2pSummary(m [][]string) string {
+	var bad []string
+	for i, row := range m {
+		for j, s := range row {
+			if i != j && s != "OK" {
+				bad = append(bad, fmt.Sprintf("GPU%d→GPU%d %s", i, j, s))
+			}
+		}
+	}
+	if len(bad) == 0 {
+		return fmt.Sprintf("all pairs OK (%d GPUs)", len(m))
+	}
+	if len(bad) > 6 {
+		return fmt.Sprintf("%d pairs not OK: %s …", len(bad), strings.Join(bad[:6], ", "))
+	}
+	return fmt.Sprintf("%d pairs not OK: %s", len(bad), strings.Join(bad, ", "))
+}

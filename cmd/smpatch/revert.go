@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/smpatch/smpatch/patches"
+	"github.com/smpatch/smpatch/source"
+)
+
+// smpatch revert [NAME...]: restore the original bytes.
+
+// revertOptions are the flags of smpatch revert.
+type revertOptions struct {
+	Repo  string
+	Force bool
+	JSON  bool
+}
+
+func (o *revertOptions) AddFlags(c *cobra.Command) {
+	f := c.Flags()
+	f.StringVar(&o.Repo, "repo", "", "the patched tree (default: $SMPATCH_REPO, the current checkout, or the installed package)")
+	f.BoolVar(&o.Force, "force", false, "for files changed since apply: reverse-apply only the patch's hunks, keeping other edits")
+	f.BoolVar(&o.JSON, "json", false, "print JSON")
+}
+
+func newRevertCmd(g *Globals) *cobra.Command {
+	o := &revertOptions{}
+	c := &cobra.Command{
+		Use:   "revert [NAME...]",
+		Short: "Restore the original bytes of applied patches (every applied patch when no NAME)",
+		RunE: func(c *cobra.Command, args []string) error {
+			return runRevert(c.Context(), g, o, args, c.OutOrStdout(), c.ErrOrStderr())
+		},
+	}
+	o.AddFlags(c)
+	return c
+}
+
+func runRevert(ctx context.Context, g *Globals, o *revertOptions, args []string, w, errw io.Writer) error {
+	lightGC()
+	// The journal has all a revert needs: the catalog serves names
+	// (their project, the did-you-mean) and warns about a broken
+	// --catalog directory. With neither, the built-in catalog alone
+	// has nothing to add, so it is not loaded. A broken catalog
+	// only costs the did-you-mean.
+	var cat *patches.Catalog
+	if len(args) > 0 || len(g.CatalogDirs()) > 0 {
+		var err error
+		if cat, err = g.LoadCatalog(); err != nil {
+			fmt.Fprintf(errw, "smpatch: warning: %v\n", err)
+			cat = nil
+		}
+	}
+	var project source.Project
+	if len(args) > 0 && cat != nil {
+		if p, err := cat.Get(args[0]); err == nil {
+			project = p.Project
+		}
+	}
+	t, err := resolveTree(ctx, g, o.Repo, project)
+	if err != nil {
+		return err
+	}
+	res, err := patches.Revert(ctx, t, cat, args, patches.RevertOptions{Force: o.Force})
+	if res != nil {
+		for _, r := range res.Recovered {
+			fmt.Fprintf(errw, "smpatch: %s\n", r)
+		}
+	}
+	var de *patches.DriftError
+	if err != nil && !errors.As(err, &de) {
+		return err
+	}
+	if o.JSON {
+		if jerr := WriteJSON(w, res); jerr != nil {
+			return jerr
+		}
+		return err
+	}
+	if de != nil {
+		for _, po := range res.Patches {
+			for _, f := range po.Files {
+				if f.State == "changed" {
+					fmt.Fprintf(w, "%s: %s changed since it was applied:\n", po.Name, f.Path)
+					fmt.Fprint(w, f.Diff)
+				}
+			}
+		}
+		return err
+	}
+	for _, n := range res.NotApplied {
+		fmt.Fprintf(w, "%s: not applied, nothing to revert\n", n)
+	}
+	if len(res.Patches) == 0 && len(res.NotApplied) == 0 {
+		fmt.Fprintf(w, "nothing to revert in %s\n", t.Root())
+	}
+	for _, po := range res.Patches {
+		fmt.Fprintf(w, "%s: reverted\n", po.Name)
+		for _, f := range po.Files {
+			switch f.State {
+			case "restored":
+				fmt.Fprintf(w, "  %s: original restored\n", f.Path)
+			case "already-original":
+				fmt.Fprintf(w, "  %s: already original\n", f.Path)
+			case "forced":
+				fmt.Fprintf(w, "  %s: patch hunks reverse-applied, other edits kept\n", f.Path)
+			}
+			for _, pyc := range f.PycRemoved {
+				fmt.Fprintf(w, "    removed stale bytecode %s\n", pyc)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,257 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/smpatch/smpatch/internal/requires"
+	"github.com/smpatch/smpatch/patches"
+	"github.com/smpatch/smpatch/source"
+)
+
+// smpatch show NAME: a patch's metadata and the diff it would make.
+
+// joinInts is "2, 4".
+func joinInts(ns []int) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ", ")
+}
+
+// requiresJSON is r with empty lists and maps for --json ([] and {}, not
+// null).
+func requiresJSON(r requires.Set) requires.Set {
+	r.GPUSMMajor, r.TP, r.Packages = orEmptyInts(r.GPUSMMajor), orEmptyInts(r.TP), orEmptyMap(r.Packages)
+	return r
+}
+
+type verifyJSON struct {
+	File        string `json:"file"`
+	Contains    string `json:"contains"`
+	NotContains string `json:"not_contains"`
+}
+
+type upstreamJSON struct {
+	Status     string `json:"status"`
+	PR         string `json:"pr"`
+	MergedIn   string `json:"merged_in"`
+	Marker     string `json:"marker"`
+	MarkerFile string `json:"marker_file"`
+}
+
+// showOptions are the flags of smpatch show.
+type showOptions struct {
+	Repo string
+	JSON bool
+}
+
+func (o *showOptions) AddFlags(c *cobra.Command) {
+	f := c.Flags()
+	f.StringVar(&o.Repo, "repo", "", "the tree to show the diff for (default: $SMPATCH_REPO, the current checkout, or the installed package)")
+	f.BoolVar(&o.JSON, "json", false, "print JSON")
+}
+
+func newShowCmd(g *Globals) *cobra.Command {
+	o := &showOptions{}
+	c := &cobra.Command{
+		Use:   "show NAME",
+		Short: "Show a patch: metadata, requirements, variants, and the diff it would make on a tree",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			return runShow(c.Context(), g, o, args, c.OutOrStdout(), c.ErrOrStderr())
+		},
+	}
+	o.AddFlags(c)
+	return c
+}
+
+func runShow(ctx context.Context, g *Globals, o *showOptions, args []string, w, errw io.Writer) error {
+	lightGC()
+	cat, err := g.LoadCatalog()
+	if err != nil {
+		return err
+	}
+	p, err := cat.Get(args[0])
+	if err != nil {
+		return err
+	}
+	// A tree is optional for show: an explicit --repo must work,
+	// otherwise look quietly.
+	var (
+		t       source.WritableTree
+		treeErr error
+		plan    *patches.Plan
+	)
+	t, treeErr = resolveTree(ctx, g, o.Repo, p.Project)
+	if treeErr != nil && (o.Repo != "") {
+		return treeErr
+	}
+	if t != nil {
+		recovered, err := patches.Recover(ctx, t)
+		for _, r := range recovered {
+			fmt.Fprintf(errw, "smpatch: %s\n", r)
+		}
+		if err != nil {
+			return err
+		}
+		if plan, err = patches.NewPlan(ctx, p, t, patches.PlanOptions{}); err != nil {
+			return err
+		}
+	}
+	if o.JSON {
+		out := struct {
+			Name      string        `json:"name"`
+			Project   string        `json:"project"`
+			Summary   string        `json:"summary"`
+			Links     []string      `json:"links"`
+			Origin    string        `json:"origin"`
+			File      string        `json:"file"`
+			Overrides bool          `json:"overrides"`
+			Requires  requires.Set  `json:"requires"`
+			Upstream  upstreamJSON  `json:"upstream"`
+			Variants  []variantJSON `json:"variants"`
+			Verify    []verifyJSON  `json:"verify"`
+			Uncovered []string      `json:"uncovered"`
+			Needs     []string      `json:"needs"`
+			Digest    string        `json:"digest"`
+			Tree      *treeJSON     `json:"tree"`
+			TreeError string        `json:"tree_error,omitempty"`
+			Plan      *planJSON     `json:"plan"`
+			// UpstreamMarker is where the tree shows the change is
+			// upstream ([upstream] marker), or "".
+			UpstreamMarker string `json:"upstream_marker"`
+		}{
+			Name: p.Name, Project: string(p.Project), Summary: p.Summary, Links: orEmpty(p.Links), Origin: p.Origin,
+			File: p.File, Overrides: p.Overrides,
+			Requires: requiresJSON(p.Requires),
+			Upstream: upstreamJSON{p.Upstream.Status, p.Upstream.PR, p.Upstream.MergedIn, p.Upstream.Marker, p.Upstream.MarkerFile},
+			Variants: variantsJSON(p), Verify: []verifyJSON{}, Uncovered: uncoveredJSON(p), Needs: orEmpty(p.Needs), Digest: p.Digest,
+		}
+		for _, v := range p.Verify {
+			out.Verify = append(out.Verify, verifyJSON{v.File, v.Contains, v.NotContains})
+		}
+		if t != nil {
+			out.Tree = newTreeJSON(ctx, t)
+			out.Plan = planToJSON(plan)
+			if ok, where := patches.UpstreamMarker(t, p); ok {
+				out.UpstreamMarker = where
+			}
+		} else if treeErr != nil {
+			out.TreeError = treeErr.Error()
+		}
+		return WriteJSON(w, out)
+	}
+	fmt.Fprintf(w, "%s  (%s; %s: %s)\n", p.Name, p.Project, p.Origin, p.File)
+	if p.Summary != "" {
+		fmt.Fprintf(w, "  %s\n", p.Summary)
+	}
+	if p.Overrides {
+		fmt.Fprintln(w, "  overrides the built-in patch of the same name")
+	}
+	for _, l := range p.Links {
+		fmt.Fprintf(w, "  link: %s\n", l)
+	}
+	if len(p.Needs) > 0 {
+		fmt.Fprintf(w, "needs: %s (applied first, or named before it in the same apply)\n", strings.Join(p.Needs, ", "))
+	}
+	if u := p.Upstream; u != (patches.Upstream{}) {
+		fmt.Fprintln(w, "upstream:")
+		for _, kv := range [][2]string{{"status", u.Status}, {"pr", u.PR}, {"merged_in", u.MergedIn}, {"marker", u.Marker}, {"marker_file", u.MarkerFile}} {
+			if kv[1] != "" {
+				fmt.Fprintf(w, "  %s: %s\n", kv[0], kv[1])
+			}
+		}
+	}
+	fmt.Fprintln(w, "requires:")
+	r := p.Requires
+	if r.Empty() {
+		fmt.Fprintln(w, "  nothing")
+	}
+	if len(r.GPUSMMajor) > 0 {
+		fmt.Fprintf(w, "  gpu_sm_major: %s\n", joinInts(r.GPUSMMajor))
+	}
+	if r.FlashInferModule != "" {
+		fmt.Fprintf(w, "  flashinfer_module: %s\n", r.FlashInferModule)
+	}
+	if r.CUDAMin != "" {
+		fmt.Fprintf(w, "  cuda_min: %s\n", r.CUDAMin)
+	}
+	if r.P2PAll {
+		fmt.Fprintln(w, "  p2p_all: true")
+	}
+	if len(r.TP) > 0 {
+		fmt.Fprintf(w, "  tp: %s\n", joinInts(r.TP))
+	}
+	if r.NVLink != nil {
+		fmt.Fprintf(w, "  nvlink: %t\n", *r.NVLink)
+	}
+	var pk []string
+	for k := range r.Packages {
+		pk = append(pk, k)
+	}
+	sort.Strings(pk)
+	for _, k := range pk {
+		fmt.Fprintf(w, "  package %s %s\n", k, r.Packages[k])
+	}
+	fmt.Fprintln(w, "variants:")
+	for _, v := range p.Variants {
+		vr := v.Versions
+		if vr == "" {
+			vr = "any version"
+		}
+		fmt.Fprintf(w, "  %s: %s\n", v.Name, vr)
+		for _, fd := range v.Files {
+			fmt.Fprintf(w, "    %s (%d hunks)\n", fd.Path(), len(fd.Hunks))
+		}
+		if len(v.Search) > 0 {
+			fmt.Fprintf(w, "    search: %s\n", strings.Join(v.Search, ", "))
+		}
+	}
+	if len(p.Verify) > 0 {
+		fmt.Fprintln(w, "verify:")
+		for _, v := range p.Verify {
+			if v.Contains != "" {
+				fmt.Fprintf(w, "  %s contains %q\n", v.File, v.Contains)
+			}
+			if v.NotContains != "" {
+				fmt.Fprintf(w, "  %s does not contain %q\n", v.File, v.NotContains)
+			}
+		}
+	}
+	if len(p.Uncovered) > 0 {
+		fmt.Fprintln(w, "uncovered shapes:")
+		for _, u := range p.Uncovered {
+			fmt.Fprintf(w, "  %s\n", u)
+		}
+	}
+	if t == nil {
+		fmt.Fprintf(w, "tree: none found (%v)\n", treeErr)
+		return nil
+	}
+	fmt.Fprintf(w, "tree: %s\n", patches.TreeLine(ctx, t))
+	applied := false
+	if st, err := patches.ReadState(ctx, t); err == nil {
+		if e := st.Get(p.Name); e != nil {
+			applied = true
+			fmt.Fprintf(w, "applied: yes, variant %s, %s\n", e.Variant, e.AppliedAt.Format("2006-01-02 15:04:05Z07:00"))
+		}
+	}
+	if ok, where := patches.UpstreamMarker(t, p); ok && !applied {
+		fmt.Fprintf(w, "upstream: the tree already has the upstream change (marker %q at %s)\n", p.Upstream.Marker, where)
+	}
+	printPlan(w, plan)
+	if plan.OK(false) && plan.Outcome() != patches.OutcomeAlreadyApplied {
+		fmt.Fprintln(w, "diff it would make:")
+		cw, paint := g.colorTarget(w)
+		_, _ = cw.Write(paint.diff(plan.UnifiedDiff()))
+	}
+	return nil
+}

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/smpatch/smpatch/patches"
+)
+
+// smpatch status: the patches applied to a tree.
+
+// statusOptions are the flags of smpatch status.
+type statusOptions struct {
+	Repo string
+	JSON bool
+}
+
+func (o *statusOptions) AddFlags(c *cobra.Command) {
+	f := c.Flags()
+	f.StringVar(&o.Repo, "repo", "", "the tree (default: $SMPATCH_REPO, the current checkout, or the installed package)")
+	f.BoolVar(&o.JSON, "json", false, "print JSON")
+}
+
+func newStatusCmd(g *Globals) *cobra.Command {
+	o := &statusOptions{}
+	c := &cobra.Command{
+		Use:   "status",
+		Short: "Show the patches applied to a tree and whether their files changed since",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			return runStatus(c.Context(), g, o, args, c.OutOrStdout(), c.ErrOrStderr())
+		},
+	}
+	o.AddFlags(c)
+	return c
+}
+
+func runStatus(ctx context.Context, g *Globals, o *statusOptions, args []string, w, errw io.Writer) error {
+	lightGC()
+	cat, err := g.LoadCatalog()
+	if err != nil {
+		fmt.Fprintf(errw, "smpatch: warning: %v\n", err)
+		cat = nil
+	}
+	t, err := resolveTree(ctx, g, o.Repo, "")
+	if err != nil {
+		return err
+	}
+	res, err := patches.Status(ctx, t, cat)
+	if err != nil {
+		return err
+	}
+	for _, r := range res.Recovered {
+		fmt.Fprintf(errw, "smpatch: %s\n", r)
+	}
+	if o.JSON {
+		return WriteJSON(w, res)
+	}
+	fmt.Fprintf(w, "tree: %s\n", patches.TreeLine(ctx, t))
+	if len(res.Patches) == 0 {
+		fmt.Fprintln(w, "no patches applied")
+		return nil
+	}
+	for _, ps := range res.Patches {
+		state := "clean"
+		if !ps.Clean {
+			state = "changed since apply"
+		}
+		if ps.Damaged != "" {
+			state = "journal damaged: " + ps.Damaged
+		}
+		fmt.Fprintf(w, "%s: applied %s, variant %s, %s\n", ps.Name, ps.AppliedAt.Format("2006-01-02 15:04:05Z07:00"), ps.Variant, state)
+		if ps.CatalogChanged {
+			fmt.Fprintln(w, "  the catalog's patch differs from the one applied")
+		}
+		for _, n := range ps.Notes {
+			fmt.Fprintf(w, "  note: %s\n", n)
+		}
+		for _, f := range ps.Files {
+			fmt.Fprintf(w, "  %s: %s\n", f.Path, f.State)
+		}
+	}
+	return nil
+}
