@@ -8,7 +8,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
-	"github.com/smpatch/smpatch/internal/tomlfile"
+	"github.com/smpatch/smpatch/internal/bounded"
 	"io"
 	"io/fs"
 	"maps"
@@ -154,7 +154,7 @@ const (
 func readJSONL(path string) (map[string]*Result, error) {
 	// A regular file, bounded like results.json (a link to /dev/zero must
 	// not grow until memory runs out).
-	data, err := tomlfile.ReadFileMax(nil, path, MaxSummarySize)
+	data, err := bounded.ReadFile(nil, path, MaxSummarySize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return map[string]*Result{}, nil
 	}
@@ -188,7 +188,7 @@ func readJSONL(path string) (map[string]*Result, error) {
 // it, so its cell runs again). Otherwise the next result would be glued to
 // it and the following --resume would stop at that line.
 func repairTail(path string) error {
-	data, err := tomlfile.ReadFileMax(nil, path, MaxSummarySize)
+	data, err := bounded.ReadFile(nil, path, MaxSummarySize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}

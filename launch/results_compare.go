@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/smpatch/smpatch/internal/tomlfile"
+	"github.com/smpatch/smpatch/internal/bounded"
 )
 
 // Alpha is the significance level of the A/B test: a difference is called
@@ -202,7 +202,7 @@ func ReadSummary(path string) (*Summary, error) {
 	}
 	// Results can come from elsewhere: a regular file, bounded (a link to
 	// /dev/zero once grew until the machine ran out of memory).
-	data, err := tomlfile.ReadFileMax(nil, path, MaxSummarySize)
+	data, err := bounded.ReadFile(nil, path, MaxSummarySize)
 	if err != nil {
 		return nil, err
 	}

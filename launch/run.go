@@ -17,7 +17,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/smpatch/smpatch/internal/tomlfile"
+	"github.com/smpatch/smpatch/internal/bounded"
 )
 
 // Run runs the cells and writes the results into o.Out. Cells run in order,
@@ -700,7 +700,7 @@ const maxMetricsLog = 64 << 20
 
 // readTail reads at most the last max bytes of the regular file path.
 func readTail(path string, max int64) ([]byte, error) {
-	f, fi, err := tomlfile.OpenRegular(path)
+	f, fi, err := bounded.Open(path)
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/smpatch/smpatch/internal/tomlfile"
+	"github.com/smpatch/smpatch/internal/bounded"
 )
 
 // Slurm submits the cells as a Slurm job array (one array per GPU count,
@@ -510,7 +510,7 @@ func writeNodeLog(path string, notes []byte, nodeLog string) error {
 		f.Close()
 		return err
 	}
-	if in, _, err := tomlfile.OpenRegular(nodeLog); err == nil {
+	if in, _, err := bounded.Open(nodeLog); err == nil {
 		_, err = io.Copy(f, in)
 		in.Close()
 		if err != nil {

@@ -10,8 +10,8 @@ import (
 	"path"
 	"syscall"
 
+	"github.com/smpatch/smpatch/internal/bounded"
 	"github.com/smpatch/smpatch/internal/ctxio"
-	"github.com/smpatch/smpatch/internal/tomlfile"
 )
 
 // MaxSourceFile bounds the size of one text file the probe reads (Python
@@ -74,7 +74,7 @@ func openRegular(p string) (*os.File, error) {
 	}
 	if m := fi.Mode(); !m.IsRegular() && !m.IsDir() {
 		f.Close()
-		return nil, &fs.PathError{Op: "open", Path: p, Err: fmt.Errorf("%w (%s)", ErrNotRegular, tomlfile.Kind(m))}
+		return nil, &fs.PathError{Op: "open", Path: p, Err: fmt.Errorf("%w (%s)", ErrNotRegular, bounded.Kind(m))}
 	}
 	return f, nil
 }
@@ -112,7 +112,7 @@ func (b boundedFS) ReadFile(name string) ([]byte, error) {
 		return nil, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, &fs.PathError{Op: "read", Path: name, Err: fmt.Errorf("%w (%s)", ErrNotRegular, tomlfile.Kind(fi.Mode()))}
+		return nil, &fs.PathError{Op: "read", Path: name, Err: fmt.Errorf("%w (%s)", ErrNotRegular, bounded.Kind(fi.Mode()))}
 	}
 	if fi.Size() > b.max {
 		return nil, &fs.PathError{Op: "read", Path: name, Err: fmt.Errorf("%d bytes: larger than the %d bytes the probe reads of one file", fi.Size(), b.max)}

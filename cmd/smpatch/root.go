@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -177,17 +176,10 @@ func exitCode(err error, stderr io.Writer) int {
 	if err == nil {
 		return exit.OK
 	}
-	code := exit.Code(err)
-	if code == exit.Failure && isCobraUsageError(err) {
-		code = exit.Usage
-	}
 	if !exit.IsSilent(err) {
 		fmt.Fprintf(stderr, "smpatch: %s\n", termsafe.Line(oneLine(err.Error())))
 	}
-	if errors.Is(err, context.Canceled) && code == exit.Failure {
-		code = exit.Interrupted
-	}
-	return code
+	return exitCodeOf(err)
 }
 
 func isCobraUsageError(err error) bool {

@@ -123,7 +123,7 @@ startup_timeout = "5m"
 	}
 	cmd.Process.Signal(os.Interrupt)
 	err := cmd.Wait()
-	if got := exitCodeOf(err); got != 130 {
+	if got := processExitCode(err); got != 130 {
 		t.Fatalf("exit %d, want 130:\n%s", got, stderr.String())
 	}
 	if !strings.Contains(stderr.String(), "slurm: scancel ") {
@@ -156,7 +156,7 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
-func exitCodeOf(err error) int {
+func processExitCode(err error) int {
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		return ee.ExitCode()

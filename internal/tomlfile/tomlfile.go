@@ -3,16 +3,14 @@ package tomlfile
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/smpatch/smpatch/internal/bounded"
 	"github.com/smpatch/smpatch/internal/lazyre"
 )
 
@@ -29,96 +27,7 @@ const (
 // ReadFile reads path from fsys (the local file system when nil), refusing
 // a file larger than MaxSize without reading it all.
 func ReadFile(fsys fs.FS, path string) ([]byte, error) {
-	return ReadFileMax(fsys, path, MaxSize)
-}
-
-// ReadFileMax is ReadFile with another bound, for input files that are not
-// TOML (saved results, say): a regular file of at most max bytes.
-func ReadFileMax(fsys fs.FS, path string, max int) ([]byte, error) {
-	var (
-		f   io.ReadCloser
-		err error
-	)
-	if fsys == nil {
-		f, _, err = OpenRegular(path)
-	} else if fi, serr := fs.Stat(fsys, path); serr == nil && !fi.Mode().IsRegular() {
-		// An fs.FS cannot open without blocking: look first.
-		return nil, notRegular(path, fi.Mode())
-	} else {
-		f, err = fsys.Open(path)
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if st, ok := f.(interface{ Stat() (fs.FileInfo, error) }); ok {
-		fi, err := st.Stat()
-		if err != nil {
-			return nil, err
-		}
-		if !fi.Mode().IsRegular() {
-			return nil, notRegular(path, fi.Mode())
-		}
-	}
-	data, err := io.ReadAll(io.LimitReader(f, int64(max)+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > max {
-		return nil, fmt.Errorf("%s: larger than %s: not read", path, sizeText(max))
-	}
-	return data, nil
-}
-
-// sizeText is max in MiB when it is a whole number of them, else in bytes.
-func sizeText(max int) string {
-	if max >= 1<<20 && max%(1<<20) == 0 {
-		return fmt.Sprintf("%d MiB", max>>20)
-	}
-	return fmt.Sprintf("%d bytes", max)
-}
-
-// OpenRegular opens path for reading without blocking (a named pipe must
-// not hang the open) and refuses it, closed, unless it is a regular file.
-func OpenRegular(path string) (*os.File, fs.FileInfo, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, nil, notRegular(path, fi.Mode())
-	}
-	return f, fi, nil
-}
-
-// notRegular refuses a named pipe, a device, a socket or a directory: a
-// FIFO nobody writes to would block forever, a device never ends.
-func notRegular(path string, m fs.FileMode) error {
-	return fmt.Errorf("%s: not a regular file (%s): not read", path, Kind(m))
-}
-
-// Kind names what a file that is not regular is: "a named pipe", "a
-// directory", "a character device"...
-func Kind(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	}
-	return "a " + m.Type().String()
+	return bounded.ReadFile(fsys, path, MaxSize)
 }
 
 // Decode checks data against MaxSize and MaxDepth, then decodes it into v.

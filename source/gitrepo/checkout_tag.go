@@ -20,7 +20,7 @@ import (
 	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
 	"github.com/hashicorp/go-version"
-	"github.com/smpatch/smpatch/internal/tomlfile"
+	"github.com/smpatch/smpatch/internal/bounded"
 	"github.com/smpatch/smpatch/source"
 )
 
@@ -155,7 +155,7 @@ func findDotGit(dir string) (dot, wt billy.Filesystem, err error) {
 // linked work tree or a submodule); a relative PATH is relative to dir.
 func dotGitFile(dir string) (billy.Filesystem, error) {
 	name := filepath.Join(dir, ".git")
-	b, err := tomlfile.ReadFileMax(nil, name, 64<<10) // a regular file, opened without blocking
+	b, err := bounded.ReadFile(nil, name, 64<<10) // a regular file, opened without blocking
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +178,7 @@ func dotGitFile(dir string) (billy.Filesystem, error) {
 // work tree's refs, objects and config), nil when there is none.
 func gitCommonDir(dot billy.Filesystem) (billy.Filesystem, error) {
 	name := filepath.Join(dot.Root(), "commondir")
-	b, err := tomlfile.ReadFileMax(nil, name, 64<<10) // a regular file, opened without blocking
+	b, err := bounded.ReadFile(nil, name, 64<<10) // a regular file, opened without blocking
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -212,7 +212,7 @@ func checkRefFiles(dirs []string) error {
 				return nil
 			}
 		}
-		return fmt.Errorf("%s: not a regular file (%s): git repository not read", p, tomlfile.Kind(fi.Mode()))
+		return fmt.Errorf("%s: not a regular file (%s): git repository not read", p, bounded.Kind(fi.Mode()))
 	}
 	for _, d := range dirs {
 		for _, f := range []string{"HEAD", "packed-refs", "config", "commondir", "objects/info/alternates"} {

@@ -1,0 +1,27 @@
+package main
+
+import (
+	"context"
+	"errors"
+
+	"github.com/smpatch/smpatch/internal/exit"
+)
+
+// exitCodeOf maps an error to the process exit code README.md documents.
+// Library packages return typed errors and know nothing of exit codes;
+// this is the one place that turns them into codes. Errors of the command
+// layer itself carry their code (exit.With: usage errors, --check-arch's
+// refusal).
+func exitCodeOf(err error) int {
+	switch {
+	case err == nil:
+		return exit.OK
+	case exit.Code(err) != exit.Failure:
+		return exit.Code(err)
+	case isCobraUsageError(err):
+		return exit.Usage
+	case errors.Is(err, context.Canceled):
+		return exit.Interrupted
+	}
+	return exit.Failure
+}
