@@ -57,7 +57,8 @@ func (o *applyOptions) validate(c *cobra.Command) error {
 	return nil
 }
 
-func newApplyCmd(g *Globals) *cobra.Command {
+func newApplyCmd(f *Factory) *cobra.Command {
+	g := f.Globals
 	o := &applyOptions{}
 	c := &cobra.Command{
 		Use:   "apply NAME...",

@@ -25,7 +25,8 @@ type checkOptions struct {
 	JSON      bool
 }
 
-func newCheckCmd(g *Globals) *cobra.Command {
+func newCheckCmd(f *Factory) *cobra.Command {
+	g := f.Globals
 	o := &checkOptions{}
 	c := &cobra.Command{
 		Use:   "check [--upstream PROJECT[=URL]@REF]... [--repo DIR] [--range A..B]",
@@ -43,13 +44,13 @@ directory) is checked, or with --range its git history.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return runCheck(c, g, o) },
 	}
-	f := c.Flags()
-	f.StringArrayVar(&o.Upstreams, "upstream", nil, "upstream revision PROJECT[=URL]@REF to check (repeatable), e.g. sglang@main")
-	f.StringVar(&o.Repo, "repo", "", "check this checkout (or, with --range, its history) instead of an upstream")
-	f.StringVar(&o.Range, "range", "", "walk the commits A..B (B defaults to the --upstream REF, or HEAD)")
-	f.StringVar(&o.Format, "format", "text", "report format: "+strings.Join(upstream.Formats, ", "))
-	f.BoolVar(&o.Strict, "strict", false, "count fuzzy matches as failures")
-	f.BoolVar(&o.JSON, "json", false, "same as --format json")
+	fl := c.Flags()
+	fl.StringArrayVar(&o.Upstreams, "upstream", nil, "upstream revision PROJECT[=URL]@REF to check (repeatable), e.g. sglang@main")
+	fl.StringVar(&o.Repo, "repo", "", "check this checkout (or, with --range, its history) instead of an upstream")
+	fl.StringVar(&o.Range, "range", "", "walk the commits A..B (B defaults to the --upstream REF, or HEAD)")
+	fl.StringVar(&o.Format, "format", "text", "report format: "+strings.Join(upstream.Formats, ", "))
+	fl.BoolVar(&o.Strict, "strict", false, "count fuzzy matches as failures")
+	fl.BoolVar(&o.JSON, "json", false, "same as --format json")
 	return c
 }
 

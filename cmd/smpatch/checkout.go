@@ -34,7 +34,7 @@ type checkoutOptions struct {
 	JSON bool
 }
 
-func newCheckoutCmd(g *Globals) *cobra.Command {
+func newCheckoutCmd(f *Factory) *cobra.Command {
 	o := &checkoutOptions{}
 	c := &cobra.Command{
 		Use:   "checkout PROJECT@REV --out DIR",

@@ -26,7 +26,8 @@ func probeImageStatic(ctx context.Context, ref string) (*probe.Report, error) {
 	return probe.Static(ctx, base.FS, sps)
 }
 
-func newImageCmd(g *Globals) *cobra.Command {
+func newImageCmd(f *Factory) *cobra.Command {
+	g := f.Globals
 	c := &cobra.Command{
 		Use:   "image",
 		Short: "Build images: a base image plus one reproducible patch layer (no Docker daemon)",

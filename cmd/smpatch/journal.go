@@ -6,7 +6,8 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func newJournalCmd(g *Globals) *cobra.Command {
+func newJournalCmd(f *Factory) *cobra.Command {
+	g := f.Globals
 	c := &cobra.Command{
 		Use:   "journal",
 		Short: "Adopt a journal smpatch did not write here, or drop an entry (docs/security.md)",

@@ -34,7 +34,8 @@ func (o *listOptions) AddFlags(c *cobra.Command) {
 	f.BoolVar(&o.JSON, "json", false, "print JSON")
 }
 
-func newListCmd(g *Globals) *cobra.Command {
+func newListCmd(f *Factory) *cobra.Command {
+	g := f.Globals
 	o := &listOptions{}
 	c := &cobra.Command{
 		Use:   "list",

@@ -6,7 +6,8 @@ import (
 
 // smpatch matrix: the parent of expand, render, build and run.
 
-func newMatrixCmd(g *Globals) *cobra.Command {
+func newMatrixCmd(f *Factory) *cobra.Command {
+	g := f.Globals
 	c := &cobra.Command{
 		Use:   "matrix",
 		Short: "Expand, render, build and run a TOML matrix of environment variants",

@@ -27,7 +27,8 @@ type probeOptions struct {
 	Timeout      time.Duration
 }
 
-func newProbeCmd(g *Globals) *cobra.Command {
+func newProbeCmd(f *Factory) *cobra.Command {
+	g := f.Globals
 	o := &probeOptions{}
 	c := &cobra.Command{
 		Use:   "probe",
@@ -43,13 +44,13 @@ torch or flashinfer. Whatever it cannot read is listed as unknown, with why.
 			return runProbe(c.Context(), c.OutOrStdout(), g, o)
 		},
 	}
-	f := c.Flags()
-	f.StringArrayVar(&o.SitePackages, "site-packages", nil, "read distributions from this directory instead of asking --python (repeatable; a flashinfer checkout root works too)")
-	f.BoolVar(&o.JSON, "json", false, "print the report as JSON")
-	f.StringVar(&o.Image, "image", "", "probe a container image `REF` instead of this machine (static part only)")
-	f.StringArrayVar(&o.Scan, "scan", nil, "list the SM targets of a CUDA binary `FILE` (repeatable)")
-	f.BoolVar(&o.Entries, "entries", false, "with --scan --json: every fatbin entry header")
-	f.DurationVar(&o.Timeout, "timeout", probe.DefaultTimeout, "bound on each external command (nvidia-smi, nvcc, python)")
+	fl := c.Flags()
+	fl.StringArrayVar(&o.SitePackages, "site-packages", nil, "read distributions from this directory instead of asking --python (repeatable; a flashinfer checkout root works too)")
+	fl.BoolVar(&o.JSON, "json", false, "print the report as JSON")
+	fl.StringVar(&o.Image, "image", "", "probe a container image `REF` instead of this machine (static part only)")
+	fl.StringArrayVar(&o.Scan, "scan", nil, "list the SM targets of a CUDA binary `FILE` (repeatable)")
+	fl.BoolVar(&o.Entries, "entries", false, "with --scan --json: every fatbin entry header")
+	fl.DurationVar(&o.Timeout, "timeout", probe.DefaultTimeout, "bound on each external command (nvidia-smi, nvcc, python)")
 	return c
 }
 

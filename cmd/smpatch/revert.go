@@ -28,7 +28,8 @@ func (o *revertOptions) AddFlags(c *cobra.Command) {
 	f.BoolVar(&o.JSON, "json", false, "print JSON")
 }
 
-func newRevertCmd(g *Globals) *cobra.Command {
+func newRevertCmd(f *Factory) *cobra.Command {
+	g := f.Globals
 	o := &revertOptions{}
 	c := &cobra.Command{
 		Use:   "revert [NAME...]",

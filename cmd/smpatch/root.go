@@ -71,7 +71,7 @@ func (g *Globals) PythonPath() string {
 }
 
 // commandBuilders are smpatch's commands, in the order help lists them.
-var commandBuilders = []func(*Globals) *cobra.Command{
+var commandBuilders = []func(*Factory) *cobra.Command{
 	newListCmd,
 	newShowCmd,
 	newApplyCmd,
@@ -110,8 +110,9 @@ func newRoot(g *Globals, stdout, stderr io.Writer) *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return flagError(c, err)
 	})
+	f := newFactory(g)
 	for _, build := range commandBuilders {
-		root.AddCommand(build(g))
+		root.AddCommand(build(f))
 	}
 	addOutputFlags(root, g)
 	addExamples(root)

@@ -59,7 +59,8 @@ func (o *showOptions) AddFlags(c *cobra.Command) {
 	f.BoolVar(&o.JSON, "json", false, "print JSON")
 }
 
-func newShowCmd(g *Globals) *cobra.Command {
+func newShowCmd(f *Factory) *cobra.Command {
+	g := f.Globals
 	o := &showOptions{}
 	c := &cobra.Command{
 		Use:   "show NAME",

@@ -3,17 +3,21 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
 
 	"github.com/smpatch/smpatch/patches"
+	"github.com/smpatch/smpatch/source"
 )
 
 // smpatch status: the patches applied to a tree.
 
-// statusOptions are the flags of smpatch status.
+// statusOptions are smpatch status's flags, streams and dependencies.
 type statusOptions struct {
+	IO      IOStreams
+	Catalog func() (*patches.Catalog, error)
+	Tree    func(ctx context.Context, repo string, project source.Project) (source.WritableTree, error)
+
 	Repo string
 	JSON bool
 }
@@ -24,28 +28,29 @@ func (o *statusOptions) AddFlags(c *cobra.Command) {
 	f.BoolVar(&o.JSON, "json", false, "print JSON")
 }
 
-func newStatusCmd(g *Globals) *cobra.Command {
-	o := &statusOptions{}
+func newStatusCmd(f *Factory) *cobra.Command {
+	o := &statusOptions{Catalog: f.Catalog, Tree: f.Tree}
 	c := &cobra.Command{
 		Use:   "status",
 		Short: "Show the patches applied to a tree and whether their files changed since",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			return runStatus(c.Context(), g, o, args, c.OutOrStdout(), c.ErrOrStderr())
+			o.IO = streams(c)
+			return runStatus(c.Context(), o)
 		},
 	}
 	o.AddFlags(c)
 	return c
 }
 
-func runStatus(ctx context.Context, g *Globals, o *statusOptions, args []string, w, errw io.Writer) error {
-	lightGC()
-	cat, err := g.LoadCatalog()
+func runStatus(ctx context.Context, o *statusOptions) error {
+	w, errw := o.IO.Out, o.IO.ErrOut
+	cat, err := o.Catalog()
 	if err != nil {
 		fmt.Fprintf(errw, "smpatch: warning: %v\n", err)
 		cat = nil
 	}
-	t, err := resolveTree(ctx, g, o.Repo, "")
+	t, err := o.Tree(ctx, o.Repo, "")
 	if err != nil {
 		return err
 	}

@@ -22,7 +22,8 @@ func (o *triageOptions) AddFlags(c *cobra.Command) {
 	c.Flags().StringArrayVar(&o.Signatures, "signatures", nil, "a TOML file of extra signatures, tried before the built-in ones (repeatable)")
 }
 
-func newTriageCmd(g *Globals) *cobra.Command {
+func newTriageCmd(f *Factory) *cobra.Command {
+	g := f.Globals
 	o := &triageOptions{}
 	c := &cobra.Command{
 		Use:   "triage LOG...",

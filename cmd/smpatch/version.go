@@ -63,7 +63,8 @@ type versionOptions struct {
 	outputOptions
 }
 
-func newVersionCmd(g *Globals) *cobra.Command {
+func newVersionCmd(f *Factory) *cobra.Command {
+	g := f.Globals
 	o := &versionOptions{}
 	c := &cobra.Command{
 		Use:   "version",

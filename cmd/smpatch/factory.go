@@ -1,0 +1,49 @@
+package main
+
+import (
+	"context"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/smpatch/smpatch/patches"
+	"github.com/smpatch/smpatch/source"
+)
+
+// IOStreams are a command's standard streams: what it reads, what it
+// prints as its result, and its progress, warnings and errors.
+type IOStreams struct {
+	In     io.Reader
+	Out    io.Writer
+	ErrOut io.Writer
+}
+
+// streams are c's standard streams.
+func streams(c *cobra.Command) IOStreams {
+	return IOStreams{In: c.InOrStdin(), Out: c.OutOrStdout(), ErrOut: c.ErrOrStderr()}
+}
+
+// Factory makes what the commands depend on, each on first use and once
+// per run: a command that needs no catalog, repository cache, registry or
+// cluster builds none. A command's options struct takes from it the
+// functions it needs (as fields), so its run function can be called with
+// others in tests.
+//
+// The clients that cost the most to build (go-git's transports for the
+// upstream cache, the registry client, the Kubernetes client) are made here
+// and nowhere else.
+type Factory struct {
+	*Globals // the flags every command shares
+}
+
+func newFactory(g *Globals) *Factory { return &Factory{Globals: g} }
+
+// Catalog is the built-in catalog with the --catalog directories, loaded
+// on first use.
+func (f *Factory) Catalog() (*patches.Catalog, error) { return f.LoadCatalog() }
+
+// Tree is the tree a command works on (--repo, $SMPATCH_REPO, the current
+// checkout, the installed package).
+func (f *Factory) Tree(ctx context.Context, repo string, project source.Project) (source.WritableTree, error) {
+	return source.Resolve(ctx, repo, project, f.PythonPath())
+}
