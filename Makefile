@@ -5,7 +5,7 @@ COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS := -s -w -X main.Version=$(VERSION) -X main.Commit=$(COMMIT)
 FUZZTIME ?= 5s
 
-.PHONY: all build install static generate test test-crash test-hostile demo demo-matrix demo-image demo-docker fuzz bench coverage vet clean
+.PHONY: all build install static generate architecture test test-crash test-hostile demo demo-matrix demo-image demo-docker fuzz bench coverage vet clean
 
 all: build
 
@@ -33,6 +33,11 @@ vet:
 # shape fixtures (internal/synth). Tests fail while either is stale.
 generate:
 	$(GO) generate ./patches ./internal/synth
+
+# docs/architecture.md from `go list`: the packages, their layers and the
+# direction of their imports (a test fails while it is stale).
+architecture:
+	$(GO) run ./scripts/archdoc > docs/architecture.md.tmp && mv docs/architecture.md.tmp docs/architecture.md || { rm -f docs/architecture.md.tmp; exit 1; }
 
 test: vet
 	$(GO) test -race -count=1 ./...
