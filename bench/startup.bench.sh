@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Start-up: `smpatch --version` and `smpatch-full --version` beside a Go
-# hello-world and a cobra-only command line (a root with smpatch's global
-# flags and a dozen subcommands), all four built the same way
-# (CGO_ENABLED=0, -trimpath, -ldflags '-s -w'). Go runs every linked
-# package's init before main, so start-up follows what a program links:
-# smpatch links what patching a tree needs, smpatch-full everything.
+# Start-up: `smpatch --version` beside a Go hello-world and a cobra-only
+# command line (a root with smpatch's global flags and a dozen
+# subcommands), all built the same way (CGO_ENABLED=0, -trimpath, -ldflags
+# '-s -w'); with $BENCH_BEFORE, also that binary (an earlier smpatch, to
+# compare releases side by side). Go runs every linked package's init
+# before main, so start-up follows what a program links.
 #
 # With perf: `perf stat -e task-clock,page-faults` of each, in batches of
 # 10 runs (CPU time and page faults, the median batch of $BENCH_RUNS/10);
@@ -16,7 +16,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bin="$(realpath "${1:-bin/smpatch}")"
 runs="${BENCH_RUNS:-100}"
-[ -x "$full" ] || { echo "startup.bench: $full is missing (make build builds both)" >&2; exit 1; }
+before="${BENCH_BEFORE:-}"
+[ -z "$before" ] || [ -x "$before" ] || { echo "startup.bench: \$BENCH_BEFORE=$before is not an executable" >&2; exit 1; }
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -61,6 +62,7 @@ for ((r = 0; r < (runs + 9) / 10; r++)); do
   measure hello "$work/hello"
   measure cobraonly "$work/cobraonly" --version
   measure lean "$bin" --version
+  [ -z "$before" ] || measure before "$before" --version
 done
 read -r h hf < <(result hello)
 printf '%-26s %9s %7s %8s %9s\n' "" "ms" "faults" "vs hello" "size"
@@ -73,4 +75,5 @@ row() {
 row "hello-world" hello "$work/hello"
 row "cobra-only" cobraonly "$work/cobraonly"
 row "smpatch --version" lean "$bin"
+[ -z "$before" ] || row "\$BENCH_BEFORE --version" before "$before"
 echo "load after: $(load)"
