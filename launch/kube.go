@@ -1,7 +1,6 @@
 package launch
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -17,14 +16,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
-// Kube creates each cell's Job (matrix.Job: the image from matrix build's
+// Kube creates each cell's Job (Job: the image from matrix build's
 // refs, the GPUs as nvidia.com/gpu, the pod's deadline) in a namespace,
 // follows them all at once and reads back each one's end: the Job's
 // condition, the containers' exit codes, the warning events (Insufficient
@@ -37,23 +31,21 @@ import (
 // so a manifest the API server refuses stops the run before anything is
 // created. On Ctrl-C it deletes the Jobs (and their pods) it created.
 type Kube struct {
-	// Kubeconfig is the kubeconfig file; "" for $KUBECONFIG, else
-	// ~/.kube/config.
-	Kubeconfig string
-	// Namespace holds the Jobs; it must exist.
-	Namespace string
-	// Jobs is each cell's Job, by cell id (matrix.Job renders them).
+	// Client connects to the cluster, for the namespace that holds the
+	// Jobs (NewKubeClient); Check calls it once.
+	Client func() (*KubeClient, error)
+	// Jobs is each cell's Job, by cell id (Job renders them).
 	Jobs map[string]*batchv1.Job
 	// Poll is the time between two looks at pods and events (1s when 0);
 	// Jobs themselves are watched.
 	Poll time.Duration
 
-	client  *kubeClient
+	client  *KubeClient
 	maxGPUs int64
 }
 
-// Name implements Runner.
-func (*Kube) Name() string { return "kubernetes" }
+// Kind implements Runner.
+func (*Kube) Kind() RunnerKind { return RunnerKubernetes }
 
 // Start implements Runner; Kubernetes runs cells only as a batch.
 func (*Kube) Start(context.Context, *Cell, io.Writer) (Server, error) {
@@ -64,128 +56,18 @@ func (*Kube) Start(context.Context, *Cell, io.Writer) (Server, error) {
 // watches and deletes only its own.
 const RunLabel = "smpatch.io/run"
 
-// kubeClient speaks to the API server with client-go's REST client and a
-// scheme of only the core and batch groups: the full typed clientset
-// registers every API group at start-up, in every smpatch command.
-type kubeClient struct {
-	core, batch *rest.RESTClient
-	params      runtime.ParameterCodec
-	ns          string
-}
-
-func newKubeClient(kubeconfig, ns string) (*kubeClient, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if kubeconfig != "" {
-		rules.ExplicitPath = kubeconfig
-	}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes runner: %w", err)
-	}
-	scheme := runtime.NewScheme()
-	if err := corev1.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	if err := batchv1.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	codecs := serializer.NewCodecFactory(scheme)
-	mk := func(gv schema.GroupVersion, api string) (*rest.RESTClient, error) {
-		c := rest.CopyConfig(cfg)
-		c.GroupVersion = &gv
-		c.APIPath = api
-		c.NegotiatedSerializer = codecs.WithoutConversion()
-		c.UserAgent = "smpatch"
-		if c.QPS == 0 {
-			c.QPS, c.Burst = 50, 100
-		}
-		return rest.RESTClientFor(c)
-	}
-	k := &kubeClient{params: runtime.NewParameterCodec(scheme), ns: ns}
-	if k.core, err = mk(corev1.SchemeGroupVersion, "/api"); err != nil {
-		return nil, err
-	}
-	if k.batch, err = mk(batchv1.SchemeGroupVersion, "/apis"); err != nil {
-		return nil, err
-	}
-	return k, nil
-}
-
-func (k *kubeClient) createJob(ctx context.Context, job *batchv1.Job, dryRun bool) (*batchv1.Job, error) {
-	req := k.batch.Post().Namespace(k.ns).Resource("jobs").Body(job)
-	if dryRun {
-		req = req.Param("dryRun", "All")
-	}
-	out := &batchv1.Job{}
-	return out, req.Do(ctx).Into(out)
-}
-
-func (k *kubeClient) getJob(ctx context.Context, name string) (*batchv1.Job, error) {
-	out := &batchv1.Job{}
-	return out, k.batch.Get().Namespace(k.ns).Resource("jobs").Name(name).Do(ctx).Into(out)
-}
-
-func (k *kubeClient) deleteJob(ctx context.Context, name string) error {
-	bg := metav1.DeletePropagationBackground
-	err := k.batch.Delete().Namespace(k.ns).Resource("jobs").Name(name).
-		Body(&metav1.DeleteOptions{PropagationPolicy: &bg}).Do(ctx).Error()
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
-}
-
-func (k *kubeClient) listJobs(ctx context.Context, selector string) (*batchv1.JobList, error) {
-	out := &batchv1.JobList{}
-	return out, k.batch.Get().Namespace(k.ns).Resource("jobs").
-		VersionedParams(&metav1.ListOptions{LabelSelector: selector}, k.params).Do(ctx).Into(out)
-}
-
-func (k *kubeClient) listPods(ctx context.Context, selector string) (*corev1.PodList, error) {
-	out := &corev1.PodList{}
-	return out, k.core.Get().Namespace(k.ns).Resource("pods").
-		VersionedParams(&metav1.ListOptions{LabelSelector: selector}, k.params).Do(ctx).Into(out)
-}
-
-func (k *kubeClient) deletePods(ctx context.Context, selector string) error {
-	return k.core.Delete().Namespace(k.ns).Resource("pods").
-		VersionedParams(&metav1.ListOptions{LabelSelector: selector}, k.params).Do(ctx).Error()
-}
-
-// events lists the events of one object (by uid: an earlier Job of the
-// same name has its own).
-func (k *kubeClient) events(ctx context.Context, uid string) (*corev1.EventList, error) {
-	out := &corev1.EventList{}
-	return out, k.core.Get().Namespace(k.ns).Resource("events").
-		VersionedParams(&metav1.ListOptions{FieldSelector: "involvedObject.uid=" + uid}, k.params).Do(ctx).Into(out)
-}
-
-func (k *kubeClient) logs(ctx context.Context, pod, container string) ([]byte, error) {
-	return k.core.Get().Namespace(k.ns).Resource("pods").Name(pod).SubResource("log").
-		Param("container", container).Do(ctx).Raw()
-}
-
-// Check connects, checks that the namespace exists and sends every Job to
-// the API server as a server-side dry run (ValidateJobs), before anything is
-// written or created.
-func (k *Kube) Check() error {
-	if k.Namespace == "" {
-		k.Namespace = "default"
-	}
-	c, err := newKubeClient(k.Kubeconfig, k.Namespace)
-	if err != nil {
+// Check implements Runner: it connects, checks that the namespace exists
+// and sends every Job to the API server as a server-side dry run
+// (ValidateJobs), before anything is written or created.
+func (k *Kube) Check(ctx context.Context) error {
+	if err := k.connect(); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	nctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	err = c.core.Get().Resource("namespaces").Name(k.Namespace).Do(ctx).Into(&corev1.Namespace{})
-	switch {
-	case apierrors.IsNotFound(err):
-		return fmt.Errorf("kubernetes runner: namespace %s does not exist (create it, or pass --namespace)", k.Namespace)
-	case err != nil:
-		return fmt.Errorf("kubernetes runner: %s: %w", c.core.Get().URL().Host, err)
+	if err := k.client.checkNamespace(nctx); err != nil {
+		return err
 	}
-	k.client = c
 	// Every Job, before anything is written or created: a manifest the API
 	// server refuses stops the run here.
 	ids := make([]string, 0, len(k.Jobs))
@@ -197,20 +79,32 @@ func (k *Kube) Check() error {
 	for i, id := range ids {
 		cells[i] = &Cell{ID: id}
 	}
-	vctx, vcancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	vctx, vcancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer vcancel()
 	return k.ValidateJobs(vctx, cells)
+}
+
+// connect makes the client once.
+func (k *Kube) connect() error {
+	if k.client != nil {
+		return nil
+	}
+	if k.Client == nil {
+		return errors.New("kubernetes runner: no cluster to connect to")
+	}
+	c, err := k.Client()
+	if err != nil {
+		return err
+	}
+	k.client = c
+	return nil
 }
 
 // ValidateJobs sends every cell's Job to the API server as a server-side
 // dry run; the first refusal names its cell.
 func (k *Kube) ValidateJobs(ctx context.Context, cells []*Cell) error {
-	if k.client == nil {
-		c, err := newKubeClient(k.Kubeconfig, k.Namespace)
-		if err != nil {
-			return err
-		}
-		k.client = c
+	if err := k.connect(); err != nil {
+		return err
 	}
 	for _, c := range cells {
 		job := k.Jobs[c.ID]
@@ -255,11 +149,12 @@ type kubeTask struct {
 // RunBatch implements BatchRunner.
 func (k *Kube) RunBatch(ctx context.Context, cells []*Cell, o *Options, record func(*Cell, *Result) error) error {
 	if k.client == nil {
-		if err := k.Check(); err != nil {
+		if err := k.Check(ctx); err != nil {
 			return err
 		}
 	}
 	c := k.client
+	ns := c.Namespace()
 	run := newRunID()
 	sel := RunLabel + "=" + run
 	poll := k.Poll
@@ -278,7 +173,7 @@ func (k *Kube) RunBatch(ctx context.Context, cells []*Cell, o *Options, record f
 		}
 		if len(created) > 0 {
 			errs = errors.Join(errs, c.deletePods(dctx, sel))
-			o.Progress("kubernetes: deleted %d Job(s) of run %s in namespace %s", len(created), run, k.Namespace)
+			o.Progress("kubernetes: deleted %d Job(s) of run %s in namespace %s", len(created), run, ns)
 		}
 		return errs
 	}
@@ -289,7 +184,7 @@ func (k *Kube) RunBatch(ctx context.Context, cells []*Cell, o *Options, record f
 			return cleanup()
 		}
 		job := k.Jobs[cell.ID].DeepCopy()
-		job.Namespace = k.Namespace
+		job.Namespace = ns
 		setLabel(&job.ObjectMeta, RunLabel, run)
 		setLabel(&job.Spec.Template.ObjectMeta, RunLabel, run)
 		if err := k.replaceStale(ctx, job.Name); err != nil {
@@ -316,7 +211,7 @@ func (k *Kube) RunBatch(ctx context.Context, cells []*Cell, o *Options, record f
 		t := &kubeTask{cell: cell, job: got.Name, created: time.Now(), gpus: jobGPUs(got), deadline: podDeadline(got)}
 		tasks = append(tasks, t)
 		byJob[got.Name] = t
-		o.Progress("%s: created Job %s/%s", o.tag(cell.ID), k.Namespace, got.Name)
+		o.Progress("%s: created Job %s/%s", o.tag(cell.ID), ns, got.Name)
 	}
 	left := len(tasks)
 	tick := time.NewTicker(poll)
@@ -514,8 +409,7 @@ func (k *Kube) watch(ctx context.Context, sel string) <-chan batchv1.Job {
 	ch := make(chan batchv1.Job)
 	go func() {
 		defer close(ch)
-		w, err := k.client.batch.Get().Namespace(k.Namespace).Resource("jobs").
-			VersionedParams(&metav1.ListOptions{LabelSelector: sel, Watch: true}, k.client.params).Watch(ctx)
+		w, err := k.client.watchJobs(ctx, sel)
 		if err != nil {
 			select {
 			case <-ctx.Done():
@@ -549,7 +443,7 @@ func (k *Kube) replaceStale(ctx context.Context, name string) error {
 		return err
 	}
 	if old.Labels["app.kubernetes.io/managed-by"] != "smpatch" {
-		return fmt.Errorf("Job %s/%s exists and was not made by smpatch; delete or rename it", k.Namespace, name)
+		return fmt.Errorf("Job %s/%s exists and was not made by smpatch; delete or rename it", k.client.Namespace(), name)
 	}
 	if err := k.client.deleteJob(ctx, name); err != nil {
 		return err
@@ -564,7 +458,7 @@ func (k *Kube) replaceStale(ctx context.Context, name string) error {
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
-	return fmt.Errorf("Job %s/%s left by an earlier run is still being deleted", k.Namespace, name)
+	return fmt.Errorf("Job %s/%s left by an earlier run is still being deleted", k.client.Namespace(), name)
 }
 
 // checkPending notes, for each cell whose pod the scheduler cannot place,
@@ -620,12 +514,10 @@ func (k *Kube) checkPending(ctx context.Context, tasks []*kubeTask, sel string, 
 			t.waiting = time.Now()
 		}
 		if t.pending != "" && t.never == "" && k.maxGPUs >= 0 && t.gpus > k.maxGPUs {
-			t.never = fmt.Sprintf("no node has %d %s (the most any node has: %d)", t.gpus, gpuResourceName, k.maxGPUs)
+			t.never = fmt.Sprintf("no node has %d %s (the most any node has: %d)", t.gpus, gpuResource, k.maxGPUs)
 		}
 	}
 }
-
-const gpuResourceName = "nvidia.com/gpu"
 
 // jobGPUs is what a Job's pod asks for of nvidia.com/gpu: its containers'
 // limits and its sidecars'.
@@ -633,7 +525,7 @@ func jobGPUs(j *batchv1.Job) int64 {
 	var n int64
 	spec := j.Spec.Template.Spec
 	for _, c := range append(append([]corev1.Container{}, spec.InitContainers...), spec.Containers...) {
-		if q, ok := c.Resources.Limits[corev1.ResourceName(gpuResourceName)]; ok {
+		if q, ok := c.Resources.Limits[gpuResource]; ok {
 			n += q.Value()
 		}
 	}
@@ -643,13 +535,13 @@ func jobGPUs(j *batchv1.Job) int64 {
 // nodeGPUs is the most nvidia.com/gpu any node can give, -1 when the nodes
 // cannot be listed (the user may not be allowed to).
 func (k *Kube) nodeGPUs(ctx context.Context) int64 {
-	nodes := &corev1.NodeList{}
-	if err := k.client.core.Get().Resource("nodes").Do(ctx).Into(nodes); err != nil {
+	nodes, err := k.client.listNodes(ctx)
+	if err != nil {
 		return -1
 	}
 	var most int64
 	for _, n := range nodes.Items {
-		if q, ok := n.Status.Allocatable[corev1.ResourceName(gpuResourceName)]; ok && q.Value() > most {
+		if q, ok := n.Status.Allocatable[gpuResource]; ok && q.Value() > most {
 			most = q.Value()
 		}
 	}
@@ -682,7 +574,7 @@ func (k *Kube) collect(ctx context.Context, t *kubeTask, job *batchv1.Job, end *
 	}
 	defer f.Close()
 	sink := newLogSink(f, o.Signatures)
-	sink.Note(fmt.Sprintf("cell %s (runner kubernetes): Job %s/%s", cell.ID, k.Namespace, t.job))
+	sink.Note(fmt.Sprintf("cell %s (runner kubernetes): Job %s/%s", cell.ID, k.client.Namespace(), t.job))
 
 	pods, _ := k.client.listPods(ctx, "job-name="+t.job)
 	var items []corev1.Pod
@@ -697,7 +589,7 @@ func (k *Kube) collect(ctx context.Context, t *kubeTask, job *batchv1.Job, end *
 			overdue = &items[i]
 		}
 	}
-	var benchOut bytes.Buffer
+	benchOut := tailBuffer{max: maxMetricsLog}
 	benchName := ""
 	if cs := job.Spec.Template.Spec.Containers; len(cs) > 0 {
 		benchName = cs[0].Name
@@ -724,17 +616,8 @@ func (k *Kube) collect(ctx context.Context, t *kubeTask, job *batchv1.Job, end *
 			if cs.State.Waiting != nil {
 				continue
 			}
-			data, err := k.client.logs(ctx, p.Name, cs.Name)
-			if err != nil {
+			if err := k.copyLog(ctx, sink, &benchOut, p.Name, cs.Name, cs.Name == benchName); err != nil {
 				sink.Note(fmt.Sprintf("pod %s container %s: no log: %s", p.Name, cs.Name, oneLineErr(err)))
-				continue
-			}
-			sink.Write(data)
-			if len(data) > 0 && data[len(data)-1] != '\n' {
-				sink.Write([]byte("\n"))
-			}
-			if cs.Name == benchName {
-				benchOut.Write(data)
 			}
 		}
 	}
@@ -811,6 +694,60 @@ func (k *Kube) collect(ctx context.Context, t *kubeTask, job *batchv1.Job, end *
 	}
 	progressResult(o, cell, r)
 	return r
+}
+
+// copyLog streams a container's log into the cell's log (at most
+// MaxCellLog of it, and ending with a newline), and, for the bench, the
+// end of it into bench.
+func (k *Kube) copyLog(ctx context.Context, sink *logSink, bench *tailBuffer, pod, container string, isBench bool) error {
+	w := &lastByte{w: sink}
+	var dst io.Writer = w
+	if isBench {
+		dst = io.MultiWriter(w, bench)
+	}
+	n, err := k.client.logs(ctx, pod, container, dst, MaxCellLog)
+	if w.last != 0 && w.last != '\n' {
+		sink.Write([]byte("\n"))
+	}
+	if n == MaxCellLog {
+		sink.Note(fmt.Sprintf("pod %s container %s: the log past %d GiB was not read", pod, container, MaxCellLog>>30))
+	}
+	return err
+}
+
+// lastByte passes writes on and remembers the last byte written.
+type lastByte struct {
+	w    io.Writer
+	last byte
+}
+
+func (l *lastByte) Write(p []byte) (int, error) {
+	if len(p) > 0 {
+		l.last = p[len(p)-1]
+	}
+	return l.w.Write(p)
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	buf []byte
+	max int
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > 2*t.max {
+		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+// Bytes is the last max bytes written.
+func (t *tailBuffer) Bytes() []byte {
+	if len(t.buf) > t.max {
+		return t.buf[len(t.buf)-t.max:]
+	}
+	return t.buf
 }
 
 func eventTime(e *corev1.Event) time.Time {

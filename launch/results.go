@@ -40,8 +40,8 @@ type Result struct {
 	Patches []string    `json:"patches"`
 	Status  Status      `json:"status"`
 	// Reason says why a cell failed, was pruned or skipped.
-	Reason string `json:"reason,omitempty"`
-	Runner string `json:"runner,omitempty"`
+	Reason string     `json:"reason,omitempty"`
+	Runner RunnerKind `json:"runner,omitempty"`
 	// Launch is the cell's server command line, shell-quoted.
 	Launch string `json:"launch,omitempty"`
 	// Started is when the cell started (RFC 3339); empty for cells not run.
@@ -76,10 +76,10 @@ func (r *Result) Finished() bool { return r.Status == StatusOK || r.Status == St
 
 // Summary is a whole run.
 type Summary struct {
-	Name     string   `json:"name"`
-	Runner   string   `json:"runner"`
-	Baseline string   `json:"baseline,omitempty"`
-	Metrics  []string `json:"metrics"`
+	Name     string     `json:"name"`
+	Runner   RunnerKind `json:"runner"`
+	Baseline string     `json:"baseline,omitempty"`
+	Metrics  []string   `json:"metrics"`
 	// Repeat is how many times each cell ran (a fresh server each time).
 	Repeat  int       `json:"repeat,omitempty"`
 	Results []*Result `json:"results"`

@@ -40,7 +40,7 @@ func selfPath() (string, error) {
 // slurmCommand is the command line each task of the slurm runner runs:
 // this smpatch on the same matrix file with the options that decide how a
 // cell runs.
-func (o *matrixRunOptions) slurmCommand(g *Globals, file string) ([]string, error) {
+func (o *matrixRunOptions) slurmCommand() ([]string, error) {
 	self := o.Smpatch
 	if self == "" {
 		var err error
@@ -55,13 +55,13 @@ func (o *matrixRunOptions) slurmCommand(g *Globals, file string) ([]string, erro
 		return p
 	}
 	cmd := []string{self}
-	for _, c := range g.Catalogs {
+	for _, c := range o.Catalogs {
 		cmd = append(cmd, "--catalog", abs(c))
 	}
-	if g.Python != "" {
-		cmd = append(cmd, "--python", g.Python)
+	if o.Python != "" {
+		cmd = append(cmd, "--python", o.Python)
 	}
-	cmd = append(cmd, "matrix", "run", abs(file))
+	cmd = append(cmd, "matrix", "run", abs(o.File))
 	if o.ProbeFile != "" {
 		cmd = append(cmd, "--probe-file", abs(o.ProbeFile))
 	}
