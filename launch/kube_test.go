@@ -59,7 +59,7 @@ func TestKubeJobManifestsDryRun(t *testing.T) {
 		for _, c := range x.Cells {
 			refs[c.ID] = image
 		}
-		files, err := matrix.Render(x, matrix.RenderOptions{Refs: refs})
+		files, err := matrix.Render(x, matrix.RenderOptions{Refs: refs, Job: JobYAML})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -124,7 +124,7 @@ func (m *Matrix) Expand(opts ExpandOptions) (*Expansion, error) {
 	limit := opts.MaxCells
 	if limit <= 0 {
 		if m.MaxCells > MaxFileCells {
-			return nil, m.errf(m.lines.line("max_cells"), "max_cells %d: a matrix file may ask for at most %d cells; pass --max-cells %d to expand more", m.MaxCells, MaxFileCells, m.MaxCells)
+			return nil, m.errf(m.line("max_cells"), "max_cells %d: a matrix file may ask for at most %d cells; pass --max-cells %d to expand more", m.MaxCells, MaxFileCells, m.MaxCells)
 		}
 		limit = m.MaxCells
 	}
@@ -741,11 +741,11 @@ func (m *Matrix) render(cells []*Cell) error {
 	}
 	cmd, err := compile(l.Command)
 	if err != nil {
-		return m.errf(m.lines.line("launch", "command"), "launch.command: %v", err)
+		return m.errf(m.line("launch", "command"), "launch.command: %v", err)
 	}
 	bench, err := compile(l.Bench)
 	if err != nil {
-		return m.errf(m.lines.line("launch", "bench"), "launch.bench: %v", err)
+		return m.errf(m.line("launch", "bench"), "launch.bench: %v", err)
 	}
 	envKeys := sortedKeys(l.Env)
 	envVals := make([]string, len(envKeys))
@@ -754,11 +754,11 @@ func (m *Matrix) render(cells []*Cell) error {
 	}
 	env, err := compile(envVals)
 	if err != nil {
-		return m.errf(m.lines.line("launch", "env"), "launch.env: %v", err)
+		return m.errf(m.line("launch", "env"), "launch.env: %v", err)
 	}
 	one, err := compile([]string{l.Workdir, l.Health})
 	if err != nil {
-		return m.errf(m.lines.line("launch"), "launch: %v", err)
+		return m.errf(m.line("launch"), "launch: %v", err)
 	}
 	var b strings.Builder
 	var c *Cell
@@ -784,7 +784,7 @@ func (m *Matrix) render(cells []*Cell) error {
 	for _, c = range cells {
 		out, err := run(cmd, make([]string, 0, len(cmd)+len(c.Args)+1))
 		if err != nil {
-			return m.errf(m.lines.line("launch", "command"), "launch.command for %s: %v", c.ID, err)
+			return m.errf(m.line("launch", "command"), "launch.command for %s: %v", c.ID, err)
 		}
 		c.Command = append(out, c.Args...)
 		if c.Args == nil {
@@ -792,21 +792,21 @@ func (m *Matrix) render(cells []*Cell) error {
 		}
 		if len(bench) > 0 {
 			if c.Bench, err = run(bench, nil); err != nil {
-				return m.errf(m.lines.line("launch", "bench"), "launch.bench for %s: %v", c.ID, err)
+				return m.errf(m.line("launch", "bench"), "launch.bench for %s: %v", c.ID, err)
 			}
 		}
 		for i, k := range envKeys {
 			v, err := env[i].exec(c, data, &b)
 			if err != nil {
-				return m.errf(m.lines.line("launch", "env", k), "launch.env.%s for %s: %v", k, c.ID, err)
+				return m.errf(m.line("launch", "env", k), "launch.env.%s for %s: %v", k, c.ID, err)
 			}
 			c.Env[k] = v
 		}
 		if c.Workdir, err = one[0].exec(c, data, &b); err != nil {
-			return m.errf(m.lines.line("launch", "workdir"), "launch.workdir for %s: %v", c.ID, err)
+			return m.errf(m.line("launch", "workdir"), "launch.workdir for %s: %v", c.ID, err)
 		}
 		if c.Health, err = one[1].exec(c, data, &b); err != nil {
-			return m.errf(m.lines.line("launch", "health"), "launch.health for %s: %v", c.ID, err)
+			return m.errf(m.line("launch", "health"), "launch.health for %s: %v", c.ID, err)
 		}
 		if c.TP == 0 {
 			c.TP = l.TP
@@ -845,7 +845,7 @@ func (m *Matrix) resolveBaseline(x *Expansion, cells []*Cell) error {
 			}
 		}
 		if x.Baseline == "" {
-			return m.errf(m.lines.line("launch", "baseline"), "launch.baseline: no cell has id %q", l.BaselineID)
+			return m.errf(m.line("launch", "baseline"), "launch.baseline: no cell has id %q", l.BaselineID)
 		}
 	case l.Baseline != nil:
 		var found []*Cell

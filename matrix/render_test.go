@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/render")

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/BurntSushi/toml"
 	"github.com/hashicorp/go-version"
 
 	"github.com/smpatch/smpatch/internal/tomlfile"
@@ -115,7 +114,8 @@ func ParseRules(file string, data []byte, m *Matrix) ([]*Rule, error) {
 	if err != nil {
 		return nil, err
 	}
-	li := indexLines(string(data))
+	li := tomlfile.IndexLines(data)
+	lineOf := func(k ...string) int { return li.Line(k) }
 	errf := func(line int, format string, args ...any) error {
 		if line > 0 {
 			return fmt.Errorf("%s:%d: %s", file, line, fmt.Sprintf(format, args...))
@@ -123,22 +123,22 @@ func ParseRules(file string, data []byte, m *Matrix) ([]*Rule, error) {
 		return fmt.Errorf("%s: %s", file, fmt.Sprintf(format, args...))
 	}
 	if k := caseMismatch(md, reflect.TypeOf(rf)); k != nil {
-		return nil, errf(li.line(k...), "unknown key %q (keys are lower case)", k.String())
+		return nil, errf(li.Line(k), "unknown key %q (keys are lower case)", k.String())
 	}
-	if err := tomlfile.UnknownError(file, md, [][]string{{"rule", "when"}}, func(k toml.Key) int { return li.line(k...) }); err != nil {
+	if err := tomlfile.UnknownError(file, md, [][]string{{"rule", "when"}}, li.Line); err != nil {
 		return nil, err
 	}
 	if !md.IsDefined("version") {
 		return nil, errf(1, "version is missing: a rules file starts with version = %d", RulesVersion)
 	}
 	if rf.Version != RulesVersion {
-		return nil, errf(li.line("version"), "rules version %d is not supported (this smpatch reads version %d)", rf.Version, RulesVersion)
+		return nil, errf(lineOf("version"), "rules version %d is not supported (this smpatch reads version %d)", rf.Version, RulesVersion)
 	}
 	var out []*Rule
 	names := map[string]bool{}
 	for i, fr := range rf.Rule {
 		idx := strconv.Itoa(i)
-		line := li.line("rule", idx)
+		line := lineOf("rule", idx)
 		r := &Rule{Name: fr.Name, Action: fr.Action, Flag: fr.Flag, Reason: fr.Reason, Source: fr.Source,
 			Where: fmt.Sprintf("%s:%d", file, line), file: file}
 		if r.Name == "" || slug(r.Name) != r.Name {
@@ -151,14 +151,14 @@ func ParseRules(file string, data []byte, m *Matrix) ([]*Rule, error) {
 		switch r.Action {
 		case "prune", "warn":
 			if r.Flag != "" {
-				return nil, errf(li.line("rule", idx, "flag"), "rule %q: flag is only for action require-flag", r.Name)
+				return nil, errf(lineOf("rule", idx, "flag"), "rule %q: flag is only for action require-flag", r.Name)
 			}
 		case "require-flag":
 			if !flagKeyRe().MatchString(r.Flag) {
-				return nil, errf(li.line("rule", idx, "flag"), "rule %q: require-flag needs flag = \"--name\"", r.Name)
+				return nil, errf(lineOf("rule", idx, "flag"), "rule %q: require-flag needs flag = \"--name\"", r.Name)
 			}
 		default:
-			return nil, errf(li.line("rule", idx, "action"), "rule %q: action %q is not prune, warn or require-flag", r.Name, r.Action)
+			return nil, errf(lineOf("rule", idx, "action"), "rule %q: action %q is not prune, warn or require-flag", r.Name, r.Action)
 		}
 		if r.Reason == "" {
 			return nil, errf(line, "rule %q: reason is missing", r.Name)
@@ -166,9 +166,9 @@ func ParseRules(file string, data []byte, m *Matrix) ([]*Rule, error) {
 		if r.Source == "" {
 			return nil, errf(line, "rule %q: source is missing (a link to where the fact comes from)", r.Name)
 		}
-		c, err := parseCond(fr.When, m, func(key string) int { return li.line("rule", idx, "when", key) })
+		c, err := parseCond(fr.When, m, func(key string) int { return lineOf("rule", idx, "when", key) })
 		if err != nil {
-			l := li.line("rule", idx, "when")
+			l := lineOf("rule", idx, "when")
 			var ce condErr
 			if asCondErr(err, &ce) {
 				l = ce.line
