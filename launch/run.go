@@ -704,7 +704,7 @@ func readTail(path string, max int64) ([]byte, error) {
 			return nil, err
 		}
 	}
-	return io.ReadAll(io.LimitReader(f, max))
+	return bounded.ReadAll(f, int(max), path)
 }
 
 func captureMetrics(metrics []Metric, out []byte) (map[string]float64, error) {

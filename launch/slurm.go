@@ -499,7 +499,8 @@ func progressResult(o *Options, c *Cell, r *Result) {
 }
 
 // writeNodeLog writes the cell's log here: the notes, then the log the task
-// wrote on the node, copied as a stream (a server's log may be gigabytes).
+// wrote on the node, copied as a stream (a server's log may be gigabytes),
+// at most MaxCellLog of it.
 func writeNodeLog(path string, notes []byte, nodeLog string) error {
 	f, err := os.Create(path)
 	if err != nil {
@@ -510,7 +511,7 @@ func writeNodeLog(path string, notes []byte, nodeLog string) error {
 		return err
 	}
 	if in, _, err := bounded.Open(nodeLog); err == nil {
-		_, err = io.Copy(f, in)
+		_, err = io.Copy(f, io.LimitReader(in, MaxCellLog))
 		in.Close()
 		if err != nil {
 			f.Close()

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/smpatch/smpatch/internal/tomlfile"
+	"github.com/smpatch/smpatch/internal/bounded"
 )
 
 // GitHubMatrixLimit is the most jobs a GitHub Actions matrix may hold.
@@ -141,11 +141,14 @@ func shellComment(s string) string {
 	return b.String()
 }
 
+// MaxRefsSize bounds a refs file: a few hundred bytes per cell.
+const MaxRefsSize = 4 << 20
+
 // ReadRefs reads a refs file: a JSON object of cell id -> image reference.
 // It is read like every input file: a regular file (a named pipe would
-// block forever) of at most tomlfile.MaxSize bytes.
+// block forever) of at most MaxRefsSize bytes.
 func ReadRefs(path string) (map[string]string, error) {
-	data, err := tomlfile.ReadFile(nil, path)
+	data, err := bounded.ReadFile(nil, path, MaxRefsSize)
 	if err != nil {
 		return nil, err
 	}
@@ -474,6 +477,9 @@ const (
 	renderMarkerText = "{\"format\": \"smpatch-render\", \"version\": 1}\n"
 )
 
+// maxMarkerSize bounds what is read of a render marker.
+const maxMarkerSize = 4096
+
 // ErrNotRendered is returned by WriteRender for an existing directory it
 // must not replace.
 var ErrNotRendered = errors.New("not written by smpatch matrix render")
@@ -481,7 +487,7 @@ var ErrNotRendered = errors.New("not written by smpatch matrix render")
 // checkRendered reports whether dir holds the marker of an earlier render
 // in a format this version writes.
 func checkRendered(dir string) error {
-	b, err := os.ReadFile(filepath.Join(dir, RenderMarker))
+	b, err := bounded.ReadFile(nil, filepath.Join(dir, RenderMarker), maxMarkerSize)
 	if err != nil {
 		return fmt.Errorf("%s is not empty and was %w (no %s marker); choose another --out or remove it", dir, ErrNotRendered, RenderMarker)
 	}
