@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 	"time"
@@ -153,100 +152,134 @@ func (k *Kube) RunBatch(ctx context.Context, cells []*Cell, o *Options, record f
 			return err
 		}
 	}
-	c := k.client
-	ns := c.Namespace()
-	run := newRunID()
-	sel := RunLabel + "=" + run
+	r := &kubeRun{k: k, c: k.client, o: o, record: record, id: newRunID(), byJob: map[string]*kubeTask{}}
+	r.sel = RunLabel + "=" + r.id
+	k.maxGPUs = k.nodeGPUs(ctx)
+	if !r.create(ctx, cells) {
+		return r.cleanup()
+	}
 	poll := k.Poll
 	if poll <= 0 {
 		poll = time.Second
 	}
-	var tasks []*kubeTask
-	byJob := map[string]*kubeTask{}
-	var created []string
-	cleanup := func() error {
-		dctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		var errs error
-		for _, name := range created {
-			errs = errors.Join(errs, c.deleteJob(dctx, name))
-		}
-		if len(created) > 0 {
-			errs = errors.Join(errs, c.deletePods(dctx, sel))
-			o.Progress("kubernetes: deleted %d Job(s) of run %s in namespace %s", len(created), run, ns)
-		}
-		return errs
-	}
-	k.maxGPUs = k.nodeGPUs(ctx)
-	var recErr error
+	return r.follow(ctx, poll)
+}
+
+// kubeRun is one RunBatch: the Jobs it created, labelled with its id, and
+// the cells' tasks.
+type kubeRun struct {
+	k       *Kube
+	c       *KubeClient
+	o       *Options
+	record  func(*Cell, *Result) error
+	id, sel string // the run's id, and the label selector of its Jobs and pods
+
+	tasks   []*kubeTask
+	byJob   map[string]*kubeTask
+	created []string // the Jobs created, to delete on Ctrl-C
+	left    int      // tasks not done
+	recErr  error
+}
+
+// create creates every cell's Job; a cell whose Job cannot be created
+// fails. It reports false when ctx ended first.
+func (r *kubeRun) create(ctx context.Context, cells []*Cell) bool {
+	ns := r.c.Namespace()
 	for _, cell := range cells {
 		if ctx.Err() != nil {
-			return cleanup()
+			return false
 		}
-		job := k.Jobs[cell.ID].DeepCopy()
+		job := r.k.Jobs[cell.ID].DeepCopy()
 		job.Namespace = ns
-		setLabel(&job.ObjectMeta, RunLabel, run)
-		setLabel(&job.Spec.Template.ObjectMeta, RunLabel, run)
-		if err := k.replaceStale(ctx, job.Name); err != nil {
-			r := newResult(cell, *o)
-			r.Log = ""
-			r.Status, r.Reason = StatusFailed, "kubernetes: "+oneLineErr(err)
-			progressResult(o, cell, r)
-			recErr = errors.Join(recErr, record(cell, r))
+		setLabel(&job.ObjectMeta, RunLabel, r.id)
+		setLabel(&job.Spec.Template.ObjectMeta, RunLabel, r.id)
+		if err := r.k.replaceStale(ctx, job.Name); err != nil {
+			r.fail(cell, "kubernetes: "+oneLineErr(err))
 			continue
 		}
-		got, err := c.createJob(ctx, job, false)
+		got, err := r.c.createJob(ctx, job, false)
 		if err != nil {
 			if ctx.Err() != nil {
-				return cleanup()
+				return false
 			}
-			r := newResult(cell, *o)
-			r.Log = ""
-			r.Status, r.Reason = StatusFailed, "kubernetes: create Job "+job.Name+": "+oneLineErr(err)
-			progressResult(o, cell, r)
-			recErr = errors.Join(recErr, record(cell, r))
+			r.fail(cell, "kubernetes: create Job "+job.Name+": "+oneLineErr(err))
 			continue
 		}
-		created = append(created, got.Name)
+		r.created = append(r.created, got.Name)
 		t := &kubeTask{cell: cell, job: got.Name, created: time.Now(), gpus: jobGPUs(got), deadline: podDeadline(got)}
-		tasks = append(tasks, t)
-		byJob[got.Name] = t
-		o.Progress("%s: created Job %s/%s", o.tag(cell.ID), ns, got.Name)
+		r.tasks = append(r.tasks, t)
+		r.byJob[got.Name] = t
+		r.o.Progress("%s: created Job %s/%s", r.o.tag(cell.ID), ns, got.Name)
 	}
-	left := len(tasks)
+	r.left = len(r.tasks)
+	return true
+}
+
+// fail records a cell that never got a Job.
+func (r *kubeRun) fail(cell *Cell, reason string) {
+	res := newResult(cell, *r.o)
+	res.Log = ""
+	res.Status, res.Reason = StatusFailed, reason
+	progressResult(r.o, cell, res)
+	r.recErr = errors.Join(r.recErr, r.record(cell, res))
+}
+
+// done records a task's result.
+func (r *kubeRun) done(t *kubeTask, res *Result) {
+	r.recErr = errors.Join(r.recErr, r.record(t.cell, res))
+}
+
+// cleanup deletes the Jobs the run created and their pods.
+func (r *kubeRun) cleanup() error {
+	dctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var errs error
+	for _, name := range r.created {
+		errs = errors.Join(errs, r.c.deleteJob(dctx, name))
+	}
+	if len(r.created) > 0 {
+		errs = errors.Join(errs, r.c.deletePods(dctx, r.sel))
+		r.o.Progress("kubernetes: deleted %d Job(s) of run %s in namespace %s", len(r.created), r.id, r.c.Namespace())
+	}
+	return errs
+}
+
+// follow watches the Jobs until every task is done, polling the pods and
+// the deadlines; when ctx ends it deletes what the run created.
+func (r *kubeRun) follow(ctx context.Context, poll time.Duration) error {
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
 	// wake comes at the next pod deadline, so that a pod is stopped at its
 	// deadline rather than at the first poll after it.
 	wake := time.NewTimer(time.Hour)
 	defer wake.Stop()
-	w := k.watch(ctx, sel)
-	for left > 0 {
+	w := r.k.watch(ctx, r.sel)
+	for r.left > 0 {
 		var jobs []batchv1.Job
 		select {
 		case <-ctx.Done():
-			return errors.Join(recErr, cleanup())
+			return errors.Join(r.recErr, r.cleanup())
 		case j, ok := <-w:
 			if !ok {
-				w = k.watch(ctx, sel)
+				w = r.k.watch(ctx, r.sel)
 				continue
 			}
 			jobs = append(jobs, j)
 		case <-tick.C:
-			list, err := c.listJobs(ctx, sel)
+			list, err := r.c.listJobs(ctx, r.sel)
 			if err != nil {
 				if ctx.Err() == nil {
-					o.Progress("kubernetes: list Jobs: %s", oneLineErr(err))
+					r.o.Progress("kubernetes: list Jobs: %s", oneLineErr(err))
 				}
 				continue
 			}
 			jobs = list.Items
-			k.checkPending(ctx, tasks, sel, o)
+			r.k.checkPending(ctx, r.tasks, r.sel, r.o)
 		case <-wake.C:
-			k.checkPending(ctx, tasks, sel, o)
+			r.k.checkPending(ctx, r.tasks, r.sel, r.o)
 		}
 		for i := range jobs {
-			t := byJob[jobs[i].Name]
+			t := r.byJob[jobs[i].Name]
 			if t == nil || t.done {
 				continue
 			}
@@ -255,53 +288,66 @@ func (k *Kube) RunBatch(ctx context.Context, cells []*Cell, o *Options, record f
 				continue
 			}
 			t.done = true
-			left--
-			recErr = errors.Join(recErr, record(t.cell, k.collect(ctx, t, &jobs[i], end, o)))
+			r.left--
+			r.done(t, r.k.collect(ctx, t, &jobs[i], end, r.o))
 		}
-		// A pod the scheduler cannot place past the startup timeout would
-		// wait for GPUs forever: the cell fails and its Job goes.
-		for _, t := range tasks {
-			if t.done || t.pending == "" || (t.never == "" && (t.waiting.IsZero() || time.Since(t.waiting) <= o.StartupTimeout)) {
-				continue
-			}
-			j, err := c.getJob(ctx, t.job)
-			if err != nil {
-				continue
-			}
-			t.done = true
-			left--
-			r := k.collect(ctx, t, j, jobEnd(j), o)
-			dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			_ = c.deleteJob(dctx, t.job)
-			_ = c.deletePods(dctx, "job-name="+t.job)
-			cancel()
-			recErr = errors.Join(recErr, record(t.cell, r))
-		}
-		// A pod past its deadline, counted from its start on its node: the
-		// kubelet stops it where it enforces activeDeadlineSeconds; where
-		// it does not (or not yet), the run does, and the cell fails.
-		for _, t := range tasks {
-			if t.done || t.deadline <= 0 || t.started.IsZero() || t.ended || time.Since(t.started) <= t.deadline {
-				continue
-			}
-			j, err := c.getJob(ctx, t.job)
-			if err != nil || jobEnd(j) != nil {
-				continue // an ended Job is read when the Jobs are
-			}
-			t.done = true
-			left--
-			t.stopped = deadlineReason(t.pod, t.node, time.Since(t.started), t.deadline, t.started.Sub(t.created)) +
-				"; Job " + t.job + " deleted"
-			r := k.collect(ctx, t, j, nil, o)
-			dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			_ = c.deleteJob(dctx, t.job)
-			_ = c.deletePods(dctx, "job-name="+t.job)
-			cancel()
-			recErr = errors.Join(recErr, record(t.cell, r))
-		}
-		wake.Reset(nextDeadline(tasks, poll))
+		r.endUnschedulable(ctx)
+		r.endOverdue(ctx)
+		wake.Reset(nextDeadline(r.tasks, poll))
 	}
-	return recErr
+	return r.recErr
+}
+
+// endUnschedulable fails the cells whose pod the scheduler could not place
+// past the startup timeout (they would wait for GPUs forever) and deletes
+// their Jobs.
+func (r *kubeRun) endUnschedulable(ctx context.Context) {
+	for _, t := range r.tasks {
+		if t.done || t.pending == "" || (t.never == "" && (t.waiting.IsZero() || time.Since(t.waiting) <= r.o.StartupTimeout)) {
+			continue
+		}
+		j, err := r.c.getJob(ctx, t.job)
+		if err != nil {
+			continue
+		}
+		t.done = true
+		r.left--
+		res := r.k.collect(ctx, t, j, jobEnd(j), r.o)
+		r.deleteJob(t.job)
+		r.done(t, res)
+	}
+}
+
+// endOverdue fails the cells whose pod ran past its deadline, counted from
+// its start on its node, and deletes their Jobs: the kubelet stops such a
+// pod where it enforces activeDeadlineSeconds; where it does not (or not
+// yet), the run does.
+func (r *kubeRun) endOverdue(ctx context.Context) {
+	for _, t := range r.tasks {
+		if t.done || t.deadline <= 0 || t.started.IsZero() || t.ended || time.Since(t.started) <= t.deadline {
+			continue
+		}
+		j, err := r.c.getJob(ctx, t.job)
+		if err != nil || jobEnd(j) != nil {
+			continue // an ended Job is read when the Jobs are
+		}
+		t.done = true
+		r.left--
+		t.stopped = deadlineReason(t.pod, t.node, time.Since(t.started), t.deadline, t.started.Sub(t.created)) +
+			"; Job " + t.job + " deleted"
+		res := r.k.collect(ctx, t, j, nil, r.o)
+		r.deleteJob(t.job)
+		r.done(t, res)
+	}
+}
+
+// deleteJob deletes a Job of the run and its pods, whatever happens to the
+// run's context.
+func (r *kubeRun) deleteJob(name string) {
+	dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_ = r.c.deleteJob(dctx, name)
+	_ = r.c.deletePods(dctx, "job-name="+name)
 }
 
 // nextDeadline is the time until the first deadline of a pod still running
@@ -558,206 +604,6 @@ func jobEnd(j *batchv1.Job) *batchv1.JobCondition {
 		}
 	}
 	return nil
-}
-
-// collect reads what the cell's Job left: its pods' container states and
-// logs, the warning events of the Job and its pods; writes the cell's log
-// and makes its result.
-func (k *Kube) collect(ctx context.Context, t *kubeTask, job *batchv1.Job, end *batchv1.JobCondition, o *Options) *Result {
-	cell := t.cell
-	r := newResult(cell, *o)
-	r.Started = t.created.UTC().Format(time.RFC3339)
-	f, err := os.Create(r.Log)
-	if err != nil {
-		r.Status, r.Reason = StatusFailed, oneLineErr(err)
-		return r
-	}
-	defer f.Close()
-	sink := newLogSink(f, o.Signatures)
-	sink.Note(fmt.Sprintf("cell %s (runner kubernetes): Job %s/%s", cell.ID, k.client.Namespace(), t.job))
-
-	pods, _ := k.client.listPods(ctx, "job-name="+t.job)
-	var items []corev1.Pod
-	if pods != nil {
-		items = pods.Items
-		sort.Slice(items, func(i, j int) bool { return items[i].CreationTimestamp.Before(&items[j].CreationTimestamp) })
-	}
-	var failures []string
-	var overdue *corev1.Pod // stopped by the kubelet at its deadline
-	for i := range items {
-		if items[i].Status.Reason == podDeadlineExceeded {
-			overdue = &items[i]
-		}
-	}
-	benchOut := tailBuffer{max: maxMetricsLog}
-	benchName := ""
-	if cs := job.Spec.Template.Spec.Containers; len(cs) > 0 {
-		benchName = cs[0].Name
-	}
-	for _, p := range items {
-		statuses := containerStatuses(&p)
-		for _, cs := range statuses {
-			state := "running"
-			if term := cs.State.Terminated; term != nil {
-				state = fmt.Sprintf("exit %d (%s)", term.ExitCode, term.Reason)
-				if term.ExitCode != 0 {
-					failures = append(failures, fmt.Sprintf("%s exited %d (%s)", cs.Name, term.ExitCode, term.Reason))
-				}
-			} else if wt := cs.State.Waiting; wt != nil {
-				state = "waiting: " + wt.Reason
-				if wt.Message != "" {
-					state += ": " + wt.Message
-				}
-				if wt.Reason != "ContainerCreating" && wt.Reason != "PodInitializing" {
-					failures = append(failures, cs.Name+" "+state)
-				}
-			}
-			sink.Note(fmt.Sprintf("pod %s container %s: %s", p.Name, cs.Name, state))
-			if cs.State.Waiting != nil {
-				continue
-			}
-			if err := k.copyLog(ctx, sink, &benchOut, p.Name, cs.Name, cs.Name == benchName); err != nil {
-				sink.Note(fmt.Sprintf("pod %s container %s: no log: %s", p.Name, cs.Name, oneLineErr(err)))
-			}
-		}
-	}
-	var warnings []string
-	uids := []string{string(job.UID)}
-	for _, p := range items {
-		uids = append(uids, string(p.UID))
-	}
-	for _, uid := range uids {
-		evs, err := k.client.events(ctx, uid)
-		if err != nil {
-			continue
-		}
-		sort.Slice(evs.Items, func(i, j int) bool { return eventTime(&evs.Items[i]).Before(eventTime(&evs.Items[j])) })
-		for _, e := range evs.Items {
-			line := fmt.Sprintf("event %s %s/%s: %s: %s", e.Type, strings.ToLower(e.InvolvedObject.Kind), e.InvolvedObject.Name, e.Reason, strings.TrimSpace(e.Message))
-			sink.Note(line)
-			if e.Type == corev1.EventTypeWarning {
-				warnings = append(warnings, e.Reason+": "+strings.TrimSpace(e.Message))
-			}
-		}
-	}
-
-	switch {
-	case end != nil && end.Type == batchv1.JobComplete:
-		r.Seconds = end.LastTransitionTime.Sub(t.created).Seconds()
-		metrics, err := captureMetrics(o.Metrics, benchOut.Bytes())
-		if err != nil {
-			r.Status, r.Reason = StatusFailed, err.Error()
-		} else {
-			r.Metrics, r.Status = metrics, StatusOK
-		}
-	case overdue != nil:
-		r.Seconds = secondsSince(t.created)
-		r.Status = StatusFailed
-		r.Reason = kubeletDeadline(overdue, t.deadline)
-		if end != nil {
-			r.Reason += "; Job failed: " + end.Reason
-		}
-	case t.stopped != "":
-		r.Seconds = secondsSince(t.created)
-		r.Status = StatusFailed
-		r.Reason = t.stopped
-	case end != nil:
-		r.Seconds = end.LastTransitionTime.Sub(t.created).Seconds()
-		r.Status = StatusFailed
-		r.Reason = "kubernetes: Job failed: " + end.Reason
-		if end.Message != "" {
-			r.Reason += ": " + end.Message
-		}
-		if len(failures) > 0 {
-			r.Reason += "; " + strings.Join(failures, "; ")
-		}
-	default:
-		r.Seconds = secondsSince(t.created)
-		r.Status = StatusFailed
-		if t.never != "" {
-			r.Reason = "kubernetes: not schedulable: " + t.never + ": " + t.pending
-		} else {
-			r.Reason = fmt.Sprintf("kubernetes: not scheduled within %s: %s", o.StartupTimeout, t.pending)
-		}
-	}
-	if r.Status == StatusFailed {
-		for _, w := range warnings {
-			sink.Note("warning: " + w)
-		}
-		sink.Note(r.Reason) // last: the table shows a failure's last line
-		v := sink.Verdict(r.Log)
-		if v.Known {
-			r.Triage = v.Cause
-		} else {
-			r.Tail = lastN(v.Tail, 8)
-		}
-	}
-	progressResult(o, cell, r)
-	return r
-}
-
-// copyLog streams a container's log into the cell's log (at most
-// MaxCellLog of it, and ending with a newline), and, for the bench, the
-// end of it into bench.
-func (k *Kube) copyLog(ctx context.Context, sink *logSink, bench *tailBuffer, pod, container string, isBench bool) error {
-	w := &lastByte{w: sink}
-	var dst io.Writer = w
-	if isBench {
-		dst = io.MultiWriter(w, bench)
-	}
-	n, err := k.client.logs(ctx, pod, container, dst, MaxCellLog)
-	if w.last != 0 && w.last != '\n' {
-		sink.Write([]byte("\n"))
-	}
-	if n == MaxCellLog {
-		sink.Note(fmt.Sprintf("pod %s container %s: the log past %d GiB was not read", pod, container, MaxCellLog>>30))
-	}
-	return err
-}
-
-// lastByte passes writes on and remembers the last byte written.
-type lastByte struct {
-	w    io.Writer
-	last byte
-}
-
-func (l *lastByte) Write(p []byte) (int, error) {
-	if len(p) > 0 {
-		l.last = p[len(p)-1]
-	}
-	return l.w.Write(p)
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	buf []byte
-	max int
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > 2*t.max {
-		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
-	}
-	return len(p), nil
-}
-
-// Bytes is the last max bytes written.
-func (t *tailBuffer) Bytes() []byte {
-	if len(t.buf) > t.max {
-		return t.buf[len(t.buf)-t.max:]
-	}
-	return t.buf
-}
-
-func eventTime(e *corev1.Event) time.Time {
-	switch {
-	case !e.LastTimestamp.IsZero():
-		return e.LastTimestamp.Time
-	case !e.EventTime.IsZero():
-		return e.EventTime.Time
-	}
-	return e.CreationTimestamp.Time
 }
 
 func setLabel(m *metav1.ObjectMeta, k, v string) {
