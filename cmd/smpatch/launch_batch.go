@@ -23,7 +23,7 @@ func (b *batchOptions) addBatchFlags(f *pflag.FlagSet) {
 	f.StringVar(&b.Partition, "partition", "", "slurm: sbatch --partition")
 	f.StringArrayVar(&b.SbatchArgs, "sbatch-arg", nil, "slurm: a further sbatch option, e.g. --sbatch-arg=--account=gpu (repeatable)")
 	f.StringVar(&b.Smpatch, "node-smpatch", "", "slurm: the smpatch the nodes run (default: this executable; it must be on a path the nodes share)")
-	f.StringVar(&b.Namespace, "namespace", "default", "kubernetes: the namespace of the cells' Jobs (created when missing)")
+	f.StringVar(&b.Namespace, "namespace", "default", "kubernetes: the namespace of the cells' Jobs (it must exist)")
 	f.StringVar(&b.Kubeconfig, "kubeconfig", "", "kubernetes: the kubeconfig (default $KUBECONFIG, else ~/.kube/config)")
 }
 
