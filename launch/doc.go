@@ -18,7 +18,7 @@
 // Triage names why a server died: Signatures (TOML, built-in plus the user's)
 // map a log line to a label, its meaning and what to try; the first fatal line
 // of a log is its verdict. The main types are Signatures, Verdict, Runner,
-// Cell, Spec and Result.
+// Cell and Result.
 //
 // It must not decide whether patches apply (TreePatcher hands the cell's
 // patches to patches.PlanSet and patches.Apply), run a program but through
