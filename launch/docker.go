@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/smpatch/smpatch/internal/lazyre"
+	"github.com/smpatch/smpatch/internal/runner"
 )
 
 // Docker runs each cell's image through the docker CLI (which honours
@@ -41,8 +42,8 @@ type Docker struct {
 // ErrNoDocker says the docker CLI is not installed.
 var ErrNoDocker = errors.New("docker runner: the docker CLI was not found on PATH (install docker, or use --runner local)")
 
-// Name implements Runner.
-func (Docker) Name() string { return "docker" }
+// Kind implements Runner.
+func (Docker) Kind() RunnerKind { return RunnerDocker }
 
 func (d Docker) cli() (string, error) {
 	name := d.CLI
@@ -56,10 +57,10 @@ func (d Docker) cli() (string, error) {
 	return p, nil
 }
 
-// Check runs before any cell starts: ErrNoDocker when the CLI is missing,
-// a one-line refusal when the daemon does not answer, and an error for a
-// network mode it does not know.
-func (d Docker) Check() error {
+// Check implements Runner: ErrNoDocker when the CLI is missing, a one-line
+// refusal when the daemon does not answer, and an error for a network mode
+// it does not know.
+func (d Docker) Check(ctx context.Context) error {
 	cli, err := d.cli()
 	if err != nil {
 		return err
@@ -69,14 +70,12 @@ func (d Docker) Check() error {
 	default:
 		return fmt.Errorf("docker runner: network %q: want host or bridge", d.Network)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	var stderr strings.Builder
-	cmd := exec.CommandContext(ctx, cli, "version", "--format", "{{.Server.Version}}")
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil || strings.TrimSpace(string(out)) == "" {
-		why := firstLine(stderr.String())
+	res, err := runner.Run(ctx, dockerCheckTimeout, cli, "version", "--format", "{{.Server.Version}}")
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err != nil || strings.TrimSpace(string(res.Stdout)) == "" {
+		why := firstLine(string(res.Stderr))
 		if why == "" && err != nil {
 			why = err.Error()
 		}
@@ -88,6 +87,13 @@ func (d Docker) Check() error {
 	}
 	return nil
 }
+
+// How long the docker CLI's short commands may take: the daemon's answer
+// to "docker version", and the removal of a container.
+const (
+	dockerCheckTimeout  = 20 * time.Second
+	dockerRemoveTimeout = 30 * time.Second
+)
 
 func firstLine(s string) string {
 	for _, l := range strings.Split(s, "\n") {
@@ -176,7 +182,8 @@ func (d Docker) RunArgs(c *Cell) ([]string, error) {
 	return append(args, c.Command...), nil
 }
 
-// Start implements Runner: "docker run" in the foreground, its output to log.
+// Start implements Runner: "docker run" in the foreground, its output to
+// log. The container outlives ctx: Stop ends it.
 func (d Docker) Start(ctx context.Context, c *Cell, log io.Writer) (Server, error) {
 	cli, err := d.cli()
 	if err != nil {
@@ -188,26 +195,33 @@ func (d Docker) Start(ctx context.Context, c *Cell, log io.Writer) (Server, erro
 	}
 	name := d.ContainerName(c)
 	// A container left by an interrupted earlier run would take the name.
-	_ = exec.CommandContext(ctx, cli, "rm", "-f", name).Run()
+	_, _ = runner.Run(ctx, dockerRemoveTimeout, cli, "rm", "-f", name)
 	fmt.Fprintf(log, "### smpatch: docker %s\n", strings.Join(args, " "))
-	g, err := startGroup(append([]string{cli}, args...), nil, "", log)
+	p, err := runner.Start(context.Background(), runner.Command{Argv: append([]string{cli}, args...), Stdout: log, MaxOutput: MaxCellLog})
 	if err != nil {
 		return nil, fmt.Errorf("cell %s: docker run: %w", c.ID, err)
 	}
-	return &dockerServer{group: g, cli: cli, name: name}, nil
+	return &dockerServer{proc: p, log: log, cli: cli, name: name}, nil
 }
 
+// dockerServer is a container and the local "docker run" client that
+// started it.
 type dockerServer struct {
-	*group
+	proc      *runner.Process
+	log       io.Writer
 	cli, name string
 	once      sync.Once
 	err       error
 }
 
+func (s *dockerServer) Exited() <-chan struct{} { return s.proc.Exited() }
+
+func (s *dockerServer) ExitErr() error { return s.proc.ExitErr() }
+
 // Exec runs argv inside the cell's container ("docker exec"); the container
 // already has the cell's environment.
 func (s *dockerServer) Exec(ctx context.Context, argv []string, out io.Writer) error {
-	return runGroup(ctx, append([]string{s.cli, "exec", s.name}, argv...), nil, "", out)
+	return runBeside(ctx, append([]string{s.cli, "exec", s.name}, argv...), nil, "", out)
 }
 
 // Stop asks docker to stop the container (SIGTERM, SIGKILL after grace),
@@ -218,11 +232,11 @@ func (s *dockerServer) Stop(grace time.Duration) error {
 		if secs < 1 {
 			secs = 1
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), grace+30*time.Second)
-		defer cancel()
-		stopErr := exec.CommandContext(ctx, s.cli, "stop", "-t", strconv.Itoa(secs), s.name).Run()
-		_ = exec.CommandContext(ctx, s.cli, "rm", "-f", s.name).Run()
-		s.err = s.group.Stop(grace)
+		ctx := context.Background()
+		_, stopErr := runner.Run(ctx, grace+dockerRemoveTimeout, s.cli, "stop", "-t", strconv.Itoa(secs), s.name)
+		_, _ = runner.Run(ctx, dockerRemoveTimeout, s.cli, "rm", "-f", s.name)
+		s.err = s.proc.Stop(grace)
+		noteDropped(s.log, s.proc.Dropped())
 		if s.err == nil && stopErr != nil && !s.exitedNow() {
 			s.err = fmt.Errorf("docker stop %s: %w", s.name, stopErr)
 		}
@@ -232,7 +246,7 @@ func (s *dockerServer) Stop(grace time.Duration) error {
 
 func (s *dockerServer) exitedNow() bool {
 	select {
-	case <-s.exited:
+	case <-s.proc.Exited():
 		return true
 	default:
 		return false

@@ -72,7 +72,7 @@ func containerExists(t *testing.T, name string) bool {
 func TestDockerRealStop(t *testing.T) {
 	image := realDocker(t)
 	d := Docker{GPUs: "none", ShmSize: "64m", Prefix: fmt.Sprintf("smpatch-stop-%d", os.Getpid())}
-	if err := d.Check(); err != nil {
+	if err := d.Check(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -191,7 +191,7 @@ func TestDockerCheckNoDaemon(t *testing.T) {
 	}
 	sock := filepath.Join(t.TempDir(), "none.sock")
 	t.Setenv("DOCKER_HOST", "unix://"+sock)
-	err := Docker{}.Check()
+	err := Docker{}.Check(context.Background())
 	if err == nil {
 		t.Fatal("no error")
 	}

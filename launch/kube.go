@@ -1,14 +1,12 @@
 package launch
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 	"time"
@@ -17,14 +15,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
-// Kube creates each cell's Job (matrix.Job: the image from matrix build's
+// Kube creates each cell's Job (Job: the image from matrix build's
 // refs, the GPUs as nvidia.com/gpu, the pod's deadline) in a namespace,
 // follows them all at once and reads back each one's end: the Job's
 // condition, the containers' exit codes, the warning events (Insufficient
@@ -37,23 +30,21 @@ import (
 // so a manifest the API server refuses stops the run before anything is
 // created. On Ctrl-C it deletes the Jobs (and their pods) it created.
 type Kube struct {
-	// Kubeconfig is the kubeconfig file; "" for $KUBECONFIG, else
-	// ~/.kube/config.
-	Kubeconfig string
-	// Namespace holds the Jobs; it must exist.
-	Namespace string
-	// Jobs is each cell's Job, by cell id (matrix.Job renders them).
+	// Client connects to the cluster, for the namespace that holds the
+	// Jobs (NewKubeClient); Check calls it once.
+	Client func() (*KubeClient, error)
+	// Jobs is each cell's Job, by cell id (Job renders them).
 	Jobs map[string]*batchv1.Job
 	// Poll is the time between two looks at pods and events (1s when 0);
 	// Jobs themselves are watched.
 	Poll time.Duration
 
-	client  *kubeClient
+	client  *KubeClient
 	maxGPUs int64
 }
 
-// Name implements Runner.
-func (*Kube) Name() string { return "kubernetes" }
+// Kind implements Runner.
+func (*Kube) Kind() RunnerKind { return RunnerKubernetes }
 
 // Start implements Runner; Kubernetes runs cells only as a batch.
 func (*Kube) Start(context.Context, *Cell, io.Writer) (Server, error) {
@@ -64,128 +55,18 @@ func (*Kube) Start(context.Context, *Cell, io.Writer) (Server, error) {
 // watches and deletes only its own.
 const RunLabel = "smpatch.io/run"
 
-// kubeClient speaks to the API server with client-go's REST client and a
-// scheme of only the core and batch groups: the full typed clientset
-// registers every API group at start-up, in every smpatch command.
-type kubeClient struct {
-	core, batch *rest.RESTClient
-	params      runtime.ParameterCodec
-	ns          string
-}
-
-func newKubeClient(kubeconfig, ns string) (*kubeClient, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if kubeconfig != "" {
-		rules.ExplicitPath = kubeconfig
-	}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes runner: %w", err)
-	}
-	scheme := runtime.NewScheme()
-	if err := corev1.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	if err := batchv1.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	codecs := serializer.NewCodecFactory(scheme)
-	mk := func(gv schema.GroupVersion, api string) (*rest.RESTClient, error) {
-		c := rest.CopyConfig(cfg)
-		c.GroupVersion = &gv
-		c.APIPath = api
-		c.NegotiatedSerializer = codecs.WithoutConversion()
-		c.UserAgent = "smpatch"
-		if c.QPS == 0 {
-			c.QPS, c.Burst = 50, 100
-		}
-		return rest.RESTClientFor(c)
-	}
-	k := &kubeClient{params: runtime.NewParameterCodec(scheme), ns: ns}
-	if k.core, err = mk(corev1.SchemeGroupVersion, "/api"); err != nil {
-		return nil, err
-	}
-	if k.batch, err = mk(batchv1.SchemeGroupVersion, "/apis"); err != nil {
-		return nil, err
-	}
-	return k, nil
-}
-
-func (k *kubeClient) createJob(ctx context.Context, job *batchv1.Job, dryRun bool) (*batchv1.Job, error) {
-	req := k.batch.Post().Namespace(k.ns).Resource("jobs").Body(job)
-	if dryRun {
-		req = req.Param("dryRun", "All")
-	}
-	out := &batchv1.Job{}
-	return out, req.Do(ctx).Into(out)
-}
-
-func (k *kubeClient) getJob(ctx context.Context, name string) (*batchv1.Job, error) {
-	out := &batchv1.Job{}
-	return out, k.batch.Get().Namespace(k.ns).Resource("jobs").Name(name).Do(ctx).Into(out)
-}
-
-func (k *kubeClient) deleteJob(ctx context.Context, name string) error {
-	bg := metav1.DeletePropagationBackground
-	err := k.batch.Delete().Namespace(k.ns).Resource("jobs").Name(name).
-		Body(&metav1.DeleteOptions{PropagationPolicy: &bg}).Do(ctx).Error()
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
-}
-
-func (k *kubeClient) listJobs(ctx context.Context, selector string) (*batchv1.JobList, error) {
-	out := &batchv1.JobList{}
-	return out, k.batch.Get().Namespace(k.ns).Resource("jobs").
-		VersionedParams(&metav1.ListOptions{LabelSelector: selector}, k.params).Do(ctx).Into(out)
-}
-
-func (k *kubeClient) listPods(ctx context.Context, selector string) (*corev1.PodList, error) {
-	out := &corev1.PodList{}
-	return out, k.core.Get().Namespace(k.ns).Resource("pods").
-		VersionedParams(&metav1.ListOptions{LabelSelector: selector}, k.params).Do(ctx).Into(out)
-}
-
-func (k *kubeClient) deletePods(ctx context.Context, selector string) error {
-	return k.core.Delete().Namespace(k.ns).Resource("pods").
-		VersionedParams(&metav1.ListOptions{LabelSelector: selector}, k.params).Do(ctx).Error()
-}
-
-// events lists the events of one object (by uid: an earlier Job of the
-// same name has its own).
-func (k *kubeClient) events(ctx context.Context, uid string) (*corev1.EventList, error) {
-	out := &corev1.EventList{}
-	return out, k.core.Get().Namespace(k.ns).Resource("events").
-		VersionedParams(&metav1.ListOptions{FieldSelector: "involvedObject.uid=" + uid}, k.params).Do(ctx).Into(out)
-}
-
-func (k *kubeClient) logs(ctx context.Context, pod, container string) ([]byte, error) {
-	return k.core.Get().Namespace(k.ns).Resource("pods").Name(pod).SubResource("log").
-		Param("container", container).Do(ctx).Raw()
-}
-
-// Check connects, checks that the namespace exists and sends every Job to
-// the API server as a server-side dry run (ValidateJobs), before anything is
-// written or created.
-func (k *Kube) Check() error {
-	if k.Namespace == "" {
-		k.Namespace = "default"
-	}
-	c, err := newKubeClient(k.Kubeconfig, k.Namespace)
-	if err != nil {
+// Check implements Runner: it connects, checks that the namespace exists
+// and sends every Job to the API server as a server-side dry run
+// (ValidateJobs), before anything is written or created.
+func (k *Kube) Check(ctx context.Context) error {
+	if err := k.connect(); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	nctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	err = c.core.Get().Resource("namespaces").Name(k.Namespace).Do(ctx).Into(&corev1.Namespace{})
-	switch {
-	case apierrors.IsNotFound(err):
-		return fmt.Errorf("kubernetes runner: namespace %s does not exist (create it, or pass --namespace)", k.Namespace)
-	case err != nil:
-		return fmt.Errorf("kubernetes runner: %s: %w", c.core.Get().URL().Host, err)
+	if err := k.client.checkNamespace(nctx); err != nil {
+		return err
 	}
-	k.client = c
 	// Every Job, before anything is written or created: a manifest the API
 	// server refuses stops the run here.
 	ids := make([]string, 0, len(k.Jobs))
@@ -197,20 +78,32 @@ func (k *Kube) Check() error {
 	for i, id := range ids {
 		cells[i] = &Cell{ID: id}
 	}
-	vctx, vcancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	vctx, vcancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer vcancel()
 	return k.ValidateJobs(vctx, cells)
+}
+
+// connect makes the client once.
+func (k *Kube) connect() error {
+	if k.client != nil {
+		return nil
+	}
+	if k.Client == nil {
+		return errors.New("kubernetes runner: no cluster to connect to")
+	}
+	c, err := k.Client()
+	if err != nil {
+		return err
+	}
+	k.client = c
+	return nil
 }
 
 // ValidateJobs sends every cell's Job to the API server as a server-side
 // dry run; the first refusal names its cell.
 func (k *Kube) ValidateJobs(ctx context.Context, cells []*Cell) error {
-	if k.client == nil {
-		c, err := newKubeClient(k.Kubeconfig, k.Namespace)
-		if err != nil {
-			return err
-		}
-		k.client = c
+	if err := k.connect(); err != nil {
+		return err
 	}
 	for _, c := range cells {
 		job := k.Jobs[c.ID]
@@ -255,103 +148,138 @@ type kubeTask struct {
 // RunBatch implements BatchRunner.
 func (k *Kube) RunBatch(ctx context.Context, cells []*Cell, o *Options, record func(*Cell, *Result) error) error {
 	if k.client == nil {
-		if err := k.Check(); err != nil {
+		if err := k.Check(ctx); err != nil {
 			return err
 		}
 	}
-	c := k.client
-	run := newRunID()
-	sel := RunLabel + "=" + run
+	r := &kubeRun{k: k, c: k.client, o: o, record: record, id: newRunID(), byJob: map[string]*kubeTask{}}
+	r.sel = RunLabel + "=" + r.id
+	k.maxGPUs = k.nodeGPUs(ctx)
+	if !r.create(ctx, cells) {
+		return r.cleanup()
+	}
 	poll := k.Poll
 	if poll <= 0 {
 		poll = time.Second
 	}
-	var tasks []*kubeTask
-	byJob := map[string]*kubeTask{}
-	var created []string
-	cleanup := func() error {
-		dctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		var errs error
-		for _, name := range created {
-			errs = errors.Join(errs, c.deleteJob(dctx, name))
-		}
-		if len(created) > 0 {
-			errs = errors.Join(errs, c.deletePods(dctx, sel))
-			o.Progress("kubernetes: deleted %d Job(s) of run %s in namespace %s", len(created), run, k.Namespace)
-		}
-		return errs
-	}
-	k.maxGPUs = k.nodeGPUs(ctx)
-	var recErr error
+	return r.follow(ctx, poll)
+}
+
+// kubeRun is one RunBatch: the Jobs it created, labelled with its id, and
+// the cells' tasks.
+type kubeRun struct {
+	k       *Kube
+	c       *KubeClient
+	o       *Options
+	record  func(*Cell, *Result) error
+	id, sel string // the run's id, and the label selector of its Jobs and pods
+
+	tasks   []*kubeTask
+	byJob   map[string]*kubeTask
+	created []string // the Jobs created, to delete on Ctrl-C
+	left    int      // tasks not done
+	recErr  error
+}
+
+// create creates every cell's Job; a cell whose Job cannot be created
+// fails. It reports false when ctx ended first.
+func (r *kubeRun) create(ctx context.Context, cells []*Cell) bool {
+	ns := r.c.Namespace()
 	for _, cell := range cells {
 		if ctx.Err() != nil {
-			return cleanup()
+			return false
 		}
-		job := k.Jobs[cell.ID].DeepCopy()
-		job.Namespace = k.Namespace
-		setLabel(&job.ObjectMeta, RunLabel, run)
-		setLabel(&job.Spec.Template.ObjectMeta, RunLabel, run)
-		if err := k.replaceStale(ctx, job.Name); err != nil {
-			r := newResult(cell, *o)
-			r.Log = ""
-			r.Status, r.Reason = StatusFailed, "kubernetes: "+oneLineErr(err)
-			progressResult(o, cell, r)
-			recErr = errors.Join(recErr, record(cell, r))
+		job := r.k.Jobs[cell.ID].DeepCopy()
+		job.Namespace = ns
+		setLabel(&job.ObjectMeta, RunLabel, r.id)
+		setLabel(&job.Spec.Template.ObjectMeta, RunLabel, r.id)
+		if err := r.k.replaceStale(ctx, job.Name); err != nil {
+			r.fail(cell, "kubernetes: "+oneLineErr(err))
 			continue
 		}
-		got, err := c.createJob(ctx, job, false)
+		got, err := r.c.createJob(ctx, job, false)
 		if err != nil {
 			if ctx.Err() != nil {
-				return cleanup()
+				return false
 			}
-			r := newResult(cell, *o)
-			r.Log = ""
-			r.Status, r.Reason = StatusFailed, "kubernetes: create Job "+job.Name+": "+oneLineErr(err)
-			progressResult(o, cell, r)
-			recErr = errors.Join(recErr, record(cell, r))
+			r.fail(cell, "kubernetes: create Job "+job.Name+": "+oneLineErr(err))
 			continue
 		}
-		created = append(created, got.Name)
+		r.created = append(r.created, got.Name)
 		t := &kubeTask{cell: cell, job: got.Name, created: time.Now(), gpus: jobGPUs(got), deadline: podDeadline(got)}
-		tasks = append(tasks, t)
-		byJob[got.Name] = t
-		o.Progress("%s: created Job %s/%s", o.tag(cell.ID), k.Namespace, got.Name)
+		r.tasks = append(r.tasks, t)
+		r.byJob[got.Name] = t
+		r.o.Progress("%s: created Job %s/%s", r.o.tag(cell.ID), ns, got.Name)
 	}
-	left := len(tasks)
+	r.left = len(r.tasks)
+	return true
+}
+
+// fail records a cell that never got a Job.
+func (r *kubeRun) fail(cell *Cell, reason string) {
+	res := newResult(cell, *r.o)
+	res.Log = ""
+	res.Status, res.Reason = StatusFailed, reason
+	progressResult(r.o, cell, res)
+	r.recErr = errors.Join(r.recErr, r.record(cell, res))
+}
+
+// done records a task's result.
+func (r *kubeRun) done(t *kubeTask, res *Result) {
+	r.recErr = errors.Join(r.recErr, r.record(t.cell, res))
+}
+
+// cleanup deletes the Jobs the run created and their pods.
+func (r *kubeRun) cleanup() error {
+	dctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var errs error
+	for _, name := range r.created {
+		errs = errors.Join(errs, r.c.deleteJob(dctx, name))
+	}
+	if len(r.created) > 0 {
+		errs = errors.Join(errs, r.c.deletePods(dctx, r.sel))
+		r.o.Progress("kubernetes: deleted %d Job(s) of run %s in namespace %s", len(r.created), r.id, r.c.Namespace())
+	}
+	return errs
+}
+
+// follow watches the Jobs until every task is done, polling the pods and
+// the deadlines; when ctx ends it deletes what the run created.
+func (r *kubeRun) follow(ctx context.Context, poll time.Duration) error {
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
 	// wake comes at the next pod deadline, so that a pod is stopped at its
 	// deadline rather than at the first poll after it.
 	wake := time.NewTimer(time.Hour)
 	defer wake.Stop()
-	w := k.watch(ctx, sel)
-	for left > 0 {
+	w := r.k.watch(ctx, r.sel)
+	for r.left > 0 {
 		var jobs []batchv1.Job
 		select {
 		case <-ctx.Done():
-			return errors.Join(recErr, cleanup())
+			return errors.Join(r.recErr, r.cleanup())
 		case j, ok := <-w:
 			if !ok {
-				w = k.watch(ctx, sel)
+				w = r.k.watch(ctx, r.sel)
 				continue
 			}
 			jobs = append(jobs, j)
 		case <-tick.C:
-			list, err := c.listJobs(ctx, sel)
+			list, err := r.c.listJobs(ctx, r.sel)
 			if err != nil {
 				if ctx.Err() == nil {
-					o.Progress("kubernetes: list Jobs: %s", oneLineErr(err))
+					r.o.Progress("kubernetes: list Jobs: %s", oneLineErr(err))
 				}
 				continue
 			}
 			jobs = list.Items
-			k.checkPending(ctx, tasks, sel, o)
+			r.k.checkPending(ctx, r.tasks, r.sel, r.o)
 		case <-wake.C:
-			k.checkPending(ctx, tasks, sel, o)
+			r.k.checkPending(ctx, r.tasks, r.sel, r.o)
 		}
 		for i := range jobs {
-			t := byJob[jobs[i].Name]
+			t := r.byJob[jobs[i].Name]
 			if t == nil || t.done {
 				continue
 			}
@@ -360,53 +288,66 @@ func (k *Kube) RunBatch(ctx context.Context, cells []*Cell, o *Options, record f
 				continue
 			}
 			t.done = true
-			left--
-			recErr = errors.Join(recErr, record(t.cell, k.collect(ctx, t, &jobs[i], end, o)))
+			r.left--
+			r.done(t, r.k.collect(ctx, t, &jobs[i], end, r.o))
 		}
-		// A pod the scheduler cannot place past the startup timeout would
-		// wait for GPUs forever: the cell fails and its Job goes.
-		for _, t := range tasks {
-			if t.done || t.pending == "" || (t.never == "" && (t.waiting.IsZero() || time.Since(t.waiting) <= o.StartupTimeout)) {
-				continue
-			}
-			j, err := c.getJob(ctx, t.job)
-			if err != nil {
-				continue
-			}
-			t.done = true
-			left--
-			r := k.collect(ctx, t, j, jobEnd(j), o)
-			dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			_ = c.deleteJob(dctx, t.job)
-			_ = c.deletePods(dctx, "job-name="+t.job)
-			cancel()
-			recErr = errors.Join(recErr, record(t.cell, r))
-		}
-		// A pod past its deadline, counted from its start on its node: the
-		// kubelet stops it where it enforces activeDeadlineSeconds; where
-		// it does not (or not yet), the run does, and the cell fails.
-		for _, t := range tasks {
-			if t.done || t.deadline <= 0 || t.started.IsZero() || t.ended || time.Since(t.started) <= t.deadline {
-				continue
-			}
-			j, err := c.getJob(ctx, t.job)
-			if err != nil || jobEnd(j) != nil {
-				continue // an ended Job is read when the Jobs are
-			}
-			t.done = true
-			left--
-			t.stopped = deadlineReason(t.pod, t.node, time.Since(t.started), t.deadline, t.started.Sub(t.created)) +
-				"; Job " + t.job + " deleted"
-			r := k.collect(ctx, t, j, nil, o)
-			dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			_ = c.deleteJob(dctx, t.job)
-			_ = c.deletePods(dctx, "job-name="+t.job)
-			cancel()
-			recErr = errors.Join(recErr, record(t.cell, r))
-		}
-		wake.Reset(nextDeadline(tasks, poll))
+		r.endUnschedulable(ctx)
+		r.endOverdue(ctx)
+		wake.Reset(nextDeadline(r.tasks, poll))
 	}
-	return recErr
+	return r.recErr
+}
+
+// endUnschedulable fails the cells whose pod the scheduler could not place
+// past the startup timeout (they would wait for GPUs forever) and deletes
+// their Jobs.
+func (r *kubeRun) endUnschedulable(ctx context.Context) {
+	for _, t := range r.tasks {
+		if t.done || t.pending == "" || (t.never == "" && (t.waiting.IsZero() || time.Since(t.waiting) <= r.o.StartupTimeout)) {
+			continue
+		}
+		j, err := r.c.getJob(ctx, t.job)
+		if err != nil {
+			continue
+		}
+		t.done = true
+		r.left--
+		res := r.k.collect(ctx, t, j, jobEnd(j), r.o)
+		r.deleteJob(t.job)
+		r.done(t, res)
+	}
+}
+
+// endOverdue fails the cells whose pod ran past its deadline, counted from
+// its start on its node, and deletes their Jobs: the kubelet stops such a
+// pod where it enforces activeDeadlineSeconds; where it does not (or not
+// yet), the run does.
+func (r *kubeRun) endOverdue(ctx context.Context) {
+	for _, t := range r.tasks {
+		if t.done || t.deadline <= 0 || t.started.IsZero() || t.ended || time.Since(t.started) <= t.deadline {
+			continue
+		}
+		j, err := r.c.getJob(ctx, t.job)
+		if err != nil || jobEnd(j) != nil {
+			continue // an ended Job is read when the Jobs are
+		}
+		t.done = true
+		r.left--
+		t.stopped = deadlineReason(t.pod, t.node, time.Since(t.started), t.deadline, t.started.Sub(t.created)) +
+			"; Job " + t.job + " deleted"
+		res := r.k.collect(ctx, t, j, nil, r.o)
+		r.deleteJob(t.job)
+		r.done(t, res)
+	}
+}
+
+// deleteJob deletes a Job of the run and its pods, whatever happens to the
+// run's context.
+func (r *kubeRun) deleteJob(name string) {
+	dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_ = r.c.deleteJob(dctx, name)
+	_ = r.c.deletePods(dctx, "job-name="+name)
 }
 
 // nextDeadline is the time until the first deadline of a pod still running
@@ -514,8 +455,7 @@ func (k *Kube) watch(ctx context.Context, sel string) <-chan batchv1.Job {
 	ch := make(chan batchv1.Job)
 	go func() {
 		defer close(ch)
-		w, err := k.client.batch.Get().Namespace(k.Namespace).Resource("jobs").
-			VersionedParams(&metav1.ListOptions{LabelSelector: sel, Watch: true}, k.client.params).Watch(ctx)
+		w, err := k.client.watchJobs(ctx, sel)
 		if err != nil {
 			select {
 			case <-ctx.Done():
@@ -549,7 +489,7 @@ func (k *Kube) replaceStale(ctx context.Context, name string) error {
 		return err
 	}
 	if old.Labels["app.kubernetes.io/managed-by"] != "smpatch" {
-		return fmt.Errorf("Job %s/%s exists and was not made by smpatch; delete or rename it", k.Namespace, name)
+		return fmt.Errorf("Job %s/%s exists and was not made by smpatch; delete or rename it", k.client.Namespace(), name)
 	}
 	if err := k.client.deleteJob(ctx, name); err != nil {
 		return err
@@ -564,7 +504,7 @@ func (k *Kube) replaceStale(ctx context.Context, name string) error {
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
-	return fmt.Errorf("Job %s/%s left by an earlier run is still being deleted", k.Namespace, name)
+	return fmt.Errorf("Job %s/%s left by an earlier run is still being deleted", k.client.Namespace(), name)
 }
 
 // checkPending notes, for each cell whose pod the scheduler cannot place,
@@ -620,12 +560,10 @@ func (k *Kube) checkPending(ctx context.Context, tasks []*kubeTask, sel string, 
 			t.waiting = time.Now()
 		}
 		if t.pending != "" && t.never == "" && k.maxGPUs >= 0 && t.gpus > k.maxGPUs {
-			t.never = fmt.Sprintf("no node has %d %s (the most any node has: %d)", t.gpus, gpuResourceName, k.maxGPUs)
+			t.never = fmt.Sprintf("no node has %d %s (the most any node has: %d)", t.gpus, gpuResource, k.maxGPUs)
 		}
 	}
 }
-
-const gpuResourceName = "nvidia.com/gpu"
 
 // jobGPUs is what a Job's pod asks for of nvidia.com/gpu: its containers'
 // limits and its sidecars'.
@@ -633,7 +571,7 @@ func jobGPUs(j *batchv1.Job) int64 {
 	var n int64
 	spec := j.Spec.Template.Spec
 	for _, c := range append(append([]corev1.Container{}, spec.InitContainers...), spec.Containers...) {
-		if q, ok := c.Resources.Limits[corev1.ResourceName(gpuResourceName)]; ok {
+		if q, ok := c.Resources.Limits[gpuResource]; ok {
 			n += q.Value()
 		}
 	}
@@ -643,13 +581,13 @@ func jobGPUs(j *batchv1.Job) int64 {
 // nodeGPUs is the most nvidia.com/gpu any node can give, -1 when the nodes
 // cannot be listed (the user may not be allowed to).
 func (k *Kube) nodeGPUs(ctx context.Context) int64 {
-	nodes := &corev1.NodeList{}
-	if err := k.client.core.Get().Resource("nodes").Do(ctx).Into(nodes); err != nil {
+	nodes, err := k.client.listNodes(ctx)
+	if err != nil {
 		return -1
 	}
 	var most int64
 	for _, n := range nodes.Items {
-		if q, ok := n.Status.Allocatable[corev1.ResourceName(gpuResourceName)]; ok && q.Value() > most {
+		if q, ok := n.Status.Allocatable[gpuResource]; ok && q.Value() > most {
 			most = q.Value()
 		}
 	}
@@ -666,161 +604,6 @@ func jobEnd(j *batchv1.Job) *batchv1.JobCondition {
 		}
 	}
 	return nil
-}
-
-// collect reads what the cell's Job left: its pods' container states and
-// logs, the warning events of the Job and its pods; writes the cell's log
-// and makes its result.
-func (k *Kube) collect(ctx context.Context, t *kubeTask, job *batchv1.Job, end *batchv1.JobCondition, o *Options) *Result {
-	cell := t.cell
-	r := newResult(cell, *o)
-	r.Started = t.created.UTC().Format(time.RFC3339)
-	f, err := os.Create(r.Log)
-	if err != nil {
-		r.Status, r.Reason = StatusFailed, oneLineErr(err)
-		return r
-	}
-	defer f.Close()
-	sink := newLogSink(f, o.Signatures)
-	sink.Note(fmt.Sprintf("cell %s (runner kubernetes): Job %s/%s", cell.ID, k.Namespace, t.job))
-
-	pods, _ := k.client.listPods(ctx, "job-name="+t.job)
-	var items []corev1.Pod
-	if pods != nil {
-		items = pods.Items
-		sort.Slice(items, func(i, j int) bool { return items[i].CreationTimestamp.Before(&items[j].CreationTimestamp) })
-	}
-	var failures []string
-	var overdue *corev1.Pod // stopped by the kubelet at its deadline
-	for i := range items {
-		if items[i].Status.Reason == podDeadlineExceeded {
-			overdue = &items[i]
-		}
-	}
-	var benchOut bytes.Buffer
-	benchName := ""
-	if cs := job.Spec.Template.Spec.Containers; len(cs) > 0 {
-		benchName = cs[0].Name
-	}
-	for _, p := range items {
-		statuses := containerStatuses(&p)
-		for _, cs := range statuses {
-			state := "running"
-			if term := cs.State.Terminated; term != nil {
-				state = fmt.Sprintf("exit %d (%s)", term.ExitCode, term.Reason)
-				if term.ExitCode != 0 {
-					failures = append(failures, fmt.Sprintf("%s exited %d (%s)", cs.Name, term.ExitCode, term.Reason))
-				}
-			} else if wt := cs.State.Waiting; wt != nil {
-				state = "waiting: " + wt.Reason
-				if wt.Message != "" {
-					state += ": " + wt.Message
-				}
-				if wt.Reason != "ContainerCreating" && wt.Reason != "PodInitializing" {
-					failures = append(failures, cs.Name+" "+state)
-				}
-			}
-			sink.Note(fmt.Sprintf("pod %s container %s: %s", p.Name, cs.Name, state))
-			if cs.State.Waiting != nil {
-				continue
-			}
-			data, err := k.client.logs(ctx, p.Name, cs.Name)
-			if err != nil {
-				sink.Note(fmt.Sprintf("pod %s container %s: no log: %s", p.Name, cs.Name, oneLineErr(err)))
-				continue
-			}
-			sink.Write(data)
-			if len(data) > 0 && data[len(data)-1] != '\n' {
-				sink.Write([]byte("\n"))
-			}
-			if cs.Name == benchName {
-				benchOut.Write(data)
-			}
-		}
-	}
-	var warnings []string
-	uids := []string{string(job.UID)}
-	for _, p := range items {
-		uids = append(uids, string(p.UID))
-	}
-	for _, uid := range uids {
-		evs, err := k.client.events(ctx, uid)
-		if err != nil {
-			continue
-		}
-		sort.Slice(evs.Items, func(i, j int) bool { return eventTime(&evs.Items[i]).Before(eventTime(&evs.Items[j])) })
-		for _, e := range evs.Items {
-			line := fmt.Sprintf("event %s %s/%s: %s: %s", e.Type, strings.ToLower(e.InvolvedObject.Kind), e.InvolvedObject.Name, e.Reason, strings.TrimSpace(e.Message))
-			sink.Note(line)
-			if e.Type == corev1.EventTypeWarning {
-				warnings = append(warnings, e.Reason+": "+strings.TrimSpace(e.Message))
-			}
-		}
-	}
-
-	switch {
-	case end != nil && end.Type == batchv1.JobComplete:
-		r.Seconds = end.LastTransitionTime.Sub(t.created).Seconds()
-		metrics, err := captureMetrics(o.Metrics, benchOut.Bytes())
-		if err != nil {
-			r.Status, r.Reason = StatusFailed, err.Error()
-		} else {
-			r.Metrics, r.Status = metrics, StatusOK
-		}
-	case overdue != nil:
-		r.Seconds = secondsSince(t.created)
-		r.Status = StatusFailed
-		r.Reason = kubeletDeadline(overdue, t.deadline)
-		if end != nil {
-			r.Reason += "; Job failed: " + end.Reason
-		}
-	case t.stopped != "":
-		r.Seconds = secondsSince(t.created)
-		r.Status = StatusFailed
-		r.Reason = t.stopped
-	case end != nil:
-		r.Seconds = end.LastTransitionTime.Sub(t.created).Seconds()
-		r.Status = StatusFailed
-		r.Reason = "kubernetes: Job failed: " + end.Reason
-		if end.Message != "" {
-			r.Reason += ": " + end.Message
-		}
-		if len(failures) > 0 {
-			r.Reason += "; " + strings.Join(failures, "; ")
-		}
-	default:
-		r.Seconds = secondsSince(t.created)
-		r.Status = StatusFailed
-		if t.never != "" {
-			r.Reason = "kubernetes: not schedulable: " + t.never + ": " + t.pending
-		} else {
-			r.Reason = fmt.Sprintf("kubernetes: not scheduled within %s: %s", o.StartupTimeout, t.pending)
-		}
-	}
-	if r.Status == StatusFailed {
-		for _, w := range warnings {
-			sink.Note("warning: " + w)
-		}
-		sink.Note(r.Reason) // last: the table shows a failure's last line
-		v := sink.Verdict(r.Log)
-		if v.Known {
-			r.Triage = v.Cause
-		} else {
-			r.Tail = lastN(v.Tail, 8)
-		}
-	}
-	progressResult(o, cell, r)
-	return r
-}
-
-func eventTime(e *corev1.Event) time.Time {
-	switch {
-	case !e.LastTimestamp.IsZero():
-		return e.LastTimestamp.Time
-	case !e.EventTime.IsZero():
-		return e.EventTime.Time
-	}
-	return e.CreationTimestamp.Time
 }
 
 func setLabel(m *metav1.ObjectMeta, k, v string) {

@@ -32,7 +32,7 @@ const testNodeKey = "smpatch.io/test-node"
 // it).
 type kubeSandbox struct {
 	kubeconfig string
-	c          *kubeClient
+	c          *KubeClient
 	ns, node   string
 }
 
@@ -42,7 +42,7 @@ func newKubeSandbox(t *testing.T) *kubeSandbox {
 	var b [4]byte
 	rand.Read(b[:])
 	name := "smpatch-test-" + hex.EncodeToString(b[:])
-	c, err := newKubeClient(kc, name)
+	c, err := NewKubeClient(kc, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func newKubeSandbox(t *testing.T) *kubeSandbox {
 	for {
 		n := &corev1.Node{}
 		err := c.core.Get().Resource("nodes").Name(name).Do(ctx).Into(n)
-		q := n.Status.Allocatable[corev1.ResourceName(gpuResourceName)]
+		q := n.Status.Allocatable[gpuResource]
 		sa := c.core.Get().Namespace(name).Resource("serviceaccounts").Name("default").Do(ctx).Error()
 		if err == nil && q.Value() == 8 && sa == nil {
 			return s
@@ -148,7 +148,7 @@ func (s *kubeSandbox) run(t *testing.T, toml string, during func(context.Context
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := &Kube{Kubeconfig: s.kubeconfig, Namespace: s.ns, Jobs: map[string]*batchv1.Job{}, Poll: 100 * time.Millisecond}
+	k := &Kube{Client: kubeClientFor(s.kubeconfig, s.ns), Jobs: map[string]*batchv1.Job{}, Poll: 100 * time.Millisecond}
 	o := &Options{Out: dir, Runner: k}
 	cells, err := FromExpansion(x, nil, o)
 	if err != nil {
@@ -156,13 +156,13 @@ func (s *kubeSandbox) run(t *testing.T, toml string, during func(context.Context
 	}
 	o.defaults()
 	for _, mc := range x.Cells {
-		j := matrix.Job(x, mc, m.Base.Image)
+		j := Job(x, mc, m.Base.Image)
 		pod := &j.Spec.Template.Spec
 		pod.NodeSelector = map[string]string{testNodeKey: s.node}
 		pod.Tolerations = []corev1.Toleration{{Key: testNodeKey, Operator: corev1.TolerationOpEqual, Value: s.node, Effect: corev1.TaintEffectNoSchedule}}
 		k.Jobs[mc.ID] = j
 	}
-	if err := k.Check(); err != nil {
+	if err := k.Check(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.MkdirAll(filepath.Join(dir, LogsDir), 0o755); err != nil {

@@ -59,11 +59,11 @@ func TestKubeJobManifestsDryRun(t *testing.T) {
 		for _, c := range x.Cells {
 			refs[c.ID] = image
 		}
-		files, err := matrix.Render(x, matrix.RenderOptions{Refs: refs})
+		files, err := matrix.Render(x, matrix.RenderOptions{Refs: refs, Job: JobYAML})
 		if err != nil {
 			t.Fatal(err)
 		}
-		k := &Kube{Kubeconfig: kc, Namespace: "default", Jobs: map[string]*batchv1.Job{}}
+		k := &Kube{Client: kubeClientFor(kc, "default"), Jobs: map[string]*batchv1.Job{}}
 		var cells []*Cell
 		deadlines := 0
 		for _, c := range x.Cells {
@@ -78,7 +78,7 @@ func TestKubeJobManifestsDryRun(t *testing.T) {
 			if err := yaml.UnmarshalStrict(data, &job); err != nil {
 				t.Fatalf("%s: %s/job.yaml does not read back: %v\n%s", file, c.ID, err, data)
 			}
-			if want := matrix.Job(x, c, image); !equality.Semantic.DeepEqual(&job, want) {
+			if want := Job(x, c, image); !equality.Semantic.DeepEqual(&job, want) {
 				t.Fatalf("%s: %s/job.yaml reads back as another Job:\n%s", file, c.ID, data)
 			}
 			if d := job.Spec.Template.Spec.ActiveDeadlineSeconds; d != nil {
@@ -113,13 +113,13 @@ func TestKubeValidateRefuses(t *testing.T) {
 	bad := &batchv1.Job{}
 	bad.Name = "Not_A_DNS_Name"
 	bad.Spec.Template.Spec.Containers = append(bad.Spec.Template.Spec.Containers, corev1Container("x", "img"))
-	k := &Kube{Kubeconfig: kc, Namespace: "default", Jobs: map[string]*batchv1.Job{"c1": bad}}
+	k := &Kube{Client: kubeClientFor(kc, "default"), Jobs: map[string]*batchv1.Job{"c1": bad}}
 	err := k.ValidateJobs(context.Background(), []*Cell{{ID: "c1"}})
 	if err == nil || !strings.Contains(err.Error(), "cell c1: the API server refuses its Job Not_A_DNS_Name") {
 		t.Fatalf("got %v", err)
 	}
-	k = &Kube{Kubeconfig: kc, Namespace: "no-such-namespace"}
-	if err := k.Check(); err == nil || !strings.Contains(err.Error(), "namespace no-such-namespace does not exist") {
+	k = &Kube{Client: kubeClientFor(kc, "no-such-namespace")}
+	if err := k.Check(context.Background()); err == nil || !strings.Contains(err.Error(), "namespace no-such-namespace does not exist") {
 		t.Fatalf("got %v", err)
 	}
 }
@@ -153,12 +153,12 @@ bench = ["fakeserver", "bench", "-url", "http://127.0.0.1:30000"]
 	if err != nil {
 		t.Fatal(err)
 	}
-	job := matrix.Job(x, x.Cells[0], "registry.example/hang:1")
-	k := &Kube{Kubeconfig: kc, Namespace: "default", Jobs: map[string]*batchv1.Job{x.Cells[0].ID: job}, Poll: 100 * time.Millisecond}
+	job := Job(x, x.Cells[0], "registry.example/hang:1")
+	k := &Kube{Client: kubeClientFor(kc, "default"), Jobs: map[string]*batchv1.Job{x.Cells[0].ID: job}, Poll: 100 * time.Millisecond}
 	o := &Options{Out: dir}
 	o.defaults()
 	os.MkdirAll(filepath.Join(dir, LogsDir), 0o755)
-	watcher, err := newKubeClient(kc, "default")
+	watcher, err := NewKubeClient(kc, "default")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,4 +190,9 @@ bench = ["fakeserver", "bench", "-url", "http://127.0.0.1:30000"]
 	if err == nil && j.DeletionTimestamp == nil {
 		t.Fatalf("Job %s is still there, not being deleted", job.Name)
 	}
+}
+
+// kubeClientFor is Kube.Client for the kubeconfig kc and namespace ns.
+func kubeClientFor(kc, ns string) func() (*KubeClient, error) {
+	return func() (*KubeClient, error) { return NewKubeClient(kc, ns) }
 }

@@ -2,92 +2,137 @@ package launch
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/smpatch/smpatch/internal/runner"
 )
 
 // Local runs cells as process groups on this host.
 type Local struct{}
 
-// Name implements Runner.
-func (Local) Name() string { return "local" }
+// Kind implements Runner.
+func (Local) Kind() RunnerKind { return RunnerLocal }
+
+// Check implements Runner: the local runner needs nothing.
+func (Local) Check(context.Context) error { return nil }
+
+// MaxCellLog bounds what a cell's log keeps of each stream a server writes
+// (its own output, and run.sh's log): the rest is read and dropped, with a
+// note at the end of the log, so that a server printing without end fills
+// neither the disk nor a pipe.
+const MaxCellLog = 4 << 30
+
+// execGrace is the time between SIGTERM and SIGKILL for a command run
+// beside a server (the bench) when it is stopped.
+const execGrace = time.Second
 
 // Start implements Runner: the cell's rendered run.sh (or, without one, its
 // command) in a process group of its own, with the cell's environment added
 // to smpatch's. run.sh sends the server's output to $SMPATCH_LOG_DIR/<id>.log:
 // that is a named pipe here, read into log like the script's own output.
+// The server outlives ctx: Stop ends it.
 func (Local) Start(ctx context.Context, c *Cell, log io.Writer) (Server, error) {
 	if len(c.Command) == 0 {
 		return nil, fmt.Errorf("cell %s: no command", c.ID)
 	}
 	argv, env, dir := c.Command, c.Env, c.Workdir
 	if len(c.gpus) > 0 || c.script != "" {
-		env = make(map[string]string, len(c.Env)+2)
-		for k, v := range c.Env {
-			env[k] = v
+		env = maps.Clone(c.Env)
+		if env == nil {
+			env = map[string]string{}
 		}
 	}
 	if len(c.gpus) > 0 {
 		env["CUDA_VISIBLE_DEVICES"] = strings.Join(c.gpus, ",")
 	}
-	var fifo *os.File
-	var fifoDir string
+	var fl *fifoLog
 	if c.script != "" {
 		var err error
-		if fifoDir, err = os.MkdirTemp("", "smpatch-log-"); err != nil {
-			return nil, err
-		}
-		name := filepath.Join(fifoDir, c.ID+".log")
-		if err := syscall.Mkfifo(name, 0o600); err != nil {
-			os.RemoveAll(fifoDir)
+		if fl, err = newFifoLog(c.ID, log); err != nil {
 			return nil, fmt.Errorf("cell %s: %w", c.ID, err)
 		}
-		// Opened for reading and writing, the pipe never blocks the open
-		// and never reports end of file; Stop cuts the reading off.
-		if fifo, err = os.OpenFile(name, os.O_RDWR, 0); err != nil {
-			os.RemoveAll(fifoDir)
-			return nil, fmt.Errorf("cell %s: %w", c.ID, err)
-		}
-		env["SMPATCH_LOG_DIR"] = fifoDir
+		env["SMPATCH_LOG_DIR"] = fl.dir
 		argv, dir = []string{"bash", c.script}, ""
 	}
-	g, err := startGroup(argv, env, dir, log)
+	p, err := runner.Start(context.Background(), runner.Command{Argv: argv, Env: envList(env), Dir: dir, Stdout: log, MaxOutput: MaxCellLog})
 	if err != nil {
-		if fifo != nil {
-			fifo.Close()
-			os.RemoveAll(fifoDir)
+		if fl != nil {
+			fl.f.Close()
+			os.RemoveAll(fl.dir)
 		}
 		return nil, fmt.Errorf("cell %s: %w", c.ID, err)
 	}
-	if fifo != nil {
-		g.fifo, g.fifoDir, g.fifoDone = fifo, fifoDir, make(chan struct{})
-		go func() {
-			io.Copy(log, fifo)
-			close(g.fifoDone)
-		}()
+	if fl != nil {
+		go fl.copy()
 	}
-	return &localServer{group: g, env: env, dir: c.Workdir}, nil
+	return &localServer{proc: p, fifo: fl, log: log, env: env, dir: c.Workdir}, nil
 }
 
 type localServer struct {
-	*group
-	env map[string]string
-	dir string
+	proc *runner.Process
+	fifo *fifoLog // run.sh's log (nil without run.sh)
+	log  io.Writer
+	env  map[string]string
+	dir  string
+
+	once sync.Once
+	err  error
 }
 
+func (s *localServer) Exited() <-chan struct{} { return s.proc.Exited() }
+
+func (s *localServer) ExitErr() error { return s.proc.ExitErr() }
+
+// Exec runs argv on this host with the cell's environment.
 func (s *localServer) Exec(ctx context.Context, argv []string, out io.Writer) error {
-	return runGroup(ctx, argv, s.env, s.dir, out)
+	return runBeside(ctx, argv, envList(s.env), s.dir, out)
+}
+
+// Stop ends the server's process group (SIGTERM, SIGKILL after grace) and
+// waits for what it printed.
+func (s *localServer) Stop(grace time.Duration) error {
+	s.once.Do(func() {
+		s.err = s.proc.Stop(grace)
+		dropped := s.proc.Dropped()
+		if s.fifo != nil {
+			dropped += s.fifo.close()
+		}
+		noteDropped(s.log, dropped)
+	})
+	return s.err
+}
+
+// runBeside runs argv to its end in a process group of its own, its output
+// to out; cancelling ctx ends the whole group (SIGTERM, then SIGKILL a
+// second later), and so does its leader's exit.
+func runBeside(ctx context.Context, argv, env []string, dir string, out io.Writer) error {
+	p, err := runner.Start(ctx, runner.Command{Argv: argv, Env: env, Dir: dir, Stdout: out, MaxOutput: MaxCellLog, Grace: execGrace})
+	if err != nil {
+		return err
+	}
+	return p.Wait()
+}
+
+// noteDropped says in the log how much output MaxCellLog kept out of it.
+func noteDropped(log io.Writer, n int64) {
+	if n <= 0 {
+		return
+	}
+	text := fmt.Sprintf("the server's output past %d GiB was dropped from this log (%d bytes)", MaxCellLog>>30, n)
+	if s, ok := log.(*logSink); ok {
+		s.Note(text)
+		return
+	}
+	fmt.Fprintf(log, "%s%s\n", NotePrefix, text)
 }
 
 // envList is os.Environ with env added, in a stable order.
@@ -100,188 +145,58 @@ func envList(env map[string]string) []string {
 	return out
 }
 
-// group is a process started as the leader of its own process group, so that
-// it and every process it starts can be signalled together. Its output is
-// copied from a pipe of our own, so the leader's exit is seen at once even
-// while its workers still hold the pipe open.
-type group struct {
-	cmd     *exec.Cmd
-	pgid    int
-	exited  chan struct{}
-	err     error
-	out     *os.File      // read end of the output pipe
-	outDone chan struct{} // closed when the copy from out ends
-	// fifo is run.sh's log, a named pipe in fifoDir (nil without run.sh).
-	fifo     *os.File
-	fifoDir  string
-	fifoDone chan struct{}
-
-	stopOnce sync.Once
-	stopErr  error
+// fifoLog is run.sh's log: a named pipe in a directory of its own, read
+// into the cell's log as it is written.
+type fifoLog struct {
+	dir     string
+	f       *os.File
+	out     io.Writer
+	done    chan struct{}
+	dropped int64
 }
 
-// outputDrain bounds how long Stop waits for output still in the pipe once
-// the group is gone (a process that left the group may hold the pipe).
-const outputDrain = 2 * time.Second
-
-func startGroup(argv []string, env map[string]string, dir string, out io.Writer) (*group, error) {
-	pr, pw, err := os.Pipe()
+func newFifoLog(id string, out io.Writer) (*fifoLog, error) {
+	dir, err := os.MkdirTemp("", "smpatch-log-")
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = envList(env)
-	cmd.Dir = dir
-	cmd.Stdout, cmd.Stderr = pw, pw
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	err = cmd.Start()
-	pw.Close()
-	if err != nil {
-		pr.Close()
+	name := filepath.Join(dir, id+".log")
+	if err := syscall.Mkfifo(name, 0o600); err != nil {
+		os.RemoveAll(dir)
 		return nil, err
 	}
-	g := &group{cmd: cmd, pgid: cmd.Process.Pid, exited: make(chan struct{}), out: pr, outDone: make(chan struct{})}
-	go func() {
-		io.Copy(out, pr)
-		close(g.outDone)
-	}()
-	go func() {
-		g.err = cmd.Wait()
-		close(g.exited)
-	}()
-	return g, nil
-}
-
-func (g *group) Exited() <-chan struct{} { return g.exited }
-
-func (g *group) ExitErr() error {
-	<-g.exited
-	return g.err
-}
-
-// alive reports whether any process of the group is left. A leader that has
-// exited but was not yet waited for still counts; orphaned zombies (whose
-// reaper is slow or absent) do not.
-func (g *group) alive() bool {
-	err := syscall.Kill(-g.pgid, 0)
-	if err != nil && !errors.Is(err, syscall.EPERM) {
-		return false
-	}
-	live, ok := liveMembers(g.pgid)
-	return !ok || live
-}
-
-// liveMembers scans /proc for a process of group pgid that is not a zombie.
-// ok is false when /proc cannot be read.
-func liveMembers(pgid int) (live, ok bool) {
-	ents, err := os.ReadDir("/proc")
+	// Opened for reading and writing, the pipe never blocks the open and
+	// never reports end of file; close cuts the reading off.
+	f, err := os.OpenFile(name, os.O_RDWR, 0)
 	if err != nil {
-		return false, false
+		os.RemoveAll(dir)
+		return nil, err
 	}
-	for _, e := range ents {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		data, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid pgrp ...; comm may hold spaces and parens.
-		s := string(data)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) < 3 {
-			continue
-		}
-		if pg, _ := strconv.Atoi(f[2]); pg == pgid && f[0] != "Z" && f[0] != "X" {
-			return true, true
-		}
-	}
-	return false, true
+	return &fifoLog{dir: dir, f: f, out: out, done: make(chan struct{})}, nil
 }
 
-// Stop sends SIGTERM to the group, waits up to grace for the leader to exit
-// and the group to empty, then sends SIGKILL.
-func (g *group) Stop(grace time.Duration) error {
-	g.stopOnce.Do(func() { g.stopErr = g.stop(grace) })
-	return g.stopErr
+// copy reads the pipe into the log, at most MaxCellLog bytes of it.
+func (l *fifoLog) copy() {
+	defer close(l.done)
+	n, _ := io.Copy(l.out, io.LimitReader(l.f, MaxCellLog))
+	if n == MaxCellLog {
+		l.dropped, _ = io.Copy(io.Discard, l.f)
+	}
 }
 
-func (g *group) stop(grace time.Duration) error {
-	defer g.drain()
-	_ = syscall.Kill(-g.pgid, syscall.SIGTERM)
-	if g.waitGone(grace) {
-		return nil
-	}
-	_ = syscall.Kill(-g.pgid, syscall.SIGKILL)
-	if g.waitGone(5 * time.Second) {
-		return nil
-	}
-	return fmt.Errorf("process group %d still has processes after SIGKILL", g.pgid)
-}
-
-// drain waits for the output copy to end, cutting it off after outputDrain.
-func (g *group) drain() {
-	t := time.NewTimer(outputDrain)
-	defer t.Stop()
+// close reads what is left in the pipe once every writer is gone, removes
+// it and returns how many bytes were dropped.
+func (l *fifoLog) close() int64 {
 	select {
-	case <-g.outDone:
-	case <-t.C:
-		g.out.SetReadDeadline(time.Now())
-		<-g.outDone
-	}
-	g.out.Close()
-	if g.fifo != nil {
-		// Every writer is gone: what is left is in the pipe's buffer.
-		g.fifo.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
-		<-g.fifoDone
-		g.fifo.Close()
-		os.RemoveAll(g.fifoDir)
-	}
-}
-
-// waitGone waits up to d for the leader to be reaped and the group to be empty.
-func (g *group) waitGone(d time.Duration) bool {
-	deadline := time.NewTimer(d)
-	defer deadline.Stop()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	case <-l.done:
+	default:
+		l.f.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
 		select {
-		case <-g.exited:
-			if !g.alive() {
-				return true
-			}
-		default:
-		}
-		select {
-		case <-deadline.C:
-			return false
-		case <-tick.C:
+		case <-l.done:
+		case <-time.After(5 * time.Second):
 		}
 	}
-}
-
-// runGroup runs argv to completion in a process group of its own; cancelling
-// ctx ends the whole group (SIGTERM, then SIGKILL a second later).
-func runGroup(ctx context.Context, argv []string, env map[string]string, dir string, out io.Writer) error {
-	if len(argv) == 0 {
-		return errors.New("empty command")
-	}
-	g, err := startGroup(argv, env, dir, out)
-	if err != nil {
-		return err
-	}
-	select {
-	case <-g.exited:
-		// Workers the command left behind go with it.
-		_ = g.Stop(time.Second)
-		return g.err
-	case <-ctx.Done():
-		_ = g.Stop(time.Second)
-		return ctx.Err()
-	}
+	l.f.Close()
+	os.RemoveAll(l.dir)
+	return l.dropped
 }

@@ -15,7 +15,6 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 
-	"github.com/smpatch/smpatch/internal/exit"
 	"github.com/smpatch/smpatch/matrix"
 	"github.com/smpatch/smpatch/patches"
 	"github.com/smpatch/smpatch/source"
@@ -29,8 +28,8 @@ type MatrixRun struct {
 	Expand    matrix.ExpandOptions // how the file expands (CheckPatch: the catalog lookup)
 	Warn      func(string)         // the file's NCCL_* names NCCL does not document; nil for none
 
-	// Runner names where cells run: local, docker, slurm or kubernetes.
-	Runner string
+	// Runner is where cells run.
+	Runner RunnerKind
 	// Options are the run's options; RunMatrix fills what the matrix
 	// decides (metrics, timeouts, baseline, name), Out when empty, the
 	// runner and the patcher. Repeat, when not 0, replaces the matrix's.
@@ -53,8 +52,9 @@ type MatrixRun struct {
 	SlurmCommand []string // the slurm runner's Slurm.Command
 	Partition    string   // slurm: sbatch --partition
 	SbatchArgs   []string // slurm: further sbatch options
-	Namespace    string   // kubernetes: the namespace of the Jobs
-	Kubeconfig   string   // kubernetes: "" for $KUBECONFIG, else ~/.kube/config
+	// Kube connects the kubernetes runner to its cluster and namespace
+	// (NewKubeClient); it is called only for that runner, once.
+	Kube func() (*KubeClient, error)
 
 	// DryRun checks what the run would check before a cell starts and
 	// says what each cell would run; it starts nothing, changes nothing.
@@ -78,7 +78,7 @@ type DryRun struct {
 	Cells    []DryRunCell `json:"cells"`
 	DryRun   bool         `json:"dry_run"`
 	Out      string       `json:"out"`
-	Runner   string       `json:"runner"`
+	Runner   RunnerKind   `json:"runner"`
 }
 
 // DryRunCell is one cell of a dry run.
@@ -99,13 +99,14 @@ type DryRunCell struct {
 }
 
 // RunMatrix expands r.File, turns its cells into runnable cells, picks the
-// runner r.Runner names and runs them (or, with r.DryRun, checks and
+// runner of r.Runner's kind and runs them (or, with r.DryRun, checks and
 // plans them). The result comes back with the error when there is one to
-// show: a dry run whose patches do not apply (exit.Conflict), failed cells
-// (exit.CellsFailed), an interrupted run.
+// show: a dry run whose patches do not apply (*DryRunConflictError), failed
+// cells (*CellsFailedError), an interrupted run. A kind that is no runner
+// is an *UnknownRunnerError, before the file is read.
 func RunMatrix(ctx context.Context, r MatrixRun) (*MatrixResult, error) {
-	if err := checkRunnerName(r.Runner); err != nil {
-		return nil, err // before the matrix is read: a usage error
+	if !r.Runner.Valid() {
+		return nil, &UnknownRunnerError{Name: string(r.Runner)}
 	}
 	x, err := matrix.ExpandFile(r.File, r.ProbeFile, r.Expand, r.Warn)
 	if err != nil {
@@ -121,7 +122,7 @@ func RunMatrix(ctx context.Context, r MatrixRun) (*MatrixResult, error) {
 	if opts.Signatures, err = LoadSignatures(r.Signatures); err != nil {
 		return nil, err
 	}
-	if r.Runner == "local" {
+	if r.Runner == RunnerLocal {
 		if err := HostWorkdirs(x); err != nil {
 			return nil, err
 		}
@@ -136,9 +137,7 @@ func RunMatrix(ctx context.Context, r MatrixRun) (*MatrixResult, error) {
 	if opts.Out == "" {
 		opts.Out = filepath.Join(r.ResultsDir, x.Matrix.Slug())
 	}
-	if opts.Runner, err = r.runner(x, cells, opts.Out); err != nil {
-		return nil, err
-	}
+	opts.Runner = r.runner(x, cells, opts.Out)
 	python := r.Python
 	if python == "" {
 		python = x.Matrix.Base.Python
@@ -154,7 +153,7 @@ func RunMatrix(ctx context.Context, r MatrixRun) (*MatrixResult, error) {
 		}
 		return res, err
 	}
-	if r.Runner == "local" {
+	if r.Runner == RunnerLocal {
 		if names := patchesToRun(cells, opts.Only); len(names) > 0 {
 			tp, err := r.treePatcher(ctx, python, names)
 			if err != nil {
@@ -178,40 +177,38 @@ func RunMatrix(ctx context.Context, r MatrixRun) (*MatrixResult, error) {
 		return res, err
 	}
 	if s := res.Summary; s.Failed > 0 {
-		return res, exit.With(exit.CellsFailed, fmt.Errorf("%d of %d cells failed; see %s", s.Failed, s.OK+s.Failed, filepath.Join(opts.Out, ResultsMD)))
+		return res, &CellsFailedError{Failed: s.Failed, Ran: s.OK + s.Failed, Results: filepath.Join(opts.Out, ResultsMD)}
 	}
 	return res, nil
 }
 
-// runner is the runner r.Runner names.
-func (r *MatrixRun) runner(x *matrix.Expansion, cells []*Cell, out string) (Runner, error) {
+// runner is the runner of r.Runner's kind, which is valid.
+func (r *MatrixRun) runner(x *matrix.Expansion, cells []*Cell, out string) Runner {
 	switch r.Runner {
-	case "local":
-		return Local{}, nil
-	case "docker":
+	case RunnerDocker:
 		d := r.Docker
 		if d.Prefix == "" {
 			d.Prefix = RunPrefix(out)
 		}
-		return d, nil
-	case "slurm":
-		return Slurm{Command: r.SlurmCommand, Partition: r.Partition, Args: r.SbatchArgs}, nil
-	case "kubernetes":
+		return d
+	case RunnerSlurm:
+		return Slurm{Command: r.SlurmCommand, Partition: r.Partition, Args: r.SbatchArgs}
+	case RunnerKubernetes:
 		// Each cell's Job as matrix render writes it, with the cell's
 		// image (Refs, else base.image).
 		images := map[string]string{}
 		for _, c := range cells {
 			images[c.ID] = c.Image
 		}
-		k := &Kube{Kubeconfig: r.Kubeconfig, Namespace: r.Namespace, Jobs: map[string]*batchv1.Job{}}
+		k := &Kube{Client: r.Kube, Jobs: map[string]*batchv1.Job{}}
 		for _, mc := range x.Cells {
 			if mc.Pruned == nil {
-				k.Jobs[mc.ID] = matrix.Job(x, mc, images[mc.ID])
+				k.Jobs[mc.ID] = Job(x, mc, images[mc.ID])
 			}
 		}
-		return k, nil
+		return k
 	}
-	return nil, checkRunnerName(r.Runner)
+	return Local{}
 }
 
 // RunPrefix starts the names of the containers of the run whose results go
@@ -225,16 +222,6 @@ func RunPrefix(out string) string {
 	}
 	sum := sha256.Sum256([]byte(out))
 	return "smpatch-" + hex.EncodeToString(sum[:4])
-}
-
-// checkRunnerName refuses a --runner that names no runner (the empty one
-// included) with the usage exit code.
-func checkRunnerName(name string) error {
-	switch name {
-	case "local", "docker", "slurm", "kubernetes":
-		return nil
-	}
-	return exit.With(exit.Usage, fmt.Errorf("--runner %q: want local, docker, slurm or kubernetes", name))
 }
 
 // treePatcher loads the catalog and opens the tree of every project the
@@ -306,13 +293,11 @@ func (r *MatrixRun) dryRun(ctx context.Context, python string, cells []*Cell, op
 			return nil, err
 		}
 	}
-	if c, ok := opts.Runner.(interface{ Check() error }); ok {
-		if err := c.Check(); err != nil {
-			return nil, err
-		}
+	if err := opts.Runner.Check(ctx); err != nil {
+		return nil, err
 	}
 	problems := map[string]string{}
-	if r.Runner == "local" {
+	if r.Runner == RunnerLocal {
 		if names := patchesToRun(cells, opts.Only); len(names) > 0 {
 			tp, err := r.treePatcher(ctx, python, names)
 			if err != nil {
@@ -330,7 +315,7 @@ func (r *MatrixRun) dryRun(ctx context.Context, python string, cells []*Cell, op
 		if dc.Patches == nil {
 			dc.Patches = []string{}
 		}
-		if r.Runner == "docker" || r.Runner == "kubernetes" {
+		if r.Runner == RunnerDocker || r.Runner == RunnerKubernetes {
 			dc.Image = c.Image
 			if dk, ok := opts.Runner.(Docker); ok {
 				dc.Docker, _ = dk.RunArgs(c)
@@ -353,7 +338,7 @@ func (r *MatrixRun) dryRun(ctx context.Context, python string, cells []*Cell, op
 			ids = append(ids, id)
 		}
 		sort.Strings(ids)
-		return d, exit.With(exit.Conflict, fmt.Errorf("dry run: the patches of %d cell(s) do not apply on the tree (%s); those cells would fail", len(ids), strings.Join(ids, ", ")))
+		return d, &DryRunConflictError{Cells: ids}
 	}
 	return d, nil
 }

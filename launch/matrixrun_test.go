@@ -2,12 +2,11 @@ package launch
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/smpatch/smpatch/internal/exit"
 )
 
 func writeRunMatrix(t *testing.T) string {
@@ -20,13 +19,14 @@ func writeRunMatrix(t *testing.T) string {
 	return p
 }
 
-// RunMatrix picks the runner by name and refuses an unknown one as a
-// usage error, before anything is written.
+// RunMatrix refuses a runner kind that is none, naming it and the kinds,
+// before anything is written.
 func TestRunMatrixUnknownRunner(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "out")
 	_, err := RunMatrix(context.Background(), MatrixRun{File: writeRunMatrix(t), Runner: "lsf", Options: Options{Out: out}})
-	if exit.Code(err) != exit.Usage || !strings.Contains(err.Error(), `--runner "lsf"`) {
-		t.Fatalf("err = %v (exit %d), want a usage error naming the runner", err, exit.Code(err))
+	var ue *UnknownRunnerError
+	if !errors.As(err, &ue) || err.Error() != `runner "lsf": want local, docker, slurm or kubernetes` {
+		t.Fatalf("err = %v, want an UnknownRunnerError naming the runner and the kinds", err)
 	}
 	if _, serr := os.Stat(out); !os.IsNotExist(serr) {
 		t.Fatalf("out was created: %v", serr)
@@ -57,5 +57,20 @@ func TestRunMatrixDryRun(t *testing.T) {
 	}
 	if _, serr := os.Stat(results); !os.IsNotExist(serr) {
 		t.Fatalf("the dry run wrote %s: %v", results, serr)
+	}
+}
+
+func TestParseRunnerKind(t *testing.T) {
+	for _, k := range RunnerKinds() {
+		if got, err := ParseRunnerKind(string(k)); err != nil || got != k {
+			t.Errorf("ParseRunnerKind(%q) = %q, %v", k, got, err)
+		}
+	}
+	for _, bad := range []string{"", "podman", "Local", " local"} {
+		_, err := ParseRunnerKind(bad)
+		var ue *UnknownRunnerError
+		if !errors.As(err, &ue) || ue.Name != bad || !strings.HasSuffix(err.Error(), ": want local, docker, slurm or kubernetes") {
+			t.Errorf("ParseRunnerKind(%q): %v", bad, err)
+		}
 	}
 }

@@ -5,10 +5,10 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
-	"encoding/xml"
 	"errors"
 	"fmt"
 	"github.com/smpatch/smpatch/internal/bounded"
+	"github.com/smpatch/smpatch/internal/junit"
 	"io"
 	"io/fs"
 	"maps"
@@ -40,8 +40,8 @@ type Result struct {
 	Patches []string    `json:"patches"`
 	Status  Status      `json:"status"`
 	// Reason says why a cell failed, was pruned or skipped.
-	Reason string `json:"reason,omitempty"`
-	Runner string `json:"runner,omitempty"`
+	Reason string     `json:"reason,omitempty"`
+	Runner RunnerKind `json:"runner,omitempty"`
 	// Launch is the cell's server command line, shell-quoted.
 	Launch string `json:"launch,omitempty"`
 	// Started is when the cell started (RFC 3339); empty for cells not run.
@@ -76,10 +76,10 @@ func (r *Result) Finished() bool { return r.Status == StatusOK || r.Status == St
 
 // Summary is a whole run.
 type Summary struct {
-	Name     string   `json:"name"`
-	Runner   string   `json:"runner"`
-	Baseline string   `json:"baseline,omitempty"`
-	Metrics  []string `json:"metrics"`
+	Name     string     `json:"name"`
+	Runner   RunnerKind `json:"runner"`
+	Baseline string     `json:"baseline,omitempty"`
+	Metrics  []string   `json:"metrics"`
 	// Repeat is how many times each cell ran (a fresh server each time).
 	Repeat  int       `json:"repeat,omitempty"`
 	Results []*Result `json:"results"`
@@ -559,39 +559,6 @@ func (s *Summary) WriteText(w io.Writer) {
 	bw.Flush()
 }
 
-type junitSuites struct {
-	XMLName xml.Name     `xml:"testsuites"`
-	Suites  []junitSuite `xml:"testsuite"`
-}
-
-type junitSuite struct {
-	Name     string      `xml:"name,attr"`
-	Tests    int         `xml:"tests,attr"`
-	Failures int         `xml:"failures,attr"`
-	Skipped  int         `xml:"skipped,attr"`
-	Time     string      `xml:"time,attr"`
-	Cases    []junitCase `xml:"testcase"`
-}
-
-type junitCase struct {
-	Name      string        `xml:"name,attr"`
-	Classname string        `xml:"classname,attr"`
-	Time      string        `xml:"time,attr"`
-	Failure   *junitFailure `xml:"failure,omitempty"`
-	Skipped   *junitSkipped `xml:"skipped,omitempty"`
-	SystemOut string        `xml:"system-out,omitempty"`
-}
-
-type junitFailure struct {
-	Message string `xml:"message,attr"`
-	Type    string `xml:"type,attr"`
-	Body    string `xml:",chardata"`
-}
-
-type junitSkipped struct {
-	Message string `xml:"message,attr"`
-}
-
 // WriteJUnit writes one testcase per cell: failed cells fail, pruned and
 // skipped ones are skipped.
 func (s *Summary) WriteJUnit(w io.Writer) error {
@@ -599,11 +566,11 @@ func (s *Summary) WriteJUnit(w io.Writer) error {
 	if name == "" {
 		name = "matrix"
 	}
-	suite := junitSuite{Name: name, Tests: len(s.Results), Failures: s.Failed, Skipped: s.Pruned + s.Skipped}
+	suite := junit.Suite{Name: name}
 	var total float64
 	for _, r := range s.Results {
 		total += r.Seconds
-		c := junitCase{Name: r.ID, Classname: "smpatch.matrix." + name, Time: strconv.FormatFloat(r.Seconds, 'f', 3, 64)}
+		c := junit.Case{Name: r.ID, Classname: "smpatch.matrix." + name, Time: strconv.FormatFloat(r.Seconds, 'f', 3, 64)}
 		switch r.Status {
 		case StatusFailed:
 			label, line := note(r)
@@ -624,9 +591,9 @@ func (s *Summary) WriteJUnit(w io.Writer) error {
 			if label != "" {
 				msg = label + ": " + r.Reason
 			}
-			c.Failure = &junitFailure{Message: msg, Type: label, Body: body}
+			c.Failure = &junit.Message{Message: msg, Type: label, Text: body}
 		case StatusPruned, StatusSkipped:
-			c.Skipped = &junitSkipped{Message: string(r.Status) + ": " + r.Reason}
+			c.Skipped = &junit.Message{Message: string(r.Status) + ": " + r.Reason}
 		}
 		if len(r.Metrics) > 0 {
 			keys := slices.Sorted(maps.Keys(r.Metrics))
@@ -639,14 +606,7 @@ func (s *Summary) WriteJUnit(w io.Writer) error {
 		suite.Cases = append(suite.Cases, c)
 	}
 	suite.Time = strconv.FormatFloat(total, 'f', 3, 64)
-	io.WriteString(w, xml.Header)
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	if err := enc.Encode(junitSuites{Suites: []junitSuite{suite}}); err != nil {
-		return err
-	}
-	_, err := io.WriteString(w, "\n")
-	return err
+	return (&junit.Suites{Suites: []junit.Suite{suite}}).Write(w)
 }
 
 // secondsSince rounds the time since t to milliseconds.

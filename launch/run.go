@@ -34,7 +34,7 @@ import (
 // failed cells are counted in the Summary.
 func Run(ctx context.Context, cells []*Cell, o Options) (*Summary, error) {
 	o.defaults()
-	if err := checkCells(cells, o); err != nil {
+	if err := checkCells(ctx, cells, o); err != nil {
 		return nil, err
 	}
 	// Read what --resume keeps before writing anything: a results file
@@ -58,7 +58,7 @@ func Run(ctx context.Context, cells []*Cell, o Options) (*Summary, error) {
 		return nil, err
 	}
 
-	s := &Summary{Name: o.Name, Runner: o.Runner.Name(), Baseline: o.Baseline}
+	s := &Summary{Name: o.Name, Runner: o.Runner.Kind(), Baseline: o.Baseline}
 	if o.Repeat > 1 {
 		s.Repeat = o.Repeat
 	}
@@ -208,7 +208,7 @@ func nonNil(s []string) []string {
 }
 
 // checkCells refuses what cannot run, before anything starts.
-func checkCells(cells []*Cell, o Options) error {
+func checkCells(ctx context.Context, cells []*Cell, o Options) error {
 	if o.Out == "" {
 		return errors.New("no results directory")
 	}
@@ -238,19 +238,14 @@ func checkCells(cells []*Cell, o Options) error {
 	if o.Baseline != "" && !ids[o.Baseline] {
 		return fmt.Errorf("baseline %s: no such cell", o.Baseline)
 	}
-	if _, local := o.Runner.(Local); local && o.Patcher == nil {
+	if o.Runner.Kind() == RunnerLocal && o.Patcher == nil {
 		for _, c := range cells {
 			if c.Pruned == "" && len(c.Patches) > 0 && (len(o.Only) == 0 || contains(o.Only, c.ID)) {
 				return fmt.Errorf("cell %s has patches (%s) but there is no tree to apply them to", c.ID, strings.Join(c.Patches, ", "))
 			}
 		}
 	}
-	if d, ok := o.Runner.(interface{ Check() error }); ok {
-		if err := d.Check(); err != nil {
-			return err
-		}
-	}
-	return nil
+	return o.Runner.Check(ctx)
 }
 
 func contains(list []string, s string) bool {
@@ -298,8 +293,7 @@ func groupByPatches(cells []*Cell) [][]*Cell {
 // end as it began.
 func runGroupOfCells(ctx context.Context, cells []*Cell, o Options, record func(*Cell, *Result) error) error {
 	names := cells[0].Patches
-	_, local := o.Runner.(Local)
-	patch := local && len(names) > 0
+	patch := o.Runner.Kind() == RunnerLocal && len(names) > 0
 	if patch {
 		o.Progress("apply %s", strings.Join(names, ", "))
 		if err := o.Patcher.Apply(ctx, cells[0].ID, names); err != nil {
@@ -419,7 +413,7 @@ func oneLineErr(err error) string {
 }
 
 func newResult(c *Cell, o Options) *Result {
-	return &Result{ID: c.ID, Values: c.Values, Patches: nonNil(c.Patches), Runner: o.Runner.Name(),
+	return &Result{ID: c.ID, Values: c.Values, Patches: nonNil(c.Patches), Runner: o.Runner.Kind(),
 		Warnings: c.Warnings, Log: repeatLogPath(o.Out, c), Launch: shellLine(c.Command)}
 }
 
@@ -460,8 +454,8 @@ func runCell(ctx context.Context, c *Cell, o Options) *Result {
 	}
 	defer f.Close()
 	sink := newLogSink(f, o.Signatures)
-	sink.Note(fmt.Sprintf("cell %s (runner %s): %s", c.ID, o.Runner.Name(), strings.Join(c.Command, " ")))
-	if _, local := o.Runner.(Local); local && c.Files["run.sh"] != nil {
+	sink.Note(fmt.Sprintf("cell %s (runner %s): %s", c.ID, o.Runner.Kind(), strings.Join(c.Command, " ")))
+	if o.Runner.Kind() == RunnerLocal && c.Files["run.sh"] != nil {
 		script, err := writeCellFiles(filepath.Join(o.Out, CellsDir, c.ID), c.Files)
 		if err != nil {
 			r.Status, r.Reason = StatusFailed, oneLineErr(err)
@@ -710,7 +704,7 @@ func readTail(path string, max int64) ([]byte, error) {
 			return nil, err
 		}
 	}
-	return io.ReadAll(io.LimitReader(f, max))
+	return bounded.ReadAll(f, int(max), path)
 }
 
 func captureMetrics(metrics []Metric, out []byte) (map[string]float64, error) {

@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/smpatch/smpatch/internal/junit"
 )
 
 // fakeServer is the path of testdata/fakeserver, built once for the tests.
@@ -307,7 +309,7 @@ func TestRunResultsAndResume(t *testing.T) {
 	if step, _ := os.ReadFile(summaryFile); !bytes.Equal(step, md) {
 		t.Errorf("step summary differs from results.md:\n%s", step)
 	}
-	var ju junitSuites
+	var ju junit.Suites
 	data, _ := os.ReadFile(filepath.Join(o.Out, ResultsJUnit))
 	if err := xml.Unmarshal(data, &ju); err != nil {
 		t.Fatal(err)

@@ -2,16 +2,69 @@ package launch
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"strings"
 	"time"
 )
+
+// RunnerKind names where a matrix's cells run.
+type RunnerKind string
+
+// The runner kinds.
+const (
+	RunnerLocal      RunnerKind = "local"      // process groups on this host
+	RunnerDocker     RunnerKind = "docker"     // a container each
+	RunnerSlurm      RunnerKind = "slurm"      // one job array
+	RunnerKubernetes RunnerKind = "kubernetes" // a Job each
+)
+
+// RunnerKinds are every kind, in the order help and completion list them.
+func RunnerKinds() []RunnerKind {
+	return []RunnerKind{RunnerLocal, RunnerDocker, RunnerSlurm, RunnerKubernetes}
+}
+
+// UnknownRunnerError is the refusal of a name that is no runner kind.
+type UnknownRunnerError struct{ Name string }
+
+func (e *UnknownRunnerError) Error() string {
+	var names []string
+	for _, k := range RunnerKinds() {
+		names = append(names, string(k))
+	}
+	want := strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+	return fmt.Sprintf("runner %q: want %s", e.Name, want)
+}
+
+// ParseRunnerKind reads a runner's name; a name that is no kind (the empty
+// one included) is an *UnknownRunnerError listing the kinds.
+func ParseRunnerKind(name string) (RunnerKind, error) {
+	k := RunnerKind(name)
+	if !k.Valid() {
+		return "", &UnknownRunnerError{Name: name}
+	}
+	return k, nil
+}
+
+// Valid reports whether k is one of the kinds.
+func (k RunnerKind) Valid() bool {
+	switch k {
+	case RunnerLocal, RunnerDocker, RunnerSlurm, RunnerKubernetes:
+		return true
+	}
+	return false
+}
 
 // Runner starts a cell's server somewhere: a process group on this host
 // (Local) or a container (Docker). Schedulers (Slurm, Kube) are
 // BatchRunners.
 type Runner interface {
-	// Name is "local", "docker", "slurm" or "kubernetes".
-	Name() string
+	// Kind is the runner's kind.
+	Kind() RunnerKind
+	// Check refuses a run before any cell starts or anything is written:
+	// the runner's tools, daemon or cluster are missing, or its settings
+	// are wrong.
+	Check(ctx context.Context) error
 	// Start starts the cell's command; everything it prints goes to log.
 	// The server keeps running until Stop, whatever happens to ctx.
 	Start(ctx context.Context, c *Cell, log io.Writer) (Server, error)

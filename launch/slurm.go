@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/smpatch/smpatch/internal/bounded"
+	"github.com/smpatch/smpatch/internal/runner"
 )
 
 // Slurm submits the cells as a Slurm job array (one array per GPU count,
@@ -41,8 +42,12 @@ type Slurm struct {
 	Poll time.Duration
 }
 
-// Name implements Runner.
-func (Slurm) Name() string { return "slurm" }
+// Kind implements Runner.
+func (Slurm) Kind() RunnerKind { return RunnerSlurm }
+
+// slurmTimeout bounds each call of sbatch, squeue, sacct and scancel: a
+// controller that does not answer must not hang the run.
+const slurmTimeout = 2 * time.Minute
 
 // Start implements Runner; Slurm runs cells only as a batch (RunBatch).
 func (Slurm) Start(context.Context, *Cell, io.Writer) (Server, error) {
@@ -56,9 +61,9 @@ func (s Slurm) tool(name string) string {
 	return name
 }
 
-// Check refuses a run before anything is submitted when the Slurm commands
-// are missing or there is no command for the nodes.
-func (s Slurm) Check() error {
+// Check implements Runner: it refuses a run before anything is submitted
+// when the Slurm commands are missing or there is no command for the nodes.
+func (s Slurm) Check(context.Context) error {
 	for _, t := range []string{"sbatch", "squeue", "sacct", "scancel"} {
 		if _, err := exec.LookPath(s.tool(t)); err != nil {
 			return fmt.Errorf("slurm runner: %s was not found (install the Slurm client commands, or use --runner local)", t)
@@ -255,19 +260,17 @@ func (s Slurm) submit(ctx context.Context, base string, grp []*Cell, o *Options)
 	if name == "" {
 		name = "matrix"
 	}
-	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, s.tool("sbatch"), s.SbatchArgs(base, script, name, len(grp), gpus, o)...)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		msg := strings.TrimSpace(stderr.String())
+	res, err := runner.Run(ctx, slurmTimeout, s.tool("sbatch"), s.SbatchArgs(base, script, name, len(grp), gpus, o)...)
+	if err != nil {
+		msg := strings.TrimSpace(string(res.Stderr))
 		if msg == "" {
 			msg = err.Error()
 		}
 		return "", fmt.Errorf("sbatch: %s", msg)
 	}
-	id, _, _ := strings.Cut(strings.TrimSpace(stdout.String()), ";")
+	id, _, _ := strings.Cut(strings.TrimSpace(string(res.Stdout)), ";")
 	if _, err := strconv.Atoi(id); err != nil {
-		return "", fmt.Errorf("sbatch printed %q, not a job id", stdout.String())
+		return "", fmt.Errorf("sbatch printed %q, not a job id", res.Stdout)
 	}
 	return id, nil
 }
@@ -275,16 +278,14 @@ func (s Slurm) submit(ctx context.Context, base string, grp []*Cell, o *Options)
 // queue is squeue --json for one array. An array squeue no longer knows
 // gives no tasks and no error.
 func (s Slurm) queue(ctx context.Context, array string) ([]SqueueTask, error) {
-	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, s.tool("squeue"), "--json", "--jobs="+array)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		if strings.Contains(stderr.String(), "Invalid job id") {
+	res, err := runner.Run(ctx, slurmTimeout, s.tool("squeue"), "--json", "--jobs="+array)
+	if err != nil {
+		if bytes.Contains(res.Stderr, []byte("Invalid job id")) {
 			return nil, nil
 		}
-		return nil, fmt.Errorf("%s%s", strings.TrimSpace(stderr.String()), err)
+		return nil, fmt.Errorf("%s%s", bytes.TrimSpace(res.Stderr), err)
 	}
-	return ParseSqueueJSON(stdout.Bytes())
+	return ParseSqueueJSON(res.Stdout)
 }
 
 func (s Slurm) update(ctx context.Context, byKey map[string]*slurmTask, array string, in SqueueTask, o *Options) {
@@ -361,16 +362,14 @@ func (s Slurm) accounting(ctx context.Context, tasks []*slurmTask) {
 	if len(ids) == 0 {
 		return
 	}
-	out, err := exec.CommandContext(ctx, s.tool("sacct"), "-X", "-n", "-P", "--jobs="+strings.Join(ids, ","),
-		"--format=JobID,State,ExitCode,NodeList").Output()
+	jobs, format := "--jobs="+strings.Join(ids, ","), "--format=JobID,State,ExitCode,NodeList"
+	res, err := runner.Run(ctx, slurmTimeout, s.tool("sacct"), "-X", "-n", "-P", jobs, format)
 	if err != nil {
-		out, err = exec.CommandContext(ctx, s.tool("sacct"), "-c", "-n", "-P", "--jobs="+strings.Join(ids, ","),
-			"--format=JobID,State,ExitCode,NodeList").Output()
-		if err != nil {
+		if res, err = runner.Run(ctx, slurmTimeout, s.tool("sacct"), "-c", "-n", "-P", jobs, format); err != nil {
 			return
 		}
 	}
-	recs := ParseSacct(out)
+	recs := ParseSacct(res.Stdout)
 	for _, t := range tasks {
 		if rec, ok := recs[t.job]; ok && !t.done && slurmFinal(rec.State) {
 			t.state, t.exit = rec.State, rec.Exit
@@ -390,8 +389,8 @@ func (s Slurm) cancel(arrays []string, byKey map[string]*slurmTask, o *Options) 
 	ctx, stop := context.WithTimeout(context.Background(), 2*time.Minute+o.StopGrace)
 	defer stop()
 	o.Progress("slurm: scancel %s", strings.Join(arrays, " "))
-	if out, err := exec.CommandContext(ctx, s.tool("scancel"), arrays...).CombinedOutput(); err != nil {
-		return fmt.Errorf("scancel %s: %s%w", strings.Join(arrays, " "), out, err)
+	if res, err := runner.Run(ctx, slurmTimeout, s.tool("scancel"), arrays...); err != nil {
+		return fmt.Errorf("scancel %s: %s%s%w", strings.Join(arrays, " "), res.Stdout, res.Stderr, err)
 	}
 	for ctx.Err() == nil {
 		busy := false
@@ -460,7 +459,7 @@ func (s Slurm) collect(base string, t *slurmTask, o *Options) *Result {
 		o.Progress("%s: %s", o.tag(c.ID), err)
 	}
 	if got := nodeResults[c.ID]; rerr == nil && got != nil && got.Finished() {
-		got.Runner, got.Log, got.Resumed = s.Name(), r.Log, false
+		got.Runner, got.Log, got.Resumed = s.Kind(), r.Log, false
 		got.Warnings = c.Warnings
 		if got.Status == StatusOK && t.state != "COMPLETED" {
 			got.Status, got.Reason = StatusFailed, where
@@ -500,7 +499,8 @@ func progressResult(o *Options, c *Cell, r *Result) {
 }
 
 // writeNodeLog writes the cell's log here: the notes, then the log the task
-// wrote on the node, copied as a stream (a server's log may be gigabytes).
+// wrote on the node, copied as a stream (a server's log may be gigabytes),
+// at most MaxCellLog of it.
 func writeNodeLog(path string, notes []byte, nodeLog string) error {
 	f, err := os.Create(path)
 	if err != nil {
@@ -511,7 +511,7 @@ func writeNodeLog(path string, notes []byte, nodeLog string) error {
 		return err
 	}
 	if in, _, err := bounded.Open(nodeLog); err == nil {
-		_, err = io.Copy(f, in)
+		_, err = io.Copy(f, io.LimitReader(in, MaxCellLog))
 		in.Close()
 		if err != nil {
 			f.Close()

@@ -1,7 +1,6 @@
 package launch
 
 import (
-	"bytes"
 	"context"
 	"embed"
 	"fmt"
@@ -9,6 +8,7 @@ import (
 	"os"
 	"regexp"
 	"regexp/syntax"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -96,21 +96,12 @@ func ParseSignatures(name string, data []byte) (*Signatures, error) {
 	if err != nil {
 		return nil, err
 	}
-	headers := headerLines(data, "[[signature]]")
-	lineOf := func(i int) int {
-		if i < len(headers) {
-			return headers[i]
-		}
-		return 1
+	lines := tomlfile.IndexLines(data)
+	// The line of signature i's [[signature]] header, or of its key.
+	lineOf := func(i int, key ...string) int {
+		return max(lines.Line(append(toml.Key{"signature", strconv.Itoa(i)}, key...)), 1)
 	}
-	// Undecoded keys inside an array of tables do not say which element;
-	// the first line that names the key stands for them.
-	if err := tomlfile.UnknownError(name, md, nil, func(k toml.Key) int {
-		if len(k) > 1 && k[0] == "signature" {
-			return keyLine(data, k[len(k)-1], 0)
-		}
-		return 1
-	}); err != nil {
+	if err := tomlfile.UnknownError(name, md, nil, func(k toml.Key) int { return max(lines.Line(k), 1) }); err != nil {
 		return nil, err
 	}
 	if len(f.Signature) == 0 {
@@ -137,14 +128,14 @@ func ParseSignatures(name string, data []byte) (*Signatures, error) {
 		}
 		seen[s.Label] = line
 		if len(s.Pattern) > MaxPatternSize {
-			return nil, fmt.Errorf("%s:%d: signature %q: pattern of %d bytes, more than %d", name, keyLine(data, "pattern", line), s.Label, len(s.Pattern), MaxPatternSize)
+			return nil, fmt.Errorf("%s:%d: signature %q: pattern of %d bytes, more than %d", name, lineOf(i, "pattern"), s.Label, len(s.Pattern), MaxPatternSize)
 		}
 		re, err := regexp.Compile(s.Pattern)
 		if err != nil {
-			return nil, fmt.Errorf("%s:%d: signature %q: bad pattern: %w", name, keyLine(data, "pattern", line), s.Label, err)
+			return nil, fmt.Errorf("%s:%d: signature %q: bad pattern: %w", name, lineOf(i, "pattern"), s.Label, err)
 		}
 		if re.MatchString("") {
-			return nil, fmt.Errorf("%s:%d: signature %q: pattern matches every line", name, keyLine(data, "pattern", line), s.Label)
+			return nil, fmt.Errorf("%s:%d: signature %q: pattern matches every line", name, lineOf(i, "pattern"), s.Label)
 		}
 		s.re = re
 		s.lits = requiredLiterals(s.Pattern)
@@ -213,32 +204,6 @@ func literalsOf(re *syntax.Regexp) []string {
 		return all
 	}
 	return nil
-}
-
-// headerLines returns the 1-based line numbers of lines equal to header.
-func headerLines(data []byte, header string) []int {
-	var out []int
-	for i, l := range bytes.Split(data, []byte("\n")) {
-		if strings.TrimSpace(string(l)) == header {
-			out = append(out, i+1)
-		}
-	}
-	return out
-}
-
-// keyLine is the first line after line from that starts with key followed
-// by "=", or from itself (at least 1) when there is none.
-func keyLine(data []byte, key string, from int) int {
-	for i, l := range bytes.Split(data, []byte("\n")) {
-		if i+1 <= from {
-			continue
-		}
-		t := strings.TrimSpace(string(l))
-		if strings.HasPrefix(t, key) && strings.HasPrefix(strings.TrimSpace(strings.TrimPrefix(t, key)), "=") {
-			return i + 1
-		}
-	}
-	return max(from, 1)
 }
 
 // DefaultSignatures returns the signatures shipped with smpatch.

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -40,27 +39,6 @@ type fileMatrix struct {
 }
 
 // fileRequires is [requires.PATCH]: what a cell with that patch needs.
-type fileRequires struct {
-	TP     []int64 `toml:"tp"`
-	P2P    *bool   `toml:"p2p"`
-	NVLink *bool   `toml:"nvlink"`
-}
-
-type fileLaunch struct {
-	Command        []string          `toml:"command"`
-	Env            map[string]string `toml:"env"`
-	Workdir        string            `toml:"workdir"`
-	Health         string            `toml:"health"`
-	Bench          []string          `toml:"bench"`
-	Metric         string            `toml:"metric"`
-	Metrics        map[string]string `toml:"metrics"`
-	StartupTimeout string            `toml:"startup_timeout"`
-	BenchTimeout   string            `toml:"bench_timeout"`
-	TP             int64             `toml:"tp"`
-	Baseline       any               `toml:"baseline"`
-	Repeat         int64             `toml:"repeat"`
-}
-
 var (
 	envKeyRe  = lazyre.New(`^[A-Z_][A-Z0-9_]*$`)
 	flagKeyRe = lazyre.New(`^--[a-z0-9][a-z0-9-]*$`)
@@ -96,32 +74,32 @@ func Parse(file string, data []byte) (*Matrix, error) {
 		Base:     fm.Base,
 		Presets:  map[string]map[string]*Preset{},
 		IDPrefix: map[string]string{},
-		lines:    indexLines(string(data)),
+		lines:    tomlfile.IndexLines(data),
 		src:      strings.Split(string(data), "\n"),
 		axis:     map[string]int{},
 	}
 	if k := caseMismatch(md, reflect.TypeOf(fm)); k != nil {
-		return nil, m.errf(m.lines.line(k...), "unknown key %q (keys are lower case)", k.String())
+		return nil, m.errf(m.lines.Line(k), "unknown key %q (keys are lower case)", k.String())
 	}
 	if hasControl(m.Name) {
-		return nil, m.errf(m.lines.line("name"), "name %q: control characters (newline, tab, escape) are not allowed", m.Name)
+		return nil, m.errf(m.line("name"), "name %q: control characters (newline, tab, escape) are not allowed", m.Name)
 	}
-	if err := tomlfile.UnknownError(file, md, [][]string{{"axes"}, {"presets"}, {"exclude"}, {"include"}, {"launch", "baseline"}}, func(k toml.Key) int { return m.lines.line(k...) }); err != nil {
+	if err := tomlfile.UnknownError(file, md, [][]string{{"axes"}, {"presets"}, {"exclude"}, {"include"}, {"launch", "baseline"}}, m.lines.Line); err != nil {
 		return nil, err
 	}
 	if fm.MaxCells != nil {
 		if *fm.MaxCells < 1 || *fm.MaxCells > math.MaxInt32 {
-			return nil, m.errf(m.lines.line("max_cells"), "max_cells must be a positive number, got %d", *fm.MaxCells)
+			return nil, m.errf(m.line("max_cells"), "max_cells must be a positive number, got %d", *fm.MaxCells)
 		}
 		m.MaxCells = int(*fm.MaxCells)
 	}
 	switch m.Project {
 	case "", "sglang", "flashinfer":
 	default:
-		return nil, m.errf(m.lines.line("project"), "project %q: want sglang or flashinfer", m.Project)
+		return nil, m.errf(m.line("project"), "project %q: want sglang or flashinfer", m.Project)
 	}
 	if m.Base.Image != "" && m.Base.Python != "" {
-		return nil, m.errf(m.lines.line("base"), "base: set image or python, not both")
+		return nil, m.errf(m.line("base"), "base: set image or python, not both")
 	}
 	m.Base.Python = resolvePython(file, m.Base.Python)
 	if err := m.loadAxes(md, fm.Axes); err != nil {
@@ -152,11 +130,11 @@ func Parse(file string, data []byte) (*Matrix, error) {
 	}
 	for _, k := range sortedKeys(fm.IDPrefix) {
 		if _, ok := m.axis[k]; !ok {
-			return nil, m.errf(m.lines.line("id_prefix", k), "id_prefix: unknown axis %q%s", k, m.axisHint())
+			return nil, m.errf(m.line("id_prefix", k), "id_prefix: unknown axis %q%s", k, m.axisHint())
 		}
 		p := fm.IDPrefix[k]
 		if p != slug(p) {
-			return nil, m.errf(m.lines.line("id_prefix", k), "id_prefix.%s: %q must be lower case letters, digits, '.' and '-'", k, p)
+			return nil, m.errf(m.line("id_prefix", k), "id_prefix.%s: %q must be lower case letters, digits, '.' and '-'", k, p)
 		}
 		m.IDPrefix[k] = p
 	}
@@ -177,7 +155,7 @@ func Parse(file string, data []byte) (*Matrix, error) {
 		rules, err := LoadRules(p, m)
 		if err != nil {
 			if errors.Is(err, os.ErrNotExist) {
-				return nil, m.errf(m.lines.line("rules"), "rules[%d]: %v", i, err)
+				return nil, m.errf(m.line("rules"), "rules[%d]: %v", i, err)
 			}
 			return nil, err
 		}
@@ -237,7 +215,7 @@ func (m *Matrix) axisHint() string {
 
 func (m *Matrix) loadAxes(md toml.MetaData, axes map[string]any) error {
 	if len(axes) == 0 {
-		return m.errf(m.lines.line("axes"), "no [axes]: a matrix needs at least one axis")
+		return m.errf(m.line("axes"), "no [axes]: a matrix needs at least one axis")
 	}
 	// Axis order is the order written in the file, never map order.
 	var order []string
@@ -256,7 +234,7 @@ func (m *Matrix) loadAxes(md toml.MetaData, axes map[string]any) error {
 		}
 	}
 	for _, name := range order {
-		line := m.lines.line("axes", name)
+		line := m.line("axes", name)
 		if !nameRe().MatchString(name) || name == "id" {
 			return m.errf(line, "axes: name %q must be letters, digits and '_' (and not \"id\")", name)
 		}
@@ -358,15 +336,15 @@ func (m *Matrix) loadPresets(md toml.MetaData, presets map[string]map[string]map
 	for _, axis := range sortedKeys(presets) {
 		ai, ok := m.axis[axis]
 		if !ok {
-			return m.errf(m.lines.line("presets", axis), "presets.%s: no axis %q%s", axis, axis, m.axisHint())
+			return m.errf(m.line("presets", axis), "presets.%s: no axis %q%s", axis, axis, m.axisHint())
 		}
 		if axis == PatchesAxis {
-			return m.errf(m.lines.line("presets", axis), "presets.%s: the patches axis cannot have presets", axis)
+			return m.errf(m.line("presets", axis), "presets.%s: the patches axis cannot have presets", axis)
 		}
 		m.Axes[ai].Presets = true
 		m.Presets[axis] = map[string]*Preset{}
 		for _, name := range sortedKeys(presets[axis]) {
-			line := m.lines.line("presets", axis, name)
+			line := m.line("presets", axis, name)
 			if !presetRe().MatchString(name) {
 				return m.errf(line, "presets.%s: bad preset name %q", axis, name)
 			}
@@ -391,7 +369,7 @@ func (m *Matrix) loadPresets(md toml.MetaData, presets map[string]map[string]map
 				if !ok {
 					continue
 				}
-				kl := m.lines.line("presets", axis, name, k)
+				kl := m.line("presets", axis, name, k)
 				switch {
 				case envKeyRe().MatchString(k):
 					v, err := toValue("", x)
@@ -464,7 +442,7 @@ func (m *Matrix) loadArch(name string) error {
 			return nil
 		}
 	} else if _, ok := m.axis[name]; !ok {
-		return m.errf(m.lines.line("arch_axis"), "arch_axis: unknown axis %q%s", name, m.axisHint())
+		return m.errf(m.line("arch_axis"), "arch_axis: unknown axis %q%s", name, m.axisHint())
 	}
 	a := m.Axes[m.axis[name]]
 	for _, v := range a.Values {
@@ -482,7 +460,7 @@ func parseSM(s string) (major, minor int, err error) { return smver.Parse(s) }
 func (m *Matrix) loadZip(zip [][]string) error {
 	inZip := map[string]bool{}
 	for i, g := range zip {
-		line := m.lines.line("zip")
+		line := m.line("zip")
 		if len(g) < 2 {
 			return m.errf(line, "zip[%d]: a zip group names at least two axes", i)
 		}
@@ -519,7 +497,7 @@ func zipLens(m *Matrix, g []string) string {
 // of"; for the patches axis a list of names is one set and a list of lists
 // is any of those sets (patches = [] matches the empty set).
 func (m *Matrix) parseMatch(e map[string]any, where ...string) (*Match, error) {
-	line := m.lines.line(where...)
+	line := m.line(where...)
 	what := strings.Join(where, ".")
 	if len(where) == 2 {
 		if _, err := strconv.Atoi(where[1]); err == nil {
@@ -531,7 +509,7 @@ func (m *Matrix) parseMatch(e map[string]any, where ...string) (*Match, error) {
 	}
 	x := &Match{Values: map[string][]Value{}, Line: line}
 	for _, k := range sortedKeys(e) {
-		kl := m.lines.line(append(where, k)...)
+		kl := m.line(append(where, k)...)
 		ai, ok := m.axis[k]
 		if !ok {
 			return nil, m.errf(kl, "%s: unknown axis %q%s", what, k, m.axisHint())
@@ -587,10 +565,10 @@ func matchValues(axis string, raw any) ([]Value, error) {
 
 func (m *Matrix) parseInclude(e map[string]any, i int) (*Include, error) {
 	idx := strconv.Itoa(i)
-	line := m.lines.line("include", idx)
+	line := m.line("include", idx)
 	inc := &Include{Values: map[string]Value{}, Env: map[string]string{}, Line: line}
 	for _, k := range sortedKeys(e) {
-		kl := m.lines.line("include", idx, k)
+		kl := m.line("include", idx, k)
 		switch k {
 		case "id":
 			s, ok := e[k].(string)
@@ -661,130 +639,6 @@ func (m *Matrix) parseInclude(e map[string]any, i int) (*Include, error) {
 	return inc, nil
 }
 
-func (m *Matrix) loadLaunch(fl fileLaunch) error {
-	l := &m.Launch
-	if len(fl.Command) == 0 {
-		return m.errf(m.lines.line("launch"), "launch.command is missing: a matrix needs a command to start each cell")
-	}
-	l.Command = fl.Command
-	l.Env = map[string]string{}
-	for _, k := range sortedKeys(fl.Env) {
-		if !envKeyRe().MatchString(k) {
-			return m.errf(m.lines.line("launch", "env", k), "launch.env: %q is not an environment variable name", k)
-		}
-		if err := envValueErr(fl.Env[k]); err != nil {
-			return m.errf(m.lines.line("launch", "env", k), "launch.env.%s: %v", k, err)
-		}
-		l.Env[k] = fl.Env[k]
-	}
-	l.Workdir, l.Health, l.Bench = fl.Workdir, fl.Health, fl.Bench
-	if fl.Metric != "" {
-		if fl.Metrics == nil {
-			fl.Metrics = map[string]string{}
-		}
-		if _, dup := fl.Metrics["metric"]; dup {
-			return m.errf(m.lines.line("launch", "metric"), "launch.metric and launch.metrics.metric are both set")
-		}
-		fl.Metrics["metric"] = fl.Metric
-	}
-	for _, name := range sortedKeys(fl.Metrics) {
-		line := m.lines.line("launch", "metrics", name)
-		if name == "metric" && fl.Metric != "" {
-			line = m.lines.line("launch", "metric")
-		}
-		re, err := regexp.Compile(fl.Metrics[name])
-		if err != nil {
-			return m.errf(line, "launch metric %q: %v", name, err)
-		}
-		if re.NumSubexp() < 1 {
-			return m.errf(line, "launch metric %q: the regex needs a group around the number", name)
-		}
-		l.Metrics = append(l.Metrics, Metric{Name: name, Regex: fl.Metrics[name], Re: re})
-	}
-	var err error
-	if l.StartupTimeout, err = duration(fl.StartupTimeout, DefaultStartupTimeout); err != nil {
-		return m.errf(m.lines.line("launch", "startup_timeout"), "launch.startup_timeout: %v", err)
-	}
-	if l.BenchTimeout, err = duration(fl.BenchTimeout, DefaultBenchTimeout); err != nil {
-		return m.errf(m.lines.line("launch", "bench_timeout"), "launch.bench_timeout: %v", err)
-	}
-	if fl.TP < 0 || fl.TP > 1024 {
-		return m.errf(m.lines.line("launch", "tp"), "launch.tp: %d is not a GPU count", fl.TP)
-	}
-	l.TP = int(fl.TP)
-	if fl.Repeat < 0 || fl.Repeat > 1000 {
-		return m.errf(m.lines.line("launch", "repeat"), "launch.repeat: %d is not a number of runs per cell (1 to 1000)", fl.Repeat)
-	}
-	l.Repeat = max(int(fl.Repeat), 1)
-	switch b := fl.Baseline.(type) {
-	case nil:
-	case string:
-		l.BaselineID = b
-	case map[string]any:
-		x, err := m.parseMatch(b, "launch", "baseline")
-		if err != nil {
-			return err
-		}
-		l.Baseline = x
-	default:
-		return m.errf(m.lines.line("launch", "baseline"), "launch.baseline: want a cell id or a table of axis values")
-	}
-	// Every template field must name an axis (or the cell id).
-	check := func(where string, line int, s string) error {
-		if err := checkTemplate(s, m.axis); err != nil {
-			return m.errf(m.lineOf(line, s), "%s: %v%s", where, err, m.axisHint())
-		}
-		return nil
-	}
-	for i, s := range l.Command {
-		if err := check(fmt.Sprintf("launch.command[%d]", i), m.lines.line("launch", "command"), s); err != nil {
-			return err
-		}
-	}
-	for i, s := range l.Bench {
-		if err := check(fmt.Sprintf("launch.bench[%d]", i), m.lines.line("launch", "bench"), s); err != nil {
-			return err
-		}
-	}
-	for _, k := range sortedKeys(l.Env) {
-		if err := check("launch.env."+k, m.lines.line("launch", "env", k), l.Env[k]); err != nil {
-			return err
-		}
-	}
-	if err := check("launch.workdir", m.lines.line("launch", "workdir"), l.Workdir); err != nil {
-		return err
-	}
-	return check("launch.health", m.lines.line("launch", "health"), l.Health)
-}
-
-// lineOf finds the line at or after start (a key's line) that holds text,
-// for the elements of a list written over several lines.
-func (m *Matrix) lineOf(start int, text string) int {
-	if start <= 0 || text == "" {
-		return start
-	}
-	for i := start - 1; i < len(m.src) && i < start+500; i++ {
-		if strings.Contains(m.src[i], text) {
-			return i + 1
-		}
-	}
-	return start
-}
-
-func duration(s string, def time.Duration) (time.Duration, error) {
-	if s == "" {
-		return def, nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return 0, err
-	}
-	if d <= 0 {
-		return 0, fmt.Errorf("%s is not a positive duration", s)
-	}
-	return d, nil
-}
-
 // checkConflicts refuses what would make one setting silently win over
 // another: two preset axes setting the same variable or flag, a preset flag
 // that launch.command already carries, a preset variable launch.env sets.
@@ -811,7 +665,7 @@ func (m *Matrix) checkConflicts() error {
 			p := m.Presets[a.Name][name]
 			for _, k := range sortedKeys(p.Env) {
 				if o, ok := envOwner[k]; ok && !envHere[k] {
-					return m.errf(m.lines.line("presets", a.Name, name, k), "presets.%s.%s sets %s, which %s also sets", a.Name, name, k, o)
+					return m.errf(m.line("presets", a.Name, name, k), "presets.%s.%s sets %s, which %s also sets", a.Name, name, k, o)
 				}
 				envHere[k] = true
 			}
@@ -820,7 +674,7 @@ func (m *Matrix) checkConflicts() error {
 					continue
 				}
 				if o, ok := flagOwner[f]; ok && !flagHere[f] {
-					return m.errf(m.lines.line("presets", a.Name, name, f), "presets.%s.%s sets %s, which %s also sets", a.Name, name, f, o)
+					return m.errf(m.line("presets", a.Name, name, f), "presets.%s.%s sets %s, which %s also sets", a.Name, name, f, o)
 				}
 				flagHere[f] = true
 			}
@@ -896,57 +750,5 @@ func hasControl(s string) bool {
 	return strings.IndexFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }) >= 0
 }
 
-// envValueErr refuses what an environment file (KEY=VALUE per line, as
-// docker --env-file reads it) cannot hold: a line break or a NUL.
-func envValueErr(v string) error {
-	if strings.ContainsAny(v, "\n\r\x00") {
-		return fmt.Errorf("value %q has a line break or NUL: an environment file cannot hold it", v)
-	}
-	return nil
-}
-
-// loadRequires turns [requires.PATCH] tables into prune rules that run
-// before every other rule: a cell with the patch is pruned when its TP is
-// not one of tp, or when the probe report shows NVLink (nvlink = false),
-// no NVLink (nvlink = true) or a pair of GPUs without P2P (p2p = true).
-func (m *Matrix) loadRequires(req map[string]fileRequires) error {
-	for _, patch := range sortedKeys(req) {
-		r := req[patch]
-		line := m.lines.line("requires", patch)
-		where := fmt.Sprintf("%s:%d", m.File, line)
-		if patch == "" || slug(patch) != patch {
-			return m.errf(line, "requires.%s: a patch name is lower case letters, digits, '.' and '-'", patch)
-		}
-		add := func(kind, reason string, c cond) {
-			c.patches = []string{patch}
-			m.requireRules = append(m.requireRules, &Rule{Name: "requires-" + patch + "-" + kind, Action: "prune",
-				Reason: reason, Source: where, Where: where, NeedsProbe: c.nvlink != nil || c.p2p != nil, when: c, file: m.File})
-		}
-		if len(r.TP) > 0 {
-			var tp []int
-			for _, n := range r.TP {
-				if n < 1 || n > 1024 {
-					return m.errf(m.lines.line("requires", patch, "tp"), "requires.%s.tp: %d is not a tensor-parallel size", patch, n)
-				}
-				tp = append(tp, int(n))
-			}
-			add("tp", fmt.Sprintf("%s is for tensor parallel %v only", patch, tp), cond{tpOutside: tp})
-		}
-		if r.NVLink != nil {
-			linked := !*r.NVLink
-			why := patch + " is for GPUs without NVLink; the probe report shows NVLink"
-			if *r.NVLink {
-				why = patch + " needs NVLink; the probe report shows none"
-			}
-			add("nvlink", why, cond{nvlink: &linked})
-		}
-		if r.P2P != nil {
-			if !*r.P2P {
-				return m.errf(m.lines.line("requires", patch, "p2p"), "requires.%s.p2p = false: a cell cannot require P2P to be missing; leave it out", patch)
-			}
-			no := false
-			add("p2p", patch+" needs P2P between every pair of GPUs; the probe report shows a pair without", cond{p2p: &no})
-		}
-	}
-	return nil
-}
+// line is the line of the file that defines key (tomlfile.Lines.Line).
+func (m *Matrix) line(key ...string) int { return m.lines.Line(key) }

@@ -168,45 +168,6 @@ func TestParseSM(t *testing.T) {
 	}
 }
 
-func TestIndexLines(t *testing.T) {
-	src := `name = "x" # comment
-[axes]
-a = [
-  1, # ]
-  2,
-]
-"quoted.key" = 'v'
-s = """
-[not.a.table]
-b = 1
-"""
-[[exclude]]
-a = 1
-[[exclude]]
-a = 2
-[rule]
-[[rule.x]]
-y.z = 3
-`
-	li := indexLines(src)
-	for _, tt := range []struct {
-		path []string
-		want int
-	}{
-		{[]string{"name"}, 1}, {[]string{"axes"}, 2}, {[]string{"axes", "a"}, 3},
-		{[]string{"axes", "quoted.key"}, 7}, {[]string{"axes", "s"}, 8},
-		{[]string{"exclude", "0"}, 12}, {[]string{"exclude", "0", "a"}, 13},
-		{[]string{"exclude", "1", "a"}, 15}, {[]string{"rule", "x", "0", "y", "z"}, 18},
-	} {
-		if got := li.line(tt.path...); got != tt.want {
-			t.Errorf("line(%q) = %d, want %d", tt.path, got, tt.want)
-		}
-	}
-	if _, ok := li[keyPath("not", "a", "table")]; ok {
-		t.Error("a header inside a multi-line string was indexed")
-	}
-}
-
 func TestKeysAreCaseSensitive(t *testing.T) {
 	for _, src := range []string{"[AXes]\na = 1\n" + launch, "[axes]\na = 1\n[base]\nImage = \"x\"\n" + launch} {
 		if _, err := Parse("m.toml", []byte(src)); err == nil || !strings.Contains(err.Error(), "unknown key") {

@@ -62,7 +62,7 @@ func (m *Matrix) NCCLWarnings() []string {
 		for _, name := range names {
 			p := m.Presets[axis][name]
 			for _, k := range sortedKeys(p.Env) {
-				line := m.lines.line("presets", axis, name, k)
+				line := m.line("presets", axis, name, k)
 				if line == 0 {
 					line = p.Line
 				}
@@ -76,7 +76,7 @@ func (m *Matrix) NCCLWarnings() []string {
 		}
 	}
 	for _, k := range sortedKeys(m.Launch.Env) {
-		check(m.lines.line("launch", "env", k), "launch.env", k)
+		check(m.line("launch", "env", k), "launch.env", k)
 	}
 	return out
 }

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/smpatch/smpatch/internal/tomlfile"
+	"github.com/smpatch/smpatch/internal/bounded"
 )
 
 // GitHubMatrixLimit is the most jobs a GitHub Actions matrix may hold.
@@ -20,13 +20,16 @@ const GitHubMatrixLimit = 256
 type RenderOptions struct {
 	// Refs pins images: cell id -> repo@sha256:... (written by matrix build).
 	Refs map[string]string
+	// Job writes the job.yaml of a runnable cell that has a registry
+	// image (launch.JobYAML: a Kubernetes Job); nil writes none.
+	Job func(x *Expansion, c *Cell, image string) ([]byte, error)
 }
 
 // Render returns the launch specs of an expansion as files, relative path
 // -> contents: per runnable cell <id>/run.sh, <id>/env, <id>/sitecustomize.py
-// and <id>/job.yaml; for the whole matrix index.json, SUMMARY.md,
-// github-matrix.json (github-matrix-N.json past 256 cells) and slurm.sbatch.
-// Nothing is written: WriteRender puts the files on disk.
+// and, through opts.Job, <id>/job.yaml; for the whole matrix index.json,
+// SUMMARY.md, github-matrix.json (github-matrix-N.json past 256 cells) and
+// slurm.sbatch. Nothing is written: WriteRender puts the files on disk.
 func Render(x *Expansion, opts RenderOptions) (map[string][]byte, error) {
 	files := map[string][]byte{}
 	type indexCell struct {
@@ -72,8 +75,8 @@ func Render(x *Expansion, opts RenderOptions) (map[string][]byte, error) {
 			ic.Image = image
 			if why != "" {
 				ic.NoJob = why
-			} else {
-				y, err := jobYAML(x, c, image)
+			} else if opts.Job != nil {
+				y, err := opts.Job(x, c, image)
 				if err != nil {
 					return nil, fmt.Errorf("cell %s: %w", c.ID, err)
 				}
@@ -138,11 +141,14 @@ func shellComment(s string) string {
 	return b.String()
 }
 
+// MaxRefsSize bounds a refs file: a few hundred bytes per cell.
+const MaxRefsSize = 4 << 20
+
 // ReadRefs reads a refs file: a JSON object of cell id -> image reference.
 // It is read like every input file: a regular file (a named pipe would
-// block forever) of at most tomlfile.MaxSize bytes.
+// block forever) of at most MaxRefsSize bytes.
 func ReadRefs(path string) (map[string]string, error) {
-	data, err := tomlfile.ReadFile(nil, path)
+	data, err := bounded.ReadFile(nil, path, MaxRefsSize)
 	if err != nil {
 		return nil, err
 	}
@@ -427,7 +433,7 @@ func slurm(x *Expansion) []byte {
 	b.WriteString("#!/usr/bin/env bash\n")
 	fmt.Fprintf(&b, "# Matrix %s as a Slurm job array, one task per runnable cell:\n", shellComment(x.Matrix.Name))
 	b.WriteString("#   sbatch slurm.sbatch   (from this directory)\n")
-	fmt.Fprintf(&b, "#SBATCH --job-name=%s\n", shellQuote(slugOr(x.Matrix.Name, "smpatch")))
+	fmt.Fprintf(&b, "#SBATCH --job-name=%s\n", shellQuote(SlugOr(x.Matrix.Name, "smpatch")))
 	if len(ids) > 0 {
 		fmt.Fprintf(&b, "#SBATCH --array=0-%d\n", len(ids)-1)
 	}
@@ -452,10 +458,12 @@ func (m *Matrix) Slug() string {
 		return t
 	}
 	base := filepath.Base(m.File)
-	return slugOr(strings.TrimSuffix(base, filepath.Ext(base)), "matrix")
+	return SlugOr(strings.TrimSuffix(base, filepath.Ext(base)), "matrix")
 }
 
-func slugOr(s, def string) string {
+// SlugOr is s as [a-z0-9.-] (other runs of characters become one dash, and
+// none starts or ends it), or def when nothing is left.
+func SlugOr(s, def string) string {
 	if t := slug(s); t != "" {
 		return t
 	}
@@ -469,6 +477,9 @@ const (
 	renderMarkerText = "{\"format\": \"smpatch-render\", \"version\": 1}\n"
 )
 
+// maxMarkerSize bounds what is read of a render marker.
+const maxMarkerSize = 4096
+
 // ErrNotRendered is returned by WriteRender for an existing directory it
 // must not replace.
 var ErrNotRendered = errors.New("not written by smpatch matrix render")
@@ -476,7 +487,7 @@ var ErrNotRendered = errors.New("not written by smpatch matrix render")
 // checkRendered reports whether dir holds the marker of an earlier render
 // in a format this version writes.
 func checkRendered(dir string) error {
-	b, err := os.ReadFile(filepath.Join(dir, RenderMarker))
+	b, err := bounded.ReadFile(nil, filepath.Join(dir, RenderMarker), maxMarkerSize)
 	if err != nil {
 		return fmt.Errorf("%s is not empty and was %w (no %s marker); choose another --out or remove it", dir, ErrNotRendered, RenderMarker)
 	}

@@ -2,12 +2,12 @@ package matrix
 
 import (
 	_ "embed"
+	"errors"
 	"fmt"
 	"reflect"
 	"strconv"
 	"strings"
 
-	"github.com/BurntSushi/toml"
 	"github.com/hashicorp/go-version"
 
 	"github.com/smpatch/smpatch/internal/tomlfile"
@@ -115,7 +115,8 @@ func ParseRules(file string, data []byte, m *Matrix) ([]*Rule, error) {
 	if err != nil {
 		return nil, err
 	}
-	li := indexLines(string(data))
+	li := tomlfile.IndexLines(data)
+	lineOf := func(k ...string) int { return li.Line(k) }
 	errf := func(line int, format string, args ...any) error {
 		if line > 0 {
 			return fmt.Errorf("%s:%d: %s", file, line, fmt.Sprintf(format, args...))
@@ -123,22 +124,22 @@ func ParseRules(file string, data []byte, m *Matrix) ([]*Rule, error) {
 		return fmt.Errorf("%s: %s", file, fmt.Sprintf(format, args...))
 	}
 	if k := caseMismatch(md, reflect.TypeOf(rf)); k != nil {
-		return nil, errf(li.line(k...), "unknown key %q (keys are lower case)", k.String())
+		return nil, errf(li.Line(k), "unknown key %q (keys are lower case)", k.String())
 	}
-	if err := tomlfile.UnknownError(file, md, [][]string{{"rule", "when"}}, func(k toml.Key) int { return li.line(k...) }); err != nil {
+	if err := tomlfile.UnknownError(file, md, [][]string{{"rule", "when"}}, li.Line); err != nil {
 		return nil, err
 	}
 	if !md.IsDefined("version") {
 		return nil, errf(1, "version is missing: a rules file starts with version = %d", RulesVersion)
 	}
 	if rf.Version != RulesVersion {
-		return nil, errf(li.line("version"), "rules version %d is not supported (this smpatch reads version %d)", rf.Version, RulesVersion)
+		return nil, errf(lineOf("version"), "rules version %d is not supported (this smpatch reads version %d)", rf.Version, RulesVersion)
 	}
 	var out []*Rule
 	names := map[string]bool{}
 	for i, fr := range rf.Rule {
 		idx := strconv.Itoa(i)
-		line := li.line("rule", idx)
+		line := lineOf("rule", idx)
 		r := &Rule{Name: fr.Name, Action: fr.Action, Flag: fr.Flag, Reason: fr.Reason, Source: fr.Source,
 			Where: fmt.Sprintf("%s:%d", file, line), file: file}
 		if r.Name == "" || slug(r.Name) != r.Name {
@@ -151,14 +152,14 @@ func ParseRules(file string, data []byte, m *Matrix) ([]*Rule, error) {
 		switch r.Action {
 		case "prune", "warn":
 			if r.Flag != "" {
-				return nil, errf(li.line("rule", idx, "flag"), "rule %q: flag is only for action require-flag", r.Name)
+				return nil, errf(lineOf("rule", idx, "flag"), "rule %q: flag is only for action require-flag", r.Name)
 			}
 		case "require-flag":
 			if !flagKeyRe().MatchString(r.Flag) {
-				return nil, errf(li.line("rule", idx, "flag"), "rule %q: require-flag needs flag = \"--name\"", r.Name)
+				return nil, errf(lineOf("rule", idx, "flag"), "rule %q: require-flag needs flag = \"--name\"", r.Name)
 			}
 		default:
-			return nil, errf(li.line("rule", idx, "action"), "rule %q: action %q is not prune, warn or require-flag", r.Name, r.Action)
+			return nil, errf(lineOf("rule", idx, "action"), "rule %q: action %q is not prune, warn or require-flag", r.Name, r.Action)
 		}
 		if r.Reason == "" {
 			return nil, errf(line, "rule %q: reason is missing", r.Name)
@@ -166,9 +167,9 @@ func ParseRules(file string, data []byte, m *Matrix) ([]*Rule, error) {
 		if r.Source == "" {
 			return nil, errf(line, "rule %q: source is missing (a link to where the fact comes from)", r.Name)
 		}
-		c, err := parseCond(fr.When, m, func(key string) int { return li.line("rule", idx, "when", key) })
+		c, err := parseCond(fr.When, m, func(key string) int { return lineOf("rule", idx, "when", key) })
 		if err != nil {
-			l := li.line("rule", idx, "when")
+			l := lineOf("rule", idx, "when")
 			var ce condErr
 			if asCondErr(err, &ce) {
 				l = ce.line
@@ -203,156 +204,170 @@ func parseCond(w map[string]any, m *Matrix, line func(string) int) (cond, error)
 	if len(w) == 0 {
 		return c, fmt.Errorf("[rule.when] is missing or empty: a rule must say which cells it is about")
 	}
-	fail := func(key string, format string, args ...any) error {
-		return condErr{line(key), fmt.Errorf(format, args...)}
-	}
 	for _, k := range sortedKeys(w) {
-		x := w[k]
-		switch k {
-		case "axis":
-			t, ok := x.(map[string]any)
-			if !ok {
-				return c, fail(k, "when.axis: want a table of axis = value(s)")
-			}
-			for _, name := range sortedKeys(t) {
-				ai, ok := m.axis[name]
-				if !ok {
-					return c, fail(k, "when.axis: unknown axis %q%s", name, m.axisHint())
-				}
-				vals, err := matchValues(name, t[name])
-				if err != nil {
-					return c, fail(k, "when.axis.%s: %v", name, err)
-				}
-				ac := axisCond{ai: ai}
-				for _, v := range vals {
-					ac.keys = append(ac.keys, v.key())
-				}
-				c.axis = append(c.axis, ac)
-			}
-		case "env":
-			t, ok := x.(map[string]any)
-			if !ok {
-				return c, fail(k, "when.env: want a table of NAME = value(s)")
-			}
-			for _, name := range sortedKeys(t) {
-				vs, err := stringsOf(t[name])
-				if err != nil {
-					return c, fail(k, "when.env.%s: %v", name, err)
-				}
-				c.env = append(c.env, namedCond{name, vs})
-			}
-		case "flags", "no_flags", "varies", "patches":
-			vs, err := stringsOf(x)
-			if err != nil {
-				return c, fail(k, "when.%s: %v", k, err)
-			}
-			switch k {
-			case "flags":
-				c.flags = vs
-				c.needFlags = true
-			case "no_flags":
-				c.noFlags = vs
-				c.needFlags = true
-			case "varies":
-				c.varies = vs
-			case "patches":
-				c.patches = vs
-				c.patchesLine = line(k)
-			}
-		case "flag_values":
-			t, ok := x.(map[string]any)
-			if !ok {
-				return c, fail(k, "when.flag_values: want a table of \"--flag\" = value(s)")
-			}
-			for _, f := range sortedKeys(t) {
-				vs, err := stringsOf(t[f])
-				if err != nil {
-					return c, fail(k, "when.flag_values.%s: %v", f, err)
-				}
-				c.flagValues = append(c.flagValues, namedCond{f, vs})
-			}
-			c.needFlags = true
-		case "cuda_graphs":
-			b, ok := x.(bool)
-			if !ok {
-				return c, fail(k, "when.cuda_graphs: want true or false")
-			}
-			c.cudaGraphs = &b
-			c.needFlags = true
-		case "sm_major":
-			l, isList := x.([]any)
-			if !isList {
-				l = []any{x}
-			}
-			for _, e := range l {
-				n, ok := e.(int64)
-				if !ok || n <= 0 || n > 99 {
-					return c, fail(k, "when.sm_major: want GPU major versions like 12 or [9, 10]")
-				}
-				c.smMajor = append(c.smMajor, int(n))
-			}
-		case "probe_verdict":
-			t, ok := x.(map[string]any)
-			if !ok {
-				return c, fail(k, "when.probe_verdict: want a table of module = verdict(s)")
-			}
-			for _, mod := range sortedKeys(t) {
-				vs, err := stringsOf(t[mod])
-				if err != nil {
-					return c, fail(k, "when.probe_verdict.%s: %v", mod, err)
-				}
-				for _, v := range vs {
-					switch v {
-					case "supported", "unsupported-gate", "unsupported-header", "unknown":
-					default:
-						return c, fail(k, "when.probe_verdict.%s: %q is not supported, unsupported-gate, unsupported-header or unknown", mod, v)
-					}
-				}
-				c.probeVerdict = append(c.probeVerdict, namedCond{mod, vs})
-			}
-		case "tp":
-			l, isList := x.([]any)
-			if !isList {
-				l = []any{x}
-			}
-			for _, e := range l {
-				n, ok := e.(int64)
-				if !ok || n < 1 || n > 1024 {
-					return c, fail(k, "when.tp: want tensor-parallel sizes like 2 or [4, 8]")
-				}
-				c.tp = append(c.tp, int(n))
-			}
-		case "nvlink", "p2p":
-			b, ok := x.(bool)
-			if !ok {
-				return c, fail(k, "when.%s: want true or false", k)
-			}
-			if k == "nvlink" {
-				c.nvlink = &b
-			} else {
-				c.p2p = &b
-			}
-		case "nccl_version", "torch_version":
-			t, ok := x.(string)
-			if !ok {
-				return c, fail(k, "when.%s: want a version range like \">= 2.26.2, < 2.31.2\"", k)
-			}
-			cs, err := source.ParseConstraints(t)
-			if err != nil {
-				return c, fail(k, "when.%s: %v", k, err)
-			}
-			c.versions = append(c.versions, versionCond{pkg: strings.TrimSuffix(k, "_version"), text: t, cs: cs})
-		case "env_empty":
-			vs, err := stringsOf(x)
-			if err != nil {
-				return c, fail(k, "when.env_empty: %v", err)
-			}
-			c.envEmpty = vs
-		default:
-			return c, fail(k, "when: unknown condition %q (known: %s)", k, strings.Join(conditionKeys, ", "))
+		if err := c.parseKey(k, w[k], m); err != nil {
+			return c, condErr{line(k), err}
+		}
+		if k == "patches" {
+			c.patchesLine = line(k)
 		}
 	}
 	return c, nil
+}
+
+// parseKey reads condition k of a [rule.when] into c.
+func (c *cond) parseKey(k string, x any, m *Matrix) error {
+	switch k {
+	case "axis":
+		return c.parseAxis(x, m)
+	case "env":
+		nc, err := namedConds(x, "when.env", "a table of NAME = value(s)")
+		c.env = nc
+		return err
+	case "flags", "no_flags", "varies", "patches", "env_empty":
+		vs, err := stringsOf(x)
+		if err != nil {
+			return fmt.Errorf("when.%s: %v", k, err)
+		}
+		switch k {
+		case "flags":
+			c.flags, c.needFlags = vs, true
+		case "no_flags":
+			c.noFlags, c.needFlags = vs, true
+		case "varies":
+			c.varies = vs
+		case "patches":
+			c.patches = vs
+		case "env_empty":
+			c.envEmpty = vs
+		}
+	case "flag_values":
+		nc, err := namedConds(x, "when.flag_values", "a table of \"--flag\" = value(s)")
+		c.flagValues, c.needFlags = nc, true
+		return err
+	case "cuda_graphs":
+		b, ok := x.(bool)
+		if !ok {
+			return errors.New("when.cuda_graphs: want true or false")
+		}
+		c.cudaGraphs, c.needFlags = &b, true
+	case "sm_major":
+		ns, ok := intsOf(x, 1, 99)
+		if !ok {
+			return errors.New("when.sm_major: want GPU major versions like 12 or [9, 10]")
+		}
+		c.smMajor = ns
+	case "probe_verdict":
+		return c.parseProbeVerdict(x)
+	case "tp":
+		ns, ok := intsOf(x, 1, 1024)
+		if !ok {
+			return errors.New("when.tp: want tensor-parallel sizes like 2 or [4, 8]")
+		}
+		c.tp = ns
+	case "nvlink", "p2p":
+		b, ok := x.(bool)
+		if !ok {
+			return fmt.Errorf("when.%s: want true or false", k)
+		}
+		if k == "nvlink" {
+			c.nvlink = &b
+		} else {
+			c.p2p = &b
+		}
+	case "nccl_version", "torch_version":
+		t, ok := x.(string)
+		if !ok {
+			return fmt.Errorf("when.%s: want a version range like \">= 2.26.2, < 2.31.2\"", k)
+		}
+		cs, err := source.ParseConstraints(t)
+		if err != nil {
+			return fmt.Errorf("when.%s: %v", k, err)
+		}
+		c.versions = append(c.versions, versionCond{pkg: strings.TrimSuffix(k, "_version"), text: t, cs: cs})
+	default:
+		return fmt.Errorf("when: unknown condition %q (known: %s)", k, strings.Join(conditionKeys, ", "))
+	}
+	return nil
+}
+
+// parseAxis reads when.axis: a table of axis = value(s).
+func (c *cond) parseAxis(x any, m *Matrix) error {
+	t, ok := x.(map[string]any)
+	if !ok {
+		return errors.New("when.axis: want a table of axis = value(s)")
+	}
+	for _, name := range sortedKeys(t) {
+		ai, ok := m.axis[name]
+		if !ok {
+			return fmt.Errorf("when.axis: unknown axis %q%s", name, m.axisHint())
+		}
+		vals, err := matchValues(name, t[name])
+		if err != nil {
+			return fmt.Errorf("when.axis.%s: %v", name, err)
+		}
+		ac := axisCond{ai: ai}
+		for _, v := range vals {
+			ac.keys = append(ac.keys, v.key())
+		}
+		c.axis = append(c.axis, ac)
+	}
+	return nil
+}
+
+// parseProbeVerdict reads when.probe_verdict: a table of module =
+// verdict(s).
+func (c *cond) parseProbeVerdict(x any) error {
+	nc, err := namedConds(x, "when.probe_verdict", "a table of module = verdict(s)")
+	if err != nil {
+		return err
+	}
+	for _, n := range nc {
+		for _, v := range n.want {
+			switch v {
+			case "supported", "unsupported-gate", "unsupported-header", "unknown":
+			default:
+				return fmt.Errorf("when.probe_verdict.%s: %q is not supported, unsupported-gate, unsupported-header or unknown", n.name, v)
+			}
+		}
+	}
+	c.probeVerdict = nc
+	return nil
+}
+
+// namedConds reads a table of name = value(s) (what names it in errors,
+// want what it should be).
+func namedConds(x any, what, want string) ([]namedCond, error) {
+	t, ok := x.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("%s: want %s", what, want)
+	}
+	var out []namedCond
+	for _, name := range sortedKeys(t) {
+		vs, err := stringsOf(t[name])
+		if err != nil {
+			return nil, fmt.Errorf("%s.%s: %v", what, name, err)
+		}
+		out = append(out, namedCond{name, vs})
+	}
+	return out, nil
+}
+
+// intsOf reads an integer or a list of them, each from lo to hi.
+func intsOf(x any, lo, hi int64) ([]int, bool) {
+	l, isList := x.([]any)
+	if !isList {
+		l = []any{x}
+	}
+	var out []int
+	for _, e := range l {
+		n, ok := e.(int64)
+		if !ok || n < lo || n > hi {
+			return nil, false
+		}
+		out = append(out, int(n))
+	}
+	return out, true
 }
 
 func stringsOf(x any) ([]string, error) {

@@ -1,6 +1,7 @@
 package matrix
 
 import (
+	"github.com/smpatch/smpatch/internal/tomlfile"
 	"regexp"
 	"time"
 )
@@ -45,7 +46,7 @@ type Matrix struct {
 	rules []*Rule // loaded from RuleFiles
 	// requireRules are the [requires.PATCH] tables as prune rules.
 	requireRules []*Rule
-	lines        lineIndex
+	lines        *tomlfile.Lines
 	src          []string // the file's lines
 	axis         map[string]int
 }

@@ -2,12 +2,13 @@ package upstream
 
 import (
 	"encoding/json"
-	"encoding/xml"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/smpatch/smpatch/internal/junit"
 )
 
 // Formats are the report formats of smpatch check.
@@ -143,85 +144,34 @@ func (rp *Report) WriteJSON(w io.Writer) error {
 	}{results, rp.Strict, rp.Failed()})
 }
 
-type junitSuites struct {
-	XMLName xml.Name     `xml:"testsuites"`
-	Name    string       `xml:"name,attr"`
-	Tests   int          `xml:"tests,attr"`
-	Fails   int          `xml:"failures,attr"`
-	Errors  int          `xml:"errors,attr"`
-	Skipped int          `xml:"skipped,attr"`
-	Suites  []junitSuite `xml:"testsuite"`
-}
-
-type junitSuite struct {
-	Name    string      `xml:"name,attr"`
-	Tests   int         `xml:"tests,attr"`
-	Fails   int         `xml:"failures,attr"`
-	Errors  int         `xml:"errors,attr"`
-	Skipped int         `xml:"skipped,attr"`
-	Cases   []junitCase `xml:"testcase"`
-}
-
-type junitCase struct {
-	Name      string        `xml:"name,attr"`
-	Classname string        `xml:"classname,attr"`
-	Failure   *junitMessage `xml:"failure,omitempty"`
-	Error     *junitMessage `xml:"error,omitempty"`
-	Skipped   *junitMessage `xml:"skipped,omitempty"`
-	SystemOut string        `xml:"system-out,omitempty"`
-}
-
-type junitMessage struct {
-	Message string `xml:"message,attr"`
-	Type    string `xml:"type,attr,omitempty"`
-	Text    string `xml:",chardata"`
-}
-
 // WriteJUnit writes JUnit XML: one testsuite per project, one testcase per
 // patch; conflict and no-variant (and fuzzy with strict) fail, an error is an
 // error, already-upstream is skipped with the reason.
 func (rp *Report) WriteJUnit(w io.Writer) error {
-	doc := junitSuites{Name: "smpatch check"}
+	doc := junit.Suites{Name: "smpatch check"}
 	for _, p := range rp.Projects() {
-		s := junitSuite{Name: string(p)}
+		s := junit.Suite{Name: string(p)}
 		for _, r := range rp.Results {
 			if r.Project != p {
 				continue
 			}
-			c := junitCase{Name: rp.name(r), Classname: "smpatch.check." + string(p)}
-			msg := &junitMessage{Message: string(r.Status) + ": " + oneLine(r.Detail), Type: string(r.Status), Text: caseText(r)}
+			c := junit.Case{Name: rp.name(r), Classname: "smpatch.check." + string(p)}
+			msg := &junit.Message{Message: string(r.Status) + ": " + oneLine(r.Detail), Type: string(r.Status), Text: caseText(r)}
 			switch {
 			case r.Status == Error:
 				c.Error = msg
-				s.Errors++
 			case r.Status.Failed(rp.Strict):
 				c.Failure = msg
-				s.Fails++
 			case r.Status == AlreadyUpstream:
-				c.Skipped = &junitMessage{Message: "already upstream: " + oneLine(r.Detail)}
-				s.Skipped++
+				c.Skipped = &junit.Message{Message: "already upstream: " + oneLine(r.Detail)}
 			default:
 				c.SystemOut = caseText(r)
 			}
-			s.Tests++
 			s.Cases = append(s.Cases, c)
 		}
-		doc.Tests += s.Tests
-		doc.Fails += s.Fails
-		doc.Errors += s.Errors
-		doc.Skipped += s.Skipped
 		doc.Suites = append(doc.Suites, s)
 	}
-	if _, err := io.WriteString(w, xml.Header); err != nil {
-		return err
-	}
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	if err := enc.Encode(doc); err != nil {
-		return err
-	}
-	_, err := io.WriteString(w, "\n")
-	return err
+	return doc.Write(w)
 }
 
 // caseText is the longer text of a result: where, which variant, the range.

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/smpatch/smpatch/internal/junit"
 )
 
 func sampleReport(n int) *Report {
@@ -81,7 +83,7 @@ func TestJUnit(t *testing.T) {
 	if err := rp.WriteJUnit(&b); err != nil {
 		t.Fatal(err)
 	}
-	var doc junitSuites
+	var doc junit.Suites
 	if err := xml.Unmarshal(b.Bytes(), &doc); err != nil {
 		t.Fatalf("not XML: %v\n%s", err, b.String())
 	}
@@ -89,7 +91,7 @@ func TestJUnit(t *testing.T) {
 		t.Fatalf("suites %+v", doc.Suites)
 	}
 	s := doc.Suites[0]
-	if s.Tests != 5 || s.Fails != 2 || s.Skipped != 1 || s.Errors != 0 || doc.Suites[1].Errors != 1 || doc.Tests != 6 {
+	if s.Tests != 5 || s.Failures != 2 || s.Skipped != 1 || s.Errors != 0 || doc.Suites[1].Errors != 1 || doc.Tests != 6 {
 		t.Fatalf("counts: %+v / %+v", s, doc)
 	}
 	for _, c := range s.Cases {
@@ -101,10 +103,10 @@ func TestJUnit(t *testing.T) {
 	rp.Strict = true
 	b.Reset()
 	_ = rp.WriteJUnit(&b)
-	doc = junitSuites{}
+	doc = junit.Suites{}
 	_ = xml.Unmarshal(b.Bytes(), &doc)
-	if doc.Suites[0].Fails != 3 {
-		t.Fatalf("strict failures = %d, want 3", doc.Suites[0].Fails)
+	if doc.Suites[0].Failures != 3 {
+		t.Fatalf("strict failures = %d, want 3", doc.Suites[0].Failures)
 	}
 }
 
@@ -149,7 +151,7 @@ func TestReportNamesRefWhenAPatchIsCheckedTwice(t *testing.T) {
 		{Project: "sglang", Patch: "p", Status: Conflict, Ref: "v0.5.9", Revision: "u@2", Source: "p.diff", SourceLine: 3},
 		{Project: "flashinfer", Patch: "q", Status: Applies, Ref: "main", Revision: "v@3"},
 	}}
-	var text, junit, gh bytes.Buffer
+	var text, ju, gh bytes.Buffer
 	if err := rp.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
@@ -158,11 +160,11 @@ func TestReportNamesRefWhenAPatchIsCheckedTwice(t *testing.T) {
 			t.Errorf("text lacks %q:\n%s", w, &text)
 		}
 	}
-	if err := rp.WriteJUnit(&junit); err != nil {
+	if err := rp.WriteJUnit(&ju); err != nil {
 		t.Fatal(err)
 	}
-	var doc junitSuites
-	if err := xml.Unmarshal(junit.Bytes(), &doc); err != nil {
+	var doc junit.Suites
+	if err := xml.Unmarshal(ju.Bytes(), &doc); err != nil {
 		t.Fatal(err)
 	}
 	var names []string

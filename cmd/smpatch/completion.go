@@ -29,9 +29,6 @@ func addCompletions(root *cobra.Command, g *Globals) {
 	}
 }
 
-// RunnerNames are the values of matrix run --runner.
-var RunnerNames = []string{"local", "docker", "slurm", "kubernetes"}
-
 // CompletePatchNames are the catalog's patches (built-in and --catalog)
 // not yet on the command line.
 func CompletePatchNames(g *Globals, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {

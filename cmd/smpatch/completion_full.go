@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/smpatch/smpatch/launch"
 	"github.com/smpatch/smpatch/source"
 	"github.com/smpatch/smpatch/upstream"
 )
@@ -50,7 +51,11 @@ func addCommandCompletions(root *cobra.Command, g *Globals) {
 			}
 		}
 		if c.Flags().Lookup("runner") != nil {
-			_ = c.RegisterFlagCompletionFunc("runner", cobra.FixedCompletions(RunnerNames, cobra.ShellCompDirectiveNoFileComp))
+			var kinds []cobra.Completion
+			for _, k := range launch.RunnerKinds() {
+				kinds = append(kinds, string(k))
+			}
+			_ = c.RegisterFlagCompletionFunc("runner", cobra.FixedCompletions(kinds, cobra.ShellCompDirectiveNoFileComp))
 		}
 	}
 	walk(root)
@@ -77,7 +82,8 @@ func completeCellIDs(g *Globals, args []string, toComplete string) ([]cobra.Comp
 	if len(args) == 0 {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	x, err := expandMatrix(context.Background(), g, args[0], &matrixOptions{})
+	o := matrixOptions{Catalog: g.LoadCatalog, WarnNCCL: g.WarnNCCL}
+	x, err := o.expand(context.Background(), args[0])
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveError
 	}

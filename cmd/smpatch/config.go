@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/smpatch/smpatch/internal/tomlfile"
+	"github.com/smpatch/smpatch/launch"
 )
 
 // The config file holds the defaults people repeat:
@@ -78,8 +79,10 @@ func loadConfig(path string) (*config, error) {
 			return nil, tomlfile.Errorf(path, at("color"), "color = %q: want auto, always or never", cfg.Color)
 		}
 	}
-	if cfg.Runner != "" && !containsString(RunnerNames, cfg.Runner) {
-		return nil, tomlfile.Errorf(path, at("runner"), "runner = %q: want %s", cfg.Runner, strings.Join(RunnerNames, " or "))
+	if cfg.Runner != "" {
+		if _, err := launch.ParseRunnerKind(cfg.Runner); err != nil {
+			return nil, tomlfile.Errorf(path, at("runner"), "%v", err)
+		}
 	}
 	for i, d := range cfg.Catalog {
 		cfg.Catalog[i] = configPathValue(path, d)
@@ -107,15 +110,6 @@ func configPathValue(file, p string) string {
 	return filepath.Join(filepath.Dir(file), p)
 }
 
-func containsString(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // applyConfig settles the global defaults: a flag given wins, then the
 // environment ($SMPATCH_PYTHON; $SMPATCH_CATALOG is added to --catalog as
 // before), then the config file.
@@ -140,11 +134,11 @@ func (g *Globals) applyConfig(c *cobra.Command) error {
 }
 
 // DefaultRunner is matrix run's runner when --runner is not given.
-func (g *Globals) DefaultRunner() string {
+func (g *Globals) DefaultRunner() launch.RunnerKind {
 	if g.config != nil && g.config.Runner != "" {
-		return g.config.Runner
+		return launch.RunnerKind(g.config.Runner) // checked when read
 	}
-	return "local"
+	return launch.RunnerLocal
 }
 
 // ResultsDir is the directory matrix run's results go under by default.

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/smpatch/smpatch/internal/exit"
+	"github.com/smpatch/smpatch/launch"
 )
 
 // exitCodeOf maps an error to the process exit code README.md documents.
@@ -18,10 +19,20 @@ func exitCodeOf(err error) int {
 		return exit.OK
 	case exit.Code(err) != exit.Failure:
 		return exit.Code(err)
-	case isCobraUsageError(err):
+	case isCobraUsageError(err), isA[*launch.UnknownRunnerError](err):
 		return exit.Usage
+	case isA[*launch.DryRunConflictError](err):
+		return exit.Conflict
+	case isA[*launch.CellsFailedError](err):
+		return exit.CellsFailed
 	case errors.Is(err, context.Canceled):
 		return exit.Interrupted
 	}
 	return exit.Failure
+}
+
+// isA reports whether err's chain holds an error of type E.
+func isA[E error](err error) bool {
+	var e E
+	return errors.As(err, &e)
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/smpatch/smpatch/launch"
 	"github.com/smpatch/smpatch/patches"
 	"github.com/smpatch/smpatch/source"
 )
@@ -34,6 +35,8 @@ func streams(c *cobra.Command) IOStreams {
 // and nowhere else.
 type Factory struct {
 	*Globals // the flags every command shares
+
+	kube *kubeMade // the Kubernetes client, once made
 }
 
 func newFactory(g *Globals) *Factory { return &Factory{Globals: g} }
@@ -46,4 +49,24 @@ func (f *Factory) Catalog() (*patches.Catalog, error) { return f.LoadCatalog() }
 // checkout, the installed package).
 func (f *Factory) Tree(ctx context.Context, repo string, project source.Project) (source.WritableTree, error) {
 	return source.Resolve(ctx, repo, project, f.PythonPath())
+}
+
+// Kube is the Kubernetes client for the Jobs of namespace in the cluster of
+// kubeconfig ("" for $KUBECONFIG, else ~/.kube/config), made on first use
+// (matrix run --runner kubernetes) and again only for another cluster or
+// namespace.
+func (f *Factory) Kube(kubeconfig, namespace string) (*launch.KubeClient, error) {
+	if k := f.kube; k != nil && k.kubeconfig == kubeconfig && k.namespace == namespace {
+		return k.client, k.err
+	}
+	c, err := launch.NewKubeClient(kubeconfig, namespace)
+	f.kube = &kubeMade{kubeconfig: kubeconfig, namespace: namespace, client: c, err: err}
+	return c, err
+}
+
+// kubeMade is a Kubernetes client and what it was made for.
+type kubeMade struct {
+	kubeconfig, namespace string
+	client                *launch.KubeClient
+	err                   error
 }

@@ -23,7 +23,7 @@ func (b *batchOptions) addBatchFlags(f *pflag.FlagSet) {
 	f.StringVar(&b.Partition, "partition", "", "slurm: sbatch --partition")
 	f.StringArrayVar(&b.SbatchArgs, "sbatch-arg", nil, "slurm: a further sbatch option, e.g. --sbatch-arg=--account=gpu (repeatable)")
 	f.StringVar(&b.Smpatch, "node-smpatch", "", "slurm: the smpatch the nodes run (default: this executable; it must be on a path the nodes share)")
-	f.StringVar(&b.Namespace, "namespace", "default", "kubernetes: the namespace of the cells' Jobs (created when missing)")
+	f.StringVar(&b.Namespace, "namespace", "default", "kubernetes: the namespace of the cells' Jobs (it must exist)")
 	f.StringVar(&b.Kubeconfig, "kubeconfig", "", "kubernetes: the kubeconfig (default $KUBECONFIG, else ~/.kube/config)")
 }
 
@@ -40,7 +40,7 @@ func selfPath() (string, error) {
 // slurmCommand is the command line each task of the slurm runner runs:
 // this smpatch on the same matrix file with the options that decide how a
 // cell runs.
-func (o *matrixRunOptions) slurmCommand(g *Globals, file string) ([]string, error) {
+func (o *matrixRunOptions) slurmCommand() ([]string, error) {
 	self := o.Smpatch
 	if self == "" {
 		var err error
@@ -55,13 +55,13 @@ func (o *matrixRunOptions) slurmCommand(g *Globals, file string) ([]string, erro
 		return p
 	}
 	cmd := []string{self}
-	for _, c := range g.Catalogs {
+	for _, c := range o.Catalogs {
 		cmd = append(cmd, "--catalog", abs(c))
 	}
-	if g.Python != "" {
-		cmd = append(cmd, "--python", g.Python)
+	if o.Python != "" {
+		cmd = append(cmd, "--python", o.Python)
 	}
-	cmd = append(cmd, "matrix", "run", abs(file))
+	cmd = append(cmd, "matrix", "run", abs(o.File))
 	if o.ProbeFile != "" {
 		cmd = append(cmd, "--probe-file", abs(o.ProbeFile))
 	}

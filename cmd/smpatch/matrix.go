@@ -15,11 +15,11 @@ func newMatrixCmd(f *Factory) *cobra.Command {
 		RunE:  func(c *cobra.Command, _ []string) error { return c.Help() },
 	}
 	c.AddCommand(
-		newMatrixExpandCmd(g),
-		newMatrixRenderCmd(g),
+		newMatrixExpandCmd(f),
+		newMatrixRenderCmd(f),
 		newMatrixBuildCmd(g),
-		newMatrixRunCmd(g),
-		newMatrixCompareCmd(g),
+		newMatrixRunCmd(f),
+		newMatrixCompareCmd(f),
 	)
 	return c
 }

@@ -1,11 +1,10 @@
 package main
 
-// Command file: matrix compare.
+// smpatch matrix compare: A/B verdicts from a run's results.
 
 import (
 	"context"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -14,8 +13,11 @@ import (
 	"github.com/smpatch/smpatch/launch"
 )
 
-// matrixCompareOptions are the flags of "smpatch matrix compare".
+// matrixCompareOptions are smpatch matrix compare's flags and streams.
 type matrixCompareOptions struct {
+	IO IOStreams
+
+	Results  string // the results directory or its results.json
 	Baseline string
 	Pairs    []string
 	JSON     bool
@@ -27,7 +29,7 @@ func (o *matrixCompareOptions) AddFlags(c *cobra.Command) {
 	c.Flags().BoolVar(&o.JSON, "json", false, "print JSON")
 }
 
-func newMatrixCompareCmd(g *Globals) *cobra.Command {
+func newMatrixCompareCmd(*Factory) *cobra.Command {
 	o := &matrixCompareOptions{}
 	c := &cobra.Command{
 		Use:   "compare RESULTS",
@@ -38,15 +40,16 @@ func newMatrixCompareCmd(g *Globals) *cobra.Command {
 			"bootstrap interval; the verdict is the two-sided Mann-Whitney U test at p < 0.05.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			return runMatrixCompare(c.Context(), g, o, args, c.OutOrStdout(), c.ErrOrStderr())
+			o.IO, o.Results = streams(c), args[0]
+			return runMatrixCompare(c.Context(), o)
 		},
 	}
 	o.AddFlags(c)
 	return c
 }
 
-func runMatrixCompare(ctx context.Context, g *Globals, o *matrixCompareOptions, args []string, w, errw io.Writer) error {
-	s, err := launch.ReadSummary(args[0])
+func runMatrixCompare(ctx context.Context, o *matrixCompareOptions) error {
+	s, err := launch.ReadSummary(o.Results)
 	if err != nil {
 		return err
 	}
@@ -60,11 +63,11 @@ func runMatrixCompare(ctx context.Context, g *Globals, o *matrixCompareOptions, 
 	}
 	cs, err := s.ComparePairs(pairs, o.Baseline)
 	if err != nil {
-		return fmt.Errorf("%s: %w", args[0], err)
+		return fmt.Errorf("%s: %w", o.Results, err)
 	}
 	if o.JSON {
-		return WriteJSON(w, map[string]any{"comparisons": cs})
+		return WriteJSON(o.IO.Out, map[string]any{"comparisons": cs})
 	}
-	launch.WriteComparisonsText(w, cs)
+	launch.WriteComparisonsText(o.IO.Out, cs)
 	return nil
 }

@@ -14,15 +14,26 @@ import (
 
 	"github.com/smpatch/smpatch/internal/exit"
 	"github.com/smpatch/smpatch/matrix"
+	"github.com/smpatch/smpatch/patches"
 )
 
-// matrixOptions are the flags expand and render share.
+// matrixOptions are the flags the matrix commands share, and what
+// expanding a file depends on: the catalog that patch names are checked
+// against (loaded when first asked) and where the file's NCCL warnings go.
 type matrixOptions struct {
+	Catalog  func() (*patches.Catalog, error)
+	WarnNCCL func(string)
+
 	ProbeFile string
 	Shard     string
 	MaxCells  int
 	Rules     []string
 	NoDefault bool
+}
+
+// newMatrixOptions are matrixOptions with f's dependencies.
+func newMatrixOptions(f *Factory) matrixOptions {
+	return matrixOptions{Catalog: f.Catalog, WarnNCCL: f.WarnNCCL}
 }
 
 func (o *matrixOptions) AddFlags(c *cobra.Command) {
@@ -34,8 +45,8 @@ func (o *matrixOptions) AddFlags(c *cobra.Command) {
 }
 
 // expandOptions turns the flags into matrix.ExpandOptions: CheckPatch
-// looks each patch name up in the catalog (loaded when first asked).
-func (o *matrixOptions) expandOptions(ctx context.Context, g *Globals) (matrix.ExpandOptions, error) {
+// looks each patch name up in the catalog.
+func (o *matrixOptions) expandOptions(ctx context.Context) (matrix.ExpandOptions, error) {
 	opts := matrix.ExpandOptions{MaxCells: o.MaxCells, RuleFiles: o.Rules, NoDefaultRules: o.NoDefault, Context: ctx}
 	if o.MaxCells < 0 {
 		return opts, exit.With(exit.Usage, fmt.Errorf("--max-cells %d: want a positive number (0: the file's max_cells)", o.MaxCells))
@@ -47,8 +58,9 @@ func (o *matrixOptions) expandOptions(ctx context.Context, g *Globals) (matrix.E
 		}
 		opts.Shard = s
 	}
+	catalog := o.Catalog
 	opts.CheckPatch = func(name string) error {
-		cat, err := g.LoadCatalog()
+		cat, err := catalog()
 		if err != nil {
 			return err
 		}
@@ -58,19 +70,30 @@ func (o *matrixOptions) expandOptions(ctx context.Context, g *Globals) (matrix.E
 	return opts, nil
 }
 
-// expandMatrix loads FILE, checks its patch names against the catalog and
+// expand loads file, checks its patch names against the catalog and
 // expands it.
-func expandMatrix(ctx context.Context, g *Globals, file string, o *matrixOptions) (*matrix.Expansion, error) {
-	opts, err := o.expandOptions(ctx, g)
+func (o *matrixOptions) expand(ctx context.Context, file string) (*matrix.Expansion, error) {
+	opts, err := o.expandOptions(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return matrix.ExpandFile(file, o.ProbeFile, opts, g.WarnNCCL)
+	return matrix.ExpandFile(file, o.ProbeFile, opts, o.WarnNCCL)
 }
 
-// matrixExpandOptions are the flags of smpatch matrix expand.
+// expandMatrix is o.expand with g's catalog and warnings, for the
+// commands whose options do not carry them (matrix build).
+func expandMatrix(ctx context.Context, g *Globals, file string, o *matrixOptions) (*matrix.Expansion, error) {
+	o.Catalog, o.WarnNCCL = g.LoadCatalog, g.WarnNCCL
+	return o.expand(ctx, file)
+}
+
+// matrixExpandOptions are smpatch matrix expand's flags, streams and
+// dependencies.
 type matrixExpandOptions struct {
+	IO IOStreams
 	matrixOptions
+
+	File    string
 	JSON    bool
 	Explain bool
 	GitHub  bool
@@ -86,8 +109,8 @@ func (o *matrixExpandOptions) AddFlags(c *cobra.Command) {
 	_ = c.Flags().MarkHidden("github")
 }
 
-func newMatrixExpandCmd(g *Globals) *cobra.Command {
-	o := &matrixExpandOptions{}
+func newMatrixExpandCmd(f *Factory) *cobra.Command {
+	o := &matrixExpandOptions{matrixOptions: newMatrixOptions(f)}
 	c := &cobra.Command{
 		Use:   "expand FILE",
 		Short: "Expand a matrix file into cells: product, zip, exclude, include, rules",
@@ -95,25 +118,26 @@ func newMatrixExpandCmd(g *Globals) *cobra.Command {
 			"and list the cells. Pruned cells are listed with the rule and its reason.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			return runMatrixExpand(c.Context(), g, o, args, c.OutOrStdout(), c.ErrOrStderr())
+			o.IO, o.File = streams(c), args[0]
+			return runMatrixExpand(c.Context(), o)
 		},
 	}
 	o.AddFlags(c)
 	return c
 }
 
-func runMatrixExpand(ctx context.Context, g *Globals, o *matrixExpandOptions, args []string, w, errw io.Writer) error {
+func runMatrixExpand(ctx context.Context, o *matrixExpandOptions) error {
 	if n := btoi(o.JSON) + btoi(o.Explain) + btoi(o.GitHub); n > 1 {
 		return exit.With(exit.Usage, errors.New("matrix expand: choose one of --json, --explain and --github"))
 	}
-	x, err := expandMatrix(ctx, g, args[0], &o.matrixOptions)
+	x, err := o.expand(ctx, o.File)
 	if err != nil {
 		return err
 	}
 	if x, err = onlyExpansion(x, o.Only); err != nil {
 		return err
 	}
-	bw := bufio.NewWriterSize(w, 1<<16)
+	bw := bufio.NewWriterSize(o.IO.Out, 1<<16)
 	switch {
 	case o.GitHub:
 		err = writeGitHubMatrix(bw, x)

@@ -4,17 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
 
 	"github.com/smpatch/smpatch/internal/exit"
+	"github.com/smpatch/smpatch/launch"
 	"github.com/smpatch/smpatch/matrix"
 )
 
-// matrixRenderOptions are the flags of smpatch matrix render.
+// matrixRenderOptions are smpatch matrix render's flags, streams and
+// dependencies.
 type matrixRenderOptions struct {
+	IO IOStreams
 	matrixOptions
+
+	File string
 	Out  string // --out DIR
 	Refs string // --refs FILE
 	JSON bool
@@ -29,8 +33,8 @@ func (o *matrixRenderOptions) AddFlags(c *cobra.Command) {
 	addOnlyFlag(c, &o.Only, "render")
 }
 
-func newMatrixRenderCmd(g *Globals) *cobra.Command {
-	o := &matrixRenderOptions{}
+func newMatrixRenderCmd(f *Factory) *cobra.Command {
+	o := &matrixRenderOptions{matrixOptions: newMatrixOptions(f)}
 	c := &cobra.Command{
 		Use:   "render FILE --out DIR",
 		Short: "Write launch specs for every cell: run.sh, env, sitecustomize.py, a Kubernetes Job",
@@ -40,18 +44,19 @@ func newMatrixRenderCmd(g *Globals) *cobra.Command {
 			"(a JSON object of cell id to repo@sha256:..., as matrix build writes it).",
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			return runMatrixRender(c.Context(), g, o, args, c.OutOrStdout(), c.ErrOrStderr())
+			o.IO, o.File = streams(c), args[0]
+			return runMatrixRender(c.Context(), o)
 		},
 	}
 	o.AddFlags(c)
 	return c
 }
 
-func runMatrixRender(ctx context.Context, g *Globals, o *matrixRenderOptions, args []string, w, errw io.Writer) error {
+func runMatrixRender(ctx context.Context, o *matrixRenderOptions) error {
 	if o.Out == "" {
 		return exit.With(exit.Usage, errors.New("matrix render: --out DIR is required"))
 	}
-	ropts := matrix.RenderOptions{}
+	ropts := matrix.RenderOptions{Job: launch.JobYAML}
 	if o.Refs != "" {
 		r, err := matrix.ReadRefs(o.Refs)
 		if err != nil {
@@ -59,13 +64,13 @@ func runMatrixRender(ctx context.Context, g *Globals, o *matrixRenderOptions, ar
 		}
 		ropts.Refs = r
 	}
-	x, err := expandMatrix(ctx, g, args[0], &o.matrixOptions)
+	x, err := o.expand(ctx, o.File)
 	if err != nil {
 		return err
 	}
 	for id := range ropts.Refs {
 		if x.Cell(id) == nil && x.Shard.Count <= 1 {
-			return fmt.Errorf("%s: no cell %q in %s", o.Refs, id, args[0])
+			return fmt.Errorf("%s: no cell %q in %s", o.Refs, id, o.File)
 		}
 	}
 	if x, err = onlyExpansion(x, o.Only); err != nil {
@@ -83,8 +88,8 @@ func runMatrixRender(ctx context.Context, g *Globals, o *matrixRenderOptions, ar
 		for _, cell := range x.Runnable() {
 			cells = append(cells, cell.ID)
 		}
-		return WriteJSON(w, map[string]any{"out": o.Out, "files": len(files), "cells": cells, "pruned": x.Steps.Pruned})
+		return WriteJSON(o.IO.Out, map[string]any{"out": o.Out, "files": len(files), "cells": cells, "pruned": x.Steps.Pruned})
 	}
-	fmt.Fprintf(w, "%s: %d cells rendered into %s (%d pruned; see %s/SUMMARY.md)\n", args[0], len(x.Runnable()), o.Out, len(x.Cells)-len(x.Runnable()), o.Out)
+	fmt.Fprintf(o.IO.Out, "%s: %d cells rendered into %s (%d pruned; see %s/SUMMARY.md)\n", o.File, len(x.Runnable()), o.Out, len(x.Cells)-len(x.Runnable()), o.Out)
 	return nil
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -18,9 +17,26 @@ import (
 	"github.com/smpatch/smpatch/launch"
 )
 
-// matrixRunOptions are the flags of "smpatch matrix run".
+// matrixRunOptions are smpatch matrix run's flags, streams and
+// dependencies.
 type matrixRunOptions struct {
+	IO IOStreams
 	matrixOptions
+	// Kube connects to the namespace of a cluster (asked for only by the
+	// kubernetes runner).
+	Kube func(kubeconfig, namespace string) (*launch.KubeClient, error)
+
+	// What the global flags and the config file settled.
+	DefaultRunner launch.RunnerKind // when --runner is not given
+	ResultsDir    string            // where --out goes by default
+	Python        string            // --python ("" when not given)
+	DefaultPython string            // the interpreter --python or its default means
+	Catalogs      []string          // --catalog
+	Verbose       bool
+	Quiet         bool
+
+	File        string
+	RunnerSet   bool // --runner was given
 	Only        []string
 	Resume      bool
 	DryRun      bool
@@ -62,8 +78,8 @@ func (o *matrixRunOptions) AddFlags(c *cobra.Command) {
 	f.IntVar(&o.Repeat, "repeat", 0, "run each cell N times, a fresh server each time, round-robin over the cells (default: the matrix's launch.repeat, else 1)")
 }
 
-func newMatrixRunCmd(g *Globals) *cobra.Command {
-	o := &matrixRunOptions{}
+func newMatrixRunCmd(f *Factory) *cobra.Command {
+	o := &matrixRunOptions{matrixOptions: newMatrixOptions(f), Kube: f.Kube}
 	c := &cobra.Command{
 		Use:   "run FILE",
 		Short: "Run each cell: patch, start, wait for health, bench, triage, stop, revert; one results table",
@@ -75,50 +91,51 @@ func newMatrixRunCmd(g *Globals) *cobra.Command {
 			"(the markdown also to $GITHUB_STEP_SUMMARY). Exit 6 when a cell failed.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			if c.Flags().Changed("runner") && o.Runner == "" {
-				return exit.With(exit.Usage, errors.New(`--runner "": want local, docker, slurm or kubernetes`))
-			}
-			return runMatrix(c.Context(), g, args[0], o, c.OutOrStdout(), c.ErrOrStderr())
+			o.IO, o.File, o.RunnerSet = streams(c), args[0], c.Flags().Changed("runner")
+			o.DefaultRunner, o.ResultsDir = f.DefaultRunner(), f.ResultsDir()
+			o.Python, o.DefaultPython, o.Catalogs = f.Python, f.PythonPath(), f.Catalogs
+			o.Verbose, o.Quiet = f.Verbose, f.Quiet
+			return runMatrix(c.Context(), o)
 		},
 	}
 	o.AddFlags(c)
 	return c
 }
 
-func runMatrix(ctx context.Context, g *Globals, file string, o *matrixRunOptions, stdout, stderr io.Writer) error {
-	r, err := o.matrixRun(ctx, g, file, stderr)
+func runMatrix(ctx context.Context, o *matrixRunOptions) error {
+	r, err := o.matrixRun(ctx)
 	if err != nil {
 		return err
 	}
 	res, err := launch.RunMatrix(ctx, r)
 	if res != nil {
-		if perr := printMatrixRun(stdout, res, o.JSON); perr != nil && err == nil {
+		if perr := printMatrixRun(o.IO.Out, res, o.JSON); perr != nil && err == nil {
 			err = perr
 		}
 	}
 	return err
 }
 
-// matrixRun turns the flags into the library's MatrixRun.
-func (o *matrixRunOptions) matrixRun(ctx context.Context, g *Globals, file string, stderr io.Writer) (launch.MatrixRun, error) {
+// matrixRun turns the options into the library's MatrixRun.
+func (o *matrixRunOptions) matrixRun(ctx context.Context) (launch.MatrixRun, error) {
+	stderr := o.IO.ErrOut
 	r := launch.MatrixRun{
-		File:          file,
+		File:          o.File,
 		ProbeFile:     o.ProbeFile,
-		Warn:          g.WarnNCCL,
-		Runner:        o.Runner,
-		ResultsDir:    g.ResultsDir(),
+		Warn:          o.WarnNCCL,
+		Runner:        o.DefaultRunner,
+		ResultsDir:    o.ResultsDir,
 		Refs:          o.Refs,
 		Signatures:    o.Signatures,
 		Repo:          o.Repo,
-		Python:        g.Python,
-		DefaultPython: g.PythonPath(),
-		Catalog:       g.LoadCatalog,
+		Python:        o.Python,
+		DefaultPython: o.DefaultPython,
+		Catalog:       o.Catalog,
 		ToolVersion:   Version,
 		Docker:        launch.Docker{ShmSize: o.ShmSize, Network: o.DockerNetwork, GPUs: o.DockerGPUs},
 		Partition:     o.Partition,
 		SbatchArgs:    o.SbatchArgs,
-		Namespace:     o.Namespace,
-		Kubeconfig:    o.Kubeconfig,
+		Kube:          func() (*launch.KubeClient, error) { return o.Kube(o.Kubeconfig, o.Namespace) },
 		DryRun:        o.DryRun,
 		Options: launch.Options{
 			Out:         o.Out,
@@ -133,11 +150,13 @@ func (o *matrixRunOptions) matrixRun(ctx context.Context, g *Globals, file strin
 		},
 	}
 	var err error
-	if r.Expand, err = o.expandOptions(ctx, g); err != nil {
-		return r, err
+	if o.RunnerSet {
+		if r.Runner, err = launch.ParseRunnerKind(o.Runner); err != nil {
+			return r, fmt.Errorf("--%w", err) // the flag's name, then the kinds
+		}
 	}
-	if r.Runner == "" {
-		r.Runner = g.DefaultRunner()
+	if r.Expand, err = o.expandOptions(ctx); err != nil {
+		return r, err
 	}
 	if o.Repeat != 0 {
 		if o.Repeat < 1 || o.Repeat > 1000 {
@@ -157,15 +176,15 @@ func (o *matrixRunOptions) matrixRun(ctx context.Context, g *Globals, file strin
 	if o.Concurrency < 1 {
 		return r, exit.With(exit.Usage, fmt.Errorf("--concurrency %d: want 1 or more", o.Concurrency))
 	}
-	if r.Runner == "slurm" {
-		if r.SlurmCommand, err = o.slurmCommand(g, file); err != nil {
+	if r.Runner == launch.RunnerSlurm {
+		if r.SlurmCommand, err = o.slurmCommand(); err != nil {
 			return r, err
 		}
 	}
-	if g.Verbose {
+	if o.Verbose {
 		r.Commands = stderr
 	}
-	if !g.Quiet {
+	if !o.Quiet {
 		r.Options.Progress = func(format string, args ...any) {
 			fmt.Fprintf(stderr, "%s %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
 		}
@@ -198,7 +217,7 @@ func printDryRun(w io.Writer, plan *launch.DryRun, asJSON bool) error {
 	if asJSON {
 		return WriteJSON(w, plan)
 	}
-	runner := plan.Runner
+	byImage := plan.Runner == launch.RunnerDocker || plan.Runner == launch.RunnerKubernetes
 	for _, d := range plan.Cells {
 		if d.Action != "run" {
 			fmt.Fprintf(w, "%s: %s: %s\n", d.ID, d.Action, d.Reason)
@@ -206,7 +225,7 @@ func printDryRun(w io.Writer, plan *launch.DryRun, asJSON bool) error {
 		}
 		fmt.Fprintf(w, "%s:\n", d.ID)
 		if len(d.Patches) > 0 {
-			if runner == "local" || runner == "slurm" {
+			if !byImage {
 				fmt.Fprintf(w, "  apply   %s (reverted afterwards)\n", strings.Join(d.Patches, ", "))
 				if d.Problem != "" {
 					fmt.Fprintf(w, "  FAILS   %s\n", d.Problem)
@@ -216,7 +235,7 @@ func printDryRun(w io.Writer, plan *launch.DryRun, asJSON bool) error {
 			} else {
 				fmt.Fprintf(w, "  image   %s (patches %s)\n", orNone(d.Image), strings.Join(d.Patches, ", "))
 			}
-		} else if runner == "docker" || runner == "kubernetes" {
+		} else if byImage {
 			fmt.Fprintf(w, "  image   %s\n", orNone(d.Image))
 		}
 		keys := slices.Sorted(maps.Keys(d.Env))

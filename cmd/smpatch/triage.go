@@ -2,15 +2,19 @@ package main
 
 import (
 	"context"
-	"io"
 
 	"github.com/spf13/cobra"
 
 	"github.com/smpatch/smpatch/launch"
 )
 
-// triageOptions are the flags of smpatch triage.
+// smpatch triage: why a server died, from its logs.
+
+// triageOptions are smpatch triage's flags and streams.
 type triageOptions struct {
+	IO IOStreams
+
+	Logs       []string
 	JSON       bool
 	Ranks      bool     // --ranks: the logs are the ranks of one job
 	Signatures []string // --signatures FILE, tried before the built-in ones
@@ -22,28 +26,28 @@ func (o *triageOptions) AddFlags(c *cobra.Command) {
 	c.Flags().StringArrayVar(&o.Signatures, "signatures", nil, "a TOML file of extra signatures, tried before the built-in ones (repeatable)")
 }
 
-func newTriageCmd(f *Factory) *cobra.Command {
-	g := f.Globals
+func newTriageCmd(*Factory) *cobra.Command {
 	o := &triageOptions{}
 	c := &cobra.Command{
 		Use:   "triage LOG...",
 		Short: "Name why an sglang server died: the first fatal known line of each log, its meaning and what to try",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			return runTriage(c.Context(), g, o, args, c.OutOrStdout(), c.ErrOrStderr())
+			o.IO, o.Logs = streams(c), args
+			return runTriage(c.Context(), o)
 		},
 	}
 	o.AddFlags(c)
 	return c
 }
 
-func runTriage(ctx context.Context, g *Globals, o *triageOptions, args []string, w, errw io.Writer) error {
+func runTriage(ctx context.Context, o *triageOptions) error {
 	sigs, err := launch.LoadSignatures(o.Signatures)
 	if err != nil {
 		return err
 	}
 	var verdicts []*launch.Verdict
-	for _, a := range args {
+	for _, a := range o.Logs {
 		v, err := sigs.TriageFileContext(ctx, a)
 		if err != nil {
 			return err
@@ -54,10 +58,10 @@ func runTriage(ctx context.Context, g *Globals, o *triageOptions, args []string,
 		verdicts = []*launch.Verdict{launch.MergeRanks(verdicts)}
 	}
 	if o.JSON {
-		return WriteJSON(w, map[string]any{"logs": verdicts})
+		return WriteJSON(o.IO.Out, map[string]any{"logs": verdicts})
 	}
 	for _, v := range verdicts {
-		v.WriteText(w)
+		v.WriteText(o.IO.Out)
 	}
 	return nil
 }

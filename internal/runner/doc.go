@@ -1,7 +1,11 @@
-// Package runner is the one way smpatch runs a short external command
-// (nvidia-smi, nvcc, a Python interpreter): under a timeout, in its own
-// process group that is killed whole when the time is up (a wrapper script's
-// children included), with its output bounded. It knows nothing of what the
-// commands are; long-running servers are launch's, which owns their
-// lifecycle.
+// Package runner is the one way smpatch runs another program: a short
+// command (nvidia-smi, nvcc, a Python interpreter, docker, sbatch) to its
+// end under a timeout (Run), or a long-running one (a server, a benchmark)
+// started and followed (Start). Each runs as the leader of a process group
+// of its own, so that stopping it (SIGTERM, then SIGKILL after a grace)
+// ends everything it started, a wrapper script's children included; its
+// output goes through pipes of its own and is bounded.
+//
+// It knows nothing of what the commands are or why they run: the callers
+// (probe, launch) decide what to start and what its output means.
 package runner

@@ -2,8 +2,24 @@
 
 package runner
 
-import "os/exec"
+import (
+	"os"
+	"os/exec"
+)
 
-// setGroup leaves cmd as it is where process groups are not available: the
-// context still kills the command itself.
-func setGroup(cmd *exec.Cmd) {}
+// Where process groups are not available, the leader stands for its group.
+
+func setGroupOnly(cmd *exec.Cmd) {}
+
+func terminateGroup(pid int) error { return killGroup(pid) }
+
+func killGroup(pid int) error {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return err
+	}
+	return p.Kill()
+}
+
+// groupAlive is false: the leader's own exit is all that can be waited for.
+func groupAlive(int) bool { return false }

@@ -3,11 +3,11 @@ package dockertest
 import (
 	"archive/tar"
 	"bytes"
+	"context"
 	"debug/elf"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"time"
@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/smpatch/smpatch/image/imagetest"
+	"github.com/smpatch/smpatch/internal/runner"
 )
 
 // Shape is the synthetic sglang installed in the base: internal/synth's
@@ -35,10 +36,18 @@ var busyboxApplets = []string{"sh", "ls", "cat", "sleep", "ps", "wget", "env", "
 // BuildFakeServer builds testdata/fakeserver (pkg, its directory or import
 // path) as a static binary at out.
 func BuildFakeServer(pkg, out string) error {
-	cmd := exec.Command("go", "build", "-trimpath", "-o", out, pkg)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("building the fake server: %v\n%s", err, b)
+	var b bytes.Buffer
+	p, err := runner.Start(context.Background(), runner.Command{
+		Argv:    []string{"go", "build", "-trimpath", "-o", out, pkg},
+		Env:     append(os.Environ(), "CGO_ENABLED=0"),
+		Stdout:  &b,
+		Timeout: 10 * time.Minute,
+	})
+	if err == nil {
+		err = p.Wait()
+	}
+	if err != nil {
+		return fmt.Errorf("building the fake server: %v\n%s", err, b.Bytes())
 	}
 	return nil
 }

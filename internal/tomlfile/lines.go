@@ -1,36 +1,54 @@
-package matrix
+package tomlfile
 
 import (
 	"strconv"
 	"strings"
+
+	"github.com/BurntSushi/toml"
 )
 
-// lineIndex maps TOML key paths to the line that defines them. The BurntSushi
-// decoder keeps key positions private, so errors that name a line (an unknown
-// axis in an exclude entry, a rule condition) find it here. Elements of arrays
-// of tables get their index as a path component: "exclude.1.nccl".
-// It is a tolerant scanner, not a parser: the file has already been decoded.
-type lineIndex map[string]int
+// Lines maps the keys of a TOML document to the lines that define them:
+// the decoder keeps key positions to itself, so an error about a value
+// (an unknown axis, a bad pattern, a key nobody reads) finds its line
+// here. An element of an array of tables is named by its index as a key
+// part: toml.Key{"exclude", "1", "nccl"} is key nccl of the second
+// [[exclude]]. It is a tolerant scanner of a document that already
+// decoded, not a parser.
+type Lines struct {
+	// at holds each key path's line; "\x01" and a path without array
+	// indices hold the line of the first element that defines it.
+	at map[string]int
+}
 
 func keyPath(parts ...string) string { return strings.Join(parts, "\x00") }
 
-// line returns the line of the longest known prefix of the path, 0 if none.
-func (li lineIndex) line(parts ...string) int {
-	if l, ok := li["\x01"+keyPath(parts...)]; ok {
-		if _, exact := li[keyPath(parts...)]; !exact {
-			return l
+// Line is the line that defines key, or the nearest table above it that
+// the file defines (the longest prefix of key it knows); 0 when none. A
+// key without the index of an element of an array of tables (as the
+// decoder reports keys) is placed at the first element that defines it.
+// Line fits Unknown's lineOf.
+func (l *Lines) Line(key toml.Key) int {
+	if l == nil {
+		return 0
+	}
+	if line, ok := l.at["\x01"+keyPath(key...)]; ok {
+		if _, exact := l.at[keyPath(key...)]; !exact {
+			return line
 		}
 	}
-	for n := len(parts); n > 0; n-- {
-		if l, ok := li[keyPath(parts[:n]...)]; ok {
-			return l
+	for n := len(key); n > 0; n-- {
+		if line, ok := l.at[keyPath(key[:n]...)]; ok {
+			return line
 		}
 	}
 	return 0
 }
 
-func indexLines(src string) lineIndex {
-	li := lineIndex{}
+// IndexLines finds the line of every table header and key of a TOML
+// document that was decoded without error (it tolerates what it does not
+// understand, and says 0 for it).
+func IndexLines(data []byte) *Lines {
+	li := map[string]int{}
 	arrays := map[string]int{} // array-of-tables path -> last index
 	var table, rawTable []string
 	set := func(path, raw []string, l int) {
@@ -45,7 +63,7 @@ func indexLines(src string) lineIndex {
 	}
 	depth := 0 // open brackets/braces of a value spanning lines
 	inML := "" // open multi-line string delimiter
-	for n, raw := range strings.Split(src, "\n") {
+	for n, raw := range strings.Split(string(data), "\n") {
 		lineNo := n + 1
 		s := raw
 		if inML != "" {
@@ -100,7 +118,7 @@ func indexLines(src string) lineIndex {
 			depth, inML = scanValue(rest[1:], 0)
 		}
 	}
-	return li
+	return &Lines{at: li}
 }
 
 // resolveArrays inserts the current element index after every prefix that is

@@ -1,11 +1,13 @@
-package matrix
+package launch
 
 import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"maps"
 	"math"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,11 +18,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
+
+	"github.com/smpatch/smpatch/internal/smver"
+	"github.com/smpatch/smpatch/matrix"
 )
 
 // Kubernetes names used in Jobs.
 const (
-	gpuResource      = "nvidia.com/gpu"
+	gpuResource      = corev1.ResourceName("nvidia.com/gpu")
 	gpuMajorLabel    = "nvidia.com/gpu.compute.major"
 	cellLabel        = "smpatch.io/cell"
 	matrixLabel      = "smpatch.io/matrix"
@@ -29,7 +34,7 @@ const (
 	sourceAnnotation = "smpatch.io/matrix-file"
 )
 
-// Job builds the batch/v1 Job of a cell. When the cell has a bench command
+// Job builds the batch/v1 Job of a matrix cell, with image as its image. When the cell has a bench command
 // and a local health URL, the server runs as a native sidecar (an init
 // container with restartPolicy Always and a startup probe on the health
 // URL) and the bench is the main container, so the Job completes when the
@@ -39,17 +44,17 @@ const (
 // no deadline: a Job's counts from the Job's start, pending included.
 // Otherwise the server is the only container. GPUs come from tp, /dev/shm
 // is in memory, nothing is retried.
-func Job(x *Expansion, c *Cell, image string) *batchv1.Job {
+func Job(x *matrix.Expansion, c *matrix.Cell, image string) *batchv1.Job {
 	m := x.Matrix
 	gpus := max(c.TP, 1)
 	labels := map[string]string{
 		"app.kubernetes.io/name":       "smpatch",
 		"app.kubernetes.io/managed-by": "smpatch",
 		cellLabel:                      labelValue(c.ID),
-		matrixLabel:                    labelValue(slugOr(m.Name, "matrix")),
+		matrixLabel:                    labelValue(matrix.SlugOr(m.Name, "matrix")),
 	}
 	var env []corev1.EnvVar
-	for _, k := range sortedKeys(c.Env) {
+	for _, k := range slices.Sorted(maps.Keys(c.Env)) {
 		env = append(env, corev1.EnvVar{Name: k, Value: c.Env[k]})
 	}
 	server := corev1.Container{
@@ -98,7 +103,7 @@ func Job(x *Expansion, c *Cell, image string) *batchv1.Job {
 		pod.Containers = []corev1.Container{server}
 	}
 	if c.SM != "" {
-		maj, _, _ := parseSM(c.SM)
+		maj, _, _ := smver.Parse(c.SM)
 		pod.NodeSelector = map[string]string{gpuMajorLabel: strconv.Itoa(maj)}
 	}
 	backoff := int32(0)
@@ -167,7 +172,9 @@ func healthProbe(health string, startup time.Duration) *corev1.Probe {
 	}
 }
 
-func jobYAML(x *Expansion, c *Cell, image string) ([]byte, error) {
+// JobYAML is a cell's Job as the YAML matrix render writes into job.yaml
+// (matrix.RenderOptions.Job).
+func JobYAML(x *matrix.Expansion, c *matrix.Cell, image string) ([]byte, error) {
 	b, err := yaml.Marshal(Job(x, c, image))
 	if err != nil {
 		return nil, err
