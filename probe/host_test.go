@@ -130,7 +130,7 @@ func TestProbeGPUsFallsBackToProc(t *testing.T) {
 	os.WriteFile(filepath.Join(gdir, "information"), []byte("Model: \t\t NVIDIA H200\nIRQ:   1\nGPU UUID: \t GPU-abc\n"), 0o644)
 	os.WriteFile(filepath.Join(proc, "driver", "nvidia", "version"), []byte("NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  Tue Jan 1\n"), 0o644)
 	r, h := newReport(), &Host{}
-	probeGPUs(context.Background(), r, h, proc, 0)
+	probeGPUs(context.Background(), r, h, proc)
 	if len(h.GPUs) != 1 || h.GPUs[0].Name != "NVIDIA H200" || h.GPUs[0].UUID != "GPU-abc" || h.GPUs[0].SM != "" || h.Driver != "580.159.04" {
 		t.Fatalf("got %+v driver %q", h.GPUs, h.Driver)
 	}
@@ -150,7 +150,7 @@ func TestProbeGPUsWithTopology(t *testing.T) {
 	fakeTool(t, bin, "nvidia-smi", `if [ "$1" = topo ]; then f=`+topo+`; else f=`+q+`; fi
 while IFS= read -r l; do printf '%s\n' "$l"; done < "$f"`)
 	r, h := newReport(), &Host{}
-	probeGPUs(context.Background(), r, h, t.TempDir(), 0)
+	probeGPUs(context.Background(), r, h, t.TempDir())
 	if len(h.GPUs) != 8 || h.P2P == nil || h.P2P[1][2] != "NS" || len(r.Unknown) != 0 {
 		t.Fatalf("gpus %d p2p %v unknown %v", len(h.GPUs), h.P2P, r.Unknown)
 	}
@@ -162,7 +162,7 @@ func TestProbeGPUsNAComputeCapIsUnknown(t *testing.T) {
 	fakeTool(t, bin, "nvidia-smi", `[ "$1" = topo ] && exit 1
 echo "0, NVIDIA H200, GPU-a, [N/A], 580.159.04, [N/A]"`)
 	r, h := newReport(), &Host{}
-	probeGPUs(context.Background(), r, h, t.TempDir(), 0)
+	probeGPUs(context.Background(), r, h, t.TempDir())
 	if len(h.GPUs) != 1 || h.GPUs[0].SM != "" {
 		t.Fatalf("gpus %+v", h.GPUs)
 	}
