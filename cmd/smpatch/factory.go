@@ -6,8 +6,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/smpatch/smpatch/internal/termsafe"
 	"github.com/smpatch/smpatch/patches"
 	"github.com/smpatch/smpatch/source"
+	"github.com/smpatch/smpatch/source/gitrepo"
 )
 
 // IOStreams are a command's standard streams: what it reads, what it
@@ -34,6 +36,8 @@ func streams(c *cobra.Command) IOStreams {
 // and nowhere else.
 type Factory struct {
 	*Globals // the flags every command shares
+
+	repoCache *gitrepo.RepoCache
 }
 
 func newFactory(g *Globals) *Factory { return &Factory{Globals: g} }
@@ -46,4 +50,28 @@ func (f *Factory) Catalog() (*patches.Catalog, error) { return f.LoadCatalog() }
 // checkout, the installed package).
 func (f *Factory) Tree(ctx context.Context, repo string, project source.Project) (source.WritableTree, error) {
 	return source.Resolve(ctx, repo, project, f.PythonPath())
+}
+
+// RepoCache is the cache of upstream clones ($XDG_CACHE_HOME/smpatch/repos)
+// with go-git's network transports, made on first use: its notices go to
+// the command's standard error, and the remote's progress too when that is
+// a terminal.
+func (f *Factory) RepoCache() (*gitrepo.RepoCache, error) {
+	if f.repoCache != nil {
+		return f.repoCache, nil
+	}
+	rc, err := gitrepo.NewRepoCache("")
+	if err != nil {
+		return nil, err
+	}
+	if errOut := f.stderr; errOut != nil {
+		rc.Notice = errOut
+		if IsTerminal(errOut) {
+			// go-git's progress is the server's sideband text: escaped, but
+			// its carriage returns still redraw the line.
+			rc.Progress = termsafe.NewProgressWriter(RawWriter(errOut))
+		}
+	}
+	f.repoCache = rc
+	return rc, nil
 }
