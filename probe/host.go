@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/hashicorp/go-version"
 
@@ -22,6 +23,24 @@ var GPUQueryArgs = []string{"--query-gpu=index,name,uuid,compute_cap,driver_vers
 // for presence only, within ctx. The reasons for anything it could not read
 // go to r.
 func probeGPUs(ctx context.Context, r *Report, h *Host, procRoot string) {
+	// The GPU list and the two topology matrices are asked for at once:
+	// each nvidia-smi call costs tens of milliseconds on a machine of
+	// eight GPUs. The matrices are read only when two GPUs or more are
+	// listed; otherwise their calls are stopped.
+	tctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	var topo [2]struct {
+		out []byte
+		err error
+	}
+	for i, mode := range []string{"r", "n"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			topo[i].out, topo[i].err = runTool(tctx, "nvidia-smi", "topo", "-p2p", mode)
+		}()
+	}
+	defer func() { stop(); wg.Wait() }()
 	out, err := runTool(ctx, "nvidia-smi", GPUQueryArgs...)
 	if err == nil {
 		gpus, driver, perr := ParseGPUQuery(out)
@@ -48,25 +67,26 @@ func probeGPUs(ctx context.Context, r *Report, h *Host, procRoot string) {
 		}
 		return
 	}
-	if len(h.GPUs) >= 2 {
-		out, err := runTool(ctx, "nvidia-smi", "topo", "-p2p", "r")
-		if err != nil {
-			r.unknown("host.p2p", err.Error())
-			return
-		}
-		m, err := ParseP2PMatrix(out, len(h.GPUs))
-		if err != nil {
-			r.unknown("host.p2p", "nvidia-smi topo -p2p r: "+err.Error())
-			return
-		}
-		h.P2P = m
-		if out, err := runTool(ctx, "nvidia-smi", "topo", "-p2p", "n"); err != nil {
-			r.unknown("host.nvlink", err.Error())
-		} else if m, err := ParseP2PMatrix(out, len(h.GPUs)); err != nil {
-			r.unknown("host.nvlink", "nvidia-smi topo -p2p n: "+err.Error())
-		} else {
-			h.NVLink = m
-		}
+	if len(h.GPUs) < 2 {
+		return
+	}
+	wg.Wait()
+	if err := topo[0].err; err != nil {
+		r.unknown("host.p2p", err.Error())
+		return
+	}
+	m, err := ParseP2PMatrix(topo[0].out, len(h.GPUs))
+	if err != nil {
+		r.unknown("host.p2p", "nvidia-smi topo -p2p r: "+err.Error())
+		return
+	}
+	h.P2P = m
+	if err := topo[1].err; err != nil {
+		r.unknown("host.nvlink", err.Error())
+	} else if m, err := ParseP2PMatrix(topo[1].out, len(h.GPUs)); err != nil {
+		r.unknown("host.nvlink", "nvidia-smi topo -p2p n: "+err.Error())
+	} else {
+		h.NVLink = m
 	}
 }
 
