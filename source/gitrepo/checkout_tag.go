@@ -1,7 +1,6 @@
 package gitrepo
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -233,24 +232,26 @@ func checkRefFiles(dirs []string) error {
 }
 
 // readAlternates lists the object directories named in
-// objects/info/alternates (none when the file is absent).
+// objects/info/alternates (none when the file is absent), a file of at
+// most 64 KiB.
 func readAlternates(dot billy.Filesystem) ([]string, error) {
-	f, err := dot.Open(dot.Join("objects", "info", "alternates"))
+	name := dot.Join("objects", "info", "alternates")
+	f, err := dot.Open(name)
 	if err != nil {
 		return nil, nil
 	}
 	defer f.Close()
+	data, err := bounded.ReadAll(f, 64<<10, dot.Join(dot.Root(), name))
+	if err != nil {
+		return nil, err
+	}
 	var out []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
 		out = append(out, line)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", dot.Join(dot.Root(), "objects/info/alternates"), err)
 	}
 	return out, nil
 }
