@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/hashicorp/go-version"
 )
 
 const h200Query = "0, NVIDIA H200, GPU-1b122d05-8c93-e80c-c42d-a43b421ae510, 9.0, 580.159.04, 143771 MiB\n"
@@ -96,11 +98,17 @@ func FuzzParseGPUQuery(f *testing.F) {
 	f.Add([]byte(rtx8Query()))
 	f.Add([]byte(rtx8Topo(nil)))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if gpus, _, err := ParseGPUQuery(data); err == nil {
+		if gpus, driver, err := ParseGPUQuery(data); err == nil {
 			for _, g := range gpus {
 				if g.Name == "" {
 					t.Fatalf("GPU without a name: %+v", g)
 				}
+				if _, _, ok := parseSM(g.SM); g.SM != "" && !ok {
+					t.Fatalf("compute capability %q kept that smver does not read", g.SM)
+				}
+			}
+			if _, err := version.NewVersion(driver); driver != "" && err != nil {
+				t.Fatalf("driver %q kept that is not a version", driver)
 			}
 		}
 		for _, n := range []int{1, 2, 8} {
