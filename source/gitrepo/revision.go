@@ -105,13 +105,17 @@ func (t *RevisionTree) ReadFile(rel string) ([]byte, error) {
 	if !ok {
 		return readBlob(t.repo, t.tree, rel) // the error, as without a cache
 	}
-	if data, ok := t.cache.packedBlob(h); ok {
-		return data, nil
-	}
 	if data, ok := t.cache.blob(h); ok {
 		return data, nil
 	}
-	data, err := readBlobHash(t.repo, h, rel)
+	o, err := t.repo.Storer.EncodedObject(plumbing.BlobObject, h)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", rel, err)
+	}
+	if p, ok := o.(*packedObject); ok {
+		return p.data, nil // kept by the pack reader, per pack offset
+	}
+	data, err := readObject(o, rel)
 	if err == nil {
 		t.cache.putBlob(h, data)
 	}
@@ -162,16 +166,21 @@ func readBlob(repo *git.Repository, tree *object.Tree, rel string) ([]byte, erro
 }
 
 func readBlobHash(repo *git.Repository, h plumbing.Hash, rel string) ([]byte, error) {
-	b, err := repo.BlobObject(h)
+	o, err := repo.Storer.EncodedObject(plumbing.BlobObject, h)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", rel, err)
 	}
-	r, err := b.Reader()
+	return readObject(o, rel)
+}
+
+// readObject reads the contents of o, a copy of its own.
+func readObject(o plumbing.EncodedObject, rel string) ([]byte, error) {
+	r, err := o.Reader()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", rel, err)
 	}
 	defer r.Close()
-	data := make([]byte, b.Size)
+	data := make([]byte, o.Size())
 	if _, err := io.ReadFull(r, data); err != nil {
 		return nil, fmt.Errorf("%s: %w", rel, err)
 	}
