@@ -7,6 +7,7 @@
 # and the load average, and the ratios.
 # usage: bench/check.real.sh GIT_DIR FROM TO [DIFF...]
 #   SMPATCH: the binary (bin/smpatch), PROJECT: the project (sglang),
+#   RUNS: warm runs of smpatch, of which the median counts (5),
 #   FILES: without DIFFs, the files to make diffs against (below).
 # The DIFFs are checked as one patch of their own (every version), beside
 # the built-in catalog's patches for the project. Without DIFFs, one diff per
@@ -58,7 +59,12 @@ all=$(git -C "$tmp/work" rev-list --first-parent --count "$from..$to")
 touching=$(git -C "$tmp/work" rev-list --first-parent --count "$from..$to" -- "${paths[@]}")
 echo "range $from..$to: $all first-parent commits, $touching of them change ${paths[*]}"
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-/usr/bin/time -o "$tmp/smpatch.time" -f "%e %U %S %M" "$bin" "${args[@]}" >"$tmp/smpatch.txt" 2>"$tmp/smpatch.err" || true
+# smpatch: the median of $RUNS warm runs (the machine may be shared).
+for _ in $(seq "${RUNS:-5}"); do
+  /usr/bin/time -o "$tmp/one.time" -f "%e %U %S %M" "$bin" "${args[@]}" >"$tmp/smpatch.txt" 2>"$tmp/smpatch.err" || true
+  tail -1 "$tmp/one.time" >>"$tmp/runs.time"
+done
+sort -n "$tmp/runs.time" | sed -n "$(( (${RUNS:-5} + 1) / 2 ))p" >"$tmp/smpatch.time"
 sed -n '/ over /,/^$/p' "$tmp/smpatch.txt"
 loop() { # loop REV-LIST-ARGS...: checkout + apply --check on each commit
   local n=0 ok=0
@@ -76,7 +82,7 @@ git -C "$tmp/work" checkout -q -f "$from"
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 # /usr/bin/time writes "Command exited with non-zero status N" first when it did.
 show() { tail -1 "$2" | awk -v what="$1" -v n="${3:+  ($3)}" '{ printf "  %-44s %7.2f s wall, %6.2f s CPU, %4d MB peak RSS%s\n", what, $1, $2 + $3, $4 / 1024, n }'; }
-show "smpatch check --range (cache warm)" "$tmp/smpatch.time"
+show "smpatch check --range (warm, median)" "$tmp/smpatch.time" "of $(cut -d' ' -f1 "$tmp/runs.time" | tr '\n' ' ')s"
 show "checkout -f + apply --check, every commit" "$tmp/all.time" "$(cat "$tmp/all.txt")"
 show "checkout -f + apply --check, touching only" "$tmp/touching.time" "$(cat "$tmp/touching.txt")"
 read -r e _ < <(tail -1 "$tmp/smpatch.time"); read -r a _ < <(tail -1 "$tmp/all.time"); read -r t _ < <(tail -1 "$tmp/touching.time")
