@@ -9,7 +9,10 @@
 # Wall times are medians; CPU time (user + system) and peak RSS come from
 # /usr/bin/time when it is there, and the load average is printed before
 # and after (the machine may be shared).
-# usage: bench/check.bench.sh [path/to/smpatch]   (COMMITS=500, TOUCH="10 60")
+# With SGLANG_GIT naming a bare clone of sglang (any fork with upstream's
+# hashes), bench/check.real.sh runs too, on its last 200 first-parent
+# commits of main.
+# usage: bench/check.bench.sh [path/to/smpatch]   (COMMITS=500, TOUCH="10 60", SGLANG_GIT)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin="$(realpath "${1:-bin/smpatch}")"
@@ -82,3 +85,8 @@ for touch in ${TOUCH:-10 60}; do
   echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo
 done
+
+if [ -n "${SGLANG_GIT:-}" ]; then
+  echo "real history: $SGLANG_GIT, main~200..main"
+  SMPATCH="$bin" bench/check.real.sh "$SGLANG_GIT" "$(git --git-dir "$SGLANG_GIT" rev-parse main~200)" main
+fi

@@ -10,14 +10,16 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
+
+	"github.com/hashicorp/go-version"
 
 	"github.com/smpatch/smpatch/internal/lazyre"
+	"github.com/smpatch/smpatch/internal/smver"
 )
 
 // probeCUDA finds the CUDA toolkit: $CUDA_HOME, $CUDA_PATH, the toolkit of
 // nvcc on PATH, then searchDir/cuda and searchDir/cuda-* (newest first).
-func probeCUDA(ctx context.Context, r *Report, searchDir string, timeout time.Duration) *CUDAToolkit {
+func probeCUDA(ctx context.Context, r *Report, searchDir string) *CUDAToolkit {
 	var cands []string
 	for _, env := range []string{"CUDA_HOME", "CUDA_PATH"} {
 		if v := os.Getenv(env); v != "" {
@@ -33,7 +35,7 @@ func probeCUDA(ctx context.Context, r *Report, searchDir string, timeout time.Du
 	if searchDir != "" {
 		cands = append(cands, filepath.Join(searchDir, "cuda"))
 		matches, _ := filepath.Glob(filepath.Join(searchDir, "cuda-*"))
-		sort.Slice(matches, func(i, j int) bool { return versionLess(filepath.Base(matches[j]), filepath.Base(matches[i])) })
+		sort.SliceStable(matches, func(i, j int) bool { return newerToolkit(filepath.Base(matches[i]), filepath.Base(matches[j])) })
 		cands = append(cands, matches...)
 	}
 	var root string
@@ -74,18 +76,18 @@ func probeCUDA(ctx context.Context, r *Report, searchDir string, timeout time.Du
 	go func() {
 		defer close(done)
 		if nvcc != "" {
-			archOut, archErr = runTool(ctx, timeout, nvcc, "--list-gpu-arch")
+			archOut, archErr = runTool(ctx, nvcc, "--list-gpu-arch")
 		}
 	}()
 	// Version: version.json, else nvcc --version, else CUDA_VERSION in cuda.h.
 	var why []string
-	if v, err := readVersionJSON(filepath.Join(root, "version.json")); err == nil {
+	if v, err := readVersionJSON(ctx, filepath.Join(root, "version.json")); err == nil {
 		tk.Version, tk.VersionFrom = v, filepath.Join(root, "version.json")
 	} else {
 		why = append(why, err.Error())
 	}
 	if tk.Version == "" && nvcc != "" {
-		out, err := runTool(ctx, timeout, nvcc, "--version")
+		out, err := runTool(ctx, nvcc, "--version")
 		if err == nil {
 			if v := ParseNVCCVersion(out); v != "" {
 				tk.Version, tk.VersionFrom = v, "nvcc --version"
@@ -98,7 +100,7 @@ func probeCUDA(ctx context.Context, r *Report, searchDir string, timeout time.Du
 	}
 	if tk.Version == "" {
 		h := filepath.Join(root, "include", "cuda.h")
-		if v, line, err := readCUDAHVersion(h); err == nil {
+		if v, line, err := readCUDAHVersion(ctx, h); err == nil {
 			tk.Version, tk.VersionFrom = v, fmt.Sprintf("%s:%d", h, line)
 		} else {
 			why = append(why, err.Error())
@@ -119,8 +121,11 @@ func probeCUDA(ctx context.Context, r *Report, searchDir string, timeout time.Du
 	return tk
 }
 
-func readVersionJSON(path string) (string, error) {
-	data, err := os.ReadFile(path)
+// maxToolkitFile bounds version.json and cuda.h (tens of KiB).
+const maxToolkitFile = 1 << 20
+
+func readVersionJSON(ctx context.Context, path string) (string, error) {
+	data, err := readHostFile(ctx, path, maxToolkitFile)
 	if err != nil {
 		return "", fmt.Errorf("%s: not readable", path)
 	}
@@ -132,6 +137,9 @@ func readVersionJSON(path string) (string, error) {
 	if err := json.Unmarshal(data, &v); err != nil || v.CUDA.Version == "" {
 		return "", fmt.Errorf("%s: no cuda.version", path)
 	}
+	if _, err := version.NewVersion(v.CUDA.Version); err != nil {
+		return "", fmt.Errorf("%s: cuda.version %q is not a version", path, clip(v.CUDA.Version, 40))
+	}
 	return v.CUDA.Version, nil
 }
 
@@ -139,7 +147,6 @@ var (
 	nvccReleaseRe = lazyre.New(`release (\d+\.\d+), V(\d+\.\d+\.\d+)`)
 	nvccShortRe   = lazyre.New(`release (\d+\.\d+)`)
 	cudaHRe       = lazyre.New(`^#define\s+CUDA_VERSION\s+(\d+)`)
-	archRe        = lazyre.New(`^(compute|sm|lto)_\d+[a-z]?$`)
 )
 
 // ParseNVCCVersion reads "Cuda compilation tools, release 13.0, V13.0.88"
@@ -154,8 +161,8 @@ func ParseNVCCVersion(out []byte) string {
 	return ""
 }
 
-func readCUDAHVersion(path string) (string, int, error) {
-	data, err := os.ReadFile(path)
+func readCUDAHVersion(ctx context.Context, path string) (string, int, error) {
+	data, err := readHostFile(ctx, path, maxToolkitFile)
 	if err != nil {
 		return "", 0, fmt.Errorf("%s: not readable", path)
 	}
@@ -168,56 +175,44 @@ func readCUDAHVersion(path string) (string, int, error) {
 	return "", 0, fmt.Errorf("%s: no CUDA_VERSION", path)
 }
 
-// ParseArchList reads `nvcc --list-gpu-arch` (one compute_XY per line).
+// ParseArchList reads `nvcc --list-gpu-arch` (one compute_XY per line):
+// the targets it names, as it names them.
 func ParseArchList(out []byte) []string {
 	var arches []string
 	for _, f := range strings.Fields(string(out)) {
-		if archRe().MatchString(f) {
+		if a, err := smver.ParseArch(f); err == nil && a.Target() == f {
 			arches = append(arches, f)
 		}
 	}
 	return arches
 }
 
-// versionLess orders "cuda-12.9" < "cuda-13.0" by CompareVersions, then
-// by name.
-func versionLess(a, b string) bool {
-	if c := CompareVersions(a, b); c != 0 {
-		return c < 0
+// newerToolkit orders toolkit directories newest first: "cuda-13.0" before
+// "cuda-12.10" before "cuda-12.9", compared as versions; a name that
+// holds no version ("cuda-local") after every one that does, by name.
+func newerToolkit(a, b string) bool {
+	va, ea := version.NewVersion(strings.TrimPrefix(a, "cuda-"))
+	vb, eb := version.NewVersion(strings.TrimPrefix(b, "cuda-"))
+	switch {
+	case ea == nil && eb == nil && !va.Equal(vb):
+		return va.GreaterThan(vb)
+	case (ea == nil) != (eb == nil):
+		return ea == nil
 	}
 	return a < b
 }
 
-var numRe = lazyre.New(`\d+`)
-
-func versionNums(s string) []int {
-	var out []int
-	for _, m := range numRe().FindAllString(s, -1) {
-		n, _ := strconv.Atoi(m)
-		out = append(out, n)
+// AtLeast reports whether the CUDA version have is at least min, both
+// compared as versions (12.10 is after 12.9); an error names the one that
+// is not a version.
+func AtLeast(have, min string) (bool, error) {
+	h, err := version.NewVersion(have)
+	if err != nil {
+		return false, fmt.Errorf("CUDA %q is not a version", have)
 	}
-	return out
-}
-
-// CompareVersions is the one comparer of CUDA versions: it compares the
-// numbers of dotted versions ("12.9" < "13.0.88", "cuda-12.9" <
-// "cuda-13.0"): -1, 0 or 1. Missing parts count as zero.
-func CompareVersions(a, b string) int {
-	na, nb := versionNums(a), versionNums(b)
-	for i := 0; i < len(na) || i < len(nb); i++ {
-		var x, y int
-		if i < len(na) {
-			x = na[i]
-		}
-		if i < len(nb) {
-			y = nb[i]
-		}
-		if x != y {
-			if x < y {
-				return -1
-			}
-			return 1
-		}
+	m, err := version.NewVersion(min)
+	if err != nil {
+		return false, fmt.Errorf("%q is not a version", min)
 	}
-	return 0
+	return h.GreaterThanOrEqual(m), nil
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -28,15 +29,25 @@ func TestParseArchList(t *testing.T) {
 	}
 }
 
-func TestCompareVersions(t *testing.T) {
-	tests := []struct {
-		a, b string
-		want int
-	}{{"13.0.88", "12.9", 1}, {"12.9", "12.9.0", 0}, {"12.8.1", "12.9", -1}, {"12.10", "12.9", 1}}
-	for _, tt := range tests {
-		if got := CompareVersions(tt.a, tt.b); got != tt.want {
-			t.Errorf("CompareVersions(%s, %s) = %d", tt.a, tt.b, got)
+func TestAtLeast(t *testing.T) {
+	for _, tt := range []struct {
+		have, min string
+		want      bool
+	}{{"13.0.88", "12.9", true}, {"12.9", "12.9.0", true}, {"12.8.1", "12.9", false}, {"12.10", "12.9", true}, {"12.9", "12.10", false}} {
+		if got, err := AtLeast(tt.have, tt.min); err != nil || got != tt.want {
+			t.Errorf("AtLeast(%s, %s) = %v, %v", tt.have, tt.min, got, err)
 		}
+	}
+	if _, err := AtLeast("twelve", "12.9"); err == nil || !strings.Contains(err.Error(), `CUDA "twelve" is not a version`) {
+		t.Errorf("AtLeast(twelve): %v", err)
+	}
+}
+
+func TestNewerToolkitOrder(t *testing.T) {
+	dirs := []string{"cuda-12.9", "cuda-local", "cuda-13.0", "cuda-12.10", "cuda-12.9.1"}
+	sort.SliceStable(dirs, func(i, j int) bool { return newerToolkit(dirs[i], dirs[j]) })
+	if want := []string{"cuda-13.0", "cuda-12.10", "cuda-12.9.1", "cuda-12.9", "cuda-local"}; !reflect.DeepEqual(dirs, want) {
+		t.Fatalf("order %v, want %v", dirs, want)
 	}
 }
 
@@ -50,13 +61,13 @@ func TestProbeCUDA(t *testing.T) {
 	t.Setenv("CUDA_HOME", root)
 	t.Setenv("PATH", t.TempDir())
 	r := newReport()
-	tk := probeCUDA(context.Background(), r, t.TempDir(), 0)
+	tk := probeCUDA(context.Background(), r, t.TempDir())
 	if tk == nil || tk.Version != "12.9.1" || tk.VersionFrom != filepath.Join(root, "version.json") || !reflect.DeepEqual(tk.Arches, []string{"compute_90", "compute_120"}) {
 		t.Fatalf("got %+v unknown %v", tk, r.Unknown)
 	}
 	// No version.json: nvcc --version.
 	os.Remove(filepath.Join(root, "version.json"))
-	tk = probeCUDA(context.Background(), newReport(), "", 0)
+	tk = probeCUDA(context.Background(), newReport(), "")
 	if tk.Version != "12.9.86" || tk.VersionFrom != "nvcc --version" {
 		t.Fatalf("nvcc --version: %+v", tk)
 	}
@@ -65,21 +76,21 @@ func TestProbeCUDA(t *testing.T) {
 	os.MkdirAll(filepath.Join(root, "include"), 0o755)
 	os.WriteFile(filepath.Join(root, "include", "cuda.h"), []byte("#ifndef __cuda_cuda_h__\n#define CUDA_VERSION 13000\n"), 0o644)
 	r = newReport()
-	tk = probeCUDA(context.Background(), r, "", 0)
+	tk = probeCUDA(context.Background(), r, "")
 	if tk.Version != "13.0" || tk.VersionFrom != filepath.Join(root, "include", "cuda.h")+":2" || r.Unknown["host.cuda_toolkit.arches"] == "" {
 		t.Fatalf("cuda.h: %+v %v", tk, r.Unknown)
 	}
 	// Nothing at all.
 	t.Setenv("CUDA_HOME", "")
 	r = newReport()
-	if tk := probeCUDA(context.Background(), r, t.TempDir(), 0); tk != nil || r.Unknown["host.cuda_toolkit"] == "" {
+	if tk := probeCUDA(context.Background(), r, t.TempDir()); tk != nil || r.Unknown["host.cuda_toolkit"] == "" {
 		t.Fatalf("no toolkit: %+v %v", tk, r.Unknown)
 	}
 	// A CUDA_HOME that names nothing is said to be set, not unset.
 	t.Setenv("CUDA_HOME", "/nonexistent/cuda")
 	t.Setenv("CUDA_PATH", "")
 	r = newReport()
-	if tk := probeCUDA(context.Background(), r, t.TempDir(), 0); tk != nil ||
+	if tk := probeCUDA(context.Background(), r, t.TempDir()); tk != nil ||
 		!strings.Contains(r.Unknown["host.cuda_toolkit"], "CUDA_HOME=/nonexistent/cuda is not a directory, CUDA_PATH unset") {
 		t.Fatalf("bad CUDA_HOME: %+v %v", tk, r.Unknown)
 	}
@@ -89,7 +100,7 @@ func TestProbeCUDA(t *testing.T) {
 	for _, d := range []string{"cuda-12.9", "cuda-13.0", "cuda-12.10"} {
 		os.MkdirAll(filepath.Join(search, d, "include"), 0o755)
 	}
-	if tk := probeCUDA(context.Background(), newReport(), search, 0); tk == nil || tk.Root != filepath.Join(search, "cuda-13.0") {
+	if tk := probeCUDA(context.Background(), newReport(), search); tk == nil || tk.Root != filepath.Join(search, "cuda-13.0") {
 		t.Fatalf("search: %+v", tk)
 	}
 }

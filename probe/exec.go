@@ -11,15 +11,18 @@ import (
 	"github.com/smpatch/smpatch/internal/runner"
 )
 
-// DefaultTimeout bounds every external command the probe runs.
+// DefaultTimeout bounds a whole probe: every command it runs and every file
+// it reads.
 const DefaultTimeout = 10 * time.Second
 
-// runTool runs name with args under timeout and returns its stdout. Errors
-// are one line naming the command: not found, timed out, or its exit status
-// with the last line of its stderr.
-func runTool(ctx context.Context, timeout time.Duration, name string, args ...string) ([]byte, error) {
-	if timeout <= 0 {
-		timeout = DefaultTimeout
+// runTool runs name with args until ctx's deadline (the probe's; else
+// DefaultTimeout) and returns its stdout. Errors are one line naming the
+// command: not found, timed out, or its exit status with the last line of
+// its stderr.
+func runTool(ctx context.Context, name string, args ...string) ([]byte, error) {
+	timeout := DefaultTimeout
+	if d, ok := ctx.Deadline(); ok {
+		timeout = max(time.Until(d), time.Millisecond)
 	}
 	display := strings.TrimSpace(name + " " + strings.Join(args, " "))
 	path, err := exec.LookPath(name)

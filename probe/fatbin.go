@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/smpatch/smpatch/internal/lazyre"
+	"github.com/smpatch/smpatch/internal/smver"
 )
 
 // The reader below lists the SM targets of CUDA binaries without loading
@@ -421,18 +422,14 @@ func sortedTargets(set map[string]bool) []string {
 		out = append(out, t)
 	}
 	sort.Slice(out, func(i, j int) bool {
-		a, b := targetNum(out[i]), targetNum(out[j])
-		if a != b {
-			return a < b
+		a, ea := smver.ParseArch(out[i])
+		b, eb := smver.ParseArch(out[j])
+		if ea == nil && eb == nil {
+			if c := smver.Compare(a, b); c != 0 {
+				return c < 0
+			}
 		}
 		return out[i] < out[j]
 	})
 	return out
-}
-
-func targetNum(t string) int {
-	t = t[strings.IndexByte(t, '_')+1:]
-	t = strings.TrimRight(t, "abcdefghijklmnopqrstuvwxyz")
-	n, _ := strconv.Atoi(t)
-	return n
 }

@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/smpatch/smpatch/internal/lazyre"
+	"github.com/smpatch/smpatch/internal/smver"
 )
 
 // fiTree is one flashinfer installation or checkout on an fs.FS. pkg is the
@@ -308,129 +310,9 @@ func ParseGenerators(file string, data []byte) map[string]*Module {
 		}
 	}
 	funcs := splitFuncs(src)
-	type info struct {
-		gates        []gateCall
-		names        []string
-		sources      []string
-		calls        []string
-		explicit     []string
-		explicitLine int
-		conditional  bool
-		specLine     int
-		note         string
-	}
-	infos := map[string]*info{}
+	infos := map[string]*funcInfo{}
 	for _, f := range funcs {
-		in := &info{}
-		infos[f.name] = in
-		var b strings.Builder
-		lineAt := []int{} // offset → line
-		for i, l := range f.lines {
-			l = stripComment(l)
-			for range len(l) + 1 {
-				lineAt = append(lineAt, f.line+i)
-			}
-			b.WriteString(l)
-			b.WriteByte('\n')
-		}
-		body := b.String()
-		line := func(off int) int {
-			if off < len(lineAt) {
-				return lineAt[off]
-			}
-			return f.line
-		}
-		for _, loc := range nvccFlagsCallRe().FindAllStringIndex(body, -1) {
-			open := loc[1] - 1
-			args, ok := callArgs(body, open)
-			g := gateCall{line: line(loc[0])}
-			if !ok {
-				g.kind = "unresolved"
-				in.gates = append(in.gates, g)
-				continue
-			}
-			i := strings.Index(args, "supported_major_versions")
-			if i < 0 {
-				// A positional first argument is the list too.
-				first := strings.TrimSpace(strings.Split(args, ",")[0])
-				if strings.HasPrefix(first, "[") {
-					if ints, ok := parseIntList(listAt(args, strings.Index(args, "["))); ok {
-						g.kind, g.majors = "list", ints
-						in.gates = append(in.gates, g)
-						continue
-					}
-				}
-				g.kind = "all"
-				in.gates = append(in.gates, g)
-				continue
-			}
-			g.line = line(open + 1 + i)
-			rest := strings.TrimSpace(args[i+len("supported_major_versions"):])
-			rest = strings.TrimSpace(strings.TrimPrefix(rest, "="))
-			switch {
-			case strings.HasPrefix(rest, "["):
-				lst := listAt(rest, 0)
-				g.text = "supported_major_versions=" + compactSpace(lst)
-				if ints, ok := parseIntList(lst); ok {
-					g.kind, g.majors = "list", ints
-				} else {
-					g.kind = "unresolved"
-				}
-			case strings.HasPrefix(rest, "None"):
-				g.kind = "all"
-				g.text = "supported_major_versions=None"
-			default:
-				name := identAt(rest)
-				g.text = "supported_major_versions=" + name
-				if ints, ok := consts[name]; ok {
-					g.kind, g.majors = "list", ints
-				} else {
-					g.kind = "unresolved"
-				}
-			}
-			in.gates = append(in.gates, g)
-		}
-		for _, loc := range genJitSpecRe().FindAllStringIndex(body, -1) {
-			if in.specLine == 0 {
-				in.specLine = line(loc[0])
-			}
-			args, ok := callArgs(body, loc[1]-1)
-			if !ok {
-				continue
-			}
-			first := strings.TrimSpace(splitTopLevel(args)[0])
-			if len(first) >= 2 && (first[0] == '"' || first[0] == '\'') && first[len(first)-1] == first[0] && !strings.ContainsAny(first[1:len(first)-1], "{}\"'") {
-				in.names = append(in.names, first[1:len(first)-1])
-			}
-			for _, m := range cuSourceRe().FindAllStringSubmatch(args, -1) {
-				in.sources = append(in.sources, m[1])
-			}
-			// Fixed targets in the spec's flags.
-			if j := strings.Index(args, "extra_cuda_cflags"); j >= 0 {
-				expr := args[j:]
-				for _, m := range smFlagsRe().FindAllStringSubmatch(expr, -1) {
-					in.explicit = append(in.explicit, "sm_"+m[1]+m[2])
-				}
-				for _, m := range gencodeRe().FindAllStringSubmatch(expr, -1) {
-					in.explicit = append(in.explicit, "sm_"+m[1]+m[2])
-				}
-				if len(in.explicit) > 0 {
-					in.explicitLine = line(loc[1] + j)
-					stmt := strings.SplitN(expr, "\n", 2)[0]
-					in.conditional = strings.Contains(stmt, " if ")
-					in.note = "extra_cuda_cflags=" + strings.TrimSuffix(strings.TrimSpace(strings.TrimPrefix(stmt, "extra_cuda_cflags=")), ",")
-				}
-			}
-		}
-		for _, m := range callNameRe().FindAllStringSubmatch(body, -1) {
-			in.calls = append(in.calls, m[1])
-		}
-		if strings.Contains(body, "_get_cuda_arch_flags") {
-			in.note = joinNote(in.note, "reads torch _get_cuda_arch_flags()")
-		}
-		if strings.Contains(body, "get_device_capability") {
-			in.note = joinNote(in.note, "reads torch.cuda.get_device_capability()")
-		}
+		infos[f.name] = readFunc(f, consts)
 	}
 	out := map[string]*Module{}
 	for _, f := range funcs {
@@ -448,41 +330,7 @@ func ParseGenerators(file string, data []byte) map[string]*Module {
 		if len(gates) == 0 && in.specLine == 0 {
 			continue // not a generator
 		}
-		m := &Module{Generator: f.name, Sources: dedup(in.sources)}
-		switch {
-		case len(gates) == 0 && len(in.explicit) > 0:
-			m.Gate = "explicit"
-			m.Explicit = dedup(in.explicit)
-			m.Source = fmt.Sprintf("%s:%d", file, in.explicitLine)
-			m.Note = "no supported_major_versions gate; " + in.note
-			if in.conditional {
-				m.Note += " (conditional)"
-			}
-			m.Conditional = in.conditional
-		case len(gates) == 0:
-			m.Gate = "none"
-			m.Source = fmt.Sprintf("%s:%d", file, f.line)
-			m.Note = "no supported_major_versions gate: builds for every target arch"
-			if in.note != "" {
-				m.Note += "; uses " + strings.TrimSpace(in.note)
-			}
-		default:
-			g := gates[0]
-			m.Source = fmt.Sprintf("%s:%d", file, g.line)
-			m.Gate = map[string]string{"list": "supported_major_versions", "all": "all", "unresolved": "unresolved"}[g.kind]
-			m.SMMajors = g.majors
-			if g.kind == "unresolved" {
-				m.Note = "gate argument not read: " + g.text
-			}
-			if g.kind == "all" {
-				m.Note = "get_nvcc_flags_list without a major list: every target arch"
-			}
-			if len(gates) > 1 {
-				for _, g := range gates {
-					m.Gates = append(m.Gates, GateSite{SMMajors: g.majors, Source: fmt.Sprintf("%s:%d", file, g.line)})
-				}
-			}
-		}
+		m := generatorModule(file, f, in, gates)
 		names := dedup(in.names)
 		if len(names) == 0 {
 			names = []string{strings.TrimSuffix(strings.TrimPrefix(f.name, "gen_"), "_module")}
@@ -493,6 +341,185 @@ func ParseGenerators(file string, data []byte) map[string]*Module {
 		}
 	}
 	return out
+}
+
+// funcInfo is what one Python function says about the modules it builds.
+type funcInfo struct {
+	gates        []gateCall
+	names        []string // gen_jit_spec names
+	sources      []string // .cu files
+	calls        []string // functions it calls
+	explicit     []string // fixed targets in extra_cuda_cflags ("sm_100a")
+	explicitLine int
+	conditional  bool
+	specLine     int
+	note         string
+}
+
+// readFunc reads f's gates, gen_jit_spec calls and what else it uses,
+// without its comments.
+func readFunc(f pyFunc, consts map[string][]int) *funcInfo {
+	in := &funcInfo{}
+	var b strings.Builder
+	lineAt := []int{} // offset → line
+	for i, l := range f.lines {
+		l = stripComment(l)
+		for range len(l) + 1 {
+			lineAt = append(lineAt, f.line+i)
+		}
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	body := b.String()
+	line := func(off int) int {
+		if off < len(lineAt) {
+			return lineAt[off]
+		}
+		return f.line
+	}
+	for _, loc := range nvccFlagsCallRe().FindAllStringIndex(body, -1) {
+		in.gates = append(in.gates, readGate(body, loc, consts, line))
+	}
+	for _, loc := range genJitSpecRe().FindAllStringIndex(body, -1) {
+		if in.specLine == 0 {
+			in.specLine = line(loc[0])
+		}
+		if args, ok := callArgs(body, loc[1]-1); ok {
+			in.readSpec(args, loc[1], line)
+		}
+	}
+	for _, m := range callNameRe().FindAllStringSubmatch(body, -1) {
+		in.calls = append(in.calls, m[1])
+	}
+	if strings.Contains(body, "_get_cuda_arch_flags") {
+		in.note = joinNote(in.note, "reads torch _get_cuda_arch_flags()")
+	}
+	if strings.Contains(body, "get_device_capability") {
+		in.note = joinNote(in.note, "reads torch.cuda.get_device_capability()")
+	}
+	return in
+}
+
+// readGate reads the get_nvcc_flags_list call at loc in body: its
+// supported_major_versions, a list or a constant of the file.
+func readGate(body string, loc []int, consts map[string][]int, line func(int) int) gateCall {
+	open := loc[1] - 1
+	args, ok := callArgs(body, open)
+	g := gateCall{line: line(loc[0])}
+	if !ok {
+		g.kind = "unresolved"
+		return g
+	}
+	i := strings.Index(args, "supported_major_versions")
+	if i < 0 {
+		// A positional first argument is the list too.
+		first := strings.TrimSpace(strings.Split(args, ",")[0])
+		if strings.HasPrefix(first, "[") {
+			if ints, ok := parseIntList(listAt(args, strings.Index(args, "["))); ok {
+				g.kind, g.majors = "list", ints
+				return g
+			}
+		}
+		g.kind = "all"
+		return g
+	}
+	g.line = line(open + 1 + i)
+	rest := strings.TrimSpace(args[i+len("supported_major_versions"):])
+	rest = strings.TrimSpace(strings.TrimPrefix(rest, "="))
+	switch {
+	case strings.HasPrefix(rest, "["):
+		lst := listAt(rest, 0)
+		g.text = "supported_major_versions=" + compactSpace(lst)
+		if ints, ok := parseIntList(lst); ok {
+			g.kind, g.majors = "list", ints
+		} else {
+			g.kind = "unresolved"
+		}
+	case strings.HasPrefix(rest, "None"):
+		g.kind = "all"
+		g.text = "supported_major_versions=None"
+	default:
+		name := identAt(rest)
+		g.text = "supported_major_versions=" + name
+		if ints, ok := consts[name]; ok {
+			g.kind, g.majors = "list", ints
+		} else {
+			g.kind = "unresolved"
+		}
+	}
+	return g
+}
+
+// readSpec reads the arguments of a gen_jit_spec call that starts at
+// offset at: the module's name, its .cu sources and the fixed targets of
+// its extra_cuda_cflags.
+func (in *funcInfo) readSpec(args string, at int, line func(int) int) {
+	first := strings.TrimSpace(splitTopLevel(args)[0])
+	if len(first) >= 2 && (first[0] == '"' || first[0] == '\'') && first[len(first)-1] == first[0] && !strings.ContainsAny(first[1:len(first)-1], "{}\"'") {
+		in.names = append(in.names, first[1:len(first)-1])
+	}
+	for _, m := range cuSourceRe().FindAllStringSubmatch(args, -1) {
+		in.sources = append(in.sources, m[1])
+	}
+	j := strings.Index(args, "extra_cuda_cflags")
+	if j < 0 {
+		return
+	}
+	expr := args[j:]
+	for _, re := range []func() *regexp.Regexp{smFlagsRe, gencodeRe} {
+		for _, m := range re().FindAllStringSubmatch(expr, -1) {
+			if a, err := smver.ParseArch("sm_" + m[1] + m[2]); err == nil {
+				in.explicit = append(in.explicit, a.Target())
+			}
+		}
+	}
+	if len(in.explicit) > 0 {
+		in.explicitLine = line(at + j)
+		stmt := strings.SplitN(expr, "\n", 2)[0]
+		in.conditional = strings.Contains(stmt, " if ")
+		in.note = "extra_cuda_cflags=" + strings.TrimSuffix(strings.TrimSpace(strings.TrimPrefix(stmt, "extra_cuda_cflags=")), ",")
+	}
+}
+
+// generatorModule is the module the generator f builds, gated by gates
+// (its own and its helpers').
+func generatorModule(file string, f pyFunc, in *funcInfo, gates []gateCall) *Module {
+	m := &Module{Generator: f.name, Sources: dedup(in.sources)}
+	switch {
+	case len(gates) == 0 && len(in.explicit) > 0:
+		m.Gate = "explicit"
+		m.Explicit = dedup(in.explicit)
+		m.Source = fmt.Sprintf("%s:%d", file, in.explicitLine)
+		m.Note = "no supported_major_versions gate; " + in.note
+		if in.conditional {
+			m.Note += " (conditional)"
+		}
+		m.Conditional = in.conditional
+	case len(gates) == 0:
+		m.Gate = "none"
+		m.Source = fmt.Sprintf("%s:%d", file, f.line)
+		m.Note = "no supported_major_versions gate: builds for every target arch"
+		if in.note != "" {
+			m.Note += "; uses " + strings.TrimSpace(in.note)
+		}
+	default:
+		g := gates[0]
+		m.Source = fmt.Sprintf("%s:%d", file, g.line)
+		m.Gate = map[string]string{"list": "supported_major_versions", "all": "all", "unresolved": "unresolved"}[g.kind]
+		m.SMMajors = g.majors
+		if g.kind == "unresolved" {
+			m.Note = "gate argument not read: " + g.text
+		}
+		if g.kind == "all" {
+			m.Note = "get_nvcc_flags_list without a major list: every target arch"
+		}
+		if len(gates) > 1 {
+			for _, g := range gates {
+				m.Gates = append(m.Gates, GateSite{SMMajors: g.majors, Source: fmt.Sprintf("%s:%d", file, g.line)})
+			}
+		}
+	}
+	return m
 }
 
 func listAt(s string, i int) string {

@@ -224,9 +224,15 @@ func TestArchListOverridesDetection(t *testing.T) {
 	if v.Verdict != UnsupportedGate || !strings.Contains(strings.Join(v.Reasons, "; "), `FLASHINFER_CUDA_ARCH_LIST="9.0a 10.0a"`) {
 		t.Fatalf("got %s %v", v.Verdict, v.Reasons)
 	}
-	r.FlashInfer.ArchList = "9.0a 12.0f"
-	if v := ModuleVerdict(r.FlashInfer, "trtllm_comm", 12); v.Verdict != Supported {
-		t.Fatalf("12.0f listed: %s %v", v.Verdict, v.Reasons)
+	for _, list := range []string{"9.0a 12.0f", "10.0 12.1a", "9.0+PTX 12.0"} {
+		r.FlashInfer.ArchList = list
+		if v := ModuleVerdict(r.FlashInfer, "trtllm_comm", 12); v.Verdict != Supported {
+			t.Fatalf("%q listed: %s %v", list, v.Verdict, v.Reasons)
+		}
+	}
+	r.FlashInfer.ArchList = "9.0 sm_twelve 13.0"
+	if v := ModuleVerdict(r.FlashInfer, "trtllm_comm", 12); v.Verdict != UnsupportedGate {
+		t.Fatalf("no 12.x listed: %s %v", v.Verdict, v.Reasons)
 	}
 }
 

@@ -211,8 +211,12 @@ func checkCUDA(r *Report, min string) Finding {
 		f.Evidence = why
 		return f
 	}
-	f.OK = CompareVersions(tk.Version, min) >= 0
+	ok, err := AtLeast(tk.Version, min)
+	f.OK = ok && err == nil
 	f.Evidence = fmt.Sprintf("CUDA %s at %s (%s)", tk.Version, tk.Root, tk.VersionFrom)
+	if err != nil {
+		f.Evidence += ": " + err.Error()
+	}
 	return f
 }
 

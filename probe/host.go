@@ -8,7 +8,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
+	"sync"
+
+	"github.com/hashicorp/go-version"
 
 	"github.com/smpatch/smpatch/internal/lazyre"
 	"github.com/smpatch/smpatch/internal/smver"
@@ -18,9 +20,28 @@ import (
 var GPUQueryArgs = []string{"--query-gpu=index,name,uuid,compute_cap,driver_version,memory.total", "--format=csv,noheader"}
 
 // probeGPUs fills h from nvidia-smi, falling back to /proc/driver/nvidia/gpus
-// for presence only. The reasons for anything it could not read go to r.
-func probeGPUs(ctx context.Context, r *Report, h *Host, procRoot string, timeout time.Duration) {
-	out, err := runTool(ctx, timeout, "nvidia-smi", GPUQueryArgs...)
+// for presence only, within ctx. The reasons for anything it could not read
+// go to r.
+func probeGPUs(ctx context.Context, r *Report, h *Host, procRoot string) {
+	// The GPU list and the two topology matrices are asked for at once:
+	// each nvidia-smi call costs tens of milliseconds on a machine of
+	// eight GPUs. The matrices are read only when two GPUs or more are
+	// listed; otherwise their calls are stopped.
+	tctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	var topo [2]struct {
+		out []byte
+		err error
+	}
+	for i, mode := range []string{"r", "n"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			topo[i].out, topo[i].err = runTool(tctx, "nvidia-smi", "topo", "-p2p", mode)
+		}()
+	}
+	defer func() { stop(); wg.Wait() }()
+	out, err := runTool(ctx, "nvidia-smi", GPUQueryArgs...)
 	if err == nil {
 		gpus, driver, perr := ParseGPUQuery(out)
 		if perr == nil {
@@ -36,35 +57,36 @@ func probeGPUs(ctx context.Context, r *Report, h *Host, procRoot string, timeout
 	}
 	if err != nil {
 		r.unknown("host.gpus", err.Error())
-		gpus, perr := readProcGPUs(procRoot)
+		gpus, perr := readProcGPUs(ctx, procRoot)
 		if perr == nil && len(gpus) > 0 {
 			h.GPUs, h.GPUSource = gpus, filepath.Join(procRoot, "driver/nvidia/gpus")
 			r.unknown("host.gpus.sm", err.Error()+"; "+h.GPUSource+" lists the GPUs but not their compute capability")
 		}
-		if v, verr := readProcDriverVersion(procRoot); verr == nil {
+		if v, verr := readProcDriverVersion(ctx, procRoot); verr == nil {
 			h.Driver = v
 		}
 		return
 	}
-	if len(h.GPUs) >= 2 {
-		out, err := runTool(ctx, timeout, "nvidia-smi", "topo", "-p2p", "r")
-		if err != nil {
-			r.unknown("host.p2p", err.Error())
-			return
-		}
-		m, err := ParseP2PMatrix(out, len(h.GPUs))
-		if err != nil {
-			r.unknown("host.p2p", "nvidia-smi topo -p2p r: "+err.Error())
-			return
-		}
-		h.P2P = m
-		if out, err := runTool(ctx, timeout, "nvidia-smi", "topo", "-p2p", "n"); err != nil {
-			r.unknown("host.nvlink", err.Error())
-		} else if m, err := ParseP2PMatrix(out, len(h.GPUs)); err != nil {
-			r.unknown("host.nvlink", "nvidia-smi topo -p2p n: "+err.Error())
-		} else {
-			h.NVLink = m
-		}
+	if len(h.GPUs) < 2 {
+		return
+	}
+	wg.Wait()
+	if err := topo[0].err; err != nil {
+		r.unknown("host.p2p", err.Error())
+		return
+	}
+	m, err := ParseP2PMatrix(topo[0].out, len(h.GPUs))
+	if err != nil {
+		r.unknown("host.p2p", "nvidia-smi topo -p2p r: "+err.Error())
+		return
+	}
+	h.P2P = m
+	if err := topo[1].err; err != nil {
+		r.unknown("host.nvlink", err.Error())
+	} else if m, err := ParseP2PMatrix(topo[1].out, len(h.GPUs)); err != nil {
+		r.unknown("host.nvlink", "nvidia-smi topo -p2p n: "+err.Error())
+	} else {
+		h.NVLink = m
 	}
 }
 
@@ -93,7 +115,6 @@ func AnyPair(m [][]string) (any, all, ok bool) {
 
 var (
 	ansiRe = lazyre.New("\x1b\\[[0-9;]*[A-Za-z]")
-	smRe   = lazyre.New(`^\d+\.\d+$`)
 	memRe  = lazyre.New(`^(\d+)\s*MiB$`)
 )
 
@@ -101,6 +122,7 @@ var (
 // driver_version,memory.total --format=csv,noheader`. A line it cannot read is
 // an error naming the line.
 func ParseGPUQuery(out []byte) (gpus []GPU, driver string, err error) {
+	var driverV *version.Version
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	if len(lines) == 1 && strings.TrimSpace(lines[0]) == "" {
 		return nil, "", fmt.Errorf("no GPUs listed")
@@ -122,7 +144,7 @@ func ParseGPUQuery(out []byte) (gpus []GPU, driver string, err error) {
 			return nil, "", fmt.Errorf("line %d: index %q is not a number", i+1, clip(f[0], 40))
 		}
 		g.Index = idx
-		if smRe().MatchString(f[n-3]) {
+		if _, err := smver.ParseArch(f[n-3]); err == nil {
 			g.SM = f[n-3]
 		} else if !isNA(f[n-3]) {
 			return nil, "", fmt.Errorf("line %d: compute capability %q is not MAJOR.MINOR", i+1, clip(f[n-3], 40))
@@ -136,10 +158,16 @@ func ParseGPUQuery(out []byte) (gpus []GPU, driver string, err error) {
 			return nil, "", fmt.Errorf("line %d: empty GPU name", i+1)
 		}
 		if d := f[n-2]; !isNA(d) {
-			if driver != "" && driver != d {
+			// Compared as versions, kept as nvidia-smi printed it.
+			dv, err := version.NewVersion(d)
+			switch {
+			case err != nil:
+				return nil, "", fmt.Errorf("line %d: driver version %q is not a version", i+1, clip(d, 40))
+			case driverV == nil:
+				driver, driverV = d, dv
+			case !dv.Equal(driverV):
 				return nil, "", fmt.Errorf("line %d: driver %s differs from %s", i+1, d, driver)
 			}
-			driver = d
 		}
 		gpus = append(gpus, g)
 	}
@@ -223,7 +251,7 @@ func gpuIndex(s string) (int, error) {
 
 // readProcGPUs lists GPUs from /proc/driver/nvidia/gpus/*/information (name
 // and UUID; no compute capability there).
-func readProcGPUs(procRoot string) ([]GPU, error) {
+func readProcGPUs(ctx context.Context, procRoot string) ([]GPU, error) {
 	dir := filepath.Join(procRoot, "driver", "nvidia", "gpus")
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -236,7 +264,7 @@ func readProcGPUs(procRoot string) ([]GPU, error) {
 	sort.Strings(busIDs)
 	var gpus []GPU
 	for i, b := range busIDs {
-		data, err := os.ReadFile(filepath.Join(dir, b, "information"))
+		data, err := readHostFile(ctx, filepath.Join(dir, b, "information"), maxProcFile)
 		if err != nil {
 			continue
 		}
@@ -261,20 +289,31 @@ func readProcGPUs(procRoot string) ([]GPU, error) {
 	return gpus, nil
 }
 
-var procVersionRe = lazyre.New(`Kernel Module\s+(\d+\.\d+(?:\.\d+)?)`)
+// maxProcFile bounds a file of /proc/driver/nvidia the probe reads (a few
+// hundred bytes each).
+const maxProcFile = 64 << 10
 
-func readProcDriverVersion(procRoot string) (string, error) {
-	data, err := os.ReadFile(filepath.Join(procRoot, "driver", "nvidia", "version"))
+var procVersionRe = lazyre.New(`Kernel Module\s+(\S+)`)
+
+// readProcDriverVersion reads the driver version from
+// /proc/driver/nvidia/version, as written there.
+func readProcDriverVersion(ctx context.Context, procRoot string) (string, error) {
+	p := filepath.Join(procRoot, "driver", "nvidia", "version")
+	data, err := readHostFile(ctx, p, maxProcFile)
 	if err != nil {
 		return "", err
 	}
-	if m := procVersionRe().FindSubmatch(data); m != nil {
-		return string(m[1]), nil
+	m := procVersionRe().FindSubmatch(data)
+	if m == nil {
+		return "", fmt.Errorf("%s: no Kernel Module version", p)
 	}
-	return "", fmt.Errorf("no version")
+	if _, err := version.NewVersion(string(m[1])); err != nil {
+		return "", fmt.Errorf("%s: driver version %q is not a version", p, clip(string(m[1]), 40))
+	}
+	return string(m[1]), nil
 }
 
-// parseSM splits "12.0" into 12, 0.
+// parseSM splits "12.0" (any form smver reads) into 12, 0.
 func parseSM(s string) (major, minor int, ok bool) {
 	ma, mi, err := smver.Parse(s)
 	return ma, mi, err == nil

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/hashicorp/go-version"
 )
 
 const h200Query = "0, NVIDIA H200, GPU-1b122d05-8c93-e80c-c42d-a43b421ae510, 9.0, 580.159.04, 143771 MiB\n"
@@ -96,11 +98,17 @@ func FuzzParseGPUQuery(f *testing.F) {
 	f.Add([]byte(rtx8Query()))
 	f.Add([]byte(rtx8Topo(nil)))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if gpus, _, err := ParseGPUQuery(data); err == nil {
+		if gpus, driver, err := ParseGPUQuery(data); err == nil {
 			for _, g := range gpus {
 				if g.Name == "" {
 					t.Fatalf("GPU without a name: %+v", g)
 				}
+				if _, _, ok := parseSM(g.SM); g.SM != "" && !ok {
+					t.Fatalf("compute capability %q kept that smver does not read", g.SM)
+				}
+			}
+			if _, err := version.NewVersion(driver); driver != "" && err != nil {
+				t.Fatalf("driver %q kept that is not a version", driver)
 			}
 		}
 		for _, n := range []int{1, 2, 8} {
@@ -130,7 +138,7 @@ func TestProbeGPUsFallsBackToProc(t *testing.T) {
 	os.WriteFile(filepath.Join(gdir, "information"), []byte("Model: \t\t NVIDIA H200\nIRQ:   1\nGPU UUID: \t GPU-abc\n"), 0o644)
 	os.WriteFile(filepath.Join(proc, "driver", "nvidia", "version"), []byte("NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  Tue Jan 1\n"), 0o644)
 	r, h := newReport(), &Host{}
-	probeGPUs(context.Background(), r, h, proc, 0)
+	probeGPUs(context.Background(), r, h, proc)
 	if len(h.GPUs) != 1 || h.GPUs[0].Name != "NVIDIA H200" || h.GPUs[0].UUID != "GPU-abc" || h.GPUs[0].SM != "" || h.Driver != "580.159.04" {
 		t.Fatalf("got %+v driver %q", h.GPUs, h.Driver)
 	}
@@ -150,7 +158,7 @@ func TestProbeGPUsWithTopology(t *testing.T) {
 	fakeTool(t, bin, "nvidia-smi", `if [ "$1" = topo ]; then f=`+topo+`; else f=`+q+`; fi
 while IFS= read -r l; do printf '%s\n' "$l"; done < "$f"`)
 	r, h := newReport(), &Host{}
-	probeGPUs(context.Background(), r, h, t.TempDir(), 0)
+	probeGPUs(context.Background(), r, h, t.TempDir())
 	if len(h.GPUs) != 8 || h.P2P == nil || h.P2P[1][2] != "NS" || len(r.Unknown) != 0 {
 		t.Fatalf("gpus %d p2p %v unknown %v", len(h.GPUs), h.P2P, r.Unknown)
 	}
@@ -162,7 +170,7 @@ func TestProbeGPUsNAComputeCapIsUnknown(t *testing.T) {
 	fakeTool(t, bin, "nvidia-smi", `[ "$1" = topo ] && exit 1
 echo "0, NVIDIA H200, GPU-a, [N/A], 580.159.04, [N/A]"`)
 	r, h := newReport(), &Host{}
-	probeGPUs(context.Background(), r, h, t.TempDir(), 0)
+	probeGPUs(context.Background(), r, h, t.TempDir())
 	if len(h.GPUs) != 1 || h.GPUs[0].SM != "" {
 		t.Fatalf("gpus %+v", h.GPUs)
 	}

@@ -1,6 +1,8 @@
 package probe
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +16,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/smpatch/smpatch/internal/bounded"
+	"github.com/smpatch/smpatch/internal/ctxio"
 	"github.com/smpatch/smpatch/internal/lazyre"
 	"github.com/smpatch/smpatch/source"
 )
@@ -26,8 +30,9 @@ type Options struct {
 	// SitePackages replaces asking the interpreter: directories to read
 	// distributions (and flashinfer) from. A flashinfer checkout root works too.
 	SitePackages []string
-	// Timeout bounds each external command, and the reading of files
-	// (DefaultTimeout when zero).
+	// Timeout bounds the whole probe, every command it runs and every file
+	// it reads (DefaultTimeout when zero): what is not read by then is
+	// reported unknown.
 	Timeout time.Duration
 	// Majors adds SM majors to compute verdicts for (an --sm override).
 	Majors []int
@@ -42,108 +47,98 @@ type Options struct {
 var Dists = []string{"torch", "flashinfer-python", "flashinfer-jit-cache", "flashinfer-cubin", "sglang", "sgl-kernel", "nvidia-nccl-cu12", "nvidia-nccl-cu13"}
 
 // Run probes this machine: GPUs and driver, CUDA toolkit, the Python
-// environment and everything Static reads there.
+// environment and everything Static reads there, all within opts.Timeout.
+// A cancelled ctx (a signal) returns its error and no report.
 func Run(ctx context.Context, opts Options) (*Report, error) {
-	procRoot := opts.ProcRoot
-	if procRoot == "" {
-		procRoot = "/proc"
+	procRoot := cmp.Or(opts.ProcRoot, "/proc")
+	search := cmp.Or(opts.CUDASearchDir, "/usr/local")
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
 	}
-	search := opts.CUDASearchDir
-	if search == "" {
-		search = "/usr/local"
-	}
-	r := newReport()
-	h := &Host{GPUs: []GPU{}}
-	r.Host = h
-	py := &Python{SitePackages: []string{}}
-	r.Python = py
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 
-	// The GPU query, the toolkit and the interpreter are independent
-	// processes: ask them at once, each filling its own report.
+	// The GPU query and the toolkit are processes of their own: ask them
+	// while the interpreter is asked and its site-packages read, each
+	// filling a report of its own.
+	h := &Host{GPUs: []GPU{}}
 	gr, cr := newReport(), newReport()
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); probeGPUs(ctx, gr, h, procRoot, opts.Timeout) }()
-	go func() { defer wg.Done(); h.CUDAToolkit = probeCUDA(ctx, cr, search, opts.Timeout) }()
+	go func() { defer wg.Done(); probeGPUs(ctx, gr, h, procRoot) }()
+	go func() { defer wg.Done(); h.CUDAToolkit = probeCUDA(ctx, cr, search) }()
+	r := newReport()
+	py := &Python{SitePackages: []string{}}
+	r.Python = py
 	dirs, err := pythonDirs(ctx, r, py, opts)
+	if err == nil {
+		py.SitePackages = append(py.SitePackages, dirs...)
+		for _, d := range dirs {
+			if m := pyVersionRe().FindStringSubmatch(d); m != nil {
+				py.Version = m[1]
+				break
+			}
+		}
+		staticInto(ctx, r, hostFS{}, dirs, opts)
+	}
 	wg.Wait()
+	if err != nil {
+		return nil, err
+	}
+	if err := parent.Err(); err != nil {
+		return nil, err // interrupted: no half report
+	}
+	r.Host = h
 	for _, sub := range []*Report{gr, cr} {
 		for k, v := range sub.Unknown {
 			r.unknown(k, v)
 		}
 	}
-	if err != nil {
-		return nil, err
-	}
-	py.SitePackages = append(py.SitePackages, dirs...)
-	for _, d := range dirs {
-		if m := pyVersionRe().FindStringSubmatch(d); m != nil {
-			py.Version = m[1]
-			break
-		}
-	}
-	timeout := opts.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
-	sctx, cancel := context.WithTimeout(ctx, timeout)
-	staticInto(sctx, r, hostFS{}, dirs, opts)
-	timedOut := errors.Is(sctx.Err(), context.DeadlineExceeded)
-	cancel()
-	if err := ctx.Err(); err != nil {
-		return nil, err // interrupted: no half report
-	}
-	if timedOut {
-		r.unknown("probe.timeout", fmt.Sprintf("--timeout %s reached while reading files; what was not read yet is unknown", timeout))
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		r.unknown("probe.timeout", fmt.Sprintf("--timeout %s reached; what was not read by then is unknown", timeout))
 	}
 	// FLASHINFER_CUDA_ARCH_LIST in this environment replaces flashinfer's
-	// device detection, so it changes the verdicts.
+	// device detection, so it changes the verdicts, as the GPUs' majors
+	// add to them.
 	if env := os.Getenv("FLASHINFER_CUDA_ARCH_LIST"); env != "" && r.FlashInfer != nil {
 		r.FlashInfer.ArchList = env
-		computeVerdicts(r, reportMajors(r, opts.Majors))
 	}
+	computeVerdicts(r, reportMajors(r, opts.Majors))
 	return r, nil
 }
 
 // pythonDirs are the --site-packages dirs, or the interpreter's.
 func pythonDirs(ctx context.Context, r *Report, py *Python, opts Options) ([]string, error) {
-	var dirs []string
-	if len(opts.SitePackages) > 0 {
-		for _, d := range opts.SitePackages {
-			abs, err := filepath.Abs(d)
-			if err != nil {
-				return nil, err
-			}
-			fi, err := os.Stat(abs)
-			if err != nil {
-				return nil, fmt.Errorf("--site-packages %s: %w", d, err)
-			}
-			if !fi.IsDir() {
-				return nil, fmt.Errorf("--site-packages %s: not a directory", d)
-			}
-			dirs = append(dirs, abs)
-		}
-	} else {
-		python := opts.Python
-		if python == "" {
-			python = "python3"
-		}
+	if len(opts.SitePackages) == 0 {
+		python := cmp.Or(opts.Python, "python3")
 		py.Executable = python
-		timeout := opts.Timeout
-		if timeout <= 0 {
-			timeout = DefaultTimeout
-		}
-		pctx, cancel := context.WithTimeout(ctx, timeout)
-		paths, err := source.PythonSysPath(pctx, python)
-		cancel()
+		paths, err := source.PythonSysPath(ctx, python)
 		if err != nil {
 			r.unknown("python", err.Error())
-		} else {
-			dirs = source.SitePackagesDirs(paths)
-			if len(dirs) == 0 {
-				r.unknown("python.site_packages", "no site-packages or dist-packages directory on sys.path of "+python)
-			}
+			return nil, nil
 		}
+		dirs := source.SitePackagesDirs(paths)
+		if len(dirs) == 0 {
+			r.unknown("python.site_packages", "no site-packages or dist-packages directory on sys.path of "+python)
+		}
+		return dirs, nil
+	}
+	var dirs []string
+	for _, d := range opts.SitePackages {
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			return nil, err
+		}
+		fi, err := os.Stat(abs)
+		if err != nil {
+			return nil, fmt.Errorf("--site-packages %s: %w", d, err)
+		}
+		if !fi.IsDir() {
+			return nil, fmt.Errorf("--site-packages %s: not a directory", d)
+		}
+		dirs = append(dirs, abs)
 	}
 	return dirs, nil
 }
@@ -315,7 +310,7 @@ func scanPackageBinaries(ctx context.Context, r *Report, fsys fs.FS) {
 		set := map[string]bool{}
 		var errs []string
 		for _, f := range files {
-			s, err := ScanFSFile(fsys, f)
+			s, err := scanFS(ctx, fsys, f)
 			if err != nil {
 				errs = append(errs, "/"+f+": "+err.Error())
 				continue
@@ -358,6 +353,14 @@ func ScanFile(file string, keepEntries bool) (*BinaryScan, error) {
 // ScanFSFile scans one binary on an fs.FS: files that can seek are streamed,
 // others up to 256 MiB are read whole.
 func ScanFSFile(fsys fs.FS, name string) (*BinaryScan, error) {
+	return scanFS(context.Background(), fsys, name)
+}
+
+// maxUnseekable bounds a binary read whole because it cannot seek.
+const maxUnseekable = 256 << 20
+
+// scanFS is ScanFSFile, reading while ctx lasts.
+func scanFS(ctx context.Context, fsys fs.FS, name string) (*BinaryScan, error) {
 	f, err := fsys.Open(name)
 	if err != nil {
 		return nil, err
@@ -374,21 +377,34 @@ func ScanFSFile(fsys fs.FS, name string) (*BinaryScan, error) {
 	case io.ReadSeeker:
 		ra = &seekReaderAt{rs: v}
 	default:
-		if fi.Size() > 256<<20 {
+		if fi.Size() > maxUnseekable {
 			return nil, fmt.Errorf("%d bytes and not seekable", fi.Size())
 		}
-		data, err := io.ReadAll(f)
+		data, err := bounded.ReadAll(ctxio.Reader(ctx, f), maxUnseekable, "not seekable")
 		if err != nil {
 			return nil, err
 		}
-		ra = strings.NewReader(string(data))
+		ra = bytes.NewReader(data)
 	}
-	s, err := ScanBinary(ra, fi.Size(), false)
+	s, err := ScanBinary(ctxReaderAt{ctx, ra}, fi.Size(), false)
 	if err != nil {
 		return nil, err
 	}
 	s.Path = "/" + name
 	return s, nil
+}
+
+// ctxReaderAt reads through ra until ctx is done.
+type ctxReaderAt struct {
+	ctx context.Context
+	ra  io.ReaderAt
+}
+
+func (c ctxReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.ra.ReadAt(p, off)
 }
 
 type seekReaderAt struct{ rs io.ReadSeeker }

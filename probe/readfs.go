@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -127,19 +126,25 @@ func (b boundedFS) ReadFile(name string) ([]byte, error) {
 	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
 		return nil, &fs.PathError{Op: "read", Path: name, Err: ErrNotRegular}
 	}
-	data, err := io.ReadAll(io.LimitReader(ctxio.Reader(b.ctx, f), b.max+1))
+	data, err := bounded.ReadAll(ctxio.Reader(b.ctx, f), int(b.max), "grew since it was looked at")
 	if err != nil {
 		return nil, &fs.PathError{Op: "read", Path: name, Err: err}
-	}
-	if int64(len(data)) > b.max {
-		return nil, &fs.PathError{Op: "read", Path: name, Err: fmt.Errorf("grew past the %d bytes the probe reads of one file", b.max)}
 	}
 	return data, nil
 }
 
-// readBounded reads a regular file of the host, at most max bytes; what
-// names the file's kind in the message ("a probe report").
-func readBounded(p, what string, max int64) ([]byte, error) {
+// readHostFile reads a regular file of the host, at most max bytes, while
+// ctx lasts (the probe's --timeout).
+func readHostFile(ctx context.Context, p string, max int64) ([]byte, error) {
+	return readBounded(ctx, p, "a file the probe reads", max)
+}
+
+// readBounded reads a regular file of the host, at most max bytes, while
+// ctx lasts; what names the file's kind in the message ("a probe report").
+func readBounded(ctx context.Context, p, what string, max int64) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, &fs.PathError{Op: "read", Path: p, Err: err}
+	}
 	f, err := openRegular(p)
 	if err != nil {
 		return nil, err
@@ -155,12 +160,5 @@ func readBounded(p, what string, max int64) ([]byte, error) {
 	if fi.Size() > max {
 		return nil, fmt.Errorf("%s: %d bytes: more than the %d bytes %s may have", p, fi.Size(), max, what)
 	}
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > max {
-		return nil, fmt.Errorf("%s: more than the %d bytes %s may have", p, max, what)
-	}
-	return data, nil
+	return bounded.ReadAll(ctxio.Reader(ctx, f), int(max), p)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -110,5 +111,43 @@ func TestReadReportBounds(t *testing.T) {
 	os.WriteFile(big, []byte(`{"packages": {}, "x": "`+strings.Repeat("a", MaxReport)+`"}`), 0o644)
 	if _, err := ReadReport(big); err == nil || !strings.Contains(err.Error(), "more than the 8388608 bytes a probe report may have") {
 		t.Errorf("huge report: %v", err)
+	}
+}
+
+// TestProbeOneTimeBound checks that --timeout bounds the whole probe: an
+// nvidia-smi and an nvcc that hang are cut off when it is reached, each
+// named as timed out, the files of the environment are read meanwhile, and
+// the probe answers within the bound.
+func TestProbeOneTimeBound(t *testing.T) {
+	_, sp := hostileTree(t)
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skip(err)
+	}
+	bin := t.TempDir()
+	fakeTool(t, bin, "nvidia-smi", "exec "+sleep+" 600")
+	cuda := t.TempDir()
+	os.MkdirAll(filepath.Join(cuda, "bin"), 0o755)
+	fakeTool(t, filepath.Join(cuda, "bin"), "nvcc", "exec "+sleep+" 600")
+	t.Setenv("PATH", bin)
+	t.Setenv("CUDA_HOME", cuda)
+	const timeout = 700 * time.Millisecond
+	start := time.Now()
+	r, err := Run(context.Background(), Options{SitePackages: []string{sp}, NoBinaries: true, ProcRoot: t.TempDir(), Timeout: timeout})
+	took := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took > timeout+time.Second {
+		t.Errorf("the probe took %s under --timeout %s", took, timeout)
+	}
+	if !strings.Contains(r.Unknown["host.gpus"], "timed out") || !strings.Contains(r.Unknown["host.cuda_toolkit.version"], "nvcc --version: timed out") {
+		t.Errorf("hung tools not named: %v", r.Unknown)
+	}
+	if !strings.Contains(r.Unknown["probe.timeout"], "--timeout 700ms reached") {
+		t.Errorf("no probe.timeout: %v", r.Unknown)
+	}
+	if r.FlashInfer == nil || r.FlashInfer.Modules["trtllm_comm"] == nil {
+		t.Errorf("the environment was not read while the tools hung: %+v", r.FlashInfer)
 	}
 }

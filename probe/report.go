@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 )
@@ -175,7 +176,7 @@ const MaxReport = 8 << 20
 
 // ReadReport reads a report saved with `smpatch probe --json -o FILE`.
 func ReadReport(path string) (*Report, error) {
-	data, err := readBounded(path, "a probe report", MaxReport)
+	data, err := readBounded(context.Background(), path, "a probe report", MaxReport)
 	if err != nil {
 		return nil, err
 	}

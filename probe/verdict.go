@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/smpatch/smpatch/internal/smver"
 )
 
 // DefaultMajors are the SM majors every report has verdicts for, beside
@@ -68,7 +70,7 @@ func ModuleVerdict(fi *FlashInfer, module string, major int) *Verdict {
 	case "explicit":
 		has := false
 		for _, t := range m.Explicit {
-			if n, err := strconv.Atoi(strings.TrimRight(strings.TrimPrefix(t, "sm_"), "af")); err == nil && n/10 == major {
+			if a, err := smver.ParseArch(t); err == nil && a.Major == major {
 				has = true
 			}
 		}
@@ -129,12 +131,12 @@ func isCommModule(m *Module) bool {
 	return false
 }
 
+// archListHasMajor reports whether FLASHINFER_CUDA_ARCH_LIST ("9.0a
+// 12.0f", space-separated as flashinfer splits it) names a target of major.
 func archListHasMajor(list string, major int) bool {
-	for _, a := range strings.Fields(list) {
-		if m, _, ok := strings.Cut(a, "."); ok {
-			if n, err := strconv.Atoi(m); err == nil && n == major {
-				return true
-			}
+	for _, f := range strings.Fields(list) {
+		if a, err := smver.ParseArch(f); err == nil && a.Major == major {
+			return true
 		}
 	}
 	return false

@@ -73,11 +73,10 @@ type Options struct {
 	// Progress receives progress lines of range walks (nil: none); the
 	// command sets it only when stderr is a terminal.
 	Progress io.Writer
-	// OpenRepo, when set, opens another handle on the repository a range is
-	// walked in, so that range planning reads blobs in parallel.
-	OpenRepo func() (*git.Repository, error)
-
-	brief bool // plan for the status only (patches.PlanOptions.Brief)
+	// reopen, when set, opens another handle on the repository a range is
+	// walked in, for the walk's own reads.
+	reopen func() (*git.Repository, error)
+	brief  bool // plan for the status only (patches.PlanOptions.Brief)
 }
 
 // StatusOf classifies a plan.

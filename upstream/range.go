@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path"
 	"runtime"
@@ -68,15 +69,15 @@ func Range(ctx context.Context, repo *git.Repository, url string, p source.Proje
 	// Every object is read through one handle reading the packs, which the
 	// planning workers share: one pack index in memory, whatever the number
 	// of workers, and caches of fixed sizes. It reads through a handle of
-	// its own when opts.OpenRepo makes one, so that what the caller's
-	// handle loaded to resolve the range (go-git's copy of the pack index,
-	// and its map from every pack offset to a hash, 90 bytes an object in
-	// all) can be collected.
+	// its own when opts.reopen makes one, so that what the caller's handle
+	// loaded to resolve the range (go-git's copy of the pack index, and its
+	// map from every pack offset to a hash, 90 bytes an object in all) can
+	// be collected.
 	cache := gitrepo.NewRevisionCache(16 << 20)
 	defer cache.Close()
 	under := repo
-	if opts.OpenRepo != nil {
-		if r, err := opts.OpenRepo(); err == nil {
+	if opts.reopen != nil {
+		if r, err := opts.reopen(); err == nil {
 			under = r
 		}
 	}
@@ -88,10 +89,62 @@ func Range(ctx context.Context, repo *git.Repository, url string, p source.Proje
 	if err != nil {
 		return nil, err
 	}
+	baseCommit, err := repo.CommitObject(base)
+	if err != nil {
+		return nil, fmt.Errorf("commit %s: %w", base, err)
+	}
 	tags, err := gitrepo.VersionTags(repo)
 	if err != nil {
 		return nil, err
 	}
+	commits := append([]*object.Commit{lean(baseCommit)}, chain...)
+	hints, err := tagHints(ctx, repo, commits, tags)
+	if err != nil {
+		return nil, err
+	}
+	w := newRangeWalk(repo, p, ps, commits, hints)
+	if err := w.readKeys(ctx, opts.Progress); err != nil {
+		return nil, err
+	}
+	// Pass 2: plan the jobs in parallel, for the status only (a conflict
+	// is not explained: most states are never shown).
+	pl := &rangePlanner{repo: repo, shared: shared != nil, url: url, project: p, ps: ps, opts: opts, cache: cache, memo: patches.NewMemo(), hints: hints, jobAt: w.jobAt}
+	brief, err := pl.plan(ctx, w.jobs, true)
+	if err != nil {
+		return nil, err
+	}
+	// Pass 3: the states shown (where a status changes, and the last) are
+	// planned again in full, for their details.
+	full, err := pl.plan(ctx, w.shown(brief), false)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Result, len(ps))
+	for i := range ps {
+		out[i] = w.result(i, brief[i], full[i], RangeInfo{From: rng[0], To: rng[1], Base: base.String(), Commits: len(chain)})
+		out[i].Commit = to.String()
+		out[i].Revision = url + "@" + to.String()
+	}
+	return out, nil
+}
+
+// rangeWalk is what pass 1 of a range walk learns: the key of every patch
+// at every commit, and the states to plan.
+type rangeWalk struct {
+	trees   *entryWalker
+	idx     map[string]int // watched path → index in the walker's hashes
+	keys    [][]string     // per patch, its watched paths
+	ps      []*patches.Patch
+	commits []*object.Commit // the base, then the chain
+	hints   []tagHint
+
+	keyAt [][]string // per commit, per patch
+	jobs  []job      // one per patch and distinct key, in commit order
+	jobAt map[*object.Commit]int
+	seen  []map[string]bool // per patch, the keys with a job
+}
+
+func newRangeWalk(repo *git.Repository, p source.Project, ps []*patches.Patch, commits []*object.Commit, hints []tagHint) *rangeWalk {
 	// One trie of every path any patch looks at.
 	keys := make([][]string, len(ps))
 	all := map[string]bool{}
@@ -101,134 +154,113 @@ func Range(ctx context.Context, repo *git.Repository, url string, p source.Proje
 			all[k] = true
 		}
 	}
-	var paths []string
-	for k := range all {
-		paths = append(paths, k)
-	}
-	sort.Strings(paths)
+	paths := slices.Sorted(maps.Keys(all))
 	idx := map[string]int{}
 	for i, k := range paths {
 		idx[k] = i
 	}
-	w := &entryWalker{repo: repo, memo: map[memoKey][]plumbing.Hash{}, trie: buildTrie(paths), idx: map[*trie][]int{}}
-
-	baseCommit, err := repo.CommitObject(base)
-	if err != nil {
-		return nil, fmt.Errorf("commit %s: %w", base, err)
+	w := &rangeWalk{
+		trees: &entryWalker{repo: repo, memo: map[memoKey][]plumbing.Hash{}, trie: buildTrie(paths), idx: map[*trie][]int{}},
+		idx:   idx, keys: keys, ps: ps, commits: commits, hints: hints,
+		keyAt: make([][]string, len(commits)), jobAt: map[*object.Commit]int{}, seen: make([]map[string]bool, len(ps)),
 	}
-	commits := append([]*object.Commit{lean(baseCommit)}, chain...)
-	hints, err := tagHints(ctx, repo, commits, tags)
-	if err != nil {
-		return nil, err
-	}
-
-	// Pass 1: the key of every patch at every commit (tree entries only),
-	// and one plan job per patch and distinct key.
-	var jobs []job
-	keyAt := make([][]string, len(commits))
-	jobAt := map[*object.Commit]int{}
-	seen := make([]map[string]bool, len(ps))
 	for i := range ps {
-		seen[i] = map[string]bool{}
+		w.seen[i] = map[string]bool{}
 	}
-	for n, c := range commits {
+	return w
+}
+
+// readKeys is pass 1: the key of every patch at every commit (tree entries
+// only), and one plan job per patch and distinct key.
+func (w *rangeWalk) readKeys(ctx context.Context, prog io.Writer) error {
+	for n, c := range w.commits {
 		if n%64 == 0 {
 			if err := ctx.Err(); err != nil {
-				return nil, err
+				return err
 			}
-			progress(opts.Progress, "reading trees: commit %d of %d", n, len(commits))
+			progress(prog, "reading trees: commit %d of %d", n, len(w.commits))
 		}
 		// The version a tag gives, not its distance: a plan depends on the
 		// version only.
-		tag := hints[n].name
-		hashes, err := w.hashes(c)
+		tag := w.hints[n].name
+		hashes, err := w.trees.hashes(c)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		keyAt[n] = make([]string, len(ps))
-		for i := range ps {
-			k := keyOf(hashes, idx, keys[i], tag)
-			if n > 0 && k == keyAt[n-1][i] {
-				k = keyAt[n-1][i] // one copy for a run of commits
+		w.keyAt[n] = make([]string, len(w.ps))
+		for i := range w.ps {
+			k := keyOf(hashes, w.idx, w.keys[i], tag)
+			if n > 0 && k == w.keyAt[n-1][i] {
+				k = w.keyAt[n-1][i] // one copy for a run of commits
 			}
-			keyAt[n][i] = k
-			if !seen[i][k] && (n == 0 || k != keyAt[n-1][i]) {
-				seen[i][k] = true
-				jobAt[c] = n
-				jobs = append(jobs, job{i, c, k})
+			w.keyAt[n][i] = k
+			if !w.seen[i][k] && (n == 0 || k != w.keyAt[n-1][i]) {
+				w.seen[i][k] = true
+				w.jobAt[c] = n
+				w.jobs = append(w.jobs, job{i, c, k})
 			}
 		}
 	}
+	return nil
+}
 
-	// Pass 2: plan the jobs in parallel, for the status only (a conflict
-	// is not explained: most states are never shown).
-	pl := &rangePlanner{repo: repo, shared: shared != nil, url: url, project: p, ps: ps, opts: opts, cache: cache, memo: patches.NewMemo(), hints: hints, jobAt: jobAt}
-	results, err := pl.plan(ctx, jobs, true)
-	if err != nil {
-		return nil, err
-	}
-
-	// Pass 3: walk the statuses in order; the states shown (where a status
-	// changes, and the last) are planned again in full, for their details.
-	shown := make([]map[string]bool, len(ps))
+// shown lists the states that are shown, from the statuses of pass 2:
+// every state where a patch's status changes, and its last.
+func (w *rangeWalk) shown(brief []map[string]Result) []job {
 	var again []job
-	for i := range ps {
-		shown[i] = map[string]bool{}
+	for i := range w.ps {
+		shown := map[string]bool{}
 		show := func(n int) {
-			if k := keyAt[n][i]; !shown[i][k] {
-				shown[i][k] = true
-				again = append(again, job{i, commits[n], k})
+			if k := w.keyAt[n][i]; !shown[k] {
+				shown[k] = true
+				again = append(again, job{i, w.commits[n], k})
 			}
 		}
-		cur := results[i][keyAt[0][i]].Status
+		cur := brief[i][w.keyAt[0][i]].Status
 		last := 0
-		for n := 1; n < len(commits); n++ {
-			if keyAt[n][i] == keyAt[n-1][i] {
+		for n := 1; n < len(w.commits); n++ {
+			if w.keyAt[n][i] == w.keyAt[n-1][i] {
 				continue
 			}
 			last = n
-			if r := results[i][keyAt[n][i]]; r.Status != cur {
+			if r := brief[i][w.keyAt[n][i]]; r.Status != cur {
 				show(n)
 				cur = r.Status
 			}
 		}
 		show(last)
 	}
-	full, err := pl.plan(ctx, again, false)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Result, len(ps))
-	for i := range ps {
-		start := results[i][keyAt[0][i]]
-		ri := &RangeInfo{From: rng[0], To: rng[1], Base: base.String(), Start: start.Status, Changes: []Change{}, Commits: len(chain), Planned: len(seen[i])}
-		cur, last := start, keyAt[0][i]
-		for n := 1; n < len(commits); n++ {
-			k := keyAt[n][i]
-			if k == keyAt[n-1][i] {
-				continue
-			}
-			last = k
-			r, ok := full[i][k]
-			if !ok {
-				r = results[i][k]
-			}
-			if r.Status != cur.Status {
-				c := commits[n]
-				ri.Changes = append(ri.Changes, Change{
-					Commit: c.Hash.String(), Date: c.Committer.When.UTC(), Subject: subject(c.Message),
-					From: cur.Status, To: r.Status, Detail: r.Detail,
-				})
-			}
-			cur = r
+	return again
+}
+
+// result is patch i's result: its status at the last commit, in full, with
+// its history over the walk in ri.
+func (w *rangeWalk) result(i int, brief, full map[string]Result, ri RangeInfo) Result {
+	start := brief[w.keyAt[0][i]]
+	ri.Start, ri.Changes, ri.Planned = start.Status, []Change{}, len(w.seen[i])
+	cur, last := start, w.keyAt[0][i]
+	for n := 1; n < len(w.commits); n++ {
+		k := w.keyAt[n][i]
+		if k == w.keyAt[n-1][i] {
+			continue
 		}
-		cur = full[i][last]
-		cur.Range = ri
-		cur.Commit = to.String()
-		cur.Revision = url + "@" + to.String()
-		out[i] = cur
+		last = k
+		r, ok := full[k]
+		if !ok {
+			r = brief[k]
+		}
+		if r.Status != cur.Status {
+			c := w.commits[n]
+			ri.Changes = append(ri.Changes, Change{
+				Commit: c.Hash.String(), Date: c.Committer.When.UTC(), Subject: subject(c.Message),
+				From: cur.Status, To: r.Status, Detail: r.Detail,
+			})
+		}
+		cur = r
 	}
-	return out, nil
+	out := full[last]
+	out.Range = &ri
+	return out
 }
 
 // job is one state to plan: patch i on commit c, whose watched paths' blobs
@@ -255,15 +287,14 @@ type rangePlanner struct {
 
 // plan plans jobs in parallel and returns, per patch, the result per key.
 // The workers share a handle that reads the packs (ReadPacks); go-git's own
-// storage is not safe for concurrent use: without packs each worker reads
-// through a repository handle of its own when opts.OpenRepo can make one,
-// else reads are serialised. brief plans for the status only.
+// storage is not safe for concurrent use, so without packs their reads
+// from the store take turns. brief plans for the status only.
 func (pl *rangePlanner) plan(ctx context.Context, jobs []job, brief bool) ([]map[string]Result, error) {
 	results := make([]map[string]Result, len(pl.ps))
 	for i := range pl.ps {
 		results[i] = map[string]Result{}
 	}
-	var mu, sharedMu sync.Mutex
+	var mu, storeMu sync.Mutex
 	var firstErr error
 	var done int
 	// Each worker takes a contiguous run of jobs, newest first: a file's
@@ -275,14 +306,6 @@ func (pl *rangePlanner) plan(ctx context.Context, jobs []job, brief bool) ([]map
 	for w := range workers {
 		chunk := slices.Clone(jobs[w*len(jobs)/workers : (w+1)*len(jobs)/workers])
 		slices.Reverse(chunk)
-		wr, lock := pl.repo, &sharedMu
-		if pl.shared {
-			lock = &sync.Mutex{}
-		} else if w > 0 && pl.opts.OpenRepo != nil {
-			if r, err := pl.opts.OpenRepo(); err == nil {
-				wr, lock = r, &sync.Mutex{}
-			}
-		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -290,18 +313,7 @@ func (pl *rangePlanner) plan(ctx context.Context, jobs []job, brief bool) ([]map
 				if ctx.Err() != nil {
 					return
 				}
-				lock.Lock()
-				rt, err := gitrepo.OpenRevisionOf(wr, j.c, pl.project, pl.url)
-				lock.Unlock()
-				var r Result
-				if err == nil {
-					rt.SetCache(pl.cache)
-					rt.SetNearestTag(pl.hints[pl.jobAt[j.c]].hint)
-					o := pl.opts
-					o.brief = brief
-					r = checkOne(ctx, &lockedTree{Tree: rt, rt: rt, mu: lock}, pl.ps[j.i], o, pl.memo)
-					r.Commit = j.c.Hash.String()
-				}
+				r, err := pl.planOne(ctx, j, brief, &storeMu)
 				mu.Lock()
 				if err != nil && firstErr == nil {
 					firstErr = err
@@ -323,6 +335,33 @@ func (pl *rangePlanner) plan(ctx context.Context, jobs []job, brief bool) ([]map
 		return nil, firstErr
 	}
 	return results, ctx.Err()
+}
+
+// planOne plans job j; storeMu serialises reads from a store that is not
+// safe for concurrent use.
+func (pl *rangePlanner) planOne(ctx context.Context, j job, brief bool, storeMu *sync.Mutex) (Result, error) {
+	lock := func() {}
+	unlock := lock
+	if !pl.shared {
+		lock, unlock = storeMu.Lock, storeMu.Unlock
+	}
+	lock()
+	rt, err := gitrepo.OpenRevisionOf(pl.repo, j.c, pl.project, pl.url)
+	unlock()
+	if err != nil {
+		return Result{}, err
+	}
+	rt.SetCache(pl.cache)
+	rt.SetNearestTag(pl.hints[pl.jobAt[j.c]].hint)
+	o := pl.opts
+	o.brief = brief
+	var t source.Tree = rt
+	if !pl.shared {
+		t = &lockedTree{Tree: rt, rt: rt, mu: storeMu}
+	}
+	r := checkOne(ctx, t, pl.ps[j.i], o, pl.memo)
+	r.Commit = j.c.Hash.String()
+	return r, nil
 }
 
 // progress overwrites the current terminal line.

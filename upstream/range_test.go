@@ -87,11 +87,12 @@ func TestWatchedPaths(t *testing.T) {
 	}
 }
 
-// Workers with repository handles of their own find the same changes.
-func TestRangeParallelHandles(t *testing.T) {
+// A walk reading through a repository handle of its own (loose objects:
+// its workers' reads take turns) finds the same changes.
+func TestRangeOwnHandle(t *testing.T) {
 	ctx := context.Background()
 	fx := newFixture(t)
-	opts := Options{OpenRepo: func() (*git.Repository, error) { return gitrepo.OpenStore(fx.b.Dir) }}
+	opts := Options{reopen: func() (*git.Repository, error) { return gitrepo.OpenStore(fx.b.Dir) }}
 	rs, err := Range(ctx, fx.b.Repo, fx.b.URL(), source.FlashInfer, fx.commits["v0.6.0"], fx.commits["post"], [2]string{"a", "b"}, fx.patches, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +122,7 @@ func TestRangePackedOneHandle(t *testing.T) {
 	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
 	var opened atomic.Int32
-	opts := Options{OpenRepo: func() (*git.Repository, error) {
+	opts := Options{reopen: func() (*git.Repository, error) {
 		opened.Add(1)
 		return gitrepo.OpenStore(fx.b.Dir)
 	}}

@@ -56,7 +56,7 @@ func CheckUpstream(ctx context.Context, u *gitrepo.Upstream, t Target, rng [2]st
 	// The walk reads through a handle of its own; the closure keeps only the
 	// path, so u and the pack index its handle loaded can go meanwhile.
 	path := u.Path
-	opts.OpenRepo = func() (*git.Repository, error) { return gitrepo.OpenStore(path) }
+	opts.reopen = func() (*git.Repository, error) { return gitrepo.OpenStore(path) }
 	rs, err := Range(ctx, u.Repo, t.URL, t.Project, hs[0], hs[1], [2]string{rng[0], to}, ps, opts)
 	for i := range rs {
 		rs[i].Ref = to
@@ -100,7 +100,7 @@ func CheckCheckout(ctx context.Context, tree source.Tree, rng [2]string, ps []*p
 			return nil, fmt.Errorf("%s: %w", tree.Root(), err), nil
 		}
 	}
-	opts.OpenRepo = open
+	opts.reopen = open
 	rs, err := Range(ctx, repo, tree.Root(), tree.Project(), hs[0], hs[1], [2]string{rng[0], to}, ps, opts)
 	return rs, nil, err
 }

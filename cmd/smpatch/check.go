@@ -1,6 +1,8 @@
 package main
 
 import (
+	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -16,18 +18,36 @@ import (
 	"github.com/smpatch/smpatch/upstream"
 )
 
+// smpatch check: every patch planned on upstream revisions, read-only.
+
+// checkOptions are smpatch check's flags, streams and dependencies.
 type checkOptions struct {
+	IO        IOStreams
+	Catalog   func() (*patches.Catalog, error)
+	RepoCache func() (*gitrepo.RepoCache, error)
+	Verbose   bool // --verbose: every variant's attempt
+
 	Upstreams []string
 	Repo      string
 	Range     string
 	Format    string
+	FormatSet bool // --format given
 	Strict    bool
 	JSON      bool
 }
 
+func (o *checkOptions) AddFlags(c *cobra.Command) {
+	fl := c.Flags()
+	fl.StringArrayVar(&o.Upstreams, "upstream", nil, "upstream revision PROJECT[=URL]@REF to check (repeatable), e.g. sglang@main")
+	fl.StringVar(&o.Repo, "repo", "", "check this checkout (or, with --range, its history) instead of an upstream")
+	fl.StringVar(&o.Range, "range", "", "walk the commits A..B (B defaults to the --upstream REF, or HEAD)")
+	fl.StringVar(&o.Format, "format", "text", "report format: "+strings.Join(upstream.Formats, ", "))
+	fl.BoolVar(&o.Strict, "strict", false, "count fuzzy matches as failures")
+	fl.BoolVar(&o.JSON, "json", false, "same as --format json")
+}
+
 func newCheckCmd(f *Factory) *cobra.Command {
-	g := f.Globals
-	o := &checkOptions{}
+	o := &checkOptions{Catalog: f.Catalog, RepoCache: f.RepoCache}
 	c := &cobra.Command{
 		Use:   "check [--upstream PROJECT[=URL]@REF]... [--repo DIR] [--range A..B]",
 		Short: "Check that every patch still applies upstream (read-only, for CI)",
@@ -42,76 +62,49 @@ a patch's target files and report where its status changed.
 Without --upstream, the checkout --repo DIR ($SMPATCH_REPO, else the current
 directory) is checked, or with --range its git history.`,
 		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error { return runCheck(c, g, o) },
+		RunE: func(c *cobra.Command, _ []string) error {
+			o.IO, o.Verbose, o.FormatSet = streams(c), f.Verbose, c.Flags().Changed("format")
+			return runCheck(c.Context(), o)
+		},
 	}
-	fl := c.Flags()
-	fl.StringArrayVar(&o.Upstreams, "upstream", nil, "upstream revision PROJECT[=URL]@REF to check (repeatable), e.g. sglang@main")
-	fl.StringVar(&o.Repo, "repo", "", "check this checkout (or, with --range, its history) instead of an upstream")
-	fl.StringVar(&o.Range, "range", "", "walk the commits A..B (B defaults to the --upstream REF, or HEAD)")
-	fl.StringVar(&o.Format, "format", "text", "report format: "+strings.Join(upstream.Formats, ", "))
-	fl.BoolVar(&o.Strict, "strict", false, "count fuzzy matches as failures")
-	fl.BoolVar(&o.JSON, "json", false, "same as --format json")
+	o.AddFlags(c)
 	return c
 }
 
-func runCheck(c *cobra.Command, g *Globals, o *checkOptions) error {
-	if o.JSON {
-		if c.Flags().Changed("format") && o.Format != "json" {
-			return exit.With(exit.Usage, fmt.Errorf("check: --json and --format %s disagree; give one", o.Format))
-		}
-		o.Format = "json"
+// checkRun is one check's report as it is filled.
+type checkRun struct {
+	o        *checkOptions
+	opts     upstream.Options
+	rp       *upstream.Report
+	firstErr error
+}
+
+// fail records every patch of ps as not checked on where, for err.
+func (r *checkRun) fail(p source.Project, ps []*patches.Patch, where string, err error) {
+	if r.firstErr == nil {
+		r.firstErr = err
 	}
-	if !slices.Contains(upstream.Formats, o.Format) {
-		return exit.With(exit.Usage, fmt.Errorf("check: unknown --format %q (want %s)", o.Format, strings.Join(upstream.Formats, ", ")))
+	for _, pt := range ps {
+		r.rp.Results = append(r.rp.Results, upstream.Result{Project: p, Patch: pt.Name, Status: upstream.Error, Revision: where, Detail: err.Error(), Source: pt.File, SourceLine: 1})
 	}
-	var targets []upstream.Target
-	for _, s := range o.Upstreams {
-		t, err := upstream.ParseTarget(s)
-		if err != nil {
-			return exit.With(exit.Usage, fmt.Errorf("check: --upstream %w", err))
-		}
-		targets = append(targets, t)
-	}
-	if len(targets) > 0 && o.Repo != "" {
-		return exit.With(exit.Usage, errors.New("check: give --upstream or --repo, not both"))
-	}
-	var rng [2]string
-	if o.Range != "" {
-		a, b, ok := strings.Cut(o.Range, "..")
-		if !ok || a == "" || strings.HasPrefix(b, ".") {
-			return exit.With(exit.Usage, fmt.Errorf("check: --range %q: want A..B (B may be omitted)", o.Range))
-		}
-		rng = [2]string{a, b}
-	}
-	cat, err := g.LoadCatalog()
+}
+
+func runCheck(ctx context.Context, o *checkOptions) error {
+	targets, rng, err := o.parse()
 	if err != nil {
 		return err
 	}
-	ctx := c.Context()
-	opts := upstream.Options{Strict: o.Strict}
-	if IsTerminal(c.ErrOrStderr()) {
-		opts.Progress = RawWriter(c.ErrOrStderr()) // counts only, with its own \r\033[K
+	cat, err := o.Catalog()
+	if err != nil {
+		return err
 	}
-	rp := &upstream.Report{Strict: o.Strict, Verbose: g.Verbose}
-	var firstErr error
-	fail := func(p source.Project, ps []*patches.Patch, where string, err error) {
-		if firstErr == nil {
-			firstErr = err
-		}
-		for _, pt := range ps {
-			rp.Results = append(rp.Results, upstream.Result{Project: p, Patch: pt.Name, Status: upstream.Error, Revision: where, Detail: err.Error(), Source: pt.File, SourceLine: 1})
-		}
+	r := &checkRun{o: o, opts: upstream.Options{Strict: o.Strict}, rp: &upstream.Report{Strict: o.Strict, Verbose: o.Verbose}}
+	if IsTerminal(o.IO.ErrOut) {
+		r.opts.Progress = RawWriter(o.IO.ErrOut) // counts only, with its own \r\033[K
 	}
-
 	if len(targets) == 0 {
-		dir := o.Repo
-		if dir == "" {
-			dir = os.Getenv("SMPATCH_REPO")
-		}
-		if dir == "" {
-			dir = "."
-		}
-		if err := checkRepo(c, cat, dir, rng, opts, rp, fail); err != nil {
+		dir := cmp.Or(o.Repo, os.Getenv("SMPATCH_REPO"), ".")
+		if err := r.checkRepo(ctx, cat, dir, rng); err != nil {
 			return err
 		}
 	}
@@ -119,61 +112,92 @@ func runCheck(c *cobra.Command, g *Globals, o *checkOptions) error {
 	for _, t := range targets {
 		ps := cat.ForProject(t.Project)
 		if len(ps) == 0 {
-			fmt.Fprintf(c.ErrOrStderr(), "smpatch: check: the catalog has no %s patches; nothing to check on %s\n", t.Project, t)
+			fmt.Fprintf(o.IO.ErrOut, "smpatch: check: the catalog has no %s patches; nothing to check on %s\n", t.Project, t)
 			continue
 		}
 		if rc == nil {
-			if rc, err = openCache(c); err != nil {
+			if rc, err = o.RepoCache(); err != nil {
 				return fmt.Errorf("check: %w", err)
 			}
 		}
 		u, err := rc.Open(ctx, t.URL)
 		if err != nil {
-			fail(t.Project, ps, t.URL+"@"+t.Ref, err)
+			r.fail(t.Project, ps, t.URL+"@"+t.Ref, err)
 			continue
 		}
-		rs, err := upstream.CheckUpstream(ctx, u, t, rng, ps, opts)
+		rs, err := upstream.CheckUpstream(ctx, u, t, rng, ps, r.opts)
 		if err != nil {
 			where := t.URL
 			if rng[0] == "" {
 				where += "@" + t.Ref
 			}
-			fail(t.Project, ps, where, err)
+			r.fail(t.Project, ps, where, err)
 			continue
 		}
-		rp.Results = append(rp.Results, rs...)
+		r.rp.Results = append(r.rp.Results, rs...)
 	}
-	return finishCheck(c, o, rp, firstErr)
+	return finishCheck(o, r.rp, r.firstErr)
+}
+
+// parse checks the flags: the targets, the range, the format.
+func (o *checkOptions) parse() ([]upstream.Target, [2]string, error) {
+	var rng [2]string
+	if o.JSON {
+		if o.FormatSet && o.Format != "json" {
+			return nil, rng, exit.With(exit.Usage, fmt.Errorf("check: --json and --format %s disagree; give one", o.Format))
+		}
+		o.Format = "json"
+	}
+	if !slices.Contains(upstream.Formats, o.Format) {
+		return nil, rng, exit.With(exit.Usage, fmt.Errorf("check: unknown --format %q (want %s)", o.Format, strings.Join(upstream.Formats, ", ")))
+	}
+	var targets []upstream.Target
+	for _, s := range o.Upstreams {
+		t, err := upstream.ParseTarget(s)
+		if err != nil {
+			return nil, rng, exit.With(exit.Usage, fmt.Errorf("check: --upstream %w", err))
+		}
+		targets = append(targets, t)
+	}
+	if len(targets) > 0 && o.Repo != "" {
+		return nil, rng, exit.With(exit.Usage, errors.New("check: give --upstream or --repo, not both"))
+	}
+	if o.Range != "" {
+		a, b, ok := strings.Cut(o.Range, "..")
+		if !ok || a == "" || strings.HasPrefix(b, ".") {
+			return nil, rng, exit.With(exit.Usage, fmt.Errorf("check: --range %q: want A..B (B may be omitted)", o.Range))
+		}
+		rng = [2]string{a, b}
+	}
+	return targets, rng, nil
 }
 
 // checkRepo checks a local checkout, or with a range its git history.
-func checkRepo(c *cobra.Command, cat *patches.Catalog, dir string, rng [2]string, opts upstream.Options, rp *upstream.Report,
-	fail func(source.Project, []*patches.Patch, string, error)) error {
-	ctx := c.Context()
+func (r *checkRun) checkRepo(ctx context.Context, cat *patches.Catalog, dir string, rng [2]string) error {
 	tree, err := source.OpenCheckout(dir)
 	if err != nil {
 		return fmt.Errorf("check: %w", err)
 	}
 	ps := cat.ForProject(tree.Project())
 	if len(ps) == 0 {
-		fmt.Fprintf(c.ErrOrStderr(), "smpatch: check: the catalog has no %s patches\n", tree.Project())
+		fmt.Fprintf(r.o.IO.ErrOut, "smpatch: check: the catalog has no %s patches\n", tree.Project())
 		return nil
 	}
-	rs, err, rerr := upstream.CheckCheckout(ctx, tree, rng, ps, opts)
+	rs, err, rerr := upstream.CheckCheckout(ctx, tree, rng, ps, r.opts)
 	if err != nil {
 		return fmt.Errorf("check: %w", err)
 	}
 	if rerr != nil {
-		fail(tree.Project(), ps, tree.Root(), rerr)
+		r.fail(tree.Project(), ps, tree.Root(), rerr)
 		return nil
 	}
-	rp.Results = append(rp.Results, rs...)
+	r.rp.Results = append(r.rp.Results, rs...)
 	return nil
 }
 
 // finishCheck prints the report and turns it into the exit code.
-func finishCheck(c *cobra.Command, o *checkOptions, rp *upstream.Report, firstErr error) error {
-	if err := rp.Write(c.OutOrStdout(), o.Format); err != nil {
+func finishCheck(o *checkOptions, rp *upstream.Report, firstErr error) error {
+	if err := rp.Write(o.IO.Out, o.Format); err != nil {
 		return err
 	}
 	if o.Format == "github" {
@@ -181,7 +205,7 @@ func finishCheck(c *cobra.Command, o *checkOptions, rp *upstream.Report, firstEr
 			// A summary that cannot be written is a warning: the exit code
 			// stays the check's own.
 			if err := appendCheckSummary(p, rp); err != nil {
-				fmt.Fprintf(c.ErrOrStderr(), "smpatch: warning: step summary: %v\n", err)
+				fmt.Fprintf(o.IO.ErrOut, "smpatch: warning: step summary: %v\n", err)
 			}
 		}
 	}

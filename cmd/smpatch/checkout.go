@@ -1,41 +1,40 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
-
-	"github.com/smpatch/smpatch/internal/termsafe"
 
 	"github.com/smpatch/smpatch/internal/exit"
 	"github.com/smpatch/smpatch/source/gitrepo"
 	"github.com/smpatch/smpatch/upstream"
 )
 
-// openCache opens the repository cache with progress and notices on stderr.
-func openCache(c *cobra.Command) (*gitrepo.RepoCache, error) {
-	rc, err := gitrepo.NewRepoCache("")
-	if err != nil {
-		return nil, err
-	}
-	rc.Notice = c.ErrOrStderr()
-	if IsTerminal(c.ErrOrStderr()) {
-		// go-git's progress is the server's sideband text: escaped, but its
-		// carriage returns still redraw the line.
-		rc.Progress = termsafe.NewProgressWriter(RawWriter(c.ErrOrStderr()))
-	}
-	return rc, nil
+// smpatch checkout: an upstream revision fetched into the cache and
+// written out as a work tree.
+
+// checkoutOptions are smpatch checkout's flags, streams and dependencies.
+type checkoutOptions struct {
+	IO        IOStreams
+	RepoCache func() (*gitrepo.RepoCache, error)
+
+	Target string // PROJECT@REV
+	Into   string
+	URL    string
+	JSON   bool
 }
 
-type checkoutOptions struct {
-	Into string
-	URL  string
-	JSON bool
+func (o *checkoutOptions) AddFlags(c *cobra.Command) {
+	c.Flags().StringVar(&o.Into, "out", "", "directory to write the work tree into (empty or absent)")
+	HiddenAlias(c, "into", "out")
+	c.Flags().StringVar(&o.URL, "url", "", "repository URL (default: the project's public repository)")
+	c.Flags().BoolVar(&o.JSON, "json", false, "print the result as JSON")
 }
 
 func newCheckoutCmd(f *Factory) *cobra.Command {
-	o := &checkoutOptions{}
+	o := &checkoutOptions{RepoCache: f.RepoCache}
 	c := &cobra.Command{
 		Use:   "checkout PROJECT@REV --out DIR",
 		Short: "Fetch an upstream revision into the cache and write its work tree into DIR",
@@ -45,21 +44,19 @@ only missing objects are fetched) and write its files into DIR, which must be
 empty or absent. DIR/.git holds that one commit, HEAD detached at it.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			return runCheckout(c, o, args[0])
+			o.IO, o.Target = streams(c), args[0]
+			return runCheckout(c.Context(), o)
 		},
 	}
-	c.Flags().StringVar(&o.Into, "out", "", "directory to write the work tree into (empty or absent)")
-	HiddenAlias(c, "into", "out")
-	c.Flags().StringVar(&o.URL, "url", "", "repository URL (default: the project's public repository)")
-	c.Flags().BoolVar(&o.JSON, "json", false, "print the result as JSON")
+	o.AddFlags(c)
 	return c
 }
 
-func runCheckout(c *cobra.Command, o *checkoutOptions, arg string) error {
+func runCheckout(ctx context.Context, o *checkoutOptions) error {
 	if o.Into == "" {
 		return exit.With(exit.Usage, fmt.Errorf("checkout: --out DIR is required"))
 	}
-	t, err := upstream.ParseTarget(arg)
+	t, err := upstream.ParseTarget(o.Target)
 	if err != nil {
 		return exit.With(exit.Usage, fmt.Errorf("checkout: %w", err))
 	}
@@ -69,11 +66,10 @@ func runCheckout(c *cobra.Command, o *checkoutOptions, arg string) error {
 	if err := checkEmptyDir(o.Into); err != nil {
 		return fmt.Errorf("checkout: %w", err)
 	}
-	rc, err := openCache(c)
+	rc, err := o.RepoCache()
 	if err != nil {
 		return fmt.Errorf("checkout: %w", err)
 	}
-	ctx := c.Context()
 	u, err := rc.Open(ctx, t.URL)
 	if err != nil {
 		return fmt.Errorf("checkout: %w", err)
@@ -90,12 +86,12 @@ func runCheckout(c *cobra.Command, o *checkoutOptions, arg string) error {
 		return fmt.Errorf("checkout: %w", err)
 	}
 	if o.JSON {
-		return WriteJSON(c.OutOrStdout(), map[string]string{
+		return WriteJSON(o.IO.Out, map[string]string{
 			"project": string(t.Project), "url": t.URL, "rev": t.Ref,
 			"commit": h.String(), "dir": o.Into, "cache": u.Path,
 		})
 	}
-	fmt.Fprintf(c.OutOrStdout(), "%s %s (%s) checked out into %s\n", t.Project, t.Ref, h.String()[:12], o.Into)
+	fmt.Fprintf(o.IO.Out, "%s %s (%s) checked out into %s\n", t.Project, t.Ref, h.String()[:12], o.Into)
 	return nil
 }
 

@@ -6,9 +6,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/smpatch/smpatch/internal/termsafe"
 	"github.com/smpatch/smpatch/launch"
 	"github.com/smpatch/smpatch/patches"
 	"github.com/smpatch/smpatch/source"
+	"github.com/smpatch/smpatch/source/gitrepo"
 )
 
 // IOStreams are a command's standard streams: what it reads, what it
@@ -36,7 +38,8 @@ func streams(c *cobra.Command) IOStreams {
 type Factory struct {
 	*Globals // the flags every command shares
 
-	kube *kubeMade // the Kubernetes client, once made
+	kube      *kubeMade          // the Kubernetes client, once made
+	repoCache *gitrepo.RepoCache // the upstream clones, once opened
 }
 
 func newFactory(g *Globals) *Factory { return &Factory{Globals: g} }
@@ -69,4 +72,28 @@ type kubeMade struct {
 	kubeconfig, namespace string
 	client                *launch.KubeClient
 	err                   error
+}
+
+// RepoCache is the cache of upstream clones ($XDG_CACHE_HOME/smpatch/repos)
+// with go-git's network transports, made on first use: its notices go to
+// the command's standard error, and the remote's progress too when that is
+// a terminal.
+func (f *Factory) RepoCache() (*gitrepo.RepoCache, error) {
+	if f.repoCache != nil {
+		return f.repoCache, nil
+	}
+	rc, err := gitrepo.NewRepoCache("")
+	if err != nil {
+		return nil, err
+	}
+	if errOut := f.stderr; errOut != nil {
+		rc.Notice = errOut
+		if IsTerminal(errOut) {
+			// go-git's progress is the server's sideband text: escaped, but
+			// its carriage returns still redraw the line.
+			rc.Progress = termsafe.NewProgressWriter(RawWriter(errOut))
+		}
+	}
+	f.repoCache = rc
+	return rc, nil
 }

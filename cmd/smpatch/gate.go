@@ -23,6 +23,9 @@ type archGateOptions struct {
 	SitePackages []string // explicit site-packages dirs
 	// Findings, when set, collects every requirement checked (for --json).
 	Findings *[]archFinding
+	// Probe probes this machine when no --probe-file is given (probe.Run
+	// when nil).
+	Probe func(ctx context.Context, o probe.Options) (*probe.Report, error)
 }
 
 // archFinding is one requirement of one patch, checked: apply --json shows
@@ -40,10 +43,13 @@ type archFinding struct {
 // record in the journal when --force overrode a failure, or an error with
 // exit.Refused when a requirement is not met.
 func checkArch(ctx context.Context, w io.Writer, opts archGateOptions, ps []*patches.Patch) (notes []string, err error) {
+	popts := probe.Options{Python: opts.Python, SitePackages: opts.SitePackages}
 	if opts.SM != "" {
-		if _, err := parseSMFlag(opts.SM); err != nil {
+		m, err := parseSMFlag(opts.SM)
+		if err != nil {
 			return nil, exit.With(exit.Usage, err)
 		}
+		popts.Majors = []int{m}
 	}
 	var r *probe.Report
 	from := "live probe"
@@ -54,13 +60,11 @@ func checkArch(ctx context.Context, w io.Writer, opts archGateOptions, ps []*pat
 		}
 		from = opts.ProbeFile
 	} else {
-		popts := probe.Options{Python: opts.Python, SitePackages: opts.SitePackages}
-		if opts.SM != "" {
-			m, _ := parseSMFlag(opts.SM)
-			popts.Majors = []int{m}
+		run := opts.Probe
+		if run == nil {
+			run = probe.Run
 		}
-		r, err = probe.Run(ctx, popts)
-		if err != nil {
+		if r, err = run(ctx, popts); err != nil {
 			return nil, fmt.Errorf("--check-arch: %w", err)
 		}
 	}

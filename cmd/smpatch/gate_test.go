@@ -111,3 +111,80 @@ func TestApplyCheckArchExitCode(t *testing.T) {
 		t.Fatal("a journal was written")
 	}
 }
+
+// TestCheckArchSMMajorBounds pins gpu_sm_major = [12] against --sm on both
+// sides: 13.0 (a later major, not a later minor) is refused, 12.0 and 12.1
+// (SM 12.x, RTX PRO 6000 and DGX Spark) pass; 11.0 is refused too.
+func TestCheckArchSMMajorBounds(t *testing.T) {
+	ctx := context.Background()
+	p := &patches.Patch{Name: "sm12-only", Requires: requires.Set{GPUSMMajor: []int{12}}}
+	report := savedReport(t, []int{9, 10, 12})
+	for sm, ok := range map[string]bool{"13.0": false, "11.0": false, "12.0": true, "12.1": true, "sm_121a": true, "sm_130": false} {
+		var out bytes.Buffer
+		_, err := checkArch(ctx, &out, archGateOptions{ProbeFile: report, SM: sm}, []*patches.Patch{p})
+		if ok && err != nil {
+			t.Errorf("--sm %s: %v\n%s", sm, err, out.String())
+		}
+		if !ok && (exit.Code(err) != exit.Refused || !strings.Contains(out.String(), "FAIL a GPU of SM major 12: --sm "+sm)) {
+			t.Errorf("--sm %s: err %v (code %d), want refused\n%s", sm, err, exit.Code(err), out.String())
+		}
+	}
+}
+
+// TestApplyCheckArchSM13Refused runs apply --check-arch --sm end to end on a
+// patch requiring gpu_sm_major = [12]: --sm 13.0 exits 3 and writes
+// nothing; --sm 12.1 applies.
+func TestApplyCheckArchSM13Refused(t *testing.T) {
+	t.Setenv("SMPATCH_REPO", "")
+	dir := t.TempDir()
+	cat := filepath.Join(dir, "cat")
+	os.MkdirAll(filepath.Join(cat, "demo"), 0o755)
+	os.WriteFile(filepath.Join(cat, "demo.toml"), []byte(`name = "demo"
+project = "sglang"
+summary = "A patch for SM 12.x only"
+
+[requires]
+gpu_sm_major = [12]
+
+[[variant]]
+name = "v05"
+versions = ">= 0.5.0, < 0.6"
+diffs = ["demo/gate.diff"]
+`), 0o644)
+	os.WriteFile(filepath.Join(cat, "demo", "gate.diff"), []byte(`--- a/python/sglang/srt/layers/comm.py
++++ b/python/sglang/srt/layers/comm.py
+@@ -1,2 +1,3 @@
+ _is_sm100_supported = is_sm100_supported()
++_is_sm120_supported = True
+ 
+`), 0o644)
+	t.Setenv("SMPATCH_CATALOG", cat)
+	repo := filepath.Join(dir, "tree")
+	comm := filepath.Join(repo, "python", "sglang", "srt", "layers", "comm.py")
+	os.MkdirAll(filepath.Dir(comm), 0o755)
+	os.WriteFile(filepath.Join(repo, "python", "sglang", "__init__.py"), nil, 0o644)
+	os.WriteFile(filepath.Join(repo, "python", "sglang", "version.py"), []byte("__version__ = \"0.5.9\"\n"), 0o644)
+	before := []byte("_is_sm100_supported = is_sm100_supported()\n\n")
+	os.WriteFile(comm, before, 0o644)
+	report := savedReport(t, []int{9, 10, 12})
+
+	var out, errb bytes.Buffer
+	code := run([]string{"apply", "demo", "--repo", repo, "--check-arch", "--probe-file", report, "--sm", "13.0"}, &out, &errb)
+	if code != exit.Refused || !strings.Contains(out.String(), "FAIL a GPU of SM major 12: --sm 13.0") {
+		t.Fatalf("--sm 13.0: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exit.Refused, out.String(), errb.String())
+	}
+	if got, _ := os.ReadFile(comm); !bytes.Equal(got, before) {
+		t.Fatalf("comm.py changed:\n%s", got)
+	}
+	if _, err := os.Stat(filepath.Join(repo, ".smpatch", "state.json")); err == nil {
+		t.Fatal("a journal was written")
+	}
+	out.Reset()
+	errb.Reset()
+	if code := run([]string{"apply", "demo", "--repo", repo, "--check-arch", "--probe-file", report, "--sm", "12.1"}, &out, &errb); code != exit.OK {
+		t.Fatalf("--sm 12.1: exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
+	}
+	if got, _ := os.ReadFile(comm); bytes.Equal(got, before) {
+		t.Fatal("--sm 12.1: comm.py not patched")
+	}
+}

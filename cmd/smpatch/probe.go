@@ -18,7 +18,25 @@ import (
 	"github.com/smpatch/smpatch/probe"
 )
 
+// smpatch probe: what this machine, its CUDA toolkit and its Python
+// environment can run, with evidence; or the SM targets of CUDA binaries.
+
+// probeOptions are smpatch probe's flags, streams and dependencies.
 type probeOptions struct {
+	IO IOStreams
+	// Probe probes this machine (probe.Run); ProbeImage the static part
+	// of an image (distributions, flashinfer, binaries).
+	Probe      func(ctx context.Context, o probe.Options) (*probe.Report, error)
+	ProbeImage func(ctx context.Context, ref string) (*probe.Report, error)
+	// Color is where coloured text for a stream goes, and how it is painted.
+	Color func(w io.Writer) (io.Writer, painter)
+	// Python is the interpreter meant; PythonNamed says the user named it
+	// (--python, $SMPATCH_PYTHON, the config file) rather than the default.
+	Python      string
+	PythonNamed bool
+	Output      string // -o FILE
+	Verbose     bool   // every module, not only the comm modules
+
 	SitePackages []string
 	JSON         bool
 	Image        string
@@ -27,41 +45,49 @@ type probeOptions struct {
 	Timeout      time.Duration
 }
 
-func newProbeCmd(f *Factory) *cobra.Command {
-	g := f.Globals
-	o := &probeOptions{}
-	c := &cobra.Command{
-		Use:   "probe",
-		Short: "Report what this machine's GPUs, CUDA toolkit and installed flashinfer can build, with evidence",
-		Long: `probe reads the GPUs (nvidia-smi, with a timeout), the CUDA toolkit, the
-Python environment's installed distributions, and what the installed
-flashinfer's JIT gates and comm headers admit per GPU major. It never imports
-torch or flashinfer. Whatever it cannot read is listed as unknown, with why.
-
---scan FILE lists the SM targets (cubins and PTX) of CUDA binaries instead.`,
-		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
-			return runProbe(c.Context(), c.OutOrStdout(), g, o)
-		},
-	}
+func (o *probeOptions) AddFlags(c *cobra.Command) {
 	fl := c.Flags()
 	fl.StringArrayVar(&o.SitePackages, "site-packages", nil, "read distributions from this directory instead of asking --python (repeatable; a flashinfer checkout root works too)")
 	fl.BoolVar(&o.JSON, "json", false, "print the report as JSON")
 	fl.StringVar(&o.Image, "image", "", "probe a container image `REF` instead of this machine (static part only)")
 	fl.StringArrayVar(&o.Scan, "scan", nil, "list the SM targets of a CUDA binary `FILE` (repeatable)")
 	fl.BoolVar(&o.Entries, "entries", false, "with --scan --json: every fatbin entry header")
-	fl.DurationVar(&o.Timeout, "timeout", probe.DefaultTimeout, "bound on each external command (nvidia-smi, nvcc, python)")
+	fl.DurationVar(&o.Timeout, "timeout", probe.DefaultTimeout, "bound on the whole probe: every command it runs (nvidia-smi, nvcc, python) and every file it reads")
+}
+
+func newProbeCmd(f *Factory) *cobra.Command {
+	g := f.Globals
+	o := &probeOptions{Probe: probe.Run, ProbeImage: probeImageStatic, Color: g.colorTarget}
+	c := &cobra.Command{
+		Use:   "probe",
+		Short: "Report what this machine's GPUs, CUDA toolkit and installed flashinfer can build, with evidence",
+		Long: `probe reads the GPUs (nvidia-smi), the CUDA toolkit, the Python
+environment's installed distributions, and what the installed flashinfer's
+JIT gates and comm headers admit per GPU major, all within --timeout. It
+never imports torch or flashinfer. Whatever it cannot read is listed as
+unknown, with why.
+
+--scan FILE lists the SM targets (cubins and PTX) of CUDA binaries instead.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			o.IO, o.Output, o.Verbose = streams(c), g.Output, g.Verbose
+			o.Python, o.PythonNamed = g.PythonPath(), g.Python != "" || g.defaultPython != ""
+			return runProbe(c.Context(), o)
+		},
+	}
+	o.AddFlags(c)
 	return c
 }
 
-func runProbe(ctx context.Context, w io.Writer, g *Globals, o *probeOptions) error {
+func runProbe(ctx context.Context, o *probeOptions) error {
+	w := o.IO.Out
 	if o.Timeout <= 0 {
 		return exit.With(exit.Usage, fmt.Errorf("probe: --timeout %s: want a positive duration, like 10s", o.Timeout))
 	}
 	if o.Entries && len(o.Scan) == 0 {
 		return exit.With(exit.Usage, errors.New("probe: --entries needs --scan"))
 	}
-	if len(o.Scan) > 0 && (g.Output != "" || o.Image != "" || len(o.SitePackages) > 0) {
+	if len(o.Scan) > 0 && (o.Output != "" || o.Image != "" || len(o.SitePackages) > 0) {
 		return exit.With(exit.Usage, errors.New("probe: --scan lists one binary's targets; it takes no -o, --image or --site-packages"))
 	}
 	if len(o.Scan) > 0 {
@@ -70,15 +96,15 @@ func runProbe(ctx context.Context, w io.Writer, g *Globals, o *probeOptions) err
 	var r *probe.Report
 	var err error
 	if o.Image != "" {
-		r, err = probeImageStatic(ctx, o.Image)
+		r, err = o.ProbeImage(ctx, o.Image)
 		if err != nil {
 			return fmt.Errorf("probe --image %s: %w", o.Image, err)
 		}
 	} else {
-		if err := checkNamedPython(g, o); err != nil {
+		if err := checkNamedPython(o); err != nil {
 			return err
 		}
-		r, err = probe.Run(ctx, probe.Options{Python: g.PythonPath(), SitePackages: o.SitePackages, Timeout: o.Timeout})
+		r, err = o.Probe(ctx, probe.Options{Python: o.Python, SitePackages: o.SitePackages, Timeout: o.Timeout})
 		if err != nil {
 			return fmt.Errorf("probe: %w", err)
 		}
@@ -92,8 +118,8 @@ func runProbe(ctx context.Context, w io.Writer, g *Globals, o *probeOptions) err
 	if o.Image != "" {
 		from = "image " + o.Image
 	}
-	cw, paint := g.colorTarget(w)
-	printReport(w, r, from, g.Verbose, cw, paint)
+	cw, paint := o.Color(w)
+	printReport(w, r, from, o.Verbose, cw, paint)
 	return nil
 }
 
@@ -126,46 +152,75 @@ func joinOrNone(ss []string) string {
 
 // printReport writes the report for people.
 func printReport(w io.Writer, r *probe.Report, from string, all bool, cw io.Writer, p painter) {
-	if h := r.Host; h != nil {
-		if why, ok := r.Unknown["host.gpus"]; ok && len(h.GPUs) == 0 {
-			// nvidia-smi hung, printed garbage or is absent: that says
-			// nothing about whether there are GPUs.
-			fmt.Fprintf(w, "GPUs: unknown (%s)\n", why)
-		} else if len(h.GPUs) == 0 {
-			fmt.Fprintf(w, "GPUs: none (%s listed none)\n", h.GPUSource)
-		} else {
-			fmt.Fprintf(w, "GPUs (%s):\n", h.GPUSource)
-			for _, g := range h.GPUs {
-				fmt.Fprintf(w, "  %s\n", gpuCSV(g, h.Driver))
-			}
-			if why, ok := r.Unknown["host.gpus.sm"]; ok {
-				fmt.Fprintf(w, "  compute capability unknown: %s\n", why)
-			}
-		}
-		if h.Driver != "" {
-			fmt.Fprintf(w, "Driver: %s\n", h.Driver)
-		}
-		if h.P2P != nil {
-			fmt.Fprintf(w, "P2P reads (nvidia-smi topo -p2p r): %s\n", p2pSummary(h.P2P))
-		} else if why, ok := r.Unknown["host.p2p"]; ok {
-			fmt.Fprintf(w, "P2P reads: unknown (%s)\n", why)
-		}
-		if tk := h.CUDAToolkit; tk != nil {
-			if tk.Version == "" {
-				fmt.Fprintf(w, "CUDA toolkit: at %s, version unknown (%s)\n", tk.Root, r.Unknown["host.cuda_toolkit.version"])
-			} else {
-				fmt.Fprintf(w, "CUDA toolkit: %s at %s (%s)\n", tk.Version, tk.Root, orDash(tk.VersionFrom))
-			}
-			if tk.NVCC != "" {
-				fmt.Fprintf(w, "  nvcc: %s\n", tk.NVCC)
-			}
-			if len(tk.Arches) > 0 {
-				fmt.Fprintf(w, "  arches: %s … %s (%d)\n", tk.Arches[0], tk.Arches[len(tk.Arches)-1], len(tk.Arches))
-			}
-		} else {
-			fmt.Fprintf(w, "CUDA toolkit: none (%s)\n", r.Unknown["host.cuda_toolkit"])
+	if r.Host != nil {
+		printHost(w, r)
+	}
+	printPython(w, r, from)
+	if r.FlashInfer != nil {
+		printFlashInfer(w, r, all)
+	}
+	if len(r.Findings) > 0 {
+		fmt.Fprintln(w, "Findings:")
+		for _, f := range r.Findings {
+			fmt.Fprintf(cw, "  %s %s: %s\n", p.okWord(f.OK), p.text(f.Requirement), p.text(f.Evidence))
 		}
 	}
+	if len(r.Unknown) > 0 {
+		fmt.Fprintln(w, "Unknown:")
+		keys := slices.Sorted(maps.Keys(r.Unknown))
+		for _, k := range keys {
+			fmt.Fprintf(w, "  %s: %s\n", k, r.Unknown[k])
+		}
+	}
+}
+
+// printHost writes the GPUs, the driver, P2P and the CUDA toolkit.
+func printHost(w io.Writer, r *probe.Report) {
+	h := r.Host
+	if why, ok := r.Unknown["host.gpus"]; ok && len(h.GPUs) == 0 {
+		// nvidia-smi hung, printed garbage or is absent: that says
+		// nothing about whether there are GPUs.
+		fmt.Fprintf(w, "GPUs: unknown (%s)\n", why)
+	} else if len(h.GPUs) == 0 {
+		fmt.Fprintf(w, "GPUs: none (%s listed none)\n", h.GPUSource)
+	} else {
+		fmt.Fprintf(w, "GPUs (%s):\n", h.GPUSource)
+		for _, g := range h.GPUs {
+			fmt.Fprintf(w, "  %s\n", gpuCSV(g, h.Driver))
+		}
+		if why, ok := r.Unknown["host.gpus.sm"]; ok {
+			fmt.Fprintf(w, "  compute capability unknown: %s\n", why)
+		}
+	}
+	if h.Driver != "" {
+		fmt.Fprintf(w, "Driver: %s\n", h.Driver)
+	}
+	if h.P2P != nil {
+		fmt.Fprintf(w, "P2P reads (nvidia-smi topo -p2p r): %s\n", p2pSummary(h.P2P))
+	} else if why, ok := r.Unknown["host.p2p"]; ok {
+		fmt.Fprintf(w, "P2P reads: unknown (%s)\n", why)
+	}
+	tk := h.CUDAToolkit
+	if tk == nil {
+		fmt.Fprintf(w, "CUDA toolkit: none (%s)\n", r.Unknown["host.cuda_toolkit"])
+		return
+	}
+	if tk.Version == "" {
+		fmt.Fprintf(w, "CUDA toolkit: at %s, version unknown (%s)\n", tk.Root, r.Unknown["host.cuda_toolkit.version"])
+	} else {
+		fmt.Fprintf(w, "CUDA toolkit: %s at %s (%s)\n", tk.Version, tk.Root, orDash(tk.VersionFrom))
+	}
+	if tk.NVCC != "" {
+		fmt.Fprintf(w, "  nvcc: %s\n", tk.NVCC)
+	}
+	if len(tk.Arches) > 0 {
+		fmt.Fprintf(w, "  arches: %s … %s (%d)\n", tk.Arches[0], tk.Arches[len(tk.Arches)-1], len(tk.Arches))
+	}
+}
+
+// printPython writes the interpreter, its site-packages and the packages
+// read there.
+func printPython(w io.Writer, r *probe.Report, from string) {
 	if py := r.Python; py != nil {
 		label := py.Executable
 		if label == "" {
@@ -205,75 +260,63 @@ func printReport(w io.Writer, r *probe.Report, from string, all bool, cw io.Writ
 			fmt.Fprintf(w, "  %-22s arches: %s\n", "", strings.Join(p.Arches, " "))
 		}
 	}
-	if fi := r.FlashInfer; fi != nil {
-		fmt.Fprintf(w, "flashinfer %s (%s layout, %s)\n", orDash(fi.Version), fi.Layout, fi.Root)
-		if fi.SM12CUDAMin != "" {
-			fmt.Fprintf(w, "  SM 12.x needs CUDA >= %s (%s)\n", fi.SM12CUDAMin, fi.SM12CUDAMinFrom)
+}
+
+// printFlashInfer writes what the flashinfer read admits: its header
+// exclusions, and the comm modules' gates and verdicts (every module's
+// with all).
+func printFlashInfer(w io.Writer, r *probe.Report, all bool) {
+	fi := r.FlashInfer
+	fmt.Fprintf(w, "flashinfer %s (%s layout, %s)\n", orDash(fi.Version), fi.Layout, fi.Root)
+	if fi.SM12CUDAMin != "" {
+		fmt.Fprintf(w, "  SM 12.x needs CUDA >= %s (%s)\n", fi.SM12CUDAMin, fi.SM12CUDAMinFrom)
+	}
+	if fi.ArchList != "" {
+		fmt.Fprintf(w, "  FLASHINFER_CUDA_ARCH_LIST=%q replaces device detection\n", fi.ArchList)
+	}
+	excl := map[string][]int{}
+	var files []string
+	for _, h := range fi.HeaderExclusions {
+		if _, ok := excl[h.File]; !ok {
+			files = append(files, h.File)
 		}
-		if fi.ArchList != "" {
-			fmt.Fprintf(w, "  FLASHINFER_CUDA_ARCH_LIST=%q replaces device detection\n", fi.ArchList)
-		}
-		excl := map[string][]int{}
-		var files []string
-		for _, h := range fi.HeaderExclusions {
-			if _, ok := excl[h.File]; !ok {
-				files = append(files, h.File)
-			}
-			excl[h.File] = append(excl[h.File], h.Line)
-		}
-		for _, f := range files {
-			fmt.Fprintf(w, "  header exclusions: %d in %s (lines %s)\n", len(excl[f]), f, lineList(excl[f]))
-		}
-		names := make([]string, 0, len(fi.Modules))
-		for n := range fi.Modules {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		majors := shownMajors(r)
-		fmt.Fprintf(w, "  comm module gates and verdicts (SM %s):\n", strings.Trim(strings.Join(strings.Fields(fmt.Sprint(majors)), ", "), "[]"))
-		counts := map[string]int{}
-		others := 0
-		for _, n := range names {
-			m := fi.Modules[n]
-			if !all && !isCommModule(n, m) {
-				others++
-				for _, mj := range majors {
-					counts[probe.ModuleVerdict(fi, n, mj).Verdict]++
-				}
-				continue
-			}
-			gate := m.Gate
-			if m.SMMajors != nil {
-				gate = fmt.Sprint(m.SMMajors)
-			}
-			fmt.Fprintf(w, "    %-22s gate %-12s %s\n", n, gate, m.Source)
+		excl[h.File] = append(excl[h.File], h.Line)
+	}
+	for _, f := range files {
+		fmt.Fprintf(w, "  header exclusions: %d in %s (lines %s)\n", len(excl[f]), f, lineList(excl[f]))
+	}
+	names := slices.Sorted(maps.Keys(fi.Modules))
+	majors := shownMajors(r)
+	fmt.Fprintf(w, "  comm module gates and verdicts (SM %s):\n", strings.Trim(strings.Join(strings.Fields(fmt.Sprint(majors)), ", "), "[]"))
+	counts := map[string]int{}
+	others := 0
+	for _, n := range names {
+		m := fi.Modules[n]
+		if !all && !isCommModule(n, m) {
+			others++
 			for _, mj := range majors {
-				v := probe.ModuleVerdict(fi, n, mj)
-				fmt.Fprintf(w, "      SM %-3d %-18s %s\n", mj, v.Verdict, strings.Join(v.Reasons, "; "))
+				counts[probe.ModuleVerdict(fi, n, mj).Verdict]++
 			}
+			continue
 		}
-		if others > 0 {
-			var parts []string
-			for _, k := range []string{probe.Supported, probe.UnsupportedGate, probe.UnsupportedHeader, probe.Unknown} {
-				if counts[k] > 0 {
-					parts = append(parts, fmt.Sprintf("%d %s", counts[k], k))
-				}
-			}
-			fmt.Fprintf(w, "  %d other modules (module × major): %s (--json or --verbose for each)\n", others, strings.Join(parts, ", "))
+		gate := m.Gate
+		if m.SMMajors != nil {
+			gate = fmt.Sprint(m.SMMajors)
+		}
+		fmt.Fprintf(w, "    %-22s gate %-12s %s\n", n, gate, m.Source)
+		for _, mj := range majors {
+			v := probe.ModuleVerdict(fi, n, mj)
+			fmt.Fprintf(w, "      SM %-3d %-18s %s\n", mj, v.Verdict, strings.Join(v.Reasons, "; "))
 		}
 	}
-	if len(r.Findings) > 0 {
-		fmt.Fprintln(w, "Findings:")
-		for _, f := range r.Findings {
-			fmt.Fprintf(cw, "  %s %s: %s\n", p.okWord(f.OK), p.text(f.Requirement), p.text(f.Evidence))
+	if others > 0 {
+		var parts []string
+		for _, k := range []string{probe.Supported, probe.UnsupportedGate, probe.UnsupportedHeader, probe.Unknown} {
+			if counts[k] > 0 {
+				parts = append(parts, fmt.Sprintf("%d %s", counts[k], k))
+			}
 		}
-	}
-	if len(r.Unknown) > 0 {
-		fmt.Fprintln(w, "Unknown:")
-		keys := slices.Sorted(maps.Keys(r.Unknown))
-		for _, k := range keys {
-			fmt.Fprintf(w, "  %s: %s\n", k, r.Unknown[k])
-		}
+		fmt.Fprintf(w, "  %d other modules (module × major): %s (--json or --verbose for each)\n", others, strings.Join(parts, ", "))
 	}
 }
 

@@ -14,11 +14,11 @@ import (
 // $SMPATCH_PYTHON, or the config file) that does not exist: the probe
 // would otherwise report an environment it never read. The default
 // python3 missing is reported by the probe as unknown instead.
-func checkNamedPython(g *Globals, o *probeOptions) error {
-	if len(o.SitePackages) > 0 || (g.Python == "" && g.defaultPython == "") {
+func checkNamedPython(o *probeOptions) error {
+	if len(o.SitePackages) > 0 || !o.PythonNamed {
 		return nil
 	}
-	py := g.PythonPath()
+	py := o.Python
 	var err error
 	if strings.ContainsRune(py, os.PathSeparator) {
 		var st os.FileInfo

@@ -59,13 +59,16 @@ func readVersionInfo() (*versionInfo, error) {
 	return vi, nil
 }
 
+// versionOptions are smpatch version's flags and dependencies; its output
+// goes to stdout or the -o file (outputOptions).
 type versionOptions struct {
+	Info func() (*versionInfo, error) // the build's facts (readVersionInfo)
 	outputOptions
 }
 
 func newVersionCmd(f *Factory) *cobra.Command {
 	g := f.Globals
-	o := &versionOptions{}
+	o := &versionOptions{Info: readVersionInfo}
 	c := &cobra.Command{
 		Use:   "version",
 		Short: "Print smpatch's version, commit, Go version and built-in catalog revision",
@@ -74,23 +77,26 @@ func newVersionCmd(f *Factory) *cobra.Command {
 			if err := o.resolve(c, g, "text", "json"); err != nil {
 				return err
 			}
-			vi, err := readVersionInfo()
-			if err != nil {
-				return err
-			}
-			return o.write(c, func(w io.Writer) error {
-				if o.Format == "json" {
-					return WriteJSON(w, vi)
-				}
-				commit := vi.Commit
-				if vi.Dirty {
-					commit += " (modified)"
-				}
-				fmt.Fprintf(w, "smpatch %s\ncommit: %s\ngo: %s %s\ncatalog: %s (%d built-in patches)\n", vi.Version, commit, vi.Go, vi.OSArch, vi.Catalog, vi.Patches)
-				return nil
-			})
+			return o.write(c, func(w io.Writer) error { return runVersion(w, o) })
 		},
 	}
 	o.AddFlags(c, "text", "json")
 	return c
+}
+
+// runVersion prints the build's facts to w (stdout, or the -o file).
+func runVersion(w io.Writer, o *versionOptions) error {
+	vi, err := o.Info()
+	if err != nil {
+		return err
+	}
+	if o.Format == "json" {
+		return WriteJSON(w, vi)
+	}
+	commit := vi.Commit
+	if vi.Dirty {
+		commit += " (modified)"
+	}
+	fmt.Fprintf(w, "smpatch %s\ncommit: %s\ngo: %s %s\ncatalog: %s (%d built-in patches)\n", vi.Version, commit, vi.Go, vi.OSArch, vi.Catalog, vi.Patches)
+	return nil
 }

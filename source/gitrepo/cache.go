@@ -462,21 +462,14 @@ func resolveLocal(repo *git.Repository, rev string, stableOnly bool) (plumbing.H
 	if stableOnly {
 		return plumbing.ZeroHash, false
 	}
-	for _, name := range []plumbing.ReferenceName{
-		plumbing.NewBranchReferenceName(rev),
-		plumbing.NewBranchReferenceName(strings.TrimPrefix(rev, "origin/")),
-		plumbing.NewRemoteReferenceName("origin", rev),
-		plumbing.ReferenceName(rev),
-	} {
-		if ref, err := repo.Reference(name, true); err == nil {
-			if h, ok := peel(repo, ref.Hash()); ok {
-				return h, true
+	// go-git resolves as git rev-parse does: a short SHA, then refs, tags,
+	// branches and remotes by name, then ~N and ^N. The cache holds the
+	// remote's branches as its own, so origin/NAME is NAME there.
+	for _, r := range []string{rev, strings.TrimPrefix(rev, "origin/")} {
+		if h, err := repo.ResolveRevision(plumbing.Revision(r)); err == nil {
+			if c, err := repo.CommitObject(*h); err == nil {
+				return c.Hash, true
 			}
-		}
-	}
-	if h, err := repo.ResolveRevision(plumbing.Revision(rev)); err == nil {
-		if c, err := repo.CommitObject(*h); err == nil {
-			return c.Hash, true
 		}
 	}
 	return plumbing.ZeroHash, false

@@ -1,7 +1,6 @@
 package gitrepo
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -14,8 +13,6 @@ import (
 	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
-	"github.com/go-git/go-git/v5/plumbing/object"
-	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/storage"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
@@ -34,9 +31,6 @@ import (
 // --reference` make, reads those objects too (go-git alone resolves an
 // absolute alternate path inside the repository's own directory and finds
 // nothing); a relative alternate is refused by name.
-//
-// It reads the store only: no go-git Repository, so callers that read a
-// checkout's history need not link go-git's transports.
 func OpenGitStorage(dir string) (storage.Storer, billy.Filesystem, error) {
 	dot, wt, err := findDotGit(dir)
 	if err != nil {
@@ -238,125 +232,63 @@ func checkRefFiles(dirs []string) error {
 }
 
 // readAlternates lists the object directories named in
-// objects/info/alternates (none when the file is absent).
+// objects/info/alternates (none when the file is absent), a file of at
+// most 64 KiB.
 func readAlternates(dot billy.Filesystem) ([]string, error) {
-	f, err := dot.Open(dot.Join("objects", "info", "alternates"))
+	name := dot.Join("objects", "info", "alternates")
+	f, err := dot.Open(name)
 	if err != nil {
 		return nil, nil
 	}
 	defer f.Close()
+	data, err := bounded.ReadAll(f, 64<<10, dot.Join(dot.Root(), name))
+	if err != nil {
+		return nil, err
+	}
 	var out []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
 		out = append(out, line)
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", dot.Join(dot.Root(), "objects/info/alternates"), err)
-	}
 	return out, nil
 }
 
-// maxTagWalk bounds the history walk of NearestTag.
+// maxTagWalk bounds the commits NearestTag reads looking for a tag, so that
+// it can say how far behind HEAD the nearest one is when that is more than
+// source.MaxTagDistance.
 const maxTagWalk = 200000
 
-// NearestTag opens the git repository holding dir and walks from HEAD to the
-// nearest commit that carries a tag parseable as a PEP 440 version, at most
-// MaxTagDistance commits back.
+// NearestTag opens the git repository holding dir and finds the nearest
+// commit from HEAD that carries a tag parseable as a PEP 440 version, at
+// most source.MaxTagDistance commits back (on a tie, the highest version).
+// It is the source.TagReader of a checkout.
 func NearestTag(ctx context.Context, dir string) (*version.Version, string, error) {
-	st, _, err := OpenGitStorage(dir)
+	repo, err := Open(dir)
 	if err != nil {
 		return nil, "", fmt.Errorf("no git repository: %v", err)
 	}
-	head, err := storer.ResolveReference(st, plumbing.HEAD)
+	head, err := repo.Head()
 	if err != nil {
 		return nil, "", fmt.Errorf("git HEAD: %v", err)
 	}
-	type tagged struct {
-		name string
-		v    *version.Version
-	}
-	tags := map[plumbing.Hash][]tagged{}
-	iter, err := st.IterReferences()
+	tags, err := readVersionTags(repo)
 	if err != nil {
 		return nil, "", fmt.Errorf("git tags: %v", err)
 	}
-	_ = iter.ForEach(func(ref *plumbing.Reference) error {
-		if !ref.Name().IsTag() {
-			return nil
-		}
-		name := ref.Name().Short()
-		v, err := source.ParseVersion(strings.TrimPrefix(name, "v"))
-		if err != nil {
-			return nil
-		}
-		h := ref.Hash()
-		if ref.Type() != plumbing.HashReference {
-			return nil
-		}
-		if tag, err := object.GetTag(st, h); err == nil {
-			c, err := tag.Commit()
-			if err != nil {
-				return nil
-			}
-			h = c.Hash
-		}
-		tags[h] = append(tags[h], tagged{name, v})
-		return nil
-	})
 	if len(tags) == 0 {
 		return nil, "", errors.New("git repository has no version tags")
 	}
-	// Breadth-first from HEAD, so the tag with the fewest commits between it
-	// and HEAD wins.
-	seen := map[plumbing.Hash]bool{head.Hash(): true}
-	type item struct {
-		h    plumbing.Hash
-		dist int
+	name, v, dist, err := walkToTag(ctx, repo, tags, head.Hash(), maxTagWalk)
+	switch {
+	case err != nil:
+		return nil, "", err
+	case v == nil:
+		return nil, "", errors.New("no tagged commit reachable from HEAD")
+	case dist > source.MaxTagDistance:
+		return nil, "", fmt.Errorf("nearest version tag %s is %d commits behind HEAD, more than %d: too far to name the code", name, dist, source.MaxTagDistance)
 	}
-	queue := []item{{head.Hash(), 0}}
-	for n := 0; len(queue) > 0 && n < maxTagWalk; n++ {
-		if n%1024 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, "", err
-			}
-		}
-		it := queue[0]
-		queue = queue[1:]
-		if ts := tags[it.h]; len(ts) > 0 {
-			best := ts[0]
-			for _, t := range ts[1:] {
-				if source.ComparePEP440(t.v, best.v) > 0 {
-					best = t
-				}
-			}
-			if it.dist > source.MaxTagDistance {
-				return nil, "", fmt.Errorf("nearest version tag %s is %d commits behind HEAD, more than %d: too far to name the code", best.name, it.dist, source.MaxTagDistance)
-			}
-			from := "git tag " + best.name
-			if it.dist > 0 {
-				from += fmt.Sprintf(" (+%d commits)", it.dist)
-			}
-			return best.v, from, nil
-		}
-		c, err := object.GetCommit(st, it.h)
-		if err != nil {
-			if errors.Is(err, plumbing.ErrObjectNotFound) {
-				continue // shallow clone boundary
-			}
-			return nil, "", fmt.Errorf("git commit %s: %v", it.h, err)
-		}
-		for _, ph := range c.ParentHashes {
-			if !seen[ph] {
-				seen[ph] = true
-				queue = append(queue, item{ph, it.dist + 1})
-			}
-		}
-	}
-	return nil, "", errors.New("no tagged commit reachable from HEAD")
+	return v, "git " + tagFrom(name, dist), nil
 }
-
-func init() { source.SetTagReader(NearestTag) }

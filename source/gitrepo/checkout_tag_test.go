@@ -19,6 +19,13 @@ import (
 	"github.com/smpatch/smpatch/source"
 )
 
+// TestMain reads a checkout's version tag as smpatch does: source's
+// TagReader is NearestTag.
+func TestMain(m *testing.M) {
+	source.SetTagReader(NearestTag)
+	os.Exit(m.Run())
+}
+
 // testSig signs the test commits and annotated tags.
 var testSig = &object.Signature{Name: "t", Email: "t@example.com", When: time.Unix(1700000000, 0)}
 

@@ -170,10 +170,12 @@ func TestReadPacksThroughAlternates(t *testing.T) {
 	if !ok {
 		t.Fatal("no communicator.py")
 	}
-	data, ok := c.packedBlob(h)
-	if !ok {
-		t.Fatal("the blob was not read from the alternate's pack")
+	o, err := shared.Storer.EncodedObject(plumbing.BlobObject, h)
+	p, ok := o.(*packedObject)
+	if err != nil || !ok {
+		t.Fatalf("the blob was not read from the alternate's pack: %T, %v", o, err)
 	}
+	data := p.data
 	blob, err := object.GetBlob(b.Repo.Storer, h)
 	if err != nil {
 		t.Fatal(err)

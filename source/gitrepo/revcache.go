@@ -76,22 +76,6 @@ func (c *RevisionCache) Close() error {
 	return nil
 }
 
-// packedBlob is the blob h read from the pack files, when ReadPacks found
-// them and one holds h.
-func (c *RevisionCache) packedBlob(h plumbing.Hash) ([]byte, bool) {
-	c.mu.Lock()
-	po := c.packs
-	c.mu.Unlock()
-	if po == nil {
-		return nil, false
-	}
-	typ, data, err := po.object(h)
-	if err != nil || typ != plumbing.BlobObject {
-		return nil, false // read through go-git, which says what is wrong
-	}
-	return data, true
-}
-
 func (c *RevisionCache) blob(h plumbing.Hash) ([]byte, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -105,13 +105,17 @@ func (t *RevisionTree) ReadFile(rel string) ([]byte, error) {
 	if !ok {
 		return readBlob(t.repo, t.tree, rel) // the error, as without a cache
 	}
-	if data, ok := t.cache.packedBlob(h); ok {
-		return data, nil
-	}
 	if data, ok := t.cache.blob(h); ok {
 		return data, nil
 	}
-	data, err := readBlobHash(t.repo, h, rel)
+	o, err := t.repo.Storer.EncodedObject(plumbing.BlobObject, h)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", rel, err)
+	}
+	if p, ok := o.(*packedObject); ok {
+		return p.data, nil // kept by the pack reader, per pack offset
+	}
+	data, err := readObject(o, rel)
 	if err == nil {
 		t.cache.putBlob(h, data)
 	}
@@ -162,16 +166,21 @@ func readBlob(repo *git.Repository, tree *object.Tree, rel string) ([]byte, erro
 }
 
 func readBlobHash(repo *git.Repository, h plumbing.Hash, rel string) ([]byte, error) {
-	b, err := repo.BlobObject(h)
+	o, err := repo.Storer.EncodedObject(plumbing.BlobObject, h)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", rel, err)
 	}
-	r, err := b.Reader()
+	return readObject(o, rel)
+}
+
+// readObject reads the contents of o, a copy of its own.
+func readObject(o plumbing.EncodedObject, rel string) ([]byte, error) {
+	r, err := o.Reader()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", rel, err)
 	}
 	defer r.Close()
-	data := make([]byte, b.Size)
+	data := make([]byte, o.Size())
 	if _, err := io.ReadFull(r, data); err != nil {
 		return nil, fmt.Errorf("%s: %w", rel, err)
 	}
@@ -333,7 +342,7 @@ func NewTagHint(name string, dist int) *TagHint {
 // that Version does not walk history for it.
 func (t *RevisionTree) SetNearestTag(h *TagHint) { t.hint = h }
 
-// tagIndexes caches, per repository, commit → version tags.
+// tagIndexes caches, per repository handle, commit → version tags.
 var tagIndexes sync.Map // *git.Repository → *tagIndex
 
 type tagIndex struct {
@@ -344,54 +353,71 @@ type tagIndex struct {
 
 // VersionTags maps the commits of repo that carry version tags to those
 // tags' names; read once per repository handle.
-func VersionTags(repo *git.Repository) (map[plumbing.Hash][]string, error) { return versionTags(repo) }
-
-func versionTags(repo *git.Repository) (map[plumbing.Hash][]string, error) {
+func VersionTags(repo *git.Repository) (map[plumbing.Hash][]string, error) {
 	v, _ := tagIndexes.LoadOrStore(repo, &tagIndex{})
 	ti := v.(*tagIndex)
-	ti.once.Do(func() {
-		ti.tags = map[plumbing.Hash][]string{}
-		refs, err := repo.Tags()
-		if err != nil {
-			ti.err = err
-			return
-		}
-		ti.err = refs.ForEach(func(r *plumbing.Reference) error {
-			name := r.Name().Short()
-			if _, err := source.ParseVersion(name); err != nil {
-				return nil
-			}
-			if h, ok := peel(repo, r.Hash()); ok {
-				ti.tags[h] = append(ti.tags[h], name)
-			}
-			return nil
-		})
-	})
+	ti.once.Do(func() { ti.tags, ti.err = readVersionTags(repo) })
 	return ti.tags, ti.err
 }
 
-// NearestVersionTag finds the version tag reachable from commit with the fewest
-// steps back in history (on a tie, the highest version), at most
-// MaxTagDistance steps back, and how many steps that is. It returns ("", nil,
-// 0, nil) when no version tag is that close.
+// readVersionTags maps the commits of repo that carry tags parseable as
+// PEP 440 versions (annotated tags peeled) to those tags' names.
+func readVersionTags(repo *git.Repository) (map[plumbing.Hash][]string, error) {
+	tags := map[plumbing.Hash][]string{}
+	refs, err := repo.Tags()
+	if err != nil {
+		return nil, err
+	}
+	err = refs.ForEach(func(r *plumbing.Reference) error {
+		name := r.Name().Short()
+		if _, err := source.ParseVersion(name); err != nil {
+			return nil
+		}
+		if h, ok := peel(repo, r.Hash()); ok {
+			tags[h] = append(tags[h], name)
+		}
+		return nil
+	})
+	return tags, err
+}
+
+// NearestVersionTag finds the version tag reachable from commit with the
+// fewest steps back in history (on a tie, the highest version), at most
+// source.MaxTagDistance steps back, and how many steps that is. It returns
+// ("", nil, 0, nil) when no version tag is that close.
 func NearestVersionTag(ctx context.Context, repo *git.Repository, commit plumbing.Hash) (string, *version.Version, int, error) {
-	tags, err := versionTags(repo)
+	tags, err := VersionTags(repo)
 	if err != nil {
 		return "", nil, 0, fmt.Errorf("tags: %w", err)
 	}
 	if len(tags) == 0 {
 		return "", nil, 0, nil
 	}
-	seen := map[plumbing.Hash]bool{commit: true}
-	level := []plumbing.Hash{commit}
-	for dist := 0; len(level) > 0 && dist <= source.MaxTagDistance; dist++ {
+	name, v, dist, err := walkToTag(ctx, repo, tags, commit, 0)
+	if err != nil || v == nil || dist > source.MaxTagDistance {
+		return "", nil, 0, err
+	}
+	return name, v, dist, nil
+}
+
+// walkToTag walks history back from start one step at a time (every
+// parent of the commits one step back is two steps back) to the nearest
+// step with a commit carrying one of tags: the highest version there, and
+// the number of steps. It reads at most maxCommits commits, or with 0
+// goes no further than source.MaxTagDistance steps; nil when no tag is
+// found within that. A commit missing from the store (a shallow clone's
+// boundary) ends its line.
+func walkToTag(ctx context.Context, repo *git.Repository, tags map[plumbing.Hash][]string, start plumbing.Hash, maxCommits int) (string, *version.Version, int, error) {
+	seen := map[plumbing.Hash]bool{start: true}
+	level := []plumbing.Hash{start}
+	for dist := 0; len(level) > 0; dist++ {
 		if err := ctx.Err(); err != nil {
 			return "", nil, 0, err
 		}
 		if name, v := bestTag(tags, level); v != nil {
 			return name, v, dist, nil
 		}
-		if dist == source.MaxTagDistance {
+		if maxCommits == 0 && dist == source.MaxTagDistance || maxCommits > 0 && len(seen) >= maxCommits {
 			break
 		}
 		var next []plumbing.Hash
@@ -401,7 +427,7 @@ func NearestVersionTag(ctx context.Context, repo *git.Repository, commit plumbin
 				if errors.Is(err, plumbing.ErrObjectNotFound) {
 					continue // shallow boundary
 				}
-				return "", nil, 0, fmt.Errorf("commit %s: %w", h, err)
+				return "", nil, 0, fmt.Errorf("git commit %s: %w", h, err)
 			}
 			for _, p := range c.ParentHashes {
 				if !seen[p] {
