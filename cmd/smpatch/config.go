@@ -60,16 +60,7 @@ func loadConfig(path string) (*config, error) {
 	if err != nil {
 		return nil, err
 	}
-	lines := strings.Split(string(data), "\n")
-	lineOf := func(k toml.Key) int {
-		for i, l := range lines {
-			l = strings.TrimSpace(l)
-			if strings.HasPrefix(l, "["+k[0]) || strings.HasPrefix(l, k[0]+" ") || strings.HasPrefix(l, k[0]+"=") || strings.HasPrefix(l, k[0]+".") {
-				return i + 1
-			}
-		}
-		return 0
-	}
+	lineOf := tomlfile.IndexLines(data).Line
 	if err := tomlfile.UnknownError(path, md, nil, lineOf); err != nil {
 		return nil, err
 	}
