@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/smpatch/smpatch/internal/exit"
+	"github.com/smpatch/smpatch/patches"
 )
 
 // exitCodeOf maps an error to the process exit code README.md documents.
@@ -20,6 +21,8 @@ func exitCodeOf(err error) int {
 		return exit.Code(err)
 	case isCobraUsageError(err):
 		return exit.Usage
+	case errors.As(err, new(*patches.Problem)):
+		return exit.Conflict // a patch does not apply (image apply, matrix build)
 	case errors.Is(err, context.Canceled):
 		return exit.Interrupted
 	}

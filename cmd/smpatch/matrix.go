@@ -17,7 +17,7 @@ func newMatrixCmd(f *Factory) *cobra.Command {
 	c.AddCommand(
 		newMatrixExpandCmd(g),
 		newMatrixRenderCmd(g),
-		newMatrixBuildCmd(g),
+		newMatrixBuildCmd(f),
 		newMatrixRunCmd(g),
 		newMatrixCompareCmd(g),
 	)

@@ -25,11 +25,12 @@ type probeOptions struct {
 	Scan         []string
 	Entries      bool
 	Timeout      time.Duration
+	image        *imageProbe // --image's --platform and --registry-timeout
 }
 
 func newProbeCmd(f *Factory) *cobra.Command {
 	g := f.Globals
-	o := &probeOptions{}
+	o := &probeOptions{image: newImageProbe(f)}
 	c := &cobra.Command{
 		Use:   "probe",
 		Short: "Report what this machine's GPUs, CUDA toolkit and installed flashinfer can build, with evidence",
@@ -38,9 +39,14 @@ Python environment's installed distributions, and what the installed
 flashinfer's JIT gates and comm headers admit per GPU major. It never imports
 torch or flashinfer. Whatever it cannot read is listed as unknown, with why.
 
---scan FILE lists the SM targets (cubins and PTX) of CUDA binaries instead.`,
+--scan FILE lists the SM targets (cubins and PTX) of CUDA binaries instead.
+
+--image REF probes an image's filesystem instead (the static part). ` + platformHelp,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			if o.image.set(c) && o.Image == "" {
+				return exit.With(exit.Usage, errors.New("probe: --platform and --registry-timeout go with --image"))
+			}
 			return runProbe(c.Context(), c.OutOrStdout(), g, o)
 		},
 	}
@@ -51,6 +57,7 @@ torch or flashinfer. Whatever it cannot read is listed as unknown, with why.
 	fl.StringArrayVar(&o.Scan, "scan", nil, "list the SM targets of a CUDA binary `FILE` (repeatable)")
 	fl.BoolVar(&o.Entries, "entries", false, "with --scan --json: every fatbin entry header")
 	fl.DurationVar(&o.Timeout, "timeout", probe.DefaultTimeout, "bound on each external command (nvidia-smi, nvcc, python)")
+	o.image.AddFlags(c)
 	return c
 }
 
@@ -70,7 +77,7 @@ func runProbe(ctx context.Context, w io.Writer, g *Globals, o *probeOptions) err
 	var r *probe.Report
 	var err error
 	if o.Image != "" {
-		r, err = probeImageStatic(ctx, o.Image)
+		r, err = o.image.static(ctx, g.stderr, o.Image)
 		if err != nil {
 			return fmt.Errorf("probe --image %s: %w", o.Image, err)
 		}
