@@ -26,6 +26,8 @@ import (
 // PyTorch base has a few hundred thousand).
 const MaxEntries = 4 << 20
 
+var maxEntries = MaxEntries // tests lower it
+
 // maxIndexCacheFile bounds a cached entry list read back.
 const maxIndexCacheFile = 1 << 30
 
@@ -75,7 +77,7 @@ func readIndexCache(dir, key string) ([]rawEntry, bool) {
 		return nil, false
 	}
 	var c indexCacheFile
-	if json.Unmarshal(b, &c) != nil || c.Version != indexCacheVersion || c.Layer != key || len(c.Entries) > MaxEntries {
+	if json.Unmarshal(b, &c) != nil || c.Version != indexCacheVersion || c.Layer != key || len(c.Entries) > maxEntries {
 		return nil, false
 	}
 	return c.Entries, true
@@ -177,8 +179,8 @@ func (f *FS) scanLayer(ctx context.Context, i int, cacheDir, key string) ([]rawE
 		if err := checkWhiteoutName(name); err != nil {
 			return false, fmt.Errorf("layer %s: %w", f.layerName(i), err)
 		}
-		if len(l.list) == MaxEntries {
-			return false, fmt.Errorf("layer %s: more than %d entries to index", f.layerName(i), MaxEntries)
+		if len(l.list) == maxEntries {
+			return false, fmt.Errorf("layer %s: more than %d entries to index", f.layerName(i), maxEntries)
 		}
 		return true, l.add(name, h, r, f.keep)
 	})
@@ -284,8 +286,8 @@ func (f *FS) merge(lists [][]rawEntry) error {
 		for p := range lo {
 			opaques[p] = true
 		}
-		if len(f.entries) > MaxEntries {
-			return fmt.Errorf("more than %d entries to index", MaxEntries)
+		if len(f.entries) > maxEntries {
+			return fmt.Errorf("more than %d entries to index", maxEntries)
 		}
 	}
 	f.resolveLinks()

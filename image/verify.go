@@ -42,7 +42,8 @@ func checkBlob(what string, b []byte, d v1.Hash, size int64) error {
 }
 
 // verifyManifest checks an image's manifest bytes against the descriptor
-// that named it, and its config blob against the manifest.
+// that named it, its bounds (checkImage), and its config blob against the
+// manifest.
 func verifyManifest(img v1.Image, desc *v1.Descriptor) error {
 	raw, err := img.RawManifest()
 	if err != nil {
@@ -52,6 +53,9 @@ func verifyManifest(img v1.Image, desc *v1.Descriptor) error {
 		if err := checkBlob("manifest", raw, desc.Digest, desc.Size); err != nil {
 			return err
 		}
+	}
+	if err := checkImage(img); err != nil {
+		return err
 	}
 	return verifyConfig(img)
 }
