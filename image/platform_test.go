@@ -217,4 +217,3 @@ func FuzzParsePlatform(f *testing.F) {
 		}
 	})
 }
-
