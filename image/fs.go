@@ -82,12 +82,12 @@ type FSOptions struct {
 // digest); the lists are then merged top-down, honouring whiteouts. ctx
 // stops the indexing and every later read of the FS (a signal).
 func NewFS(ctx context.Context, img v1.Image, opts FSOptions) (*FS, error) {
+	if err := checkImage(img); err != nil {
+		return nil, err
+	}
 	layers, err := img.Layers()
 	if err != nil {
 		return nil, fmt.Errorf("reading image layers: %w", err)
-	}
-	if len(layers) > MaxLayers {
-		return nil, fmt.Errorf("%d layers, %w (at most %d)", len(layers), ErrTooLarge, MaxLayers)
 	}
 	if !opts.diffOnly {
 		if err := verifyConfig(img); err != nil {

@@ -259,7 +259,6 @@ type checkedLayer struct {
 	c    layerCheck
 	what string
 	hr   *hashReader // the compressed stream, once opened
-	rc   io.Closer
 }
 
 func (l *checkedLayer) Compressed() (io.ReadCloser, error) {
@@ -267,7 +266,7 @@ func (l *checkedLayer) Compressed() (io.ReadCloser, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", l.what, err)
 	}
-	l.hr, l.rc = newHashReader(rc, l.c.digest, l.c.size, l.what), rc
+	l.hr = newHashReader(rc, l.c.digest, l.c.size, l.what)
 	return struct {
 		io.Reader
 		io.Closer
@@ -282,9 +281,9 @@ func (l *checkedLayer) drain() error {
 }
 
 // wrapErr names the layer in decompression errors (a gzip checksum
-// mismatch says nothing of which blob it was). A decompression error
-// reads the compressed stream to its end first: a digest mismatch there
-// is the better report.
+// mismatch says nothing of which blob it was). At the end of the
+// decompressed stream, and on a decompression error, it reads the
+// compressed stream to its end: a digest mismatch there is the report.
 type wrapErr struct {
 	r    io.Reader
 	what string
@@ -293,7 +292,14 @@ type wrapErr struct {
 
 func (w *wrapErr) Read(p []byte) (int, error) {
 	n, err := w.r.Read(p)
-	if err != nil && err != io.EOF && !errors.Is(err, ErrDigest) {
+	if err == io.EOF {
+		// Whatever follows the compressed data is part of the blob too.
+		if derr := w.rest.drain(); derr != nil {
+			return n, derr
+		}
+		return n, err
+	}
+	if err != nil && !errors.Is(err, ErrDigest) {
 		if derr := w.rest.drain(); errors.Is(derr, ErrDigest) {
 			return n, derr
 		}
