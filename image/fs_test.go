@@ -454,3 +454,37 @@ func TestFSHardLinkCycle(t *testing.T) {
 		}
 	}
 }
+
+// FuzzIndexCache feeds arbitrary bytes as a layer's cached entry list: it
+// is refused, or it is a list scanLayer could have written, which merges
+// into a consistent filesystem.
+func FuzzIndexCache(f *testing.F) {
+	key := "sha256-" + strings.Repeat("0", 64)
+	f.Add([]byte(`{"version":"3","layer":"` + key + `","entries":[{"n":"sp","t":53},{"n":"sp/x","t":48,"s":1,"m":420}]}`))
+	f.Add([]byte(`{"version":"3","layer":"` + key + `","entries":[{"n":"sp/.wh.x","t":48},{"n":"h","t":49,"l":"sp/x","sm":true}]}`))
+	f.Add([]byte(`{"version":"3","layer":"` + key + `","entries":[{"n":"../x","t":48}]}`))
+	f.Add([]byte(`{"version":"2"}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		list, ok := parseIndexCache(b, key)
+		if !ok {
+			return
+		}
+		for _, e := range list {
+			if e.Name == "" || cleanName(e.Name) != e.Name {
+				t.Fatalf("accepted entry name %q", e.Name)
+			}
+		}
+		fsys := &FS{entries: map[string]*entry{}, cache: fileCache{m: map[string][]byte{}, max: defaultCacheBytes}}
+		if err := fsys.merge([][]rawEntry{list}); err != nil {
+			return
+		}
+		for name, e := range fsys.entries {
+			if strings.HasPrefix(path.Base(name), ".wh.") {
+				t.Errorf("whiteout %s is visible", name)
+			}
+			if e.typ == tar.TypeLink && e.srcLayer != 0 {
+				t.Errorf("hard link %s resolves to layer %d", name, e.srcLayer)
+			}
+		}
+	})
+}

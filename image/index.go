@@ -76,9 +76,30 @@ func readIndexCache(dir, key string) ([]rawEntry, bool) {
 	if err != nil {
 		return nil, false
 	}
+	return parseIndexCache(b, key)
+}
+
+// parseIndexCache reads a cached entry list, refusing one that is not
+// what scanLayer writes for the layer key: a list a damaged or foreign
+// cache file holds costs a pass over the layer, never a wrong tree.
+func parseIndexCache(b []byte, key string) ([]rawEntry, bool) {
 	var c indexCacheFile
 	if json.Unmarshal(b, &c) != nil || c.Version != indexCacheVersion || c.Layer != key || len(c.Entries) > maxEntries {
 		return nil, false
+	}
+	for _, e := range c.Entries {
+		if e.Name == "" || cleanName(e.Name) != e.Name || checkWhiteoutName(e.Name) != nil || e.Size < 0 || e.Seq < 0 || e.LinkSeq < 0 || len(e.Data) > maxPrefetch {
+			return nil, false
+		}
+		switch e.Typ {
+		case tar.TypeReg, tar.TypeDir, tar.TypeSymlink:
+		case tar.TypeLink:
+			if e.Link == "" || cleanName(e.Link) != e.Link {
+				return nil, false
+			}
+		default:
+			return nil, false
+		}
 	}
 	return c.Entries, true
 }
