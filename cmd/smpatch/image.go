@@ -44,6 +44,7 @@ type registryFlags struct {
 func (r *registryFlags) AddFlags(c *cobra.Command) {
 	c.Flags().StringVar(&r.Platform, "platform", "", "the image of a multi-platform index to use, `OS/ARCH[/VARIANT]` (linux/arm64 on GH200/GB200/DGX Spark; default linux/amd64)")
 	c.Flags().DurationVar(&r.Timeout, "registry-timeout", image.DefaultTimeout, "bound on each wait on a registry: connecting, a response's headers, any pause in a transfer")
+	_ = c.RegisterFlagCompletionFunc("platform", cobra.FixedCompletions([]string{"linux/amd64", "linux/arm64"}, cobra.ShellCompDirectiveNoFileComp))
 }
 
 // remote turns the flags into registry access: the default keychain, the
