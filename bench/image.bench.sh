@@ -20,8 +20,10 @@
 #            is timed on its own: a user with the base already pulled does
 #            not pay it.
 # Ratios: smpatch / docker build, and 2 GB / 40 MB for smpatch (target:
-# within 1.5x, i.e. independent of the base's size). The load average is
-# printed before and after.
+# within 1.5x, i.e. independent of the base's size). A third row times one
+# pass of go-containerregistry's mutate.Extract over the base (no digest
+# check): what every build would cost if it flattened the base instead of
+# keeping a layer index. The load average is printed before and after.
 #
 # The docker side needs the daemon of scripts/services.sh (DOCKER_HOST or
 # SMPATCH_TEST_DOCKER_HOST, as `scripts/services.sh env` prints) and
@@ -97,6 +99,7 @@ build() { # build NAME KIND RUN: one measured matrix build
   echo "$out"
 }
 check() { if [ -e "$tmp/failed" ]; then echo "image bench: a build failed" >&2; exit 1; fi; }
+extract() { "$ib" measure "$ib" extract -layout "$tmp/$1" 2>/dev/null; } # extract NAME: one mutate.Extract pass
 
 # The dockerd this machine runs, when the daemon is local and there is
 # exactly one; its peak RSS
@@ -150,6 +153,8 @@ for name in small big; do
   build $name warm 0 >/dev/null
   res[$name.warm]=$(median3 "$(build $name warm 1)" "$(build $name warm 2)" "$(build $name warm 3)")
   check
+  # go-containerregistry's flattening of the base, one pass.
+  res[$name.extract]=$(median3 "$(extract $name)" "$(extract $name)" "$(extract $name)")
   res[$name.docker]="" res[$name.load]=""
   if [ -z "$docker_skip" ] && { [ "$name" = small ] || [ "${IMAGE_BENCH_DOCKER_BIG:-0}" = 1 ]; }; then
     echo "loading the $name base into the daemon and building with docker..." >&2
@@ -179,11 +184,12 @@ for name in small big; do
   bytes=$small why=$why_small
   if [ "$name" = big ]; then bytes=$big why=$why_big; fi
   awk -v mib=$((bytes >> 20)) -v c="${res[$name.cold]}" -v w="${res[$name.warm]}" -v d="${res[$name.docker]}" \
-      -v l="${res[$name.load]}" -v why="$why" 'BEGIN {
-    split(c, a); split(w, b)
+      -v l="${res[$name.load]}" -v ex="${res[$name.extract]}" -v why="$why" 'BEGIN {
+    split(c, a); split(w, b); split(ex, f)
     printf "%d MiB base, 8 cells, median of 3          time (s)  peak RSS (MiB)\n", mib
     printf "  %-40s %8.2f %8.1f\n", "smpatch matrix build, cold index", a[1], a[2]
     printf "  %-40s %8.2f %8.1f\n", "smpatch matrix build, warm index", b[1], b[2]
+    printf "  %-40s %8.2f %8.1f\n", "mutate.Extract of the base, one pass", f[1], f[2]
     if (d == "") {
       printf "  %-40s SKIP (%s)\n", "docker build per cell", why
       exit

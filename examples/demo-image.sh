@@ -56,5 +56,6 @@ cat <<NEXT
 Everything is under out/demo-image/ (OCI layouts: base, images, cells).
 What to try next:
   smpatch image apply sm120-fusion --base YOUR/IMAGE:TAG --out oci:out/mine   # a registry base
+  smpatch image apply sm120-fusion --base YOUR/IMAGE:TAG --out oci:out/arm --platform linux/arm64   # GH200, GB200, DGX Spark
   smpatch matrix build examples/story/matrix.toml --push REGISTRY/REPO         # one image per cell
 NEXT

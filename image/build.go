@@ -43,8 +43,9 @@ type Manifest struct {
 
 // ManifestBase names the base image.
 type ManifestBase struct {
-	Ref    string `json:"ref"`
-	Digest string `json:"digest"`
+	Ref      string `json:"ref"`
+	Digest   string `json:"digest"`
+	Platform string `json:"platform,omitempty"` // "linux/arm64"
 }
 
 // ManifestProject is a project found in the base.
@@ -83,15 +84,18 @@ type Change struct {
 
 // LayerInput is everything one patch layer is made from.
 type LayerInput struct {
-	Base     v1.Image
-	BaseRef  string
-	FS       *FS // the base's filesystem (for modes, stale .pyc, missing dirs)
-	Cell     string
-	Changes  []Change
-	Manifest Manifest // Cell, Base, Files, Whiteouts, Env and PatchSet are filled in
-	Env      map[string]string
-	Labels   map[string]string // extra labels
-	Time     time.Time
+	Base    v1.Image
+	BaseRef string
+	// BasePlatform is the base's platform ("linux/arm64"), recorded in
+	// the manifest.
+	BasePlatform string
+	FS           *FS // the base's filesystem (for modes, stale .pyc, missing dirs)
+	Cell         string
+	Changes      []Change
+	Manifest     Manifest // Cell, Base, Files, Whiteouts, Env and PatchSet are filled in
+	Env          map[string]string
+	Labels       map[string]string // extra labels
+	Time         time.Time
 	// SetCreated sets the image's created time to Time.
 	SetCreated bool
 }
@@ -155,7 +159,7 @@ func AppendPatchLayer(in LayerInput) (*Built, error) {
 	}
 	m := in.Manifest
 	m.Cell = in.Cell
-	m.Base = ManifestBase{Ref: in.BaseRef, Digest: baseDigest.String()}
+	m.Base = ManifestBase{Ref: in.BaseRef, Digest: baseDigest.String(), Platform: in.BasePlatform}
 	m.Env = in.Env
 	if m.Env == nil {
 		m.Env = map[string]string{}

@@ -4,24 +4,17 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path"
-	"path/filepath"
 	"runtime"
-	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/renameio/v2"
-
-	"github.com/smpatch/smpatch/internal/ctxio"
 )
 
 // FS is a read-only view of an image's merged filesystem, built by streaming
@@ -42,12 +35,10 @@ type FS struct {
 	entries map[string]*entry   // visible entries by cleaned path
 	dirs    map[string][]string // directory -> sorted child names
 	keep    func(name string, typ byte) bool
+	cache   fileCache
 
-	mu         sync.Mutex
-	cache      map[string][]byte
-	cacheBytes int64
-	cacheMax   int64
-	reads      []int // per layer: passes made to read files (for tests and stats)
+	mu    sync.Mutex
+	reads []int // per layer: passes made to read files (for tests and stats)
 }
 
 type entry struct {
@@ -85,79 +76,15 @@ type FSOptions struct {
 	diffOnly bool
 }
 
-// DefaultIndexCache is $XDG_CACHE_HOME/smpatch/image-index (or the
-// platform's user cache directory); "" when there is none.
-func DefaultIndexCache() string {
-	d, err := os.UserCacheDir()
-	if err != nil {
-		return ""
-	}
-	return filepath.Join(d, "smpatch", "image-index")
-}
-
-// indexCacheVersion changes whenever rawEntry or DefaultKeep changes.
-const indexCacheVersion = "3"
-
-type indexCacheFile struct {
-	Version string     `json:"version"`
-	Layer   string     `json:"layer"`
-	Entries []rawEntry `json:"entries"`
-}
-
-func readIndexCache(dir, key string) ([]rawEntry, bool) {
-	b, err := os.ReadFile(filepath.Join(dir, key+".json"))
-	if err != nil {
-		return nil, false
-	}
-	var c indexCacheFile
-	if json.Unmarshal(b, &c) != nil || c.Version != indexCacheVersion || c.Layer != key {
-		return nil, false
-	}
-	return c.Entries, true
-}
-
-// writeIndexCache stores a layer's list; a cache that cannot be written
-// only costs the next build a pass over the layer.
-func writeIndexCache(dir, key string, list []rawEntry) {
-	b, err := json.Marshal(indexCacheFile{Version: indexCacheVersion, Layer: key, Entries: list})
-	if err != nil {
-		return
-	}
-	if os.MkdirAll(dir, 0o755) != nil {
-		return
-	}
-	_ = renameio.WriteFile(filepath.Join(dir, key+".json"), b, 0o644)
-}
-
-// DefaultKeep indexes what smpatch reads in an image: everything under a
-// site-packages or dist-packages directory, and any path with a component
-// naming sglang or flashinfer (editable installs and source checkouts such
-// as /sgl-workspace/sglang), plus /etc/smpatch.
-func DefaultKeep(name string, typ byte) bool {
-	if strings.HasPrefix(name, "etc/smpatch/") {
-		return true
-	}
-	for _, c := range strings.Split(name, "/") {
-		if c == "site-packages" || c == "dist-packages" ||
-			strings.Contains(c, "sglang") || strings.Contains(c, "flashinfer") {
-			return true
-		}
-	}
-	return false
-}
-
-const (
-	defaultCacheBytes = 64 << 20
-	maxCachedFile     = 1 << 20
-	maxReadFile       = 256 << 20
-)
-
 // NewFS indexes img's layers: each layer's tar is streamed once (several
 // layers at a time) into a list of the entries smpatch needs, or that list
 // is read from the index cache (FSOptions.IndexCache, keyed by the layer's
 // digest); the lists are then merged top-down, honouring whiteouts. ctx
 // stops the indexing and every later read of the FS (a signal).
 func NewFS(ctx context.Context, img v1.Image, opts FSOptions) (*FS, error) {
+	if err := checkImage(img); err != nil {
+		return nil, err
+	}
 	layers, err := img.Layers()
 	if err != nil {
 		return nil, fmt.Errorf("reading image layers: %w", err)
@@ -184,17 +111,17 @@ func NewFS(ctx context.Context, img v1.Image, opts FSOptions) (*FS, error) {
 }
 
 // newFS indexes layers (bottom first); keys, when given, key the index
-// cache.
+// cache. Up to four layers stream at once: a cold index of a multi-GB
+// base is bound by decompression, one core per layer.
 func newFS(ctx context.Context, layers []v1.Layer, checks []layerCheck, keys []string, opts FSOptions) (*FS, error) {
 	f := &FS{
-		ctx:      ctx,
-		layers:   layers,
-		checks:   checks,
-		reads:    make([]int, len(layers)),
-		entries:  map[string]*entry{},
-		keep:     opts.Keep,
-		cache:    map[string][]byte{},
-		cacheMax: opts.CacheBytes,
+		ctx:     ctx,
+		layers:  layers,
+		checks:  checks,
+		reads:   make([]int, len(layers)),
+		entries: map[string]*entry{},
+		keep:    opts.Keep,
+		cache:   fileCache{m: map[string][]byte{}, max: opts.CacheBytes},
 	}
 	cacheDir := opts.IndexCache
 	if f.keep == nil {
@@ -205,8 +132,8 @@ func newFS(ctx context.Context, layers []v1.Layer, checks []layerCheck, keys []s
 	if len(keys) != len(layers) {
 		cacheDir = ""
 	}
-	if f.cacheMax <= 0 {
-		f.cacheMax = defaultCacheBytes
+	if f.cache.max <= 0 {
+		f.cache.max = defaultCacheBytes
 	}
 	lists := make([][]rawEntry, len(layers))
 	errs := make([]error, len(layers))
@@ -226,405 +153,22 @@ func newFS(ctx context.Context, layers []v1.Layer, checks []layerCheck, keys []s
 		}()
 	}
 	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
+	if err := firstErr(errs); err != nil {
+		return nil, err
 	}
-	whiteouts := map[string]bool{} // paths removed by an upper layer
-	opaques := map[string]bool{}   // directories made opaque by an upper layer
-	for i := len(layers) - 1; i >= 0; i-- {
-		lw, lo := f.mergeLayer(i, lists[i], whiteouts, opaques)
-		lists[i] = nil
-		for p := range lw {
-			whiteouts[p] = true
-		}
-		for p := range lo {
-			opaques[p] = true
-		}
+	if err := f.merge(lists); err != nil {
+		return nil, err
 	}
-	f.resolveLinks()
-	f.buildDirs()
 	return f, nil
 }
 
-// cleanName turns a tar entry name into an FS path ("" for the root).
-func cleanName(name string) string {
-	name = path.Clean("/" + name)
-	return strings.TrimPrefix(name, "/")
-}
-
-// rawEntry is one tar entry of a layer as the index keeps it: directories,
-// symlinks, whiteouts, and the regular files and hard links Keep selects.
-type rawEntry struct {
-	Name string `json:"n"`
-	Typ  byte   `json:"t"`
-	Mode uint32 `json:"m,omitempty"`
-	Size int64  `json:"s,omitempty"`
-	Link string `json:"l,omitempty"`
-	// Seq counts the earlier entries of the same name in the layer (a
-	// later one replaces them).
-	Seq int `json:"q,omitempty"`
-	// Same marks a hard link to an earlier regular file of its own layer,
-	// entry (Link, LinkSeq); Size and Mode are that file's.
-	Same    bool `json:"sm,omitempty"`
-	LinkSeq int  `json:"lq,omitempty"`
-	// Data holds the bytes of the small files every lookup of a Python
-	// environment reads (prefetched), so finding distributions and
-	// editable installs costs no further pass over a big layer.
-	Data []byte `json:"d,omitempty"`
-}
-
-const maxPrefetch = 64 << 10
-
-// prefetched names the small files kept while a layer is indexed:
-// distribution metadata, PEP 610 direct_url.json, .pth and .egg-link files.
-func prefetched(name string) bool {
-	dir, base := path.Split(name)
-	dir = strings.TrimSuffix(dir, "/")
-	if strings.HasSuffix(dir, ".dist-info") || strings.HasSuffix(dir, ".egg-info") {
-		return base == "METADATA" || base == "PKG-INFO" || base == "direct_url.json"
-	}
-	return strings.HasSuffix(base, ".pth") || strings.HasSuffix(base, ".egg-link")
-}
-
-// scanLayer lists layer i's entries, from the index cache when it has them.
-func (f *FS) scanLayer(ctx context.Context, i int, cacheDir, key string) ([]rawEntry, error) {
-	if key != "" {
-		if list, ok := readIndexCache(cacheDir, key); ok {
-			return list, nil
-		}
-	}
-	var list []rawEntry
-	type seen struct {
-		n    int // entries of this name so far
-		reg  bool
-		size int64
-		mode uint32
-		src  string // the regular file a hard link resolves to
-		seq  int
-	}
-	names := map[string]*seen{}
-	err := f.walkLayer(i, func(h *tar.Header, r io.Reader) (bool, error) {
-		if err := ctx.Err(); err != nil {
-			return false, err
-		}
-		name := cleanName(h.Name)
-		if name == "" {
-			return true, nil
-		}
-		if err := checkWhiteoutName(name); err != nil {
-			return false, fmt.Errorf("layer %s: %w", f.layerName(i), err)
-		}
-		re := rawEntry{Name: name, Typ: h.Typeflag, Mode: uint32(fs.FileMode(h.Mode) & fs.ModePerm), Size: h.Size}
-		base := path.Base(name)
-		switch {
-		case strings.HasPrefix(base, ".wh..wh.") && base != opaqueWhiteout:
-			return true, nil // aufs metadata (.wh..wh.plnk, ...): not part of the tree
-		case strings.HasPrefix(base, ".wh."):
-			re = rawEntry{Name: name, Typ: tar.TypeReg}
-		case h.Typeflag == tar.TypeDir:
-			re.Size = 0
-		case h.Typeflag == tar.TypeSymlink:
-			re.Link, re.Size = h.Linkname, 0
-		case h.Typeflag == tar.TypeReg || h.Typeflag == tar.TypeRegA:
-			re.Typ = tar.TypeReg
-			if !f.keep(name, tar.TypeReg) {
-				return true, nil
-			}
-			if h.Size <= maxPrefetch && prefetched(name) {
-				b, err := io.ReadAll(r)
-				if err != nil {
-					return false, fmt.Errorf("reading %s: %w", name, err)
-				}
-				re.Data = b
-			}
-		case h.Typeflag == tar.TypeLink:
-			re.Link, re.Size = cleanName(h.Linkname), 0
-			if !f.keep(name, tar.TypeLink) {
-				return true, nil
-			}
-			// A hard link names an earlier entry of the archive: when that
-			// is a regular file of this layer, the link has its bytes.
-			if t := names[re.Link]; t != nil && t.reg {
-				re.Same, re.Size, re.Mode = true, t.size, t.mode
-				re.Link, re.LinkSeq = t.src, t.seq
-			}
-		default:
-			return true, nil // devices, fifos: nothing smpatch reads
-		}
-		sn := names[name]
-		if sn == nil {
-			sn = &seen{}
-			names[name] = sn
-		}
-		re.Seq = sn.n
-		sn.n++
-		sn.reg = false
-		switch {
-		case re.Typ == tar.TypeReg && !strings.HasPrefix(base, ".wh."):
-			sn.reg, sn.size, sn.mode, sn.src, sn.seq = true, re.Size, re.Mode, name, re.Seq
-		case re.Same:
-			sn.reg, sn.size, sn.mode, sn.src, sn.seq = true, re.Size, re.Mode, re.Link, re.LinkSeq
-		}
-		list = append(list, re)
-		return true, nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	if key != "" {
-		writeIndexCache(cacheDir, key, list)
-	}
-	return list, nil
-}
-
-// mergeLayer adds layer i's entries that the layers above leave visible,
-// and returns the layer's own whiteouts and opaque directories (which apply
-// to the layers below it).
-func (f *FS) mergeLayer(i int, list []rawEntry, whiteouts, opaques map[string]bool) (map[string]bool, map[string]bool) {
-	layerWh := map[string]bool{}
-	layerOpq := map[string]bool{}
-	for _, re := range list {
-		name := re.Name
-		dir, base := path.Split(name)
-		dir = strings.TrimSuffix(dir, "/")
-		if base == opaqueWhiteout {
-			layerOpq[dir] = true
-			continue
-		}
-		if strings.HasPrefix(base, ".wh.") {
-			layerWh[path.Join(dir, strings.TrimPrefix(base, ".wh."))] = true
-			continue
-		}
-		if f.hidden(name, i, whiteouts, opaques) {
-			continue
-		}
-		if old, ok := f.entries[name]; ok && old.layer != i {
-			continue // an upper layer has it
-		}
-		e := &entry{layer: i, typ: re.Typ, mode: fs.FileMode(re.Mode), size: re.Size, link: re.Link, seq: re.Seq, srcLayer: -1}
-		if re.Same {
-			e.src, e.srcSeq, e.srcLayer = re.Link, re.LinkSeq, i
-		}
-		f.entries[name] = e
-		if re.Data != nil {
-			f.cache[name] = re.Data
-			f.cacheBytes += int64(len(re.Data))
-		} else if old, ok := f.cache[name]; ok {
-			// A later entry of the same layer replaced a prefetched one.
-			delete(f.cache, name)
-			f.cacheBytes -= int64(len(old))
-		}
-	}
-	return layerWh, layerOpq
-}
-
-const opaqueWhiteout = ".wh..wh..opq"
-
-// checkWhiteoutName refuses entry names that would make a whiteout hide
-// something other than one named entry: ".wh.", ".wh.." and ".wh..." (they
-// would whiteout the directory itself or its parent), and ".wh." names used
-// as directories.
-func checkWhiteoutName(name string) error {
-	parts := strings.Split(name, "/")
-	for k, c := range parts {
-		if !strings.HasPrefix(c, ".wh.") {
-			continue
-		}
-		if k < len(parts)-1 {
-			return fmt.Errorf("entry %q: a whiteout name used as a directory", name)
-		}
-		switch strings.TrimPrefix(c, ".wh.") {
-		case "", ".", "..":
-			return fmt.Errorf("entry %q: a whiteout that names no file", name)
+func firstErr(errs []error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
 		}
 	}
 	return nil
-}
-
-// resolveLinks gives each visible hard link the regular file whose bytes it
-// has: an earlier file of its own layer (found while indexing), else the
-// file of that name a lower layer shows through every layer from the
-// link's up. A link that resolves to nothing (its target hidden, for
-// instance by an opaque directory of the same layer) is not part of the
-// filesystem.
-func (f *FS) resolveLinks() {
-	var links []string
-	for n, e := range f.entries {
-		if e.typ == tar.TypeLink {
-			links = append(links, n)
-		}
-	}
-	sort.Slice(links, func(a, b int) bool {
-		ea, eb := f.entries[links[a]], f.entries[links[b]]
-		if ea.layer != eb.layer {
-			return ea.layer < eb.layer
-		}
-		return links[a] < links[b]
-	})
-	for _, n := range links {
-		e := f.entries[n]
-		if e.srcLayer >= 0 {
-			continue
-		}
-		t, ok := f.entries[e.link]
-		switch {
-		case ok && t.layer < e.layer && t.typ == tar.TypeReg:
-			e.src, e.srcSeq, e.srcLayer = e.link, t.seq, t.layer
-			e.size, e.mode = t.size, t.mode
-		case ok && t.layer < e.layer && t.typ == tar.TypeLink && t.srcLayer >= 0:
-			e.src, e.srcSeq, e.srcLayer = t.src, t.srcSeq, t.srcLayer
-			e.size, e.mode = t.size, t.mode
-		default:
-			delete(f.entries, n)
-			if b, ok := f.cache[n]; ok {
-				delete(f.cache, n)
-				f.cacheBytes -= int64(len(b))
-			}
-		}
-	}
-}
-
-// hidden reports whether a lower-layer entry is hidden by the layers above
-// layer i: a whiteout of it or of a parent, an opaque parent, or a parent
-// that an upper layer replaced with a non-directory.
-func (f *FS) hidden(name string, i int, whiteouts, opaques map[string]bool) bool {
-	if whiteouts[name] {
-		return true
-	}
-	for p := name; ; {
-		j := strings.LastIndexByte(p, '/')
-		if j < 0 {
-			p = ""
-		} else {
-			p = p[:j]
-		}
-		if p == "" {
-			return opaques[""]
-		}
-		if whiteouts[p] || opaques[p] {
-			return true
-		}
-		if e, ok := f.entries[p]; ok && e.layer > i && !e.isDir() {
-			return true
-		}
-	}
-}
-
-// walkLayer streams layer i's tar, calling fn for each entry until fn returns
-// false or the layer ends. The rest of the layer is then read to verify its
-// digests: an error from fn, or a mismatch, is returned.
-func (f *FS) walkLayer(i int, fn func(h *tar.Header, r io.Reader) (bool, error)) error {
-	rc, err := f.openLayer(i)
-	if err != nil {
-		return err
-	}
-	defer rc.Close()
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			if derr := rc.Drain(); derr != nil {
-				return derr
-			}
-			return fmt.Errorf("reading layer %s: %w", f.layerName(i), err)
-		}
-		more, err := fn(h, tr)
-		if err != nil {
-			if derr := rc.Drain(); derr != nil {
-				return derr
-			}
-			return err
-		}
-		if !more {
-			break
-		}
-	}
-	return rc.Drain()
-}
-
-// openLayer opens layer i's uncompressed tar stream, verified against its
-// digests when the FS has them.
-func (f *FS) openLayer(i int) (*verifiedStream, error) {
-	if err := f.ctx.Err(); err != nil {
-		return nil, err
-	}
-	l := f.layers[i]
-	var s *verifiedStream
-	if f.checks == nil {
-		rc, err := l.Uncompressed()
-		if err != nil {
-			return nil, fmt.Errorf("opening layer %s: %w", f.layerName(i), err)
-		}
-		s = &verifiedStream{Reader: rc, closers: []io.Closer{rc}}
-	} else {
-		var err error
-		if s, err = openVerified(l, f.checks[i]); err != nil {
-			return nil, err
-		}
-	}
-	s.Reader = ctxio.Reader(f.ctx, s.Reader)
-	return s, nil
-}
-
-func (f *FS) layerName(i int) string {
-	if f.checks != nil {
-		return f.checks[i].name()
-	}
-	return layerName(f.layers[i])
-}
-
-func layerName(l v1.Layer) string {
-	if d, err := l.Digest(); err == nil {
-		return d.String()
-	}
-	return "(unknown digest)"
-}
-
-func (f *FS) buildDirs() {
-	children := map[string]map[string]bool{}
-	add := func(name string) {
-		for name != "" {
-			dir, base := path.Split(name)
-			dir = strings.TrimSuffix(dir, "/")
-			if children[dir] == nil {
-				children[dir] = map[string]bool{}
-			}
-			if children[dir][base] {
-				return
-			}
-			children[dir][base] = true
-			if _, ok := f.entries[dir]; !ok && dir != "" {
-				f.entries[dir] = &entry{layer: -1, typ: tar.TypeDir, mode: 0o755}
-			}
-			name = dir
-		}
-	}
-	names := make([]string, 0, len(f.entries))
-	for n := range f.entries {
-		names = append(names, n)
-	}
-	for _, n := range names {
-		add(n)
-	}
-	f.dirs = make(map[string][]string, len(children))
-	for d, m := range children {
-		list := make([]string, 0, len(m))
-		for c := range m {
-			list = append(list, c)
-		}
-		sort.Strings(list)
-		f.dirs[d] = list
-	}
-	for n, e := range f.entries {
-		if e.isDir() && f.dirs[n] == nil {
-			f.dirs[n] = []string{}
-		}
-	}
 }
 
 // Exists reports whether name is a visible entry of the image (without
@@ -752,142 +296,6 @@ func (f *FS) ReadFile(name string) ([]byte, error) {
 	return b, nil
 }
 
-// ReadFiles reads several files, one pass per layer involved. Files that
-// do not exist are left out of the result.
-func (f *FS) ReadFiles(names []string) (map[string][]byte, error) {
-	out := map[string][]byte{}
-	for _, name := range names {
-		b, err := f.ReadFile(name)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		out[name] = b
-	}
-	return out, nil
-}
-
-func (f *FS) readEntry(name string, e *entry) ([]byte, error) {
-	f.mu.Lock()
-	if b, ok := f.cache[name]; ok {
-		f.mu.Unlock()
-		return bytes.Clone(b), nil
-	}
-	f.mu.Unlock()
-	layer, src, seq := e.layer, name, e.seq
-	switch e.typ {
-	case tar.TypeReg:
-	case tar.TypeLink:
-		if e.srcLayer < 0 {
-			return nil, fs.ErrNotExist
-		}
-		layer, src, seq = e.srcLayer, e.src, e.srcSeq
-	default:
-		return nil, fmt.Errorf("not a regular file")
-	}
-	if e.size > maxReadFile {
-		return nil, fmt.Errorf("%d bytes: too large to read whole (open it to stream it)", e.size)
-	}
-	b, ok, err := f.scanFor(layer, src, seq, name)
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return nil, fmt.Errorf("entry vanished from layer %s", f.layerName(layer))
-	}
-	return b, nil
-}
-
-// scanFor streams layer i until it finds the regular file want, and returns
-// its bytes; on the way it caches small visible files of the same package
-// (so reading a project's sources costs one pass). key is the name the
-// caller asked for, cached with the bytes.
-func (f *FS) scanFor(i int, want string, wantSeq int, key string) ([]byte, bool, error) {
-	f.mu.Lock()
-	f.reads[i]++
-	f.mu.Unlock()
-	group := packageGroup(want)
-	var found []byte
-	ok := false
-	// Entries of a name seen so far: a name given twice in a layer is its
-	// last entry (FS knows which by its seq).
-	count := map[string]int{}
-	err := f.walkLayer(i, func(h *tar.Header, r io.Reader) (bool, error) {
-		name := cleanName(h.Name)
-		if ok && (group == "" || !strings.HasPrefix(name, group)) {
-			return false, nil // found, and past its package: stop
-		}
-		seq := -1
-		if name == want || (group != "" && strings.HasPrefix(name, group)) {
-			seq = count[name]
-			count[name]++
-		}
-		if h.Typeflag != tar.TypeReg && h.Typeflag != tar.TypeRegA {
-			return true, nil
-		}
-		if name == want && seq == wantSeq {
-			if h.Size > maxReadFile {
-				return false, fmt.Errorf("%d bytes: too large to read whole", h.Size)
-			}
-			b, err := io.ReadAll(r)
-			if err != nil {
-				return false, fmt.Errorf("reading %s: %w", name, err)
-			}
-			found, ok = b, true
-			f.store(key, bytes.Clone(b))
-			return true, nil
-		}
-		if group == "" || h.Size > maxCachedFile || !strings.HasPrefix(name, group) {
-			return true, nil
-		}
-		if e, vis := f.entries[name]; !vis || e.layer != i || e.typ != tar.TypeReg || e.seq != seq {
-			return true, nil
-		}
-		f.mu.Lock()
-		_, have := f.cache[name]
-		room := f.cacheBytes+h.Size <= f.cacheMax
-		f.mu.Unlock()
-		if have || !room {
-			return true, nil
-		}
-		b, err := io.ReadAll(r)
-		if err != nil {
-			return false, fmt.Errorf("reading %s: %w", name, err)
-		}
-		f.store(name, b)
-		return true, nil
-	})
-	return found, ok, err
-}
-
-func (f *FS) store(name string, b []byte) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if _, ok := f.cache[name]; ok || int64(len(b)) > maxCachedFile || f.cacheBytes+int64(len(b)) > f.cacheMax {
-		return
-	}
-	f.cache[name] = b
-	f.cacheBytes += int64(len(b))
-}
-
-// packageGroup is the prefix of the files read together with name: the
-// top-level package directory under site-packages (or the dist-info
-// directory), or the name's own directory elsewhere.
-func packageGroup(name string) string {
-	parts := strings.Split(name, "/")
-	for k, c := range parts {
-		if (c == "site-packages" || c == "dist-packages") && k+2 < len(parts) {
-			return strings.Join(parts[:k+2], "/") + "/"
-		}
-	}
-	if j := strings.LastIndexByte(name, '/'); j >= 0 {
-		return name[:j+1]
-	}
-	return ""
-}
-
 // Open implements fs.FS.
 func (f *FS) Open(name string) (fs.File, error) {
 	n, e, err := f.lookup("open", name)
@@ -904,10 +312,7 @@ func (f *FS) Open(name string) (fs.File, error) {
 	if e.typ == tar.TypeReg && e.size > maxCachedFile {
 		// A big file (a shared library the probe scans) streams from its
 		// layer instead of being read into memory.
-		f.mu.Lock()
-		_, cached := f.cache[n]
-		f.mu.Unlock()
-		if !cached {
+		if _, cached := f.cache.get(n); !cached {
 			sf, err := f.openStream(e.layer, n, e.seq)
 			if err != nil {
 				return nil, &fs.PathError{Op: "open", Path: name, Err: err}
@@ -1022,55 +427,3 @@ func (d *dirFile) ReadDir(n int) ([]fs.DirEntry, error) {
 
 // openStream opens layer i and positions a tar reader at the regular file
 // name.
-func (f *FS) openStream(i int, name string, seq int) (*streamFile, error) {
-	f.mu.Lock()
-	f.reads[i]++
-	f.mu.Unlock()
-	rc, err := f.openLayer(i)
-	if err != nil {
-		return nil, err
-	}
-	tr := tar.NewReader(rc)
-	n := 0
-	for {
-		h, err := tr.Next()
-		if err != nil {
-			derr := rc.Drain()
-			rc.Close()
-			if derr != nil {
-				return nil, derr
-			}
-			if err == io.EOF {
-				return nil, fmt.Errorf("entry vanished from layer %s", f.layerName(i))
-			}
-			return nil, fmt.Errorf("reading layer %s: %w", f.layerName(i), err)
-		}
-		if cleanName(h.Name) != name {
-			continue
-		}
-		if n++; n-1 == seq && (h.Typeflag == tar.TypeReg || h.Typeflag == tar.TypeRegA) {
-			return &streamFile{r: tr, s: rc}, nil
-		}
-	}
-}
-
-// streamFile is a big file read straight from its layer's tar stream. Its
-// end is reported only once the rest of the layer has been read and its
-// digests verified.
-type streamFile struct {
-	r    io.Reader
-	s    *verifiedStream
-	info *fileInfo
-}
-
-func (s *streamFile) Read(p []byte) (int, error) {
-	n, err := s.r.Read(p)
-	if err == io.EOF {
-		if derr := s.s.Drain(); derr != nil {
-			return n, derr
-		}
-	}
-	return n, err
-}
-func (s *streamFile) Stat() (fs.FileInfo, error) { return s.info, nil }
-func (s *streamFile) Close() error               { return s.s.Close() }

@@ -1,17 +1,22 @@
 package image
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
 	"testing/fstest"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
@@ -213,8 +218,11 @@ func FuzzFS(f *testing.F) {
 	f.Add(tarBytes(f, []tent{{Name: "sp", Body: "file over a dir"}, {Name: "a/b/c/", Dir: true}}))
 	f.Add(tarBytes(f, []tent{{Name: "sp/n", Body: "first"}, {Name: "sp/h", Hard: "sp/n"}, {Name: "sp/n", Body: "second, longer"}}))
 	f.Add(tarBytes(f, []tent{{Name: "sp/d/.wh.z"}, {Name: "h2", Hard: "sp/d/z"}, {Name: "h3", Hard: "sp/x"}}))
+	f.Add(tarBytes(f, []tent{{Name: "sp/.wh..wh..opq"}, {Name: "sp/n", Body: "n"}, {Name: "l", Link: "sp"}}))
+	f.Add(tarBytes(f, []tent{{Name: "sp/d", Body: "a file over a directory"}, {Name: "sp/.wh.x"}, {Name: "sp/x/", Dir: true}}))
 	f.Add([]byte("not a tar"))
-	lower := static.NewLayer(tarBytes(f, []tent{{Name: "sp/x", Body: "x"}, {Name: "sp/d/z", Body: "z"}}), types.OCIUncompressedLayer)
+	lowerTar := tarBytes(f, []tent{{Name: "sp/x", Body: "x"}, {Name: "sp/d/z", Body: "z"}})
+	lower := static.NewLayer(lowerTar, types.OCIUncompressedLayer)
 	f.Fuzz(func(t *testing.T, upper []byte) {
 		layers := []v1.Layer{lower, static.NewLayer(upper, types.OCIUncompressedLayer)}
 		fsys, err := newFS(context.Background(), layers, nil, nil, FSOptions{Keep: keepAll})
@@ -222,7 +230,135 @@ func FuzzFS(f *testing.F) {
 			return
 		}
 		checkFSInvariants(t, fsys)
+		checkAgainstExtract(t, fsys, layers, [][]byte{lowerTar, upper})
 	})
+}
+
+// checkAgainstExtract compares fsys with go-containerregistry's flattening
+// of the same layers (mutate.Extract) on the inputs where both mean the
+// same: every regular file, directory and symlink Extract writes is in
+// fsys, of the same type, with the same bytes or target, and every regular
+// file and symlink of fsys is in Extract's. Left out, where FS follows what
+// a container runtime does and Extract does not: hard links (FS gives a
+// link the bytes its target had in the link's layer, also when an upper
+// layer removes the target), a name given twice in one layer (the last
+// entry counts), a whiteout and an entry of one name in one layer (the
+// whiteout hides only lower layers), devices and FIFOs (FS drops them),
+// names or symlinks Extract refuses or drops (outside the root), and a
+// directory or symlink entry with a size (Extract ends its stream there
+// as if the image ended).
+func checkAgainstExtract(t *testing.T, fsys *FS, layers []v1.Layer, tars [][]byte) {
+	t.Helper()
+	for _, b := range tars {
+		if !extractComparable(b) {
+			return
+		}
+	}
+	img, err := mutate.AppendLayers(empty.Image, layers...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := mutate.Extract(img)
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	theirs := map[string]bool{}
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return // Extract refuses the input
+		}
+		name := cleanName(h.Name)
+		if name == "" {
+			continue
+		}
+		theirs[name] = true
+		fi, err := fs.Stat(fsys, name)
+		if h.Typeflag == tar.TypeSymlink {
+			fi, err = lstat(fsys, name)
+		}
+		if err != nil {
+			t.Errorf("mutate.Extract has %s (type %c), FS: %v", name, h.Typeflag, err)
+			continue
+		}
+		switch h.Typeflag {
+		case tar.TypeDir:
+			if !fi.IsDir() {
+				t.Errorf("%s: a directory in mutate.Extract, %s in FS", name, fi.Mode())
+			}
+		case tar.TypeSymlink:
+			if fi.Mode()&fs.ModeSymlink == 0 || fsys.entries[name].link != h.Linkname {
+				t.Errorf("%s: a symlink to %s in mutate.Extract, %s in FS", name, h.Linkname, fi.Mode())
+			}
+		case tar.TypeReg:
+			want, _ := io.ReadAll(tr)
+			got, err := fsys.ReadFile(name)
+			if err != nil || !bytes.Equal(got, want) {
+				t.Errorf("%s: %q in mutate.Extract, %q, %v in FS", name, want, got, err)
+			}
+		}
+	}
+	for name, e := range fsys.entries {
+		if !e.isDir() && !theirs[name] {
+			t.Errorf("FS has %s (type %c), mutate.Extract does not", name, e.typ)
+		}
+	}
+}
+
+// lstat is Stat without following a final symlink.
+func lstat(f *FS, name string) (fs.FileInfo, error) {
+	_, e, err := f.resolve(name, false)
+	if err != nil {
+		return nil, err
+	}
+	return &fileInfo{name: path.Base(name), e: e, size: e.size}, nil
+}
+
+// extractComparable reports whether a layer's tar holds none of what FS
+// and mutate.Extract read differently (see checkAgainstExtract).
+func extractComparable(b []byte) bool {
+	tr := tar.NewReader(bytes.NewReader(b))
+	seen := map[string]bool{}
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return true
+		}
+		if err != nil {
+			return false
+		}
+		raw := strings.TrimSuffix(strings.TrimPrefix(h.Name, "./"), "/")
+		if !fs.ValidPath(raw) || raw == "." || strings.ContainsAny(h.Name, "\\:") || cleanName(h.Name) != raw {
+			return false
+		}
+		switch h.Typeflag {
+		case tar.TypeReg, tar.TypeRegA:
+		case tar.TypeDir:
+			if h.Size != 0 {
+				return false // Extract copies its "data", gets EOF and ends its stream there, silently
+			}
+		case tar.TypeSymlink:
+			if h.Size != 0 {
+				return false
+			}
+			l := h.Linkname
+			if !path.IsAbs(l) && strings.HasPrefix(path.Clean(path.Join(path.Dir(raw), l)), "..") {
+				return false
+			}
+		default:
+			return false
+		}
+		name := raw
+		if dir, base := path.Split(raw); strings.HasPrefix(base, ".wh.") && base != opaqueWhiteout {
+			name = dir + strings.TrimPrefix(base, ".wh.")
+		}
+		if seen[name] {
+			return false
+		}
+		seen[name] = true
+	}
 }
 
 func checkFSInvariants(t *testing.T, fsys *FS) {
@@ -317,4 +453,38 @@ func TestFSHardLinkCycle(t *testing.T) {
 			t.Errorf("ReadFile(%s) of a link cycle succeeded", n)
 		}
 	}
+}
+
+// FuzzIndexCache feeds arbitrary bytes as a layer's cached entry list: it
+// is refused, or it is a list scanLayer could have written, which merges
+// into a consistent filesystem.
+func FuzzIndexCache(f *testing.F) {
+	key := "sha256-" + strings.Repeat("0", 64)
+	f.Add([]byte(`{"version":"3","layer":"` + key + `","entries":[{"n":"sp","t":53},{"n":"sp/x","t":48,"s":1,"m":420}]}`))
+	f.Add([]byte(`{"version":"3","layer":"` + key + `","entries":[{"n":"sp/.wh.x","t":48},{"n":"h","t":49,"l":"sp/x","sm":true}]}`))
+	f.Add([]byte(`{"version":"3","layer":"` + key + `","entries":[{"n":"../x","t":48}]}`))
+	f.Add([]byte(`{"version":"2"}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		list, ok := parseIndexCache(b, key)
+		if !ok {
+			return
+		}
+		for _, e := range list {
+			if e.Name == "" || cleanName(e.Name) != e.Name {
+				t.Fatalf("accepted entry name %q", e.Name)
+			}
+		}
+		fsys := &FS{entries: map[string]*entry{}, cache: fileCache{m: map[string][]byte{}, max: defaultCacheBytes}}
+		if err := fsys.merge([][]rawEntry{list}); err != nil {
+			return
+		}
+		for name, e := range fsys.entries {
+			if strings.HasPrefix(path.Base(name), ".wh.") {
+				t.Errorf("whiteout %s is visible", name)
+			}
+			if e.typ == tar.TypeLink && e.srcLayer != 0 {
+				t.Errorf("hard link %s resolves to layer %d", name, e.srcLayer)
+			}
+		}
+	})
 }

@@ -11,7 +11,6 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/smpatch/smpatch/internal/exit"
 	"github.com/smpatch/smpatch/patches"
 	"github.com/smpatch/smpatch/source"
 )
@@ -23,6 +22,12 @@ type Base struct {
 	Image  v1.Image
 	Digest v1.Hash
 	FS     *FS
+	// Platform is the image's platform, picked from a multi-platform
+	// index or read from its config ("" when it names none).
+	// PlatformDefault: the reference is an index and no platform was
+	// asked for, so DefaultPlatform was picked.
+	Platform        string
+	PlatformDefault bool
 
 	mu    sync.Mutex
 	trees map[source.Project]*Tree
@@ -30,26 +35,49 @@ type Base struct {
 }
 
 // OpenBase opens and indexes a base image (one streaming pass over its
-// layers).
+// layers, or their entry lists from the index cache).
 func OpenBase(ctx context.Context, ref string, rem Remote, opts FSOptions) (*Base, error) {
+	b, err := OpenImage(ctx, ref, rem)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.Index(ctx, opts); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// OpenImage opens a base image without reading its layers: its manifest,
+// config and platform are known, FS is nil until Index.
+func OpenImage(ctx context.Context, ref string, rem Remote) (*Base, error) {
 	r, err := ParseRef(ref)
 	if err != nil {
 		return nil, err
 	}
-	img, err := Open(ctx, r, rem)
+	res, err := Resolve(ctx, r, rem)
 	if err != nil {
 		return nil, err
 	}
-	d, err := img.Digest()
+	d, err := res.Image.Digest()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", ref, err)
 	}
-	opts.diffOnly = r.Kind == "tarball"
-	f, err := NewFS(ctx, img, opts)
+	return &Base{
+		Ref: r, Image: res.Image, Digest: d, Platform: res.Platform, PlatformDefault: res.Defaulted,
+		trees: map[source.Project]*Tree{}, errs: map[source.Project]error{},
+	}, nil
+}
+
+// Index indexes the base's layers into FS; ctx stops the indexing and
+// every later read of FS.
+func (b *Base) Index(ctx context.Context, opts FSOptions) error {
+	opts.diffOnly = b.Ref.Kind == "tarball"
+	f, err := NewFS(ctx, b.Image, opts)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", ref, err)
+		return fmt.Errorf("%s: %w", b.Ref.Raw, err)
 	}
-	return &Base{Ref: r, Image: img, Digest: d, FS: f, trees: map[source.Project]*Tree{}, errs: map[source.Project]error{}}, nil
+	b.FS = f
+	return nil
 }
 
 // Tree returns project p as found in the base, or an error wrapping
@@ -116,8 +144,9 @@ type CellResult struct {
 
 // Build plans every patch of the cell on the base (each on the result of
 // those before it, exactly as apply does on a checkout) and appends the
-// patch layer. A patch that does not apply is an error with exit.Conflict;
-// a base without the patch's project is an error wrapping ErrNoProject.
+// patch layer. A patch that does not apply is a *patches.Problem (with the
+// plans made so far); a base without the patch's project is an error
+// wrapping ErrNoProject.
 func (b *Base) Build(ctx context.Context, c Cell, opts BuildOptions) (*CellResult, error) {
 	// One set per project, in the order its first patch is named.
 	byProject := map[source.Project][]*patches.Patch{}
@@ -142,7 +171,7 @@ func (b *Base) Build(ctx context.Context, c Cell, opts BuildOptions) (*CellResul
 		}
 		plans = append(plans, set.Plans...)
 		if prob := set.Problem(); prob != nil {
-			return &CellResult{Plans: plans}, exit.With(exit.Conflict, prob)
+			return &CellResult{Plans: plans}, prob
 		}
 		touched := map[string][]string{}
 		for _, pl := range set.Plans {
@@ -184,11 +213,12 @@ func (b *Base) Build(ctx context.Context, c Cell, opts BuildOptions) (*CellResul
 		return nil, err
 	}
 	built, err := AppendPatchLayer(LayerInput{
-		Base:    b.Image,
-		BaseRef: b.Ref.Recorded(),
-		FS:      b.FS,
-		Cell:    c.ID,
-		Changes: changes,
+		Base:         b.Image,
+		BaseRef:      b.Ref.Recorded(),
+		BasePlatform: b.Platform,
+		FS:           b.FS,
+		Cell:         c.ID,
+		Changes:      changes,
 		Manifest: Manifest{
 			Projects:      b.Projects(ctx),
 			Patches:       mps,

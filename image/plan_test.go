@@ -10,7 +10,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/smpatch/smpatch/image/imagetest"
-	"github.com/smpatch/smpatch/internal/exit"
 	"github.com/smpatch/smpatch/patches"
 	"github.com/smpatch/smpatch/source"
 )
@@ -153,15 +152,16 @@ func TestBuildFailures(t *testing.T) {
 	base := openTestBase(t, imagetest.Options{})
 	legacy := testPatch(t, "legacy", variantSpec{"v", ">= 0", legacyDiff})
 	_, err := base.Build(ctx, Cell{ID: "x", Patches: []*patches.Patch{legacy}}, BuildOptions{})
-	if exit.Code(err) != exit.Conflict || !strings.Contains(err.Error(), "legacy does not apply to oci:") || !strings.Contains(err.Error(), "legacy_gate.py") {
-		t.Errorf("conflict: code %d, %v", exit.Code(err), err)
+	var prob *patches.Problem
+	if !errors.As(err, &prob) || !strings.Contains(err.Error(), "legacy does not apply to oci:") || !strings.Contains(err.Error(), "legacy_gate.py") {
+		t.Errorf("conflict: %T %v", err, err)
 	}
 
 	empty := openTestBase(t, imagetest.Options{NoProject: true})
 	gate := testPatch(t, "sm120-gate", variantSpec{"c3", ">= 0.5.6", gateDiff})
 	_, err = empty.Build(ctx, Cell{ID: "x", Patches: []*patches.Patch{gate}}, BuildOptions{})
-	if !errors.Is(err, ErrNoProject) || exit.Code(err) != exit.Failure || !strings.Contains(err.Error(), "searched "+sp) {
-		t.Errorf("no project: code %d, %v", exit.Code(err), err)
+	if !errors.Is(err, ErrNoProject) || errors.As(err, &prob) || !strings.Contains(err.Error(), "searched "+sp) {
+		t.Errorf("no project: %T %v", err, err)
 	}
 	// Without patches, a base without the project still takes env.
 	res, err := empty.Build(ctx, Cell{ID: "env-only", Env: map[string]string{"NCCL_ALGO": "Ring"}}, BuildOptions{})

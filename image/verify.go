@@ -1,9 +1,6 @@
 package image
 
 import (
-	"bufio"
-	"bytes"
-	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -12,8 +9,8 @@ import (
 	"io"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"github.com/google/go-containerregistry/pkg/v1/types"
-	"github.com/klauspost/compress/zstd"
 )
 
 // Every blob smpatch reads from an image is checked against the digest and
@@ -45,7 +42,8 @@ func checkBlob(what string, b []byte, d v1.Hash, size int64) error {
 }
 
 // verifyManifest checks an image's manifest bytes against the descriptor
-// that named it, and its config blob against the manifest.
+// that named it, its bounds (checkImage), and its config blob against the
+// manifest.
 func verifyManifest(img v1.Image, desc *v1.Descriptor) error {
 	raw, err := img.RawManifest()
 	if err != nil {
@@ -55,6 +53,9 @@ func verifyManifest(img v1.Image, desc *v1.Descriptor) error {
 		if err := checkBlob("manifest", raw, desc.Digest, desc.Size); err != nil {
 			return err
 		}
+	}
+	if err := checkImage(img); err != nil {
+		return err
 	}
 	return verifyConfig(img)
 }
@@ -139,7 +140,7 @@ func layerChecks(img v1.Image, n int, diffOnly bool) ([]layerCheck, error) {
 
 // hashReader hashes and counts what passes through it and, at EOF,
 // returns an error when the bytes do not match want (and size, when >= 0).
-// It never reads more than size bytes (plus one, to notice a longer blob).
+// A stream longer than size fails as soon as it passes it.
 type hashReader struct {
 	r    io.Reader
 	h    hash.Hash
@@ -152,9 +153,6 @@ type hashReader struct {
 }
 
 func newHashReader(r io.Reader, want v1.Hash, size int64, what string) *hashReader {
-	if size >= 0 {
-		r = io.LimitReader(r, size+1)
-	}
 	return &hashReader{r: r, h: sha256.New(), want: want, size: size, what: what}
 }
 
@@ -222,8 +220,9 @@ func (s *verifiedStream) Close() error {
 
 // openVerified opens layer l's uncompressed tar stream, hashing the
 // compressed bytes against c.digest and c.size when they are known, else
-// the tar against c.diffID. Mismatches surface as read errors at the end of the
-// stream: callers Drain it before trusting what they read.
+// the tar against c.diffID. Decompression (gzip, zstd or none) is
+// go-containerregistry's. Mismatches surface as read errors at the end of
+// the stream: callers Drain it before trusting what they read.
 func openVerified(l v1.Layer, c layerCheck) (*verifiedStream, error) {
 	what := "layer " + c.name()
 	if c.digest.Hex == "" {
@@ -233,72 +232,81 @@ func openVerified(l v1.Layer, c layerCheck) (*verifiedStream, error) {
 		}
 		return &verifiedStream{Reader: newHashReader(rc, c.diffID, -1, what+" (uncompressed)"), closers: []io.Closer{rc}}, nil
 	}
-	rc, err := l.Compressed()
+	cl := &checkedLayer{Layer: l, c: c, what: what}
+	ul, err := partial.CompressedToLayer(cl)
 	if err != nil {
-		return nil, fmt.Errorf("opening %s: %w", what, err)
+		return nil, err
 	}
-	br := bufio.NewReaderSize(newHashReader(rc, c.digest, c.size, what), 1<<16)
-	magic, _ := br.Peek(4)
-	s := &verifiedStream{closers: []io.Closer{rc}}
-	var tarStream io.Reader
-	switch {
-	case bytes.HasPrefix(magic, []byte{0x1f, 0x8b}):
-		zr, err := gzip.NewReader(br)
-		if err != nil {
-			rc.Close()
-			return nil, fmt.Errorf("%s: %w", what, err)
+	rc, err := ul.Uncompressed()
+	if err != nil {
+		if cl.hr != nil {
+			if derr := cl.drain(); derr != nil {
+				err = derr
+			}
 		}
-		zr.Multistream(true)
-		s.closers = append(s.closers, zr)
-		tarStream = zr
-	case bytes.HasPrefix(magic, []byte{0x28, 0xb5, 0x2f, 0xfd}):
-		zr, err := zstd.NewReader(br)
-		if err != nil {
-			rc.Close()
-			return nil, fmt.Errorf("%s: %w", what, err)
-		}
-		s.closers = append(s.closers, closerFunc(func() error { zr.Close(); return nil }))
-		tarStream = zr
-	default:
-		tarStream = br // an uncompressed layer
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	// The compressed digest names the bytes exactly, so the tar stream
 	// needs no second hash; the compressed stream is read to its end (a
 	// gzip trailer follows the tar's end) before the digest is known.
-	s.Reader = io.MultiReader(
-		&wrapErr{r: tarStream, what: what, rest: br},
-		&wrapErr{r: br, what: what},
-	)
-	return s, nil
+	return &verifiedStream{Reader: &wrapErr{r: rc, what: what, rest: cl}, closers: []io.Closer{rc}}, nil
+}
+
+// checkedLayer is a layer whose compressed stream is hashed against the
+// digest and size the manifest gives it.
+type checkedLayer struct {
+	v1.Layer
+	c    layerCheck
+	what string
+	hr   *hashReader // the compressed stream, once opened
+}
+
+func (l *checkedLayer) Compressed() (io.ReadCloser, error) {
+	rc, err := l.Layer.Compressed()
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", l.what, err)
+	}
+	l.hr = newHashReader(rc, l.c.digest, l.c.size, l.what)
+	return struct {
+		io.Reader
+		io.Closer
+	}{l.hr, rc}, nil
+}
+
+// drain reads the rest of the compressed stream: its error is the digest
+// mismatch, if any.
+func (l *checkedLayer) drain() error {
+	_, err := io.Copy(io.Discard, l.hr)
+	return err
 }
 
 // wrapErr names the layer in decompression errors (a gzip checksum
-// mismatch says nothing of which blob it was).
-// When rest is set (the compressed stream under a decompressor), a
-// decompression error reads rest to its end first: a digest mismatch
-// there is the better report.
+// mismatch says nothing of which blob it was). At the end of the
+// decompressed stream, and on a decompression error, it reads the
+// compressed stream to its end: a digest mismatch there is the report.
 type wrapErr struct {
 	r    io.Reader
 	what string
-	rest io.Reader
+	rest *checkedLayer
 }
 
 func (w *wrapErr) Read(p []byte) (int, error) {
 	n, err := w.r.Read(p)
-	if err != nil && err != io.EOF && !errors.Is(err, ErrDigest) {
-		if w.rest != nil {
-			if _, derr := io.Copy(io.Discard, w.rest); errors.Is(derr, ErrDigest) {
-				return n, derr
-			}
+	if err == io.EOF {
+		// Whatever follows the compressed data is part of the blob too.
+		if derr := w.rest.drain(); derr != nil {
+			return n, derr
+		}
+		return n, err
+	}
+	if err != nil && !errors.Is(err, ErrDigest) {
+		if derr := w.rest.drain(); errors.Is(derr, ErrDigest) {
+			return n, derr
 		}
 		err = fmt.Errorf("%s: %w", w.what, err)
 	}
 	return n, err
 }
-
-type closerFunc func() error
-
-func (f closerFunc) Close() error { return f() }
 
 // verifyingImage hands out layers whose compressed streams are checked
 // against their digests, so a base blob copied into a destination is

@@ -5,6 +5,7 @@
 //	imagebench save -layout DIR -tag REPO:TAG -out FILE
 //	imagebench dockerfiles -refs REFS -base DIR -from REPO:TAG -ctx DIR
 //	docker inspect IMAGE | imagebench same REFS CELL
+//	imagebench extract -layout DIR
 //
 // gen writes a synthetic base image: an OCI layout with random,
 // incompressible layers (streamed to disk, never held in memory) under an
@@ -22,5 +23,8 @@
 // them, removes with RUN rm the paths that layer whites out, and sets the
 // ENV and LABELs the cell's config adds to the base's, and a list of the
 // removed paths (whiteouts). same checks that `docker inspect` of a built
-// image shows the cell's env and labels.
+// image shows the cell's env and labels. extract flattens a layout's image
+// with go-containerregistry's mutate.Extract, reading every entry: what a
+// build would cost if it flattened the base each time instead of keeping
+// an index.
 package main

@@ -1,12 +1,16 @@
 package main
 
 import (
+	"archive/tar"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"syscall"
 	"time"
+
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
 	"github.com/smpatch/smpatch/image/imagetest"
 )
@@ -20,8 +24,8 @@ func main() {
 		gen(os.Args[2:])
 	case "measure":
 		measure(os.Args[2:])
-	case "save", "dockerfiles", "same":
-		run := map[string]func([]string) error{"save": save, "dockerfiles": dockerfiles, "same": same}[os.Args[1]]
+	case "save", "dockerfiles", "same", "extract":
+		run := map[string]func([]string) error{"save": save, "dockerfiles": dockerfiles, "same": same, "extract": extract}[os.Args[1]]
 		if err := run(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "imagebench:", err)
 			os.Exit(1)
@@ -36,7 +40,8 @@ func usage() {
        imagebench measure CMD [ARGS...]
        imagebench save -layout DIR -tag REPO:TAG -out FILE
        imagebench dockerfiles -refs REFS -base DIR -from REPO:TAG -ctx DIR
-       docker inspect IMAGE | imagebench same REFS CELL`)
+       docker inspect IMAGE | imagebench same REFS CELL
+       imagebench extract -layout DIR`)
 	os.Exit(2)
 }
 
@@ -69,6 +74,38 @@ func gen(args []string) {
 		}
 	}
 	fmt.Println(d)
+}
+
+// extract flattens a layout's one image with go-containerregistry's
+// mutate.Extract, reading every entry, and prints the entries and bytes.
+func extract(args []string) error {
+	fl := flag.NewFlagSet("extract", flag.ExitOnError)
+	dir := fl.String("layout", "", "OCI layout holding one image")
+	_ = fl.Parse(args)
+	img, err := onlyImage(*dir)
+	if err != nil {
+		return err
+	}
+	rc := mutate.Extract(img)
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	var entries, bytes int64
+	for {
+		_, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		n, err := io.Copy(io.Discard, tr)
+		if err != nil {
+			return err
+		}
+		entries, bytes = entries+1, bytes+n
+	}
+	fmt.Println(entries, bytes)
+	return nil
 }
 
 func measure(args []string) {

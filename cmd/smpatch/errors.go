@@ -6,6 +6,7 @@ import (
 
 	"github.com/smpatch/smpatch/internal/exit"
 	"github.com/smpatch/smpatch/launch"
+	"github.com/smpatch/smpatch/patches"
 )
 
 // exitCodeOf maps an error to the process exit code README.md documents.
@@ -25,6 +26,8 @@ func exitCodeOf(err error) int {
 		return exit.Conflict
 	case isA[*launch.CellsFailedError](err):
 		return exit.CellsFailed
+	case isA[*patches.Problem](err):
+		return exit.Conflict // a patch does not apply (image apply, matrix build)
 	case errors.Is(err, context.Canceled):
 		return exit.Interrupted
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/smpatch/smpatch/image"
 	"github.com/smpatch/smpatch/internal/termsafe"
 	"github.com/smpatch/smpatch/launch"
 	"github.com/smpatch/smpatch/patches"
@@ -47,6 +48,13 @@ func newFactory(g *Globals) *Factory { return &Factory{Globals: g} }
 // Catalog is the built-in catalog with the --catalog directories, loaded
 // on first use.
 func (f *Factory) Catalog() (*patches.Catalog, error) { return f.LoadCatalog() }
+
+// Registry is the registry access of a command that reads or writes
+// images (image apply and show, matrix build, probe --image), made from
+// its --platform and --registry-timeout when it runs: the default
+// keychain, the platform an index resolves to, and a transport that bounds
+// every wait on the registry.
+func (f *Factory) Registry(fl registryFlags) (image.Remote, error) { return fl.remote() }
 
 // Tree is the tree a command works on (--repo, $SMPATCH_REPO, the current
 // checkout, the installed package).

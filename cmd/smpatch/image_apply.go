@@ -16,13 +16,21 @@ import (
 
 // smpatch image apply: one image with the named patches.
 
-// imageApplyOptions are the flags of smpatch image apply.
+// imageApplyOptions are smpatch image apply's flags, arguments, streams
+// and dependencies.
 type imageApplyOptions struct {
-	Base   string
-	Tag    string
-	Env    []string
-	Strict bool
-	JSON   bool
+	IO       IOStreams
+	Catalog  func() (*patches.Catalog, error)
+	Registry func(registryFlags) (image.Remote, error)
+	Info     func(io.Writer) io.Writer
+
+	registryFlags
+	Patches []string // the arguments
+	Base    string
+	Tag     string
+	Env     []string
+	Strict  bool
+	JSON    bool
 }
 
 func (o *imageApplyOptions) AddFlags(c *cobra.Command) {
@@ -32,6 +40,7 @@ func (o *imageApplyOptions) AddFlags(c *cobra.Command) {
 	c.Flags().StringArrayVar(&o.Env, "env", nil, "K=V set in the image config (repeatable; overrides the base's K)")
 	c.Flags().BoolVar(&o.Strict, "strict", false, "fuzzy matches count as failures")
 	c.Flags().BoolVar(&o.JSON, "json", false, "print the result as JSON")
+	o.registryFlags.AddFlags(c)
 }
 
 // parseEnv reads K=V flags.
@@ -49,16 +58,18 @@ func parseEnv(kvs []string) (map[string]string, error) {
 
 // imageApplyResult is smpatch image apply --json.
 type imageApplyResult struct {
-	Base       string               `json:"base"`
-	BaseDigest string               `json:"base_digest"`
-	Status     string               `json:"status"` // built, skipped
-	Ref        string               `json:"ref"`
-	Digest     string               `json:"digest"`
-	PatchSet   string               `json:"patch_set"`
-	Patches    []imagePatchResult   `json:"patches"`
-	Files      []image.ManifestFile `json:"files"`
-	Whiteouts  []string             `json:"whiteouts"`
-	Env        map[string]string    `json:"env"`
+	Base            string               `json:"base"`
+	BaseDigest      string               `json:"base_digest"`
+	Platform        string               `json:"platform"`         // the base's, "" when it names none
+	PlatformDefault bool                 `json:"platform_default"` // an index resolved without --platform
+	Status          string               `json:"status"`           // built, skipped
+	Ref             string               `json:"ref"`
+	Digest          string               `json:"digest"`
+	PatchSet        string               `json:"patch_set"`
+	Patches         []imagePatchResult   `json:"patches"`
+	Files           []image.ManifestFile `json:"files"`
+	Whiteouts       []string             `json:"whiteouts"`
+	Env             map[string]string    `json:"env"`
 }
 
 type imagePatchResult struct {
@@ -69,25 +80,26 @@ type imagePatchResult struct {
 	Version       string `json:"version"`
 }
 
-func newImageApplyCmd(g *Globals) *cobra.Command {
-	o := &imageApplyOptions{}
+func newImageApplyCmd(f *Factory) *cobra.Command {
+	o := &imageApplyOptions{Catalog: f.Catalog, Registry: f.Registry, Info: f.Info}
 	c := &cobra.Command{
 		Use:   "apply NAME... --base REF --out DEST",
 		Short: "Apply patches to a base image as one new layer, with env and labels",
 		Long: "Read the base image's layers (top-down, honouring whiteouts, without flattening),\n" +
 			"find sglang/flashinfer in its site-packages, plan each patch exactly as on a\n" +
 			"checkout, and write base + one patch layer (the patched files, whiteouts of their\n" +
-			"stale bytecode, /etc/smpatch/manifest.json) to an OCI layout or a registry.",
+			"stale bytecode, /etc/smpatch/manifest.json) to an OCI layout or a registry.\n\n" + platformHelp,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			return runImageApply(c.Context(), g, o, args, c.OutOrStdout(), c.ErrOrStderr())
+			o.IO, o.Patches = streams(c), args
+			return runImageApply(c.Context(), o)
 		},
 	}
 	o.AddFlags(c)
 	return c
 }
 
-func runImageApply(ctx context.Context, g *Globals, o *imageApplyOptions, args []string, w, errw io.Writer) error {
+func runImageApply(ctx context.Context, o *imageApplyOptions) error {
 	if o.Base == "" || o.Tag == "" {
 		return exit.With(exit.Usage, errors.New("image apply: --base and --out are required"))
 	}
@@ -95,19 +107,23 @@ func runImageApply(ctx context.Context, g *Globals, o *imageApplyOptions, args [
 	if err != nil {
 		return err
 	}
-	cat, err := g.LoadCatalog()
+	rem, err := o.Registry(o.registryFlags)
+	if err != nil {
+		return err
+	}
+	cat, err := o.Catalog()
 	if err != nil {
 		return err
 	}
 	var ps []*patches.Patch
-	for _, n := range args {
+	for _, n := range o.Patches {
 		p, err := cat.Get(n)
 		if err != nil {
 			return err
 		}
 		ps = append(ps, p)
 	}
-	dst, name, err := image.ParseDestination(o.Tag, image.Remote{})
+	dst, name, err := image.ParseDestination(o.Tag, rem)
 	if err != nil {
 		return exit.With(exit.Usage, fmt.Errorf("--out: %w", err))
 	}
@@ -117,18 +133,14 @@ func runImageApply(ctx context.Context, g *Globals, o *imageApplyOptions, args [
 		}
 		name = "latest"
 	}
-	base, err := image.OpenBase(ctx, o.Base, image.Remote{}, imageFSOptions())
+	base, err := openBase(ctx, o.Info(o.IO.ErrOut), o.Base, rem)
 	if err != nil {
 		return err
 	}
 	if l, ok := dst.(*image.Layout); ok && base.Ref.Kind == "layout" {
 		l.LinkFrom = base.Ref.Dir
 	}
-	cell := ""
-	if len(args) > 0 {
-		cell = strings.Join(args, "+")
-	}
-	res, err := base.Build(ctx, image.Cell{ID: cell, Patches: ps, Env: env}, image.BuildOptions{
+	res, err := base.Build(ctx, image.Cell{ID: strings.Join(o.Patches, "+"), Patches: ps, Env: env}, image.BuildOptions{
 		Strict: o.Strict, CatalogDigest: cat.Digest(), Tool: Version,
 	})
 	if err != nil {
@@ -136,9 +148,9 @@ func runImageApply(ctx context.Context, g *Globals, o *imageApplyOptions, args [
 	}
 	b := res.Built
 	r := imageApplyResult{
-		Base: o.Base, BaseDigest: base.Digest.String(), Digest: b.Digest.String(),
-		PatchSet: b.Manifest.PatchSet, Files: b.Manifest.Files, Whiteouts: b.Manifest.Whiteouts, Env: b.Manifest.Env,
-		Patches: []imagePatchResult{},
+		Base: o.Base, BaseDigest: base.Digest.String(), Platform: base.Platform, PlatformDefault: base.PlatformDefault,
+		Digest: b.Digest.String(), PatchSet: b.Manifest.PatchSet, Files: b.Manifest.Files, Whiteouts: b.Manifest.Whiteouts,
+		Env: b.Manifest.Env, Patches: []imagePatchResult{},
 	}
 	for _, pl := range res.Plans {
 		r.Patches = append(r.Patches, imagePatchResult{
@@ -157,7 +169,7 @@ func runImageApply(ctx context.Context, g *Globals, o *imageApplyOptions, args [
 		}
 		r.Status, r.Ref = image.StatusBuilt, ref
 	}
-	return printImageApply(w, &r, o.JSON)
+	return printImageApply(o.IO.Out, &r, o.JSON)
 }
 
 func printImageApply(w io.Writer, r *imageApplyResult, asJSON bool) error {

@@ -8,11 +8,13 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/rogpeppe/go-internal/txtar"
@@ -69,10 +71,27 @@ func imageScriptSetup(e *testscript.Env) error {
 		return err
 	}
 
+	// A multi-platform index: linux/amd64 and linux/arm64 images of the
+	// C5 shape, as an OCI layout (index.json naming the index).
+	if _, err := imagetest.WriteIndex(filepath.Join(bases, "multi"), true,
+		imagetest.Options{Shape: "c5-s5", RandomLayers: 1, RandomBytes: 16 << 10},
+		imagetest.Options{Shape: "c5-s5", RandomLayers: 1, RandomBytes: 16 << 10, Seed: 2, Platform: "linux/arm64"},
+	); err != nil {
+		return err
+	}
+
 	quiet := registry.Logger(log.New(io.Discard, "", 0))
 	open := httptest.NewServer(registry.New(quiet))
 	e.Defer(open.Close)
 	e.Setenv("REGISTRY", strings.TrimPrefix(open.URL, "http://"))
+	if err := pushIndex(filepath.Join(bases, "multi"), strings.TrimPrefix(open.URL, "http://")+"/multi/sglang:v0.5.17"); err != nil {
+		return err
+	}
+	silent, err := neverAnswers(e)
+	if err != nil {
+		return err
+	}
+	e.Setenv("SILENT", silent)
 	reg := registry.New(quiet)
 	auth := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, _, ok := r.BasicAuth(); !ok {
@@ -90,6 +109,63 @@ func imageScriptSetup(e *testscript.Env) error {
 	}
 	e.Setenv("CLOSED", l.Addr().String())
 	return l.Close()
+}
+
+// pushIndex pushes the index that the OCI layout dir's index.json names
+// to ref.
+func pushIndex(dir, ref string) error {
+	p, err := layout.FromPath(dir)
+	if err != nil {
+		return err
+	}
+	ii, err := p.ImageIndex()
+	if err != nil {
+		return err
+	}
+	im, err := ii.IndexManifest()
+	if err != nil {
+		return err
+	}
+	child, err := ii.ImageIndex(im.Manifests[0].Digest)
+	if err != nil {
+		return err
+	}
+	tag, err := name.NewTag(ref)
+	if err != nil {
+		return err
+	}
+	return remote.WriteIndex(tag, child)
+}
+
+// neverAnswers listens on a port of 127.0.0.1 and holds every connection
+// open without a byte: a registry that accepts TCP and never answers.
+func neverAnswers(e *testscript.Env) (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	var conns []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	e.Defer(func() {
+		l.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return l.Addr().String(), nil
 }
 
 // flashinferFixture reads one of the probe's installed-flashinfer fixtures

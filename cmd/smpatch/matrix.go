@@ -7,7 +7,6 @@ import (
 // smpatch matrix: the parent of expand, render, build and run.
 
 func newMatrixCmd(f *Factory) *cobra.Command {
-	g := f.Globals
 	c := &cobra.Command{
 		Use:   "matrix",
 		Short: "Expand, render, build and run a TOML matrix of environment variants",
@@ -17,7 +16,7 @@ func newMatrixCmd(f *Factory) *cobra.Command {
 	c.AddCommand(
 		newMatrixExpandCmd(f),
 		newMatrixRenderCmd(f),
-		newMatrixBuildCmd(g),
+		newMatrixBuildCmd(f),
 		newMatrixRunCmd(f),
 		newMatrixCompareCmd(f),
 	)

@@ -24,10 +24,8 @@ import (
 // probeOptions are smpatch probe's flags, streams and dependencies.
 type probeOptions struct {
 	IO IOStreams
-	// Probe probes this machine (probe.Run); ProbeImage the static part
-	// of an image (distributions, flashinfer, binaries).
-	Probe      func(ctx context.Context, o probe.Options) (*probe.Report, error)
-	ProbeImage func(ctx context.Context, ref string) (*probe.Report, error)
+	// Probe probes this machine (probe.Run).
+	Probe func(ctx context.Context, o probe.Options) (*probe.Report, error)
 	// Color is where coloured text for a stream goes, and how it is painted.
 	Color func(w io.Writer) (io.Writer, painter)
 	// Python is the interpreter meant; PythonNamed says the user named it
@@ -43,6 +41,7 @@ type probeOptions struct {
 	Scan         []string
 	Entries      bool
 	Timeout      time.Duration
+	image        *imageProbe // --image's --platform and --registry-timeout
 }
 
 func (o *probeOptions) AddFlags(c *cobra.Command) {
@@ -53,11 +52,12 @@ func (o *probeOptions) AddFlags(c *cobra.Command) {
 	fl.StringArrayVar(&o.Scan, "scan", nil, "list the SM targets of a CUDA binary `FILE` (repeatable)")
 	fl.BoolVar(&o.Entries, "entries", false, "with --scan --json: every fatbin entry header")
 	fl.DurationVar(&o.Timeout, "timeout", probe.DefaultTimeout, "bound on the whole probe: every command it runs (nvidia-smi, nvcc, python) and every file it reads")
+	o.image.AddFlags(c)
 }
 
 func newProbeCmd(f *Factory) *cobra.Command {
 	g := f.Globals
-	o := &probeOptions{Probe: probe.Run, ProbeImage: probeImageStatic, Color: g.colorTarget}
+	o := &probeOptions{Probe: probe.Run, image: newImageProbe(f), Color: g.colorTarget}
 	c := &cobra.Command{
 		Use:   "probe",
 		Short: "Report what this machine's GPUs, CUDA toolkit and installed flashinfer can build, with evidence",
@@ -67,9 +67,14 @@ JIT gates and comm headers admit per GPU major, all within --timeout. It
 never imports torch or flashinfer. Whatever it cannot read is listed as
 unknown, with why.
 
---scan FILE lists the SM targets (cubins and PTX) of CUDA binaries instead.`,
+--scan FILE lists the SM targets (cubins and PTX) of CUDA binaries instead.
+
+--image REF probes an image's filesystem instead (the static part). ` + platformHelp,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			if o.image.set(c) && o.Image == "" {
+				return exit.With(exit.Usage, errors.New("probe: --platform and --registry-timeout go with --image"))
+			}
 			o.IO, o.Output, o.Verbose = streams(c), g.Output, g.Verbose
 			o.Python, o.PythonNamed = g.PythonPath(), g.Python != "" || g.defaultPython != ""
 			return runProbe(c.Context(), o)
@@ -96,7 +101,7 @@ func runProbe(ctx context.Context, o *probeOptions) error {
 	var r *probe.Report
 	var err error
 	if o.Image != "" {
-		r, err = o.ProbeImage(ctx, o.Image)
+		r, err = o.image.static(ctx, o.IO.ErrOut, o.Image)
 		if err != nil {
 			return fmt.Errorf("probe --image %s: %w", o.Image, err)
 		}

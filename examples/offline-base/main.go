@@ -22,6 +22,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"time"
@@ -39,18 +40,20 @@ const sitePackages = "usr/local/lib/python3.12/dist-packages"
 func main() {
 	sample := flag.String("sample", "examples/sample/sglang", "the sample sglang checkout to install")
 	out := flag.String("o", "", "the OCI layout directory to write (created; must not exist or be empty)")
+	plat := flag.String("platform", "linux/"+runtime.GOARCH, "the platform the image's config names, OS/ARCH")
 	flag.Parse()
-	if *out == "" || flag.NArg() != 0 {
-		fmt.Fprintln(os.Stderr, "usage: offline-base [-sample DIR] -o DIR")
+	p, err := v1.ParsePlatform(*plat)
+	if *out == "" || flag.NArg() != 0 || err != nil || p.OS == "" || p.Architecture == "" {
+		fmt.Fprintln(os.Stderr, "usage: offline-base [-sample DIR] [-platform OS/ARCH] -o DIR")
 		os.Exit(2)
 	}
-	if err := run(*sample, *out); err != nil {
+	if err := run(*sample, *out, p); err != nil {
 		fmt.Fprintln(os.Stderr, "offline-base:", err)
 		os.Exit(1)
 	}
 }
 
-func run(sample, out string) error {
+func run(sample, out string, plat *v1.Platform) error {
 	version, err := sampleVersion(sample)
 	if err != nil {
 		return err
@@ -89,7 +92,7 @@ func run(sample, out string) error {
 		return err
 	}
 	cfg = cfg.DeepCopy()
-	cfg.Architecture, cfg.OS = "amd64", "linux"
+	cfg.Architecture, cfg.OS, cfg.Variant = plat.Architecture, plat.OS, plat.Variant
 	cfg.Created = epoch
 	cfg.Config.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
 	cfg.Config.Labels = map[string]string{"org.opencontainers.image.title": "smpatch offline sglang base " + version}

@@ -135,14 +135,85 @@ type Options struct {
 	Extra map[string]string
 	// Docker writes Docker schema 2 media types instead of OCI ones.
 	Docker bool
+	// Platform is the image's OS/ARCH[/VARIANT]; "" means linux/amd64.
+	Platform string
 }
 
 // Write writes a base image as an OCI layout in dir (created) and returns
 // its manifest digest. Layers are written streaming, gzip-compressed.
 func Write(dir string, o Options) (v1.Hash, error) {
+	d, err := writeImage(dir, o)
+	if err != nil {
+		return v1.Hash{}, err
+	}
+	d.Annotations = map[string]string{"org.opencontainers.image.ref.name": "base"}
+	return d.Digest, writeIndexJSON(dir, []v1.Descriptor{d})
+}
+
+// WriteIndex writes one image per options (each with its Platform) and a
+// multi-platform index of them into the OCI layout dir, and returns the
+// index's digest. nested: index.json names the index (ref.name "base", as
+// skopeo copy --all writes it); else index.json is the index itself (as
+// crane pull --format oci writes it).
+func WriteIndex(dir string, nested bool, images ...Options) (v1.Hash, error) {
+	var descs []v1.Descriptor
+	for _, o := range images {
+		d, err := writeImage(dir, o)
+		if err != nil {
+			return v1.Hash{}, err
+		}
+		p, err := platform(o.Platform)
+		if err != nil {
+			return v1.Hash{}, err
+		}
+		d.Platform = &p
+		descs = append(descs, d)
+	}
+	if !nested {
+		return v1.Hash{}, writeIndexJSON(dir, descs)
+	}
+	ib, err := json.Marshal(v1.IndexManifest{SchemaVersion: 2, MediaType: types.OCIImageIndex, Manifests: descs})
+	if err != nil {
+		return v1.Hash{}, err
+	}
+	id, err := writeBlob(filepath.Join(dir, "blobs", "sha256"), ib)
+	if err != nil {
+		return v1.Hash{}, err
+	}
+	return id, writeIndexJSON(dir, []v1.Descriptor{{
+		MediaType: types.OCIImageIndex, Size: int64(len(ib)), Digest: id,
+		Annotations: map[string]string{"org.opencontainers.image.ref.name": "base"},
+	}})
+}
+
+func platform(s string) (v1.Platform, error) {
+	if s == "" {
+		return v1.Platform{OS: "linux", Architecture: "amd64"}, nil
+	}
+	p, err := v1.ParsePlatform(s)
+	if err != nil {
+		return v1.Platform{}, err
+	}
+	return *p, nil
+}
+
+func writeIndexJSON(dir string, descs []v1.Descriptor) error {
+	ib, err := json.Marshal(v1.IndexManifest{SchemaVersion: 2, MediaType: types.OCIImageIndex, Manifests: descs})
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "index.json"), ib, 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "oci-layout"), []byte(`{"imageLayoutVersion":"1.0.0"}`), 0o644)
+}
+
+// writeImage writes one image's blobs into dir and returns its manifest's
+// descriptor.
+func writeImage(dir string, o Options) (v1.Descriptor, error) {
 	blobs := filepath.Join(dir, "blobs", "sha256")
 	if err := os.MkdirAll(blobs, 0o755); err != nil {
-		return v1.Hash{}, err
+		return v1.Descriptor{}, err
 	}
 	layerMT, cfgMT, manMT := types.OCILayer, types.OCIConfigJSON, types.OCIManifestSchema1
 	if o.Docker {
@@ -176,14 +247,14 @@ func Write(dir string, o Options) (v1.Hash, error) {
 			return err
 		}, gzip.NoCompression, fmt.Sprintf("random layer %d", i))
 		if err != nil {
-			return v1.Hash{}, err
+			return v1.Descriptor{}, err
 		}
 	}
 	files := o.Files
 	if o.Shape != "" && !o.NoProject {
 		var err error
 		if files, err = ShapeFiles(o.Shape); err != nil {
-			return v1.Hash{}, err
+			return v1.Descriptor{}, err
 		}
 	}
 	if files == nil && !o.NoProject {
@@ -221,7 +292,7 @@ func Write(dir string, o Options) (v1.Hash, error) {
 		return writeFile(tw, SitePackages+"/sglang_hidden_by_upper.py", "removed in the next layer\n")
 	}, gzip.DefaultCompression, "pip install sglang")
 	if err != nil {
-		return v1.Hash{}, err
+		return v1.Descriptor{}, err
 	}
 	err = addLayer(func(tw *tar.Writer) error {
 		if err := writeFile(tw, SitePackages+"/.wh.sglang_hidden_by_upper.py", ""); err != nil {
@@ -230,12 +301,17 @@ func Write(dir string, o Options) (v1.Hash, error) {
 		return writeFile(tw, "etc/motd", "synthetic base\n")
 	}, gzip.DefaultCompression, "cleanup")
 	if err != nil {
-		return v1.Hash{}, err
+		return v1.Descriptor{}, err
 	}
 
+	plat, err := platform(o.Platform)
+	if err != nil {
+		return v1.Descriptor{}, err
+	}
 	cfg := v1.ConfigFile{
-		Architecture: "amd64",
-		OS:           "linux",
+		Architecture: plat.Architecture,
+		OS:           plat.OS,
+		Variant:      plat.Variant,
 		Created:      v1.Time{Time: time.Unix(0, 0).UTC()},
 		Config: v1.Config{
 			Env:        []string{"PATH=/usr/local/bin:/usr/bin:/bin", "NCCL_DEBUG=WARN", "PYTHONUNBUFFERED=1"},
@@ -248,11 +324,11 @@ func Write(dir string, o Options) (v1.Hash, error) {
 	}
 	cb, err := json.Marshal(cfg)
 	if err != nil {
-		return v1.Hash{}, err
+		return v1.Descriptor{}, err
 	}
 	cd, err := writeBlob(blobs, cb)
 	if err != nil {
-		return v1.Hash{}, err
+		return v1.Descriptor{}, err
 	}
 	man := v1.Manifest{
 		SchemaVersion: 2,
@@ -262,33 +338,13 @@ func Write(dir string, o Options) (v1.Hash, error) {
 	}
 	mb, err := json.Marshal(man)
 	if err != nil {
-		return v1.Hash{}, err
+		return v1.Descriptor{}, err
 	}
 	md, err := writeBlob(blobs, mb)
 	if err != nil {
-		return v1.Hash{}, err
+		return v1.Descriptor{}, err
 	}
-	idx := v1.IndexManifest{
-		SchemaVersion: 2,
-		MediaType:     types.OCIImageIndex,
-		Manifests: []v1.Descriptor{{
-			MediaType:   manMT,
-			Size:        int64(len(mb)),
-			Digest:      md,
-			Annotations: map[string]string{"org.opencontainers.image.ref.name": "base"},
-		}},
-	}
-	ib, err := json.Marshal(idx)
-	if err != nil {
-		return v1.Hash{}, err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "index.json"), ib, 0o644); err != nil {
-		return v1.Hash{}, err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "oci-layout"), []byte(`{"imageLayoutVersion":"1.0.0"}`), 0o644); err != nil {
-		return v1.Hash{}, err
-	}
-	return md, nil
+	return v1.Descriptor{MediaType: manMT, Size: int64(len(mb)), Digest: md}, nil
 }
 
 type randReader struct{ r *rand.Rand }
