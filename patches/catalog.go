@@ -23,6 +23,7 @@ import (
 	"github.com/smpatch/smpatch/internal/textdist"
 	"github.com/smpatch/smpatch/internal/tomlfile"
 	"github.com/smpatch/smpatch/patches/internal/catalogfile"
+	"github.com/smpatch/smpatch/patches/udiff"
 	"github.com/smpatch/smpatch/source"
 )
 
@@ -602,7 +603,7 @@ func (l *loader) variants(p *Patch, vs []catalogfile.Variant) error {
 			fds, ok := l.pre.parsedDiff(c, data)
 			if !ok {
 				l.parsedAll = false
-				if fds, err = ParseDiff(src, data); err != nil {
+				if fds, err = udiff.Parse(src, data); err != nil {
 					return err
 				}
 			}

@@ -1,6 +1,8 @@
 package patches
 
 import (
+	"github.com/smpatch/smpatch/patches/udiff"
+
 	"io/fs"
 	"reflect"
 	"slices"
@@ -201,7 +203,7 @@ func TestBuiltinDiffsCurrent(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				fds, err := ParseDiff(builtinDisplay+"/"+d, data)
+				fds, err := udiff.Parse(builtinDisplay+"/"+d, data)
 				if err != nil {
 					t.Fatal(err)
 				}

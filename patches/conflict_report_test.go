@@ -1,6 +1,8 @@
 package patches
 
 import (
+	"github.com/smpatch/smpatch/patches/udiff"
+
 	"strings"
 	"testing"
 )
@@ -30,8 +32,8 @@ func TestDisplayLine(t *testing.T) {
 func TestConflictReportEscapes(t *testing.T) {
 	p := &Plan{Patch: &Patch{Name: "demo"}, Files: []*FilePlan{{
 		Path: "python/sglang/blob.py",
-		Hunks: []HunkResult{{Status: Conflict, Reason: "no region similar enough",
-			Nearest: &Region{Start: 3, End: 4, Text: "\tx = 1\x1b]0;title\a\n\xff\xfe\x00bin\r\n"}}},
+		Result: udiff.Result{Hunks: []HunkResult{{Status: Conflict, Reason: "no region similar enough",
+			Nearest: &Region{Start: 3, End: 4, Text: "\tx = 1\x1b]0;title\a\n\xff\xfe\x00bin\r\n"}}}},
 	}}}
 	got := ConflictReport(p)
 	for _, c := range got {

@@ -449,26 +449,6 @@ func TestConcurrentApply(t *testing.T) {
 	}
 }
 
-func TestUnifiedDiffRoundTrip(t *testing.T) {
-	for _, tt := range []struct{ a, b string }{
-		{"a\nb\nc\n", "a\nB\nc\n"},
-		{"a\nb", "a\nb\n"},
-		{"", "x\n"},
-		{"1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n", "1\n2x\n3\n4\n5\n6\n7\n8\n9\n10\n11x\n12\n"},
-		{"l1\r\nl2\r\n", "l1\r\nl2 changed\r\n"},
-	} {
-		d := fileDiff("python/sglang/x.py", []byte(tt.a), []byte(tt.b))
-		fds, err := ParseDiff("t", d)
-		if err != nil {
-			t.Fatalf("%q -> %q: %v\n%s", tt.a, tt.b, err, d)
-		}
-		fp, err := MatchFile([]byte(tt.a), fds[0], PlanOptions{})
-		if err != nil || string(fp.New) != tt.b {
-			t.Fatalf("%q -> %q: got %q (%v)\n%s", tt.a, tt.b, fp.New, err, d)
-		}
-	}
-}
-
 // Two patches on the same file in one call: the second is planned again on
 // the first one's result; revert with no names takes both out, newest first.
 func TestApplyTwoPatchesOneFile(t *testing.T) {

@@ -11,82 +11,18 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/smpatch/smpatch/patches/udiff"
 	"github.com/smpatch/smpatch/source"
 )
 
-// HunkStatus is how one hunk resolved against a tree.
-type HunkStatus int
-
-const (
-	Exact          HunkStatus = iota // at the stated line
-	Offset                           // exact, at the nearest other position
-	Fuzzy                            // located by similarity; removed lines match byte for byte
-	AlreadyApplied                   // the hunk's result is already where its source would be
-	Conflict                         // none of the above
-)
-
-func (s HunkStatus) String() string {
-	switch s {
-	case Exact:
-		return "exact"
-	case Offset:
-		return "offset"
-	case Fuzzy:
-		return "fuzzy"
-	case AlreadyApplied:
-		return "already-applied"
-	case Conflict:
-		return "conflict"
-	}
-	return "unknown"
-}
-
-// MarshalText writes the status as its name in JSON.
-func (s HunkStatus) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
-
-// UnmarshalText reads a status name.
-func (s *HunkStatus) UnmarshalText(b []byte) error {
-	for st := Exact; st <= Conflict; st++ {
-		if st.String() == string(b) {
-			*s = st
-			return nil
-		}
-	}
-	return fmt.Errorf("unknown hunk status %q", b)
-}
-
-// Region is a span of lines in a file, 1-based and inclusive.
-type Region struct {
-	Start int    `json:"start"`
-	End   int    `json:"end"`
-	Text  string `json:"text"`
-}
-
-// HunkResult is the resolution of one hunk.
-type HunkResult struct {
-	Path   string     `json:"path"`   // the file's target path (after anchor resolution)
-	Index  int        `json:"index"`  // index of the hunk in its FileDiff
-	Status HunkStatus `json:"status"` // exact, offset, fuzzy, already-applied, conflict
-	Line   int        `json:"line"`   // 1-based line in the old file where the hunk lands (or was found)
-	Offset int        `json:"offset"` // Line minus the line the hunk states
-	Score  float64    `json:"score"`  // similarity for Fuzzy, 0..1
-	Reason string     `json:"reason"` // for Conflict: why; for Fuzzy and AlreadyApplied: detail
-	// Nearest is the closest candidate region for a conflict.
-	Nearest *Region `json:"nearest"`
-}
-
-// FilePlan is what a Plan does to one file.
+// FilePlan is what a Plan does to one file: how its diff landed on the
+// file's bytes, at the path it was found.
 type FilePlan struct {
-	Path   string // repository-relative target path (after anchor resolution)
-	Diff   *FileDiff
-	Old    []byte // nil when the file is created
-	New    []byte // nil when the file is deleted, or when a hunk conflicts
-	Create bool
-	Delete bool
-	Hunks  []HunkResult
+	Path string // repository-relative target path (after anchor resolution)
 	// Note says how the target was found when it is not the diff's path
 	// (found by anchor in a search directory).
 	Note string
+	udiff.Result
 }
 
 // Outcome classifies a whole Plan.
@@ -626,13 +562,23 @@ func cleanDir(dir string) string {
 	return c
 }
 
-func hasConflict(fp *FilePlan) bool {
-	for _, h := range fp.Hunks {
-		if h.Status == Conflict {
-			return true
-		}
+func hasConflict(fp *FilePlan) bool { return fp.Conflicts() }
+
+// matchFile is how fd lands on the bytes of its target (data; exists says
+// whether the file is there), as a plan of one file at the diff's path;
+// without explain, a hunk that conflicts is not explained further.
+func matchFile(data []byte, exists bool, fd *FileDiff, explain bool) *FilePlan {
+	old := data
+	if !exists {
+		old = nil
+	} else if old == nil {
+		old = []byte{}
 	}
-	return false
+	r := udiff.MatchBrief
+	if explain {
+		r = udiff.Match
+	}
+	return &FilePlan{Path: fd.Path(), Result: *r(old, fd)}
 }
 
 // maxAnchorFiles bounds how many files an anchor search reads.
@@ -696,7 +642,7 @@ func findByAnchor(ctx context.Context, t source.Tree, fd *FileDiff, dirs []strin
 				}
 				return "", nil, "", err
 			}
-			res, _, _, _ := matchHunk(splitText(data), fd.Hunks[0], 0, 0, false)
+			res := udiff.MatchHunk(data, fd.Hunks[0])
 			score := 1.0
 			if res.Status == Fuzzy {
 				score = res.Score
@@ -848,7 +794,7 @@ func (p *Plan) UnifiedDiff() []byte {
 		if c.keeps {
 			nw = c.new
 		}
-		b.Write(unifiedFileDiff(c.path, old, nw, c.existed, c.keeps))
+		b.Write(udiff.Unified(c.path, old, nw, c.existed, c.keeps))
 	}
 	return b.Bytes()
 }

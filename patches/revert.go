@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/smpatch/smpatch/internal/exit"
+	"github.com/smpatch/smpatch/patches/udiff"
 	"github.com/smpatch/smpatch/source"
 )
 
@@ -192,7 +193,7 @@ func Revert(ctx context.Context, t source.WritableTree, cat *Catalog, names []st
 				if perr != nil && f.Patched != "" {
 					patched = nil
 				}
-				rf.Diff = string(fileDiff(f.Path, patched, c))
+				rf.Diff = string(udiff.Between(f.Path, patched, c))
 				if !opts.Force {
 					rf.State = "changed"
 					st.out.Status = "refused"
@@ -438,11 +439,8 @@ func reverseApply(rel string, orig, patched, cur []byte) ([]byte, error) {
 	if cur == nil {
 		return nil, fmt.Errorf("%s: the file is gone", rel)
 	}
-	fd := &FileDiff{OldPath: rel, NewPath: rel, Hunks: hunksOf(patched, orig, contextLines), Source: path.Join(source.StateDirName, "patched", rel)}
-	fp, err := MatchFile(cur, fd, PlanOptions{})
-	if err != nil {
-		return nil, err
-	}
+	fd := &FileDiff{OldPath: rel, NewPath: rel, Hunks: udiff.Hunks(patched, orig, udiff.Context), Source: path.Join(source.StateDirName, "patched", rel)}
+	fp := udiff.Match(cur, fd)
 	for _, h := range fp.Hunks {
 		if h.Status == Conflict {
 			r := h.Reason

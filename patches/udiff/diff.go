@@ -1,4 +1,4 @@
-package patches
+package udiff
 
 import (
 	"bytes"
@@ -55,11 +55,11 @@ func (fd *FileDiff) IsCreate() bool { return fd.OldPath == "" }
 // IsDelete reports whether the diff deletes its file.
 func (fd *FileDiff) IsDelete() bool { return fd.NewPath == "" }
 
-// ParseDiff parses an ordinary unified diff (git diff output, or diff -u)
+// Parse parses an ordinary unified diff (git diff output, or diff -u)
 // into its files. src names the input in errors ("src:line: ..."). Text
 // before the first file (a commit message) is ignored. Hunk line counts must
 // agree with the bodies; absolute paths, ".." and renames are rejected.
-func ParseDiff(src string, data []byte) ([]*FileDiff, error) {
+func Parse(src string, data []byte) ([]*FileDiff, error) {
 	p := &diffParser{src: src, lines: splitKeep(data)}
 	return p.parse()
 }

@@ -1,4 +1,4 @@
-package patches
+package udiff
 
 import (
 	"bytes"
@@ -6,13 +6,13 @@ import (
 	"github.com/sergi/go-diff/diffmatchpatch"
 )
 
-// The one line differ and the one unified-diff writer of the package: a
-// diff smpatch makes (apply --dry-run, show, a revert that meets a changed
-// file) is hunks from hunksOf, written by FileDiff.Format, the writer that
+// The one line differ and the one unified-diff writer of smpatch: a diff
+// smpatch makes (apply --dry-run, show, a revert that meets a changed
+// file) is hunks from Hunks, written by FileDiff.Format, the writer that
 // also writes parsed diffs back out.
 
-// contextLines is the context a generated diff carries around each change.
-const contextLines = 3
+// Context is the context a generated diff carries around each change.
+const Context = 3
 
 // diffLine is one line of a line diff: op is ' ', '-' or '+'; text keeps
 // its line ending.
@@ -94,9 +94,9 @@ func lineDiffWhole(a, b []byte) []diffLine {
 	return out
 }
 
-// hunksOf turns the line diff of a and b into hunks with ctx lines of
-// context, in the shape ParseDiff produces (lines without their endings).
-func hunksOf(a, b []byte, ctx int) []*Hunk {
+// Hunks turns the line diff of a and b into hunks with ctx lines of
+// context, in the shape Parse produces (lines without their endings).
+func Hunks(a, b []byte, ctx int) []*Hunk {
 	dl := lineDiff(a, b)
 	type pos struct{ o, n int }
 	ps := make([]pos, len(dl))
@@ -163,9 +163,10 @@ func hunksOf(a, b []byte, ctx int) []*Hunk {
 	return hunks
 }
 
-// unifiedFileDiff is the git-style diff of one file from old to nw.
-// existed and keeps say whether the file exists before and after.
-func unifiedFileDiff(path string, old, nw []byte, existed, keeps bool) []byte {
+// Unified is the git-style diff of one file from old to nw, with Context
+// lines of context. existed and keeps say whether the file exists before
+// and after.
+func Unified(path string, old, nw []byte, existed, keeps bool) []byte {
 	fd := &FileDiff{OldPath: path, NewPath: path}
 	if !existed {
 		fd.OldPath = ""
@@ -173,15 +174,15 @@ func unifiedFileDiff(path string, old, nw []byte, existed, keeps bool) []byte {
 	if !keeps {
 		fd.NewPath = ""
 	}
-	fd.Hunks = hunksOf(old, nw, contextLines)
+	fd.Hunks = Hunks(old, nw, Context)
 	return fd.Format()
 }
 
-// fileDiff is unifiedFileDiff where nil means absent; nil when a and b
-// are the same.
-func fileDiff(path string, a, b []byte) []byte {
+// Between is Unified where nil means absent; nil when a and b are the
+// same.
+func Between(path string, a, b []byte) []byte {
 	if (a == nil) == (b == nil) && bytes.Equal(a, b) {
 		return nil
 	}
-	return unifiedFileDiff(path, a, b, a != nil, b != nil)
+	return Unified(path, a, b, a != nil, b != nil)
 }

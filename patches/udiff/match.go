@@ -1,8 +1,7 @@
-package patches
+package udiff
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"strings"
 	"unsafe"
@@ -55,7 +54,7 @@ func splitText(data []byte) *text {
 	t := &text{finalNL: true, size: len(data)}
 	// Every line is a substring of the file's bytes, taken as they are:
 	// the bytes of a file read or planned are never written to afterwards
-	// (plans keep them as FilePlan.Old and New), so no copy is made.
+	// (results keep them as Result.Old and New), so no copy is made.
 	rest := unsafe.String(unsafe.SliceData(data), len(data))
 	t.lines = make([]string, 0, bytes.Count(data, []byte{'\n'})+1)
 	crlf, lf := 0, 0
@@ -129,21 +128,31 @@ type edit struct {
 	hunk       *Hunk
 }
 
-// MatchFile resolves every hunk of fd against a file's bytes. old is nil
-// when the file does not exist (only a diff that creates the file, or
-// deletes it, makes sense then). The result's New bytes are set only when no
-// hunk conflicts. The error is only for a nil diff.
-func MatchFile(old []byte, fd *FileDiff, opts PlanOptions) (*FilePlan, error) {
-	if fd == nil {
-		return nil, errors.New("match: nil diff")
-	}
-	return matchFile(old, old != nil, fd, true), nil
+// Match resolves every hunk of fd against a file's bytes. old is nil when
+// the file does not exist (only a diff that creates the file, or deletes
+// it, makes sense then). The result's New bytes are set only when no hunk
+// conflicts. A hunk that conflicts is explained: why, and the nearest
+// region found.
+func Match(old []byte, fd *FileDiff) *Result { return match(old, fd, true) }
+
+// MatchBrief is Match for the outcome only: a hunk that conflicts is not
+// explained further (its reason may be shorter and no nearest region is
+// sought when nothing similar is found); every status is the same.
+func MatchBrief(old []byte, fd *FileDiff) *Result { return match(old, fd, false) }
+
+// MatchHunk resolves the hunk h alone against the file data, as
+// MatchBrief would (an anchor search asks whether and how well the first
+// hunk of a diff lands in each candidate file).
+func MatchHunk(data []byte, h *Hunk) HunkResult {
+	res, _, _, _ := matchHunk(splitText(data), h, 0, 0, false)
+	return res
 }
 
-// matchFile resolves fd's hunks against old; without explain, a hunk that
+// match resolves fd's hunks against old; without explain, a hunk that
 // conflicts is not explained further (see matchHunk).
-func matchFile(old []byte, exists bool, fd *FileDiff, explain bool) *FilePlan {
-	fp := &FilePlan{Path: fd.Path(), Diff: fd, Old: old, Create: fd.IsCreate(), Delete: fd.IsDelete()}
+func match(old []byte, fd *FileDiff, explain bool) *Result {
+	exists := old != nil
+	fp := &Result{Diff: fd, Old: old, Create: fd.IsCreate(), Delete: fd.IsDelete()}
 	switch {
 	case fd.IsCreate():
 		matchCreate(fp, exists)
@@ -211,7 +220,7 @@ func sameText(a, b []byte) bool {
 	return bytes.Equal(bytes.ReplaceAll(a, []byte("\r\n"), []byte("\n")), bytes.ReplaceAll(b, []byte("\r\n"), []byte("\n")))
 }
 
-func matchCreate(fp *FilePlan, exists bool) {
+func matchCreate(fp *Result, exists bool) {
 	content := newContent(fp.Diff)
 	res := HunkResult{Index: 0, Line: 0}
 	switch {
@@ -231,7 +240,7 @@ func matchCreate(fp *FilePlan, exists bool) {
 	fp.Hunks = append(fp.Hunks, res)
 }
 
-func matchDelete(fp *FilePlan, exists bool) {
+func matchDelete(fp *Result, exists bool) {
 	res := HunkResult{Index: 0, Line: 1}
 	if !exists {
 		res.Status = AlreadyApplied

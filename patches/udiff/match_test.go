@@ -1,4 +1,4 @@
-package patches
+package udiff
 
 import (
 	"bytes"
@@ -22,10 +22,7 @@ func TestMatchFuzzy(t *testing.T) {
          and batch_size <= FUSE_MAX_BS
 `
 	old := "import x\n\n    # comment one\n    # comment two (edited upstream)\n    return (\n        (_is_sm90_supported or _is_sm100_supported)\n        and _is_flashinfer_available\n        and batch_size > 0\n        and batch_size <= FUSE_MAX_BS\n)\n"
-	fp, err := MatchFile([]byte(old), mustDiff(t, diff)[0], PlanOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	fp := Match([]byte(old), mustDiff(t, diff)[0])
 	h := fp.Hunks[0]
 	if h.Status != Fuzzy || h.Score < FuzzyMinScore || h.Score >= 1 || h.Line != 3 {
 		t.Fatalf("got %+v", h)
@@ -37,7 +34,7 @@ func TestMatchFuzzy(t *testing.T) {
 
 	// The removed line itself changed: conflict, not a guess.
 	old2 := strings.Replace(old, "(_is_sm90_supported or _is_sm100_supported)", "(_is_sm90_supported or _is_sm100_supported or _is_blackwell)", 1)
-	fp, _ = MatchFile([]byte(old2), mustDiff(t, diff)[0], PlanOptions{})
+	fp = Match([]byte(old2), mustDiff(t, diff)[0])
 	if h := fp.Hunks[0]; h.Status != Conflict || !strings.Contains(h.Reason, "removed line") || h.Nearest == nil || h.Nearest.Start != 3 {
 		t.Errorf("got %+v", h)
 	}
@@ -47,22 +44,22 @@ func TestMatchFuzzyGuards(t *testing.T) {
 	// Outer context may differ, and extra lines far from the change stay.
 	diff := "--- a/f\n+++ b/f\n@@ -1,7 +1,8 @@\n A\n B\n C\n+X\n D\n E\n F\n G\n"
 	fd := mustDiff(t, diff)[0]
-	fp, _ := MatchFile([]byte("A2\nB\nQ\nC\nD\nE\nF\nG\n"), fd, PlanOptions{})
+	fp := Match([]byte("A2\nB\nQ\nC\nD\nE\nF\nG\n"), fd)
 	if fp.Hunks[0].Status != Fuzzy || string(fp.New) != "A2\nB\nQ\nC\nX\nD\nE\nF\nG\n" {
 		t.Errorf("outer context: %+v %q", fp.Hunks[0], fp.New)
 	}
 	// A context line right next to the change differs: conflict.
-	fp, _ = MatchFile([]byte("A\nB\nC2\nD\nE\nF\nG\n"), fd, PlanOptions{})
+	fp = Match([]byte("A\nB\nC2\nD\nE\nF\nG\n"), fd)
 	if h := fp.Hunks[0]; h.Status != Conflict || !strings.Contains(h.Reason, "next to the change") {
 		t.Errorf("adjacent context: %+v", h)
 	}
 	// A line squeezed in where the change goes: conflict, not a guess.
-	fp, _ = MatchFile([]byte("A\nB\nC\nQ\nD\nE\nF\nG\n"), fd, PlanOptions{})
+	fp = Match([]byte("A\nB\nC\nQ\nD\nE\nF\nG\n"), fd)
 	if h := fp.Hunks[0]; h.Status != Conflict || !strings.Contains(h.Reason, "contiguous") {
 		t.Errorf("squeezed: %+v", h)
 	}
 	// Too little in common: conflict with the best region.
-	fp, _ = MatchFile([]byte("A\nz1\nC\nD\nz2\nz3\nz4\n"), fd, PlanOptions{})
+	fp = Match([]byte("A\nz1\nC\nD\nz2\nz3\nz4\n"), fd)
 	if h := fp.Hunks[0]; h.Status != Conflict || h.Nearest == nil {
 		t.Errorf("dissimilar: %+v", h)
 	}
@@ -78,36 +75,36 @@ func TestMatchLineEndings(t *testing.T) {
 		{"non-utf8", "a\nb\nc\n\xff\xfe\x00\n", "a\nB\nB2\nc\n\xff\xfe\x00\n"},
 	}
 	for _, tt := range tests {
-		fp, _ := MatchFile([]byte(tt.old), mustDiff(t, diff)[0], PlanOptions{})
+		fp := Match([]byte(tt.old), mustDiff(t, diff)[0])
 		if fp.Hunks[0].Status != Exact || string(fp.New) != tt.want {
 			t.Errorf("%s: %s %q, want %q", tt.name, fp.Hunks[0].Status, fp.New, tt.want)
 		}
 	}
 	// A CRLF diff applies to an LF file with LF endings, and vice versa.
 	crlfDiff := strings.ReplaceAll(diff, "\n", "\r\n")
-	fp, _ := MatchFile([]byte("a\nb\nc\n"), mustDiff(t, crlfDiff)[0], PlanOptions{})
+	fp := Match([]byte("a\nb\nc\n"), mustDiff(t, crlfDiff)[0])
 	if string(fp.New) != "a\nB\nB2\nc\n" {
 		t.Errorf("crlf diff on lf file: %q", fp.New)
 	}
 	// Appending after a last line without newline keeps it missing.
 	app := "--- a/f\n+++ b/f\n@@ -2,1 +2,2 @@\n c\n+d\n"
-	fp, _ = MatchFile([]byte("b\nc"), mustDiff(t, app)[0], PlanOptions{})
+	fp = Match([]byte("b\nc"), mustDiff(t, app)[0])
 	if string(fp.New) != "b\nc\nd" {
 		t.Errorf("append: %q", fp.New)
 	}
-	fp, _ = MatchFile([]byte("b\r\nc"), mustDiff(t, app)[0], PlanOptions{})
+	fp = Match([]byte("b\r\nc"), mustDiff(t, app)[0])
 	if string(fp.New) != "b\r\nc\r\nd" {
 		t.Errorf("append crlf: %q", fp.New)
 	}
 	// A diff that says the new side has no final newline removes it; one
 	// that says the old side had none adds it.
 	drop := "--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n b\n-c\n+c\n\\ No newline at end of file\n"
-	fp, _ = MatchFile([]byte("b\nc\n"), mustDiff(t, drop)[0], PlanOptions{})
+	fp = Match([]byte("b\nc\n"), mustDiff(t, drop)[0])
 	if string(fp.New) != "b\nc" {
 		t.Errorf("drop newline: %q", fp.New)
 	}
 	add := "--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n b\n-c\n\\ No newline at end of file\n+c\n"
-	fp, _ = MatchFile([]byte("b\nc"), mustDiff(t, add)[0], PlanOptions{})
+	fp = Match([]byte("b\nc"), mustDiff(t, add)[0])
 	if string(fp.New) != "b\nc\n" {
 		t.Errorf("add newline: %q", fp.New)
 	}
@@ -115,28 +112,28 @@ func TestMatchLineEndings(t *testing.T) {
 
 func TestMatchCreateDelete(t *testing.T) {
 	create := mustDiff(t, "--- /dev/null\n+++ b/n.py\n@@ -0,0 +1,2 @@\n+x = 1\n+y = 2\n")[0]
-	fp, _ := MatchFile(nil, create, PlanOptions{})
+	fp := Match(nil, create)
 	if fp.Hunks[0].Status != Exact || string(fp.New) != "x = 1\ny = 2\n" || !fp.Create {
 		t.Errorf("create: %+v %q", fp.Hunks, fp.New)
 	}
-	fp, _ = MatchFile([]byte("x = 1\ny = 2\n"), create, PlanOptions{})
+	fp = Match([]byte("x = 1\ny = 2\n"), create)
 	if fp.Hunks[0].Status != AlreadyApplied {
 		t.Errorf("create again: %+v", fp.Hunks)
 	}
-	fp, _ = MatchFile([]byte("other\n"), create, PlanOptions{})
+	fp = Match([]byte("other\n"), create)
 	if fp.Hunks[0].Status != Conflict || fp.New != nil {
 		t.Errorf("create over other: %+v", fp.Hunks)
 	}
 	del := mustDiff(t, "--- a/o.py\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-a\n-b\n")[0]
-	fp, _ = MatchFile([]byte("a\nb\n"), del, PlanOptions{})
+	fp = Match([]byte("a\nb\n"), del)
 	if fp.Hunks[0].Status != Exact || !fp.Delete || fp.New != nil {
 		t.Errorf("delete: %+v", fp)
 	}
-	fp, _ = MatchFile(nil, del, PlanOptions{})
+	fp = Match(nil, del)
 	if fp.Hunks[0].Status != AlreadyApplied {
 		t.Errorf("delete missing: %+v", fp.Hunks)
 	}
-	fp, _ = MatchFile([]byte("a\nb\nc\n"), del, PlanOptions{})
+	fp = Match([]byte("a\nb\nc\n"), del)
 	if fp.Hunks[0].Status != Conflict {
 		t.Errorf("delete changed: %+v", fp.Hunks)
 	}
@@ -145,15 +142,15 @@ func TestMatchCreateDelete(t *testing.T) {
 func TestMatchReverse(t *testing.T) {
 	fd := mustDiff(t, twoHunks)[0]
 	base := numbered(20)
-	fp, _ := MatchFile([]byte(base), fd, PlanOptions{})
+	fp := Match([]byte(base), fd)
 	// Reverse-applying restores the original, and a user's unrelated edit survives.
 	edited := strings.Replace(string(fp.New), "l10\n", "user edit\n", 1)
-	rp, _ := MatchFile([]byte(edited), fd.Reverse(), PlanOptions{})
+	rp := Match([]byte(edited), fd.Reverse())
 	if string(rp.New) != strings.Replace(base, "l10\n", "user edit\n", 1) {
 		t.Errorf("reverse: %q", rp.New)
 	}
 	// Reverse on the unpatched file: every hunk is already reverted.
-	rp, _ = MatchFile([]byte(base), fd.Reverse(), PlanOptions{})
+	rp = Match([]byte(base), fd.Reverse())
 	for _, h := range rp.Hunks {
 		if h.Status != AlreadyApplied {
 			t.Errorf("reverse on original: %+v", h)
@@ -165,7 +162,7 @@ func TestMatchAmbiguousPrefersLongerSide(t *testing.T) {
 	// A hunk that duplicates a line: on a file that already has it twice,
 	// the longer (new) side is the better evidence.
 	diff := "--- a/f\n+++ b/f\n@@ -1,2 +1,3 @@\n x\n+x\n y\n"
-	fp, _ := MatchFile([]byte("x\nx\ny\n"), mustDiff(t, diff)[0], PlanOptions{})
+	fp := Match([]byte("x\nx\ny\n"), mustDiff(t, diff)[0])
 	if fp.Hunks[0].Status != AlreadyApplied {
 		t.Errorf("got %+v", fp.Hunks[0])
 	}
@@ -181,35 +178,35 @@ func TestUnifiedDiff(t *testing.T) {
 		{"crlf", "a\r\nb\r\n", "a\r\nc\r\n", "@@ -1,2 +1,2 @@\n a\r\n-b\r\n+c\r\n"},
 	}
 	for _, tt := range tests {
-		got := string(unifiedFileDiff("f", []byte(tt.old), []byte(tt.new), true, true))
+		got := string(Unified("f", []byte(tt.old), []byte(tt.new), true, true))
 		want := "diff --git a/f b/f\n--- a/f\n+++ b/f\n" + tt.want
 		if got != want {
 			t.Errorf("%s:\n%s\nwant:\n%s", tt.name, got, want)
 		}
 		// The diff applies back to produce the new bytes.
-		fds, err := ParseDiff(tt.name, []byte(got))
+		fds, err := Parse(tt.name, []byte(got))
 		if err != nil {
 			t.Errorf("%s: %v", tt.name, err)
 			continue
 		}
-		fp, _ := MatchFile([]byte(tt.old), fds[0], PlanOptions{})
+		fp := Match([]byte(tt.old), fds[0])
 		if string(fp.New) != tt.new {
 			t.Errorf("%s: reapplied %q, want %q", tt.name, fp.New, tt.new)
 		}
 	}
-	got := string(unifiedFileDiff("n", nil, []byte("x\n"), false, true))
+	got := string(Unified("n", nil, []byte("x\n"), false, true))
 	if got != "diff --git a/n b/n\nnew file mode 100644\n--- /dev/null\n+++ b/n\n@@ -0,0 +1 @@\n+x\n" {
 		t.Errorf("create:\n%s", got)
 	}
-	got = string(unifiedFileDiff("n", []byte("x\n"), nil, true, false))
+	got = string(Unified("n", []byte("x\n"), nil, true, false))
 	if got != "diff --git a/n b/n\ndeleted file mode 100644\n--- a/n\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n" {
 		t.Errorf("delete:\n%s", got)
 	}
 }
 
-// FuzzMatchFile checks that a diff made by the Plan's own differ applies
+// FuzzMatch checks that a diff made by Hunks applies
 // back exactly, and that matching arbitrary bytes never panics.
-func FuzzMatchFile(f *testing.F) {
+func FuzzMatch(f *testing.F) {
 	f.Add([]byte(numbered(20)), []byte(strings.Replace(numbered(20), "l7\n", "seven\n", 1)))
 	f.Add([]byte("a\nb\nc"), []byte("a\nB\nc\nd"))
 	f.Add([]byte(""), []byte("x\n"))
@@ -218,21 +215,18 @@ func FuzzMatchFile(f *testing.F) {
 	f.Fuzz(func(t *testing.T, a, b []byte) {
 		if bytes.IndexByte(a, '\r') >= 0 || bytes.IndexByte(b, '\r') >= 0 {
 			// Line endings follow the target file, not the diff: not an identity.
-			_, _ = MatchFile(a, &FileDiff{OldPath: "f", NewPath: "f", Hunks: nil}, PlanOptions{})
+			_ = Match(a, &FileDiff{OldPath: "f", NewPath: "f", Hunks: nil})
 			return
 		}
-		d := unifiedFileDiff("f", a, b, true, true)
-		fds, err := ParseDiff("gen", d)
+		d := Unified("f", a, b, true, true)
+		fds, err := Parse("gen", d)
 		if bytes.Equal(a, b) {
 			return
 		}
 		if err != nil {
 			t.Fatalf("generated diff does not parse: %v\n%s", err, d)
 		}
-		fp, err := MatchFile(a, fds[0], PlanOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		fp := Match(a, fds[0])
 		for _, h := range fp.Hunks {
 			if h.Status != Exact {
 				t.Fatalf("hunk %d: %s (%s)\n%s", h.Index, h.Status, h.Reason, d)
@@ -243,8 +237,8 @@ func FuzzMatchFile(f *testing.F) {
 		}
 		// The same diff on its own result is already applied, or at least
 		// never crashes when it is not (repetitive text can hide it).
-		_, _ = MatchFile(fp.New, fds[0], PlanOptions{})
-		_, _ = MatchFile(b, fds[0].Reverse(), PlanOptions{})
+		_ = Match(fp.New, fds[0])
+		_ = Match(b, fds[0].Reverse())
 	})
 }
 
@@ -253,7 +247,7 @@ func TestMatchFuzzyBytes(t *testing.T) {
 	// the drifted context line keeps its bytes.
 	diff := "--- a/f\n+++ b/f\n@@ -1,7 +1,7 @@\n caf\xe9\n b\n c\n-d\n+D \xff\n e\n f\n g\n"
 	old := "caf\xe9 au lait\r\nb\r\nc\r\nd\r\ne\r\nf\r\ng\r\n"
-	fp, _ := MatchFile([]byte(old), mustDiff(t, diff)[0], PlanOptions{})
+	fp := Match([]byte(old), mustDiff(t, diff)[0])
 	if fp.Hunks[0].Status != Fuzzy || string(fp.New) != "caf\xe9 au lait\r\nb\r\nc\r\nD \xff\r\ne\r\nf\r\ng\r\n" {
 		t.Errorf("%+v %q", fp.Hunks[0], fp.New)
 	}
@@ -304,7 +298,7 @@ func TestFuzzPolicySymmetric(t *testing.T) {
 		{"anchor missing", "A\nB\nD\nE\nF\nG\n", Conflict, "next to the change not found"},
 		{"line inserted between anchors", "A\nB\nC\nQ\nD\nE\nF\nG\n", Conflict, "not contiguous"},
 	} {
-		fp, _ := MatchFile([]byte(tc.file), fd, PlanOptions{})
+		fp := Match([]byte(tc.file), fd)
 		h := fp.Hunks[0]
 		if h.Status != tc.status || !strings.Contains(h.Reason, tc.reason) {
 			t.Errorf("%s: %v %q, want %v %q", tc.name, h.Status, h.Reason, tc.status, tc.reason)
@@ -328,12 +322,12 @@ func TestFuzzyMinScoreBothSides(t *testing.T) {
 	}
 	fd := mustDiff(t, diff)[0]
 	above := "z1\nz2\na3\na4\na5\na6\nb1\nb2\nb3\nz3\nz4\nz5\n"
-	fp, _ := MatchFile([]byte(above), fd, PlanOptions{})
+	fp := Match([]byte(above), fd)
 	if h := fp.Hunks[0]; h.Status != Fuzzy || h.Score < 0.7 || h.Score > 0.75 {
 		t.Errorf("score in (0.6, 0.8): %v %.2f %q, want fuzzy near 0.74", h.Status, h.Score, h.Reason)
 	}
 	below := "z1\nz2\na3\nz7\na5\na6\nb1\nb2\nz4\nz5\nb5\nz6\n"
-	fp, _ = MatchFile([]byte(below), fd, PlanOptions{})
+	fp = Match([]byte(below), fd)
 	if h := fp.Hunks[0]; h.Status != Conflict || !strings.Contains(h.Reason, "only 0.57 similar") {
 		t.Errorf("score in (0.3, 0.6): %v %q, want a conflict at 0.57", h.Status, h.Reason)
 	}

@@ -1,4 +1,4 @@
-package patches
+package udiff
 
 import (
 	"bytes"
@@ -43,4 +43,25 @@ func FuzzLineDiff(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A diff made by Between parses and, matched on the first text, makes
+// the second.
+func TestUnifiedDiffRoundTrip(t *testing.T) {
+	for _, tt := range []struct{ a, b string }{
+		{"a\nb\nc\n", "a\nB\nc\n"},
+		{"a\nb", "a\nb\n"},
+		{"", "x\n"},
+		{"1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n", "1\n2x\n3\n4\n5\n6\n7\n8\n9\n10\n11x\n12\n"},
+		{"l1\r\nl2\r\n", "l1\r\nl2 changed\r\n"},
+	} {
+		d := Between("python/sglang/x.py", []byte(tt.a), []byte(tt.b))
+		fds, err := Parse("t", d)
+		if err != nil {
+			t.Fatalf("%q -> %q: %v\n%s", tt.a, tt.b, err, d)
+		}
+		if fp := Match([]byte(tt.a), fds[0]); string(fp.New) != tt.b {
+			t.Fatalf("%q -> %q: got %q\n%s", tt.a, tt.b, fp.New, d)
+		}
+	}
 }

@@ -1,4 +1,4 @@
-package patches
+package udiff
 
 import (
 	"bytes"
@@ -53,7 +53,7 @@ new mode 100755
 `
 
 func TestParseDiffGit(t *testing.T) {
-	files, err := ParseDiff("c4.diff", []byte(gitDiffC4))
+	files, err := Parse("c4.diff", []byte(gitDiffC4))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestParseDiffGit(t *testing.T) {
 
 func TestParseDiffPlain(t *testing.T) {
 	in := "--- a/x.py\t2026-01-01 00:00:00\n+++ b/x.py\t2026-01-01 00:00:01\n@@ -1 +1 @@\n-a\n+b\n--- \"a/sp ace\\303\\251.py\"\n+++ \"b/sp ace\\303\\251.py\"\n@@ -1,2 +1,2 @@\n c\n-d\n+e\n"
-	files, err := ParseDiff("p.diff", []byte(in))
+	files, err := Parse("p.diff", []byte(in))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestParseDiffBytes(t *testing.T) {
 	// CRLF bodies keep their '\r'; non-UTF-8 bytes pass through; the
 	// missing newline of the old side is recorded.
 	in := "--- a/w.txt\n+++ b/w.txt\n@@ -1,2 +1,2 @@\n caf\xe9\r\n-old\r\n\\ No newline at end of file\n+new\r\n"
-	files, err := ParseDiff("w.diff", []byte(in))
+	files, err := Parse("w.diff", []byte(in))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestParseDiffBytes(t *testing.T) {
 	}
 	// A diff written entirely with CRLF parses too.
 	crlf := strings.ReplaceAll("diff --git a/x b/x\nindex 1..2 100644\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n", "\n", "\r\n")
-	files, err = ParseDiff("crlf.diff", []byte(crlf))
+	files, err = Parse("crlf.diff", []byte(crlf))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func TestParseDiffErrors(t *testing.T) {
 		{"marker first", "--- a/x\n+++ b/x\n@@ -1 +1 @@\n\\ No newline at end of file\n-a\n+b\n", "e.diff:4: \"\\ No newline\" marker before any line"},
 	}
 	for _, tt := range tests {
-		_, err := ParseDiff("e.diff", []byte(tt.in))
+		_, err := Parse("e.diff", []byte(tt.in))
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: error %v, want %q", tt.name, err, tt.want)
 		}
@@ -159,7 +159,7 @@ func TestParseDiffErrors(t *testing.T) {
 }
 
 func TestReverse(t *testing.T) {
-	files, err := ParseDiff("c4.diff", []byte(gitDiffC4))
+	files, err := Parse("c4.diff", []byte(gitDiffC4))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func TestReverse(t *testing.T) {
 }
 
 func TestFormatRoundTrip(t *testing.T) {
-	files, err := ParseDiff("c4.diff", []byte(gitDiffC4))
+	files, err := Parse("c4.diff", []byte(gitDiffC4))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +189,7 @@ func TestFormatRoundTrip(t *testing.T) {
 	for _, f := range files {
 		b.Write(f.Format())
 	}
-	again, err := ParseDiff("formatted", b.Bytes())
+	again, err := Parse("formatted", b.Bytes())
 	if err != nil {
 		t.Fatalf("%v\n%s", err, b.String())
 	}
@@ -219,7 +219,7 @@ func FuzzParseDiff(f *testing.F) {
 	f.Add([]byte("--- /dev/null\n+++ b/n\n@@ -0,0 +1 @@\n+\xff\xfe\n"))
 	f.Add([]byte("diff --git \"a/q\\\"x\" \"b/q\\\"x\"\n--- \"a/q\\\"x\"\n+++ \"b/q\\\"x\"\n@@ -3 +3,0 @@\n-z\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		files, err := ParseDiff("fuzz", data)
+		files, err := Parse("fuzz", data)
 		if err != nil {
 			return
 		}
@@ -253,9 +253,9 @@ func FuzzParseDiff(f *testing.F) {
 				}
 			}
 			b.Write(fd.Format())
-			_, _ = MatchFile(data, fd, PlanOptions{})
+			_ = Match(data, fd)
 		}
-		again, err := ParseDiff("formatted", b.Bytes())
+		again, err := Parse("formatted", b.Bytes())
 		if err != nil {
 			t.Fatalf("formatted diff does not parse: %v\n%q", err, b.String())
 		}
