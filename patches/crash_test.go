@@ -56,7 +56,7 @@ func TestCrashChild(t *testing.T) {
 		t.Skip("run by TestCrashSIGKILL")
 	}
 	ctx := context.Background()
-	cat, err := loadCatalog(catFS(nil), []string{catDir})
+	cat, err := loadCatalog(nil, []string{catDir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestCrashSIGKILL(t *testing.T) {
 	padTree(t, root)
 	catDir := t.TempDir()
 	writeCatalog(t, catDir, map[string]string{"demo.toml": engineTOML, "demo/a.diff": engineDiff})
-	cat, err := loadCatalog(catFS(nil), []string{catDir})
+	cat, err := loadCatalog(nil, []string{catDir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func TestCrashConcurrentChild(t *testing.T) {
 		t.Skip("run by TestCrashConcurrentProcesses")
 	}
 	ctx := context.Background()
-	cat, err := loadCatalog(catFS(nil), []string{catDir})
+	cat, err := loadCatalog(nil, []string{catDir})
 	if err != nil {
 		t.Fatal(err)
 	}

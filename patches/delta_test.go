@@ -1,6 +1,8 @@
 package patches
 
 import (
+	"github.com/smpatch/smpatch/patches/catalog"
+
 	"archive/tar"
 	"bytes"
 	"context"
@@ -327,7 +329,7 @@ func TestPatchedDeltaNameTaken(t *testing.T) {
 	}
 	diff := engineDiff + "diff --git a/" + commPath + ".delta b/" + commPath + ".delta\n--- a/" + commPath + ".delta\n+++ b/" + commPath + ".delta\n" +
 		"@@ -1,2 +1,2 @@\n-def handler_0(self, batch):\n+def handler_0(self, batch, x):\n     if batch.size > 7 and self.enabled:\n"
-	ps, err := LoadCatalogFS(catFS(map[string]string{"demo.toml": engineTOML, "demo/a.diff": diff}), "cat", "test")
+	ps, err := catalog.LoadFS(catFS(map[string]string{"demo.toml": engineTOML, "demo/a.diff": diff}), "cat", "test")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,8 +13,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/fstest"
 
 	"github.com/smpatch/smpatch/internal/exit"
+	"github.com/smpatch/smpatch/patches/catalog"
 	"github.com/smpatch/smpatch/source"
 )
 
@@ -42,7 +44,18 @@ diffs = ["demo/a.diff"]
 file = "python/sglang/srt/layers/comm.py"
 contains = "_is_sm120_supported"
 `
-	engineDiff = testDiff + `diff --git a/python/sglang/srt/server_args.py b/python/sglang/srt/server_args.py
+	// commDiff widens comm.py's gate.
+	commDiff = `diff --git a/python/sglang/srt/layers/comm.py b/python/sglang/srt/layers/comm.py
+--- a/python/sglang/srt/layers/comm.py
++++ b/python/sglang/srt/layers/comm.py
+@@ -1,3 +1,4 @@
+ _is_sm90_supported = is_sm90()
++_is_sm120_supported = is_sm120()
+ def gate():
+-    return _is_sm90_supported
++    return _is_sm90_supported or _is_sm120_supported
+`
+	engineDiff = commDiff + `diff --git a/python/sglang/srt/server_args.py b/python/sglang/srt/server_args.py
 --- a/python/sglang/srt/server_args.py
 +++ b/python/sglang/srt/server_args.py
 @@ -1,3 +1,3 @@
@@ -78,9 +91,35 @@ func engineTree(t testing.TB) (string, source.WritableTree) {
 	return root, tr
 }
 
+// catFS is a catalog directory in memory.
+func catFS(files map[string]string) fstest.MapFS {
+	m := fstest.MapFS{}
+	for k, v := range files {
+		m[k] = &fstest.MapFile{Data: []byte(v)}
+	}
+	return m
+}
+
+// writeCatalog writes a catalog directory.
+func writeCatalog(t testing.TB, dir string, files map[string]string) {
+	t.Helper()
+	for k, v := range files {
+		p := filepath.Join(dir, k)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(v), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// loadCatalog is the catalog of dirs with builtin's patches as built-ins.
+func loadCatalog(builtin fs.FS, dirs []string) (*Catalog, error) { return catalog.New(builtin, dirs) }
+
 func enginePatch(t testing.TB) *Patch {
 	t.Helper()
-	ps, err := LoadCatalogFS(catFS(map[string]string{"demo.toml": engineTOML, "demo/a.diff": engineDiff}), "cat", "test")
+	ps, err := catalog.LoadFS(catFS(map[string]string{"demo.toml": engineTOML, "demo/a.diff": engineDiff}), "cat", "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,14 +129,8 @@ func enginePatch(t testing.TB) *Patch {
 func engineCatalog(t testing.TB) *Catalog {
 	t.Helper()
 	dir := t.TempDir()
-	for k, v := range map[string]string{"demo.toml": engineTOML, "demo/a.diff": engineDiff} {
-		p := filepath.Join(dir, k)
-		os.MkdirAll(filepath.Dir(p), 0o755)
-		if err := os.WriteFile(p, []byte(v), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c, err := loadCatalog(catFS(nil), []string{dir})
+	writeCatalog(t, dir, map[string]string{"demo.toml": engineTOML, "demo/a.diff": engineDiff})
+	c, err := loadCatalog(nil, []string{dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -470,7 +503,7 @@ versions = ">= 0.5"
 `
 	dir := t.TempDir()
 	writeCatalog(t, dir, map[string]string{"demo.toml": engineTOML, "demo/a.diff": engineDiff, "demo2.toml": second, "demo2/b.diff": secondDiff})
-	cat, err := loadCatalog(catFS(nil), []string{dir})
+	cat, err := loadCatalog(nil, []string{dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -635,7 +668,7 @@ versions = ">= 0.5"
 `
 	dir := t.TempDir()
 	writeCatalog(t, dir, map[string]string{"demo.toml": engineTOML, "demo/a.diff": engineDiff, "demo2.toml": second, "demo2/b.diff": secondDiff})
-	cat, err := loadCatalog(catFS(nil), []string{dir})
+	cat, err := loadCatalog(nil, []string{dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -678,7 +711,7 @@ diffs = ["mkdir/a.diff"]
 `
 	dir := t.TempDir()
 	writeCatalog(t, dir, map[string]string{"mkdir.toml": toml, "mkdir/a.diff": diff})
-	cat, err := loadCatalog(catFS(nil), []string{dir})
+	cat, err := loadCatalog(nil, []string{dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -723,7 +756,7 @@ diffs = ["mkdir/a.diff"]
 	}
 	bad := strings.Replace(toml, "[[variant]]", "[[verify]]\nfile = \"python/sglang/srt/newdir/sub/fused.py\"\ncontains = \"NOPE\"\n[[variant]]", 1)
 	writeCatalog(t, dir, map[string]string{"mkdir.toml": bad, "mkdir/a.diff": diff})
-	if cat, err = loadCatalog(catFS(nil), []string{dir}); err != nil {
+	if cat, err = loadCatalog(nil, []string{dir}); err != nil {
 		t.Fatal(err)
 	}
 	p, _ = cat.Get("mkdir")

@@ -1,6 +1,8 @@
 package patches
 
 import (
+	"github.com/smpatch/smpatch/patches/catalog"
+
 	"archive/tar"
 	"bytes"
 	"context"
@@ -162,7 +164,7 @@ func FuzzJournal(f *testing.F) {
 func checkAccepted(t *testing.T, s *State) {
 	t.Helper()
 	for _, e := range s.Patches {
-		if !patchNameRE().MatchString(e.Name) {
+		if !catalog.ValidName(e.Name) {
 			t.Fatalf("entry name %q accepted", e.Name)
 		}
 		for _, fr := range e.Files {

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"unicode/utf8"
 
+	"github.com/smpatch/smpatch/patches/catalog"
 	"github.com/smpatch/smpatch/source"
 )
 
@@ -98,7 +99,7 @@ func parseState(path string, data []byte) (*State, error) {
 	seenEntry := map[string]bool{}
 	nfiles := 0
 	for _, e := range s.Patches {
-		if e == nil || !validPatchName(e.Name) || len(e.Name) > 200 {
+		if e == nil || !catalog.ValidName(e.Name) || len(e.Name) > 200 {
 			return bad("bad patch name in an entry")
 		}
 		if seenEntry[e.Name] {

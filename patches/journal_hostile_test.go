@@ -1,6 +1,8 @@
 package patches
 
 import (
+	"github.com/smpatch/smpatch/patches/catalog"
+
 	"archive/tar"
 	"bytes"
 	"context"
@@ -259,7 +261,7 @@ func TestJournalNonUTF8Name(t *testing.T) {
 	}
 	diff := "diff --git a/" + name + " b/" + name + "\n--- a/" + name + "\n+++ b/" + name + "\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
 	toml := strings.Replace(engineTOML, "[[verify]]\nfile = \"python/sglang/srt/layers/comm.py\"\ncontains = \"_is_sm120_supported\"\n", "", 1)
-	ps, err := LoadCatalogFS(catFS(map[string]string{"demo.toml": toml, "demo/a.diff": diff}), "cat", "test")
+	ps, err := catalog.LoadFS(catFS(map[string]string{"demo.toml": toml, "demo/a.diff": diff}), "cat", "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +328,7 @@ func TestJournalConcurrentChild(t *testing.T) {
 		t.Skip("run by TestJournalConcurrent")
 	}
 	ctx := context.Background()
-	cat, err := loadCatalog(catFS(nil), []string{catDir})
+	cat, err := loadCatalog(nil, []string{catDir})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ func needsCatalog(t *testing.T, files map[string]string) (*Catalog, error) {
 	t.Helper()
 	dir := t.TempDir()
 	writeCatalog(t, dir, files)
-	return loadCatalog(catFS(nil), []string{dir})
+	return loadCatalog(nil, []string{dir})
 }
 
 const (

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -128,7 +129,7 @@ func (pl *Plan) finish(t source.Tree, strict bool) error {
 		pl.refuse(why)
 		return nil
 	}
-	u, err := pl.Patch.uncoveredShape(t)
+	u, err := uncoveredShape(pl.Patch, t)
 	if err != nil {
 		return err
 	}
@@ -146,6 +147,37 @@ func (pl *Plan) refuse(why string) {
 		return
 	}
 	pl.Refused, pl.Reason = why, why
+}
+
+// uncoveredShape is the first detectable uncovered shape whose marker t
+// has, or nil.
+func uncoveredShape(p *Patch, t source.Tree) (*Uncovered, error) {
+	for i := range p.Uncovered {
+		u := &p.Uncovered[i]
+		if !u.Detectable() {
+			continue
+		}
+		b, err := t.ReadFile(u.File)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case u.Contains != "" && bytes.Contains(b, []byte(u.Contains)):
+			return u, nil
+		case u.Regex != "":
+			re, err := regexp.Compile(u.Regex)
+			if err != nil {
+				return nil, fmt.Errorf("%s: uncovered %s: %w", p.File, u.Name, err)
+			}
+			if re.Match(b) {
+				return u, nil
+			}
+		}
+	}
+	return nil, nil
 }
 
 func shapeTitle(u *Uncovered) string {
@@ -223,7 +255,7 @@ func newPlan(ctx context.Context, p *Patch, t source.Tree, opts PlanOptions) (*P
 
 	var cands, rest []*Variant
 	for _, c := range p.Variants {
-		if v != nil && c.admits(v) {
+		if v != nil && c.Admits(v) {
 			cands = append(cands, c)
 		} else {
 			rest = append(rest, c)

@@ -471,7 +471,7 @@ func neededBy(st *State, cat *Catalog, sel []*Entry) error {
 		if going[e.Name] || e.State != StateApplied {
 			continue
 		}
-		p, ok := cat.byName[e.Name]
+		p, ok := cat.Lookup(e.Name)
 		if !ok {
 			continue
 		}

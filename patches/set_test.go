@@ -1,6 +1,8 @@
 package patches
 
 import (
+	"github.com/smpatch/smpatch/patches/catalog"
+
 	"context"
 	"errors"
 	"os"
@@ -44,7 +46,7 @@ func setFixture(t *testing.T) (string, source.WritableTree, []*Patch) {
 		"two.toml": {Data: []byte("name = \"two\"\nproject = \"sglang\"\n[[variant]]\nversions = \"\"\ndiffs = [\"two.diff\"]\n")},
 		"two.diff": {Data: []byte("--- a/" + setFile + "\n+++ b/" + setFile + "\n@@ -2,2 +2,2 @@\n beta = 2\n-gamma = 3\n+gamma = 33\n")},
 	}
-	ps, err := LoadCatalogFS(fsys, "cat", "test")
+	ps, err := catalog.LoadFS(fsys, "cat", "test")
 	if err != nil {
 		t.Fatal(err)
 	}

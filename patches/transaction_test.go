@@ -1,6 +1,8 @@
 package patches
 
 import (
+	"github.com/smpatch/smpatch/patches/catalog"
+
 	"context"
 	"errors"
 	"os"
@@ -16,14 +18,14 @@ import (
 // files: "gate" the communicator, "auto" server_args.py.
 func pairPatches(t *testing.T) []*Patch {
 	t.Helper()
-	auto := strings.TrimPrefix(engineDiff, testDiff)
+	auto := strings.TrimPrefix(engineDiff, commDiff)
 	fsys := fstest.MapFS{
 		"gate.toml": {Data: []byte("name = \"gate\"\nproject = \"sglang\"\n[[variant]]\nversions = \"\"\ndiffs = [\"gate.diff\"]\n")},
-		"gate.diff": {Data: []byte(testDiff)},
+		"gate.diff": {Data: []byte(commDiff)},
 		"auto.toml": {Data: []byte("name = \"auto\"\nproject = \"sglang\"\nneeds = [\"gate\"]\n[[variant]]\nversions = \"\"\ndiffs = [\"auto.diff\"]\n")},
 		"auto.diff": {Data: []byte(auto)},
 	}
-	ps, err := LoadCatalogFS(fsys, "cat", "test")
+	ps, err := catalog.LoadFS(fsys, "cat", "test")
 	if err != nil {
 		t.Fatal(err)
 	}

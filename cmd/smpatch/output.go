@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 
 	"github.com/smpatch/smpatch/patches"
+	"github.com/smpatch/smpatch/patches/catalog"
 	"github.com/smpatch/smpatch/source"
 )
 
@@ -30,7 +31,7 @@ func (g *Globals) LoadCatalog() (*patches.Catalog, error) {
 	if g.catalog != nil {
 		return g.catalog, nil
 	}
-	cat, err := patches.LoadCatalog(g.CatalogDirs())
+	cat, err := catalog.Load(g.CatalogDirs())
 	if err != nil {
 		return nil, err
 	}

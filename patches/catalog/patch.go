@@ -1,15 +1,10 @@
-package patches
+package catalog
 
 import (
-	"bytes"
-	"errors"
-	"fmt"
-	"io/fs"
-	"regexp"
-
 	"github.com/hashicorp/go-version"
 
 	"github.com/smpatch/smpatch/internal/requires"
+	"github.com/smpatch/smpatch/patches/udiff"
 	"github.com/smpatch/smpatch/source"
 )
 
@@ -65,7 +60,7 @@ type Variant struct {
 	Versions    string // the constraint as written
 	Constraints version.Constraints
 	Diffs       []string    // catalog-relative diff files
-	Files       []*FileDiff // parsed, in order
+	Files       []*udiff.FileDiff // parsed, in order
 	// Search lists repository-relative directories where a target file that
 	// is missing at its path is looked for by anchor (the first hunk), for
 	// code that moved to another file ("search = [...]" in a [[variant]]).
@@ -112,48 +107,43 @@ func (u Uncovered) String() string {
 // Detectable reports whether the entry has a marker.
 func (u Uncovered) Detectable() bool { return u.File != "" }
 
-// uncoveredShape is the first detectable uncovered shape whose marker t
-// has, or nil.
-func (p *Patch) uncoveredShape(t source.Tree) (*Uncovered, error) {
-	for i := range p.Uncovered {
-		u := &p.Uncovered[i]
-		if !u.Detectable() {
-			continue
-		}
-		b, err := t.ReadFile(u.File)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		switch {
-		case u.Contains != "" && bytes.Contains(b, []byte(u.Contains)):
-			return u, nil
-		case u.Regex != "":
-			re, err := regexp.Compile(u.Regex)
-			if err != nil {
-				return nil, fmt.Errorf("%s: uncovered %s: %w", p.File, u.Name, err)
-			}
-			if re.Match(b) {
-				return u, nil
-			}
-		}
-	}
-	return nil, nil
-}
-
-// admits reports whether the tree version v is in the variant's range,
-// read from its text without go-version (the built-in catalog's variants
-// have no parsed Constraints); a version that is not PEP 440 is checked
-// through go-version.
-func (c *Variant) admits(v *version.Version) bool {
+// Admits reports whether the tree version v is in the variant's range
+// (every version when it has none). A variant loaded from a catalog has
+// its range parsed (Constraints); one made by hand may have only the text.
+func (c *Variant) Admits(v *version.Version) bool {
 	if c.Versions == "" {
 		return true
 	}
-	if ok, err := source.SatisfiesText(c.Versions, v); err == nil {
-		return ok
+	cs := c.Constraints
+	if cs == nil {
+		var err error
+		if cs, err = source.ParseConstraints(c.Versions); err != nil {
+			return false
+		}
 	}
-	cs, err := source.ParseConstraints(c.Versions)
-	return err == nil && source.Satisfies(cs, v)
+	return source.Satisfies(cs, v)
 }
+
+// Needed is every patch p needs, directly or through another, each after
+// the patches it needs itself.
+func (p *Patch) Needed() []*Patch {
+	var out []*Patch
+	seen := map[*Patch]bool{p: true}
+	var walk func(q *Patch)
+	walk = func(q *Patch) {
+		for _, r := range q.needed {
+			if seen[r] {
+				continue
+			}
+			seen[r] = true
+			walk(r)
+			out = append(out, r)
+		}
+	}
+	walk(p)
+	return out
+}
+
+// NeedsPatches are the patches Needs names, in its order, resolved when
+// the catalog loaded.
+func (p *Patch) NeedsPatches() []*Patch { return p.needed }

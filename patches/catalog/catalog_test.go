@@ -1,4 +1,4 @@
-package patches
+package catalog
 
 import (
 	"os"
@@ -48,7 +48,7 @@ func catFS(files map[string]string) fstest.MapFS {
 }
 
 func TestLoadCatalogFSGood(t *testing.T) {
-	ps, err := LoadCatalogFS(catFS(map[string]string{"demo.toml": testTOML, "demo/a.diff": testDiff}), "cat", "cat")
+	ps, err := LoadFS(catFS(map[string]string{"demo.toml": testTOML, "demo/a.diff": testDiff}), "cat", "cat")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestLoadCatalogFSGood(t *testing.T) {
 	if p.Digest == "" || len(p.Verify) != 1 {
 		t.Fatalf("digest %q verify %v", p.Digest, p.Verify)
 	}
-	ps, err = LoadCatalogFS(catFS(map[string]string{"demo.toml": strings.Replace(testTOML, "cuda_min = \"12.9\"\n", "cuda_min = \"12.9\"\ntp = [2]\np2p = true\nnvlink = false\n", 1), "demo/a.diff": testDiff}), "cat", "cat")
+	ps, err = LoadFS(catFS(map[string]string{"demo.toml": strings.Replace(testTOML, "cuda_min = \"12.9\"\n", "cuda_min = \"12.9\"\ntp = [2]\np2p = true\nnvlink = false\n", 1), "demo/a.diff": testDiff}), "cat", "cat")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestLoadCatalogFSErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := LoadCatalogFS(catFS(tt.files), "cat", "cat")
+			_, err := LoadFS(catFS(tt.files), "cat", "cat")
 			if err == nil {
 				t.Fatalf("loaded; want error containing %q", tt.want)
 			}
@@ -145,7 +145,7 @@ func TestOverlapDisjoint(t *testing.T) {
 	} {
 		toml := head + "[[variant]]\nversions = \"" + ranges[0] + "\"\ndiffs = [\"demo/a.diff\"]\n" +
 			"[[variant]]\nversions = \"" + ranges[1] + "\"\ndiffs = [\"demo/a.diff\"]\n"
-		if _, err := LoadCatalogFS(catFS(map[string]string{"demo.toml": toml, "demo/a.diff": testDiff}), "cat", "cat"); err != nil {
+		if _, err := LoadFS(catFS(map[string]string{"demo.toml": toml, "demo/a.diff": testDiff}), "cat", "cat"); err != nil {
 			t.Errorf("%v: %v", ranges, err)
 		}
 	}
@@ -168,11 +168,11 @@ func TestCatalogOverridesAndGet(t *testing.T) {
 	builtin := catFS(map[string]string{"demo.toml": testTOML, "demo/a.diff": testDiff})
 	user := t.TempDir()
 	writeCatalog(t, user, map[string]string{"demo.toml": testTOML, "demo/a.diff": testDiff})
-	if _, err := loadCatalog(builtin, []string{user}); err == nil || !strings.Contains(err.Error(), "overrides = true") {
+	if _, err := New(builtin, []string{user}); err == nil || !strings.Contains(err.Error(), "overrides = true") {
 		t.Fatalf("override without overrides=true: %v", err)
 	}
 	writeCatalog(t, user, map[string]string{"demo.toml": "overrides = true\n" + testTOML})
-	c, err := loadCatalog(builtin, []string{user})
+	c, err := New(builtin, []string{user})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func TestCatalogOverridesAndGet(t *testing.T) {
 	}
 	d1 := c.Digest()
 	writeCatalog(t, user, map[string]string{"demo/a.diff": testDiff + " \n"})
-	c2, err := loadCatalog(builtin, []string{user})
+	c2, err := New(builtin, []string{user})
 	if err == nil && c2.Digest() == d1 {
 		t.Fatal("digest did not change with a diff file")
 	}
@@ -202,10 +202,10 @@ func TestCatalogOverridesAndGet(t *testing.T) {
 	other := t.TempDir()
 	writeCatalog(t, other, map[string]string{"demo.toml": "overrides = true\n" + testTOML, "demo/a.diff": testDiff})
 	writeCatalog(t, user, map[string]string{"demo/a.diff": testDiff})
-	if _, err := loadCatalog(builtin, []string{user, other}); err == nil || !strings.Contains(err.Error(), "also defined") {
+	if _, err := New(builtin, []string{user, other}); err == nil || !strings.Contains(err.Error(), "also defined") {
 		t.Fatalf("duplicate user patch: %v", err)
 	}
-	if _, err := loadCatalog(builtin, []string{filepath.Join(user, "nope")}); err == nil {
+	if _, err := New(builtin, []string{filepath.Join(user, "nope")}); err == nil {
 		t.Fatal("missing catalog dir loaded")
 	}
 	// One directory named twice (--catalog and $SMPATCH_CATALOG, or
@@ -214,7 +214,7 @@ func TestCatalogOverridesAndGet(t *testing.T) {
 	if err := os.Symlink(user, link); err != nil {
 		t.Fatal(err)
 	}
-	c3, err := loadCatalog(builtin, []string{user, user + "/", link})
+	c3, err := New(builtin, []string{user, user + "/", link})
 	if err != nil {
 		t.Fatalf("one catalog named three times: %v", err)
 	}
@@ -224,36 +224,13 @@ func TestCatalogOverridesAndGet(t *testing.T) {
 }
 
 func TestBuiltinCatalogLoads(t *testing.T) {
-	c, err := LoadCatalog(nil)
+	c, err := Load(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range c.All() {
 		if p.Origin != BuiltinOrigin || !strings.HasPrefix(p.File, "patches/catalog/") {
 			t.Errorf("%s: origin %q file %q", p.Name, p.Origin, p.File)
-		}
-	}
-}
-
-func TestKeyLine(t *testing.T) {
-	data := []byte("name = \"x\"\n# c\n[requires]\ncuda_min = \"1\"\n\n[[variant]]\nname = \"a\"\n[[variant]]\n\"name\" = \"b\"\nversions = \"\"\"\nname = 1\n\"\"\"\n")
-	for _, tt := range []struct {
-		table string
-		idx   int
-		key   string
-		want  int
-	}{
-		{"", -1, "name", 1},
-		{"requires", -1, "cuda_min", 4},
-		{"requires", -1, "", 3},
-		{"variant", 0, "name", 7},
-		{"variant", 1, "name", 9},
-		{"variant", 1, "", 8},
-		{"variant", 1, "versions", 10},
-		{"variant", 2, "name", 0},
-	} {
-		if got := keyLine(data, tt.table, tt.idx, tt.key); got != tt.want {
-			t.Errorf("keyLine(%q, %d, %q) = %d, want %d", tt.table, tt.idx, tt.key, got, tt.want)
 		}
 	}
 }
@@ -267,7 +244,7 @@ func FuzzLoadCatalog(f *testing.F) {
 	f.Add("[[variant]]\n[[variant]]\nx=1\n", "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n")
 	f.Add("name = \"demo\"\nproject = \"sglang\"\n[upstream]\nmarker_file=\"python/sglang/x.py\"\n", "")
 	f.Fuzz(func(t *testing.T, toml, diff string) {
-		ps, err := LoadCatalogFS(catFS(map[string]string{"demo.toml": toml, "demo/a.diff": diff}), "cat", "cat")
+		ps, err := LoadFS(catFS(map[string]string{"demo.toml": toml, "demo/a.diff": diff}), "cat", "cat")
 		if err != nil {
 			if strings.Contains(err.Error(), "\n") {
 				t.Fatalf("multi-line error: %q", err)
@@ -280,21 +257,4 @@ func FuzzLoadCatalog(f *testing.F) {
 			}
 		}
 	})
-}
-
-// The built-in catalog passes every check a catalog read from a directory
-// gets (variants that do not overlap, uncovered patterns that compile):
-// commands load it without them.
-func TestBuiltinCatalogFullyChecked(t *testing.T) {
-	full, err := loadCatalogChecked(builtinCatalog(), nil, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fast, err := LoadCatalog(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if full.Digest() != fast.Digest() || len(full.All()) != len(fast.All()) {
-		t.Fatal("the built-in catalog loads differently with every check")
-	}
 }
