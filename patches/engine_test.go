@@ -1,6 +1,8 @@
 package patches
 
 import (
+	"github.com/smpatch/smpatch/patches/journal"
+
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -15,7 +17,6 @@ import (
 	"testing"
 	"testing/fstest"
 
-	"github.com/smpatch/smpatch/internal/exit"
 	"github.com/smpatch/smpatch/patches/catalog"
 	"github.com/smpatch/smpatch/source"
 )
@@ -138,14 +139,19 @@ func engineCatalog(t testing.TB) *Catalog {
 }
 
 // snapshot hashes every file of the tree except the journal.
-func snapshot(t testing.TB, root string) map[string]string {
+func snapshot(t testing.TB, root string) map[string]string { return snapshotOf(t, root, false) }
+
+// journalSnapshot hashes every file of the tree, the journal's too.
+func journalSnapshot(t testing.TB, root string) map[string]string { return snapshotOf(t, root, true) }
+
+func snapshotOf(t testing.TB, root string, journal bool) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() && d.Name() == source.StateDirName {
+		if d.IsDir() && d.Name() == source.StateDirName && !journal {
 			return fs.SkipDir
 		}
 		if d.IsDir() {
@@ -237,7 +243,7 @@ func TestApplyStatusRevert(t *testing.T) {
 	if !strings.Contains(string(b), "_is_sm120_supported") {
 		t.Fatal("not patched")
 	}
-	st, err := Status(ctx, tr, cat)
+	st, err := Status(ctx, tr, cat, journal.Options{})
 	if err != nil || len(st.Patches) != 1 || !st.Patches[0].Clean || st.Patches[0].CatalogChanged {
 		t.Fatalf("status %+v %v", st, err)
 	}
@@ -284,8 +290,8 @@ func TestRevertDrift(t *testing.T) {
 	os.WriteFile(full, edited, 0o644)
 	before := snapshot(t, root)
 	_, err := Revert(ctx, tr, cat, nil, RevertOptions{})
-	var de *DriftError
-	if exit.Code(err) != exit.RevertRefused || !errors.As(err, &de) {
+	var de *RevertRefusedError
+	if !errors.As(err, &de) {
 		t.Fatalf("want a refusal (5), got %v", err)
 	}
 	if f := de.Result.Patches[0].Files; !strings.Contains(f[0].Diff+f[1].Diff, "+# my edit") {
@@ -342,7 +348,7 @@ func TestApplyConflictChangesNothing(t *testing.T) {
 	before := snapshot(t, root)
 	_, err := apply(t, p, tr)
 	var ce *ConflictError
-	if exit.Code(err) != exit.Conflict || !errors.As(err, &ce) {
+	if !errors.As(err, &ce) {
 		t.Fatalf("want a conflict (4): %v", err)
 	}
 	if !strings.Contains(ConflictReport(ce.Problem.Plan), "conflict: "+argsPath+" hunk #1") {
@@ -386,9 +392,9 @@ func TestCrashFaultInjection(t *testing.T) {
 				}
 				patched = snapshot(t, root)
 			}
-			testHook = func(s string) error {
+			journal.Hook = func(s string) error {
 				if s == step {
-					return errCrash
+					return journal.ErrCrash
 				}
 				return nil
 			}
@@ -398,12 +404,12 @@ func TestCrashFaultInjection(t *testing.T) {
 			} else {
 				_, err = apply(t, p, tr)
 			}
-			testHook = nil
-			if !errors.Is(err, errCrash) {
+			journal.Hook = nil
+			if !errors.Is(err, journal.ErrCrash) {
 				t.Fatalf("hook did not fire: %v", err)
 			}
 			_ = patched
-			notes, err := Recover(ctx, tr)
+			notes, err := recoverJournal(ctx, tr)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -424,14 +430,14 @@ func TestCrashFaultInjection(t *testing.T) {
 	root, tr := engineTree(t)
 	p := enginePatch(t)
 	orig := snapshot(t, root)
-	testHook = func(s string) error {
+	journal.Hook = func(s string) error {
 		if s == "write:1" {
 			return errors.New("disk full")
 		}
 		return nil
 	}
 	_, err := apply(t, p, tr)
-	testHook = nil
+	journal.Hook = nil
 	if err == nil || !strings.Contains(err.Error(), "disk full") {
 		t.Fatalf("error: %v", err)
 	}
@@ -520,7 +526,7 @@ versions = ">= 0.5"
 	}
 	// Reverting the older one alone is refused: its file changed since
 	// (the newer patch's edit).
-	if _, err := Revert(ctx, tr, cat, []string{"demo2"}, RevertOptions{}); exit.Code(err) != exit.RevertRefused {
+	if _, err := Revert(ctx, tr, cat, []string{"demo2"}, RevertOptions{}); !refused(err) {
 		t.Fatalf("revert of the older patch alone: %v", err)
 	}
 	if _, err := Revert(ctx, tr, cat, nil, RevertOptions{}); err != nil {
@@ -567,18 +573,18 @@ func TestCrashForcedRevert(t *testing.T) {
 	full := filepath.Join(root, commPath)
 	b, _ := os.ReadFile(full)
 	os.WriteFile(full, append([]byte("# my edit\n"), b...), 0o644)
-	testHook = func(s string) error {
+	journal.Hook = func(s string) error {
 		if s == "revert-write:1" {
-			return errCrash
+			return journal.ErrCrash
 		}
 		return nil
 	}
 	_, err := Revert(ctx, tr, cat, nil, RevertOptions{Force: true})
-	testHook = nil
-	if !errors.Is(err, errCrash) {
+	journal.Hook = nil
+	if !errors.Is(err, journal.ErrCrash) {
 		t.Fatalf("hook: %v", err)
 	}
-	notes, err := Recover(ctx, tr)
+	notes, err := recoverJournal(ctx, tr)
 	if err != nil || len(notes) != 1 || !strings.Contains(notes[0], "finished an interrupted revert") {
 		t.Fatalf("recover: %v %v", notes, err)
 	}
@@ -618,7 +624,7 @@ func TestApplyStaleJournalEntry(t *testing.T) {
 	if d := diffSnap(patched, snapshot(t, root)); d != "" {
 		t.Fatalf("not patched again: %s", d)
 	}
-	st, err := Status(ctx, tr, nil)
+	st, err := Status(ctx, tr, nil, journal.Options{})
 	if err != nil || len(st.Patches) != 1 || !st.Patches[0].Clean {
 		t.Fatalf("status after re-apply: %+v %v", st, err)
 	}
@@ -634,7 +640,7 @@ func TestApplyStaleJournalEntry(t *testing.T) {
 	if err != nil || res.Patches[0].Status != "already-applied" || len(res.Notices) != 1 || !strings.Contains(res.Notices[0], "(changed)") {
 		t.Fatalf("apply over an edited file: %+v %q %v", res.Patches[0], res.Notices, err)
 	}
-	if _, err := Revert(ctx, tr, nil, nil, RevertOptions{}); exit.Code(err) != exit.RevertRefused {
+	if _, err := Revert(ctx, tr, nil, nil, RevertOptions{}); !refused(err) {
 		t.Fatalf("revert of the edited file should be refused: %v", err)
 	}
 	if err := os.WriteFile(argsFile, b, 0o644); err != nil {
@@ -686,7 +692,7 @@ versions = ">= 0.5"
 	if got := res.Patches[1].VariantReason; got != want {
 		t.Fatalf("second patch's variant reason %q, want %q", got, want)
 	}
-	st, err := Status(ctx, tr, nil)
+	st, err := Status(ctx, tr, nil, journal.Options{})
 	if err != nil || st.Patches[1].VariantReason != want {
 		t.Fatalf("journal's variant reason: %+v %v", st.Patches[1], err)
 	}
@@ -782,7 +788,7 @@ func TestRevertRefusedStates(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := Revert(ctx, tr, nil, nil, RevertOptions{})
-	if exit.Code(err) != exit.RevertRefused {
+	if !refused(err) {
 		t.Fatalf("revert: %v", err)
 	}
 	got := map[string]string{}
@@ -816,7 +822,7 @@ func TestApplyStaleEntryPartly(t *testing.T) {
 	if d := diffSnap(patched, snapshot(t, root)); d != "" {
 		t.Fatalf("not patched again: %s", d)
 	}
-	st, err := Status(ctx, tr, nil)
+	st, err := Status(ctx, tr, nil, journal.Options{})
 	if err != nil || len(st.Patches) != 1 || len(st.Patches[0].Files) != 2 || !st.Patches[0].Clean {
 		t.Fatalf("status: %+v %v", st.Patches, err)
 	}
@@ -830,3 +836,20 @@ func TestApplyStaleEntryPartly(t *testing.T) {
 
 // setOf is a set of plans each made on the tree as it is.
 func setOf(t source.Tree, plans ...*Plan) *Set { return &Set{Tree: t, Plans: plans} }
+
+// recoverJournal finishes what a killed command left in t's journal, as a
+// writing command does first, and returns its lines.
+func recoverJournal(ctx context.Context, t source.WritableTree) ([]string, error) {
+	j, err := journal.Open(ctx, t, journal.Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer j.Close()
+	return j.Recover()
+}
+
+// refused reports whether err is a revert refused with nothing written.
+func refused(err error) bool {
+	var re *RevertRefusedError
+	return errors.As(err, &re)
+}

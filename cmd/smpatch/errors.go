@@ -5,6 +5,8 @@ import (
 	"errors"
 
 	"github.com/smpatch/smpatch/internal/exit"
+	"github.com/smpatch/smpatch/patches"
+	"github.com/smpatch/smpatch/patches/journal"
 )
 
 // exitCodeOf maps an error to the process exit code README.md documents.
@@ -13,6 +15,11 @@ import (
 // layer itself carry their code (exit.With: usage errors, --check-arch's
 // refusal).
 func exitCodeOf(err error) int {
+	var (
+		conflict *patches.ConflictError
+		refused  *patches.RevertRefusedError
+		edited   *journal.EditedError
+	)
 	switch {
 	case err == nil:
 		return exit.OK
@@ -22,6 +29,10 @@ func exitCodeOf(err error) int {
 		return exit.Usage
 	case errors.Is(err, context.Canceled):
 		return exit.Interrupted
+	case errors.As(err, &conflict):
+		return exit.Conflict
+	case errors.As(err, &refused), errors.As(err, &edited):
+		return exit.RevertRefused
 	}
 	return exit.Failure
 }

@@ -237,7 +237,6 @@ func (c *Catalog) resolveNeeds() error {
 	return nil
 }
 
-
 // GetAll looks up the named patches for one set: each once, in the order
 // first named, all of one project (a set patches one tree).
 func (c *Catalog) GetAll(names []string) ([]*Patch, error) {
@@ -290,4 +289,3 @@ func NeedsFirst(ps []*Patch) []*Patch {
 	}
 	return out
 }
-

@@ -93,4 +93,3 @@ func joinSegs(segs []int) string {
 	}
 	return strings.Join(parts, ".")
 }
-

@@ -59,7 +59,7 @@ type Variant struct {
 	Name        string
 	Versions    string // the constraint as written
 	Constraints version.Constraints
-	Diffs       []string    // catalog-relative diff files
+	Diffs       []string          // catalog-relative diff files
 	Files       []*udiff.FileDiff // parsed, in order
 	// Search lists repository-relative directories where a target file that
 	// is missing at its path is looked for by anchor (the first hunk), for

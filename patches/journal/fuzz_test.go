@@ -1,4 +1,4 @@
-package patches
+package journal
 
 import (
 	"github.com/smpatch/smpatch/patches/catalog"
@@ -6,7 +6,6 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
-	"encoding/json"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -17,15 +16,15 @@ import (
 )
 
 // FuzzJournal feeds the journal reader a state.json, an orig tar file
-// and a patched one, signed with this user's key (so every check past the owner's is
-// reached), and checks what it accepts, not only that it does not panic:
+// and a patched one: the reader alone, then the state signed with this
+// user's key (so every check past the signature's is reached), and checks what it accepts, not only that it does not panic:
 // an accepted state names only clean paths inside the tree, outside .git
 // and the journal, each with a well-formed hash, and survives a write and
 // a read unchanged; the copies read are only the names asked for, within
 // the bounds; and a recovery changes no file outside the tree, nothing in
 // .git, and every tree file it changes it changes from bytes the entry
 // recorded to the original bytes the entry recorded; a patched copy read
-// (kept whole or as a delta) has the hash the entry recorded.
+// has the hash the entry recorded.
 func FuzzJournal(f *testing.F) {
 	seedTar := func(files map[string]string) []byte {
 		var b bytes.Buffer
@@ -40,7 +39,7 @@ func FuzzJournal(f *testing.F) {
 	rec := func(path, o, p string) string {
 		return `{"format":1,"patches":[{"name":"demo","state":"pending","files":[{"path":"` + path + `","original_sha256":"` + o + `","patched_sha256":"` + p + `"}]}]}`
 	}
-	h := func(s string) string { return sha256Hex([]byte(s)) }
+	h := func(s string) string { return Hash([]byte(s)) }
 	f.Add([]byte(rec(commPath, h("orig\n"), h(commOrig))), seedTar(map[string]string{commPath: "orig\n"}), []byte{})
 	f.Add([]byte(rec(".git/config", h("evil"), h("cfg"))), seedTar(map[string]string{".git/config": "evil"}), []byte{})
 	f.Add([]byte(rec("python/../../x", h("evil"), h("cfg"))), seedTar(map[string]string{"python/../../x": "evil"}), []byte{})
@@ -49,33 +48,28 @@ func FuzzJournal(f *testing.F) {
 	f.Add([]byte(strings.Replace(rec(commPath, h("orig\n"), ""), `"state":"pending"`, `"state":"reverting"`, 1)), seedTar(map[string]string{commPath: "orig\n"}), []byte{})
 	f.Add([]byte(`{"format":1,"patches":[{"name":"demo","state":"pending","files":[{"path":"a\ufffd","path_b64":"YdA=","patched_sha256":"`+h("x")+`"}]}]}`), []byte{}, []byte{})
 	f.Add([]byte(`{"format":1,"patches":[{"name":"demo","state":"applied","files":[],"created_dirs":["python"]}]}`), []byte{}, []byte{})
-	// Patched copies kept as deltas: right, decoding to other bytes,
-	// truncated, and beside a whole copy.
-	bigOrig := commOrig + strings.Repeat("# line\n", 60)
-	bigNew := strings.Replace(bigOrig, "def gate():\n", "_is_sm120_supported = is_sm120()\ndef gate():\n", 1)
-	delta, ok := encodeDelta([]byte(bigOrig), []byte(bigNew))
-	if !ok {
-		f.Fatal("seed delta not kept")
-	}
-	applied := strings.Replace(rec(commPath, h(bigOrig), h(bigNew)), `"state":"pending"`, `"state":"applied"`, 1)
-	origTar := seedTar(map[string]string{commPath: bigOrig})
-	f.Add([]byte(applied), origTar, seedTar(map[string]string{commPath + deltaSuffix: string(delta)}))
-	f.Add([]byte(rec(commPath, h(bigOrig), h(bigNew))), origTar, seedTar(map[string]string{commPath + deltaSuffix: string(delta)}))
-	f.Add([]byte(applied), origTar, seedTar(map[string]string{commPath + deltaSuffix: strings.Replace(string(delta), "sm120", "sm121", 1)}))
-	f.Add([]byte(applied), origTar, seedTar(map[string]string{commPath + deltaSuffix: string(delta[:len(delta)-9])}))
-	f.Add([]byte(applied), origTar, seedTar(map[string]string{commPath + deltaSuffix: string(delta), commPath: bigNew}))
+	// A patched copy: right, and with other bytes.
+	applied := strings.Replace(rec(commPath, h(commOrig), h(commNew)), `"state":"pending"`, `"state":"applied"`, 1)
+	origTar := seedTar(map[string]string{commPath: commOrig})
+	f.Add([]byte(applied), origTar, seedTar(map[string]string{commPath: commNew}))
+	f.Add([]byte(applied), origTar, seedTar(map[string]string{commPath: commNew + "x"}))
+	// The signed form, as smpatch writes it.
+	f.Add([]byte(`{"mac":"00","state":`+rec(commPath, h(commOrig), h(commNew))+`}`), origTar, []byte{})
 	f.Fuzz(func(t *testing.T, stateJSON, tarData, patchedTar []byte) {
-		// The parser on its own.
-		s, err := parseState("state.json", stateJSON)
+		// The reader on its own: the signed form or a bare state.
+		s, _, err := decodeState("state.json", stateJSON)
 		if err != nil {
 			return
 		}
 		checkAccepted(t, s)
-		again, err := json.Marshal(s)
+		again, err := encodeState(s)
 		if err != nil {
-			t.Fatalf("accepted state does not marshal: %v", err)
+			t.Fatalf("accepted state does not encode: %v", err)
 		}
-		s2, err := parseState("state.json", again)
+		s2, why, err := decodeState("state.json", again)
+		if why != "" {
+			t.Fatalf("the state just signed is not trusted: %s", why)
+		}
 		if err != nil {
 			t.Fatalf("accepted state does not read back: %v\n%s", err, again)
 		}
@@ -117,26 +111,26 @@ func FuzzJournal(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := sign(s); err != nil {
+		data, err := encodeState(s)
+		if err != nil {
 			t.Fatal(err)
 		}
-		data, _ := json.Marshal(s)
 		os.MkdirAll(filepath.Join(root, source.StateDirName), 0o755)
 		os.WriteFile(filepath.Join(root, source.StateDirName, "state.json"), data, 0o644)
 		os.WriteFile(filepath.Join(root, source.StateDirName, "demo.orig.tar"), tarData, 0o644)
 		os.WriteFile(filepath.Join(root, source.StateDirName, "demo.patched.tar"), patchedTar, 0o644)
-		if j, err := openJournal(context.Background(), tr); err == nil {
-			for _, e := range j.state.Patches {
+		if j, err := Read(context.Background(), tr, Options{}); err == nil {
+			for _, e := range j.State().Patches {
 				for _, fr := range e.Files {
-					if b, err := j.readBlob("patched", e.Name, fr.Path); err == nil && sha256Hex(b) != fr.Patched {
-						t.Fatalf("patched copy of %s read with sha256 %.12s, recorded %.12s", fr.Path, sha256Hex(b), fr.Patched)
+					if b, err := j.Patched(e, fr); err == nil && Hash(b) != fr.Patched {
+						t.Fatalf("patched copy of %s read with sha256 %.12s, recorded %.12s", fr.Path, Hash(b), fr.Patched)
 					}
 				}
 			}
-			j.close()
+			j.Close()
 		}
 		before := treeHashes(t, base)
-		_, rerr := Recover(context.Background(), tr)
+		_, rerr := recoverTree(tr)
 		after := treeHashes(t, base)
 		for p, hb := range before {
 			ha, ok := after[p]
@@ -169,7 +163,7 @@ func checkAccepted(t *testing.T, s *State) {
 		}
 		for _, fr := range e.Files {
 			c, err := source.CleanRel(fr.Path)
-			if err != nil || c != fr.Path || reservedPath(fr.Path) != "" {
+			if err != nil || c != fr.Path || source.ReservedPath(fr.Path) != "" {
 				t.Fatalf("path %q accepted", fr.Path)
 			}
 			if fr.Original == "" && fr.Patched == "" {
@@ -182,7 +176,7 @@ func checkAccepted(t *testing.T, s *State) {
 			}
 		}
 		for _, d := range e.CreatedDirs {
-			if reservedPath(d) != "" || !dirOfAny(d, e.Files) {
+			if source.ReservedPath(d) != "" || !dirOfAny(d, e.Files) {
 				t.Fatalf("created dir %q accepted", d)
 			}
 		}
@@ -198,7 +192,7 @@ func changedAsRecorded(s *State, rel, before, after string) bool {
 				continue
 			}
 			from := before == fr.Original || before == fr.Patched || (before != "" && (before == fr.Target || before == fr.Before))
-			to := after == fr.Original || (e.State == StateReverting && (after == fr.Target || (fr.TargetDelete && after == "")))
+			to := after == fr.Original || (e.State == Reverting && (after == fr.Target || (fr.TargetDelete && after == "")))
 			if from && to {
 				return true
 			}
@@ -223,7 +217,7 @@ func treeHashes(t *testing.T, base string) map[string]string {
 		}
 		rel, _ := filepath.Rel(base, p)
 		b, _ := os.ReadFile(p)
-		out[filepath.ToSlash(rel)] = sha256Hex(b)
+		out[filepath.ToSlash(rel)] = Hash(b)
 		return nil
 	})
 	return out
