@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"testing/fstest"
 
@@ -141,18 +142,31 @@ func engineCatalog(t testing.TB) *Catalog {
 // snapshot hashes every file of the tree except the journal.
 func snapshot(t testing.TB, root string) map[string]string { return snapshotOf(t, root, false) }
 
-// journalSnapshot hashes every file of the tree, the journal's too.
+// journalSnapshot is every file of the tree, the journal's too, by hash,
+// and every file and directory by its change time: a command that writes
+// anything (a file, a lock, a directory entry) changes it.
 func journalSnapshot(t testing.TB, root string) map[string]string { return snapshotOf(t, root, true) }
 
-func snapshotOf(t testing.TB, root string, journal bool) map[string]string {
+func snapshotOf(t testing.TB, root string, all bool) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() && d.Name() == source.StateDirName && !journal {
+		if d.IsDir() && d.Name() == source.StateDirName && !all {
 			return fs.SkipDir
+		}
+		rel, _ := filepath.Rel(root, p)
+		rel = filepath.ToSlash(rel)
+		if all {
+			st, err := os.Lstat(p)
+			if err != nil {
+				return err
+			}
+			if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+				out[rel+" (ctime)"] = fmt.Sprint(sys.Ctim.Nano())
+			}
 		}
 		if d.IsDir() {
 			return nil
@@ -162,8 +176,7 @@ func snapshotOf(t testing.TB, root string, journal bool) map[string]string {
 			return err
 		}
 		h := sha256.Sum256(b)
-		rel, _ := filepath.Rel(root, p)
-		out[filepath.ToSlash(rel)] = hex.EncodeToString(h[:])
+		out[rel] = hex.EncodeToString(h[:])
 		return nil
 	})
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -14,6 +13,8 @@ import (
 	"syscall"
 
 	"github.com/hashicorp/go-version"
+
+	"github.com/smpatch/smpatch/internal/bounded"
 )
 
 // StateDirName is the directory, in a tree's root, that holds smpatch's journal.
@@ -135,7 +136,8 @@ func (t *dirTree) DiskPath(rel string) (string, error) {
 // ReadFile reads the repository-relative file rel, refusing a path that
 // leaves the tree, through ".." or a symlink. A missing file is an error
 // satisfying errors.Is(err, fs.ErrNotExist); one that is not a regular
-// file (a named pipe, a device) is refused unread.
+// file (a named pipe, a device) or larger than MaxFileBytes is refused
+// unread.
 func (t *dirTree) ReadFile(rel string) ([]byte, error) {
 	d, err := t.DiskPath(rel)
 	if err != nil {
@@ -164,8 +166,15 @@ func readIn(r *os.Root, d, rel string) ([]byte, error) {
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s: not a regular file", rel)
 	}
-	return io.ReadAll(f)
+	if st.Size() > MaxFileBytes {
+		return nil, fmt.Errorf("%s: larger than %s: not read", rel, bounded.SizeText(MaxFileBytes))
+	}
+	return bounded.ReadAll(f, MaxFileBytes, rel)
 }
+
+// MaxFileBytes is the most a tree file smpatch reads may have: source files
+// are far smaller, and a journal copy may have no more.
+const MaxFileBytes = 64 << 20
 
 // treeError words an error of os.Root: a path that leads out of the tree
 // says so (errors.Is(err, fs.ErrNotExist) stays as it is).
