@@ -21,22 +21,6 @@ func skipSpace(s string, i int) int {
 	return i
 }
 
-// skipDigits returns the end of the ASCII digits at s[i:].
-func skipDigits(s string, i int) int {
-	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-		i++
-	}
-	return i
-}
-
-// skipSep steps over one of '-', '_', '.' at s[i], if there is one.
-func skipSep(s string, i int) int {
-	if i < len(s) && (s[i] == '-' || s[i] == '_' || s[i] == '.') {
-		return i + 1
-	}
-	return i
-}
-
 // constraintOps are the comparison operators in the order the regular
 // expression tries them.
 var constraintOps = []string{"===", "==", "!=", "~=", "~>", "<=", ">=", "<", ">", "="}

@@ -9,6 +9,7 @@
 // elsewhere (Trust) and dropping an entry (Forget). docs/security.md says
 // which of its checks stops which threat.
 //
-// It knows entries, files and bytes: not catalogs, plans, diffs or the
-// command line. What to write is the engine's (package patches).
+// It knows entries, files and bytes (and what a patch's name may be, by
+// the catalog's rule): not catalogs, plans, diffs or the command line.
+// What to write is the engine's (package patches).
 package journal

@@ -67,9 +67,6 @@ type Journal struct {
 // only the journal changes it.
 func (j *Journal) State() *State { return j.state }
 
-// Dir is the journal's directory.
-func (j *Journal) Dir() string { return j.dir }
-
 func (j *Journal) statePath() string { return filepath.Join(j.dir, stateName) }
 
 // Exists reports whether t has a journal: a state directory holding a
