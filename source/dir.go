@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -169,7 +170,25 @@ func readIn(r *os.Root, d, rel string) ([]byte, error) {
 	if st.Size() > MaxFileBytes {
 		return nil, fmt.Errorf("%s: larger than %s: not read", rel, bounded.SizeText(MaxFileBytes))
 	}
-	return bounded.ReadAll(f, MaxFileBytes, rel)
+	// Read into a buffer of the size the file has (as os.ReadFile does),
+	// still bounded should it grow meanwhile.
+	b := make([]byte, 0, st.Size()+512)
+	for {
+		n, err := f.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if len(b) > MaxFileBytes {
+			return nil, fmt.Errorf("%s: larger than %s: not read", rel, bounded.SizeText(MaxFileBytes))
+		}
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+	}
 }
 
 // MaxFileBytes is the most a tree file smpatch reads may have: source files
