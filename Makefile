@@ -27,12 +27,10 @@ static:
 vet:
 	$(GO) vet ./...
 
-# Rewrites the generated Go files: the built-in catalog worked out ahead of
-# time (patches/builtin_decoded.go, from patches/catalog/*.toml and the
-# diffs they name: decoded, diffs parsed, digests made) and the embedded
-# shape fixtures (internal/synth). Tests fail while either is stale.
+# Rewrites the generated files: internal/synth's copies of the shape
+# fixtures (testdata/shapes/). A test fails while they are stale.
 generate:
-	$(GO) generate ./patches ./internal/synth
+	$(GO) generate ./internal/synth
 
 # docs/architecture.md from `go list`: the packages, their layers and the
 # direction of their imports (a test fails while it is stale).

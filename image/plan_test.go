@@ -11,6 +11,7 @@ import (
 
 	"github.com/smpatch/smpatch/image/imagetest"
 	"github.com/smpatch/smpatch/patches"
+	"github.com/smpatch/smpatch/patches/udiff"
 	"github.com/smpatch/smpatch/source"
 )
 
@@ -54,7 +55,7 @@ func testPatch(t testing.TB, name string, vs ...variantSpec) *patches.Patch {
 	t.Helper()
 	p := &patches.Patch{Name: name, Project: source.SGLang, Origin: "test"}
 	for _, v := range vs {
-		fds, err := patches.ParseDiff(name+"/"+v.name+".diff", []byte(v.diff))
+		fds, err := udiff.Parse(name+"/"+v.name+".diff", []byte(v.diff))
 		if err != nil {
 			t.Fatal(err)
 		}

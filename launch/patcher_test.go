@@ -13,6 +13,7 @@ import (
 
 	"github.com/smpatch/smpatch/internal/synth"
 	"github.com/smpatch/smpatch/patches"
+	"github.com/smpatch/smpatch/patches/catalog"
 	"github.com/smpatch/smpatch/source"
 )
 
@@ -84,7 +85,7 @@ func assertSameTree(t *testing.T, before, after map[string]string) {
 
 func treePatcher(t *testing.T, dir string) *TreePatcher {
 	t.Helper()
-	cat, err := patches.LoadCatalog(nil)
+	cat, err := catalog.Load(nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,8 @@
 package patches
 
 import (
+	"github.com/smpatch/smpatch/patches/catalog"
+
 	"context"
 	"os"
 	"path/filepath"
@@ -38,7 +40,7 @@ func BenchmarkApplyRevertSet(b *testing.B) {
 	ctx := context.Background()
 	_, _, tr := benchTree(b)
 	for b.Loop() {
-		cat, err := LoadCatalog(nil)
+		cat, err := catalog.Load(nil)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -76,7 +78,7 @@ func BenchmarkPlan(b *testing.B) {
 // built-in catalog, its sm120-fusion patch and the tree.
 func benchTree(b *testing.B) (*Catalog, *Patch, source.WritableTree) {
 	b.Helper()
-	cat, err := LoadCatalog(nil)
+	cat, err := catalog.Load(nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -104,7 +106,7 @@ func benchTree(b *testing.B) (*Catalog, *Patch, source.WritableTree) {
 // included, as every command that names a patch does.
 func BenchmarkLoadCatalog(b *testing.B) {
 	for b.Loop() {
-		if _, err := LoadCatalog(nil); err != nil {
+		if _, err := catalog.Load(nil); err != nil {
 			b.Fatal(err)
 		}
 	}

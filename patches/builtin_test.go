@@ -1,6 +1,8 @@
 package patches_test
 
 import (
+	"github.com/smpatch/smpatch/patches/catalog"
+
 	"bytes"
 	"context"
 	"os"
@@ -25,7 +27,7 @@ import (
 
 func builtinPatch(t *testing.T, name string) *patches.Patch {
 	t.Helper()
-	cat, err := patches.LoadCatalog(nil)
+	cat, err := catalog.Load(nil)
 	if err != nil {
 		t.Fatalf("loading the built-in catalog: %v", err)
 	}

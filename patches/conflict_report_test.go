@@ -1,28 +1,11 @@
 package patches
 
 import (
+	"github.com/smpatch/smpatch/patches/udiff"
+
 	"strings"
 	"testing"
 )
-
-func TestDisplayLine(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
-		{"plain text", "plain text"},
-		{"\tindented\twith tabs", "\tindented\twith tabs"},
-		{"héllo wörld ✓", "héllo wörld ✓"},
-		{"\x1b[31mred\x1b[0m", `\x1b[31mred\x1b[0m`},
-		{"crlf\r", `crlf\r`},
-		{"bell\a and nul\x00", `bell\a and nul\x00`},
-		{"latin1 caf\xe9", `latin1 caf\xe9`},
-		{"\xff\xfe\x00\x01", `\xff\xfe\x00\x01`},
-		{"bidi \u202e override", `bidi \u202e override`},
-		{"", ""},
-	} {
-		if got := displayLine(tc.in); got != tc.want {
-			t.Errorf("displayLine(%q) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
-}
 
 // The nearest region of a conflict comes from the file, which may be
 // binary or not UTF-8: the report never passes control bytes to the
@@ -30,8 +13,8 @@ func TestDisplayLine(t *testing.T) {
 func TestConflictReportEscapes(t *testing.T) {
 	p := &Plan{Patch: &Patch{Name: "demo"}, Files: []*FilePlan{{
 		Path: "python/sglang/blob.py",
-		Hunks: []HunkResult{{Status: Conflict, Reason: "no region similar enough",
-			Nearest: &Region{Start: 3, End: 4, Text: "\tx = 1\x1b]0;title\a\n\xff\xfe\x00bin\r\n"}}},
+		Result: udiff.Result{Hunks: []HunkResult{{Status: Conflict, Reason: "no region similar enough",
+			Nearest: &Region{Start: 3, End: 4, Text: "\tx = 1\x1b]0;title\a\n\xff\xfe\x00bin\r\n"}}}},
 	}}}
 	got := ConflictReport(p)
 	for _, c := range got {
@@ -39,7 +22,7 @@ func TestConflictReportEscapes(t *testing.T) {
 			t.Fatalf("control byte %#x in report:\n%q", c, got)
 		}
 	}
-	for _, want := range []string{"    | \tx = 1\\x1b]0;title\\a\n", "    | \\xff\\xfe\\x00bin\\r\n"} {
+	for _, want := range []string{"    | \tx = 1\\x1b]0;title\\x07\n", "    | \\xff\\xfe\\x00bin\\r\n"} {
 		if !strings.Contains(got, want) {
 			t.Fatalf("report lacks %q:\n%s", want, got)
 		}

@@ -1,6 +1,8 @@
 package patches
 
 import (
+	"github.com/smpatch/smpatch/patches/journal"
+
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -12,9 +14,11 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"testing/fstest"
 
-	"github.com/smpatch/smpatch/internal/exit"
+	"github.com/smpatch/smpatch/patches/catalog"
 	"github.com/smpatch/smpatch/source"
 )
 
@@ -42,7 +46,18 @@ diffs = ["demo/a.diff"]
 file = "python/sglang/srt/layers/comm.py"
 contains = "_is_sm120_supported"
 `
-	engineDiff = testDiff + `diff --git a/python/sglang/srt/server_args.py b/python/sglang/srt/server_args.py
+	// commDiff widens comm.py's gate.
+	commDiff = `diff --git a/python/sglang/srt/layers/comm.py b/python/sglang/srt/layers/comm.py
+--- a/python/sglang/srt/layers/comm.py
++++ b/python/sglang/srt/layers/comm.py
+@@ -1,3 +1,4 @@
+ _is_sm90_supported = is_sm90()
++_is_sm120_supported = is_sm120()
+ def gate():
+-    return _is_sm90_supported
++    return _is_sm90_supported or _is_sm120_supported
+`
+	engineDiff = commDiff + `diff --git a/python/sglang/srt/server_args.py b/python/sglang/srt/server_args.py
 --- a/python/sglang/srt/server_args.py
 +++ b/python/sglang/srt/server_args.py
 @@ -1,3 +1,3 @@
@@ -78,9 +93,35 @@ func engineTree(t testing.TB) (string, source.WritableTree) {
 	return root, tr
 }
 
+// catFS is a catalog directory in memory.
+func catFS(files map[string]string) fstest.MapFS {
+	m := fstest.MapFS{}
+	for k, v := range files {
+		m[k] = &fstest.MapFile{Data: []byte(v)}
+	}
+	return m
+}
+
+// writeCatalog writes a catalog directory.
+func writeCatalog(t testing.TB, dir string, files map[string]string) {
+	t.Helper()
+	for k, v := range files {
+		p := filepath.Join(dir, k)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(v), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// loadCatalog is the catalog of dirs with builtin's patches as built-ins.
+func loadCatalog(builtin fs.FS, dirs []string) (*Catalog, error) { return catalog.New(builtin, dirs) }
+
 func enginePatch(t testing.TB) *Patch {
 	t.Helper()
-	ps, err := LoadCatalogFS(catFS(map[string]string{"demo.toml": engineTOML, "demo/a.diff": engineDiff}), "cat", "test")
+	ps, err := catalog.LoadFS(catFS(map[string]string{"demo.toml": engineTOML, "demo/a.diff": engineDiff}), "cat", "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,14 +131,8 @@ func enginePatch(t testing.TB) *Patch {
 func engineCatalog(t testing.TB) *Catalog {
 	t.Helper()
 	dir := t.TempDir()
-	for k, v := range map[string]string{"demo.toml": engineTOML, "demo/a.diff": engineDiff} {
-		p := filepath.Join(dir, k)
-		os.MkdirAll(filepath.Dir(p), 0o755)
-		if err := os.WriteFile(p, []byte(v), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c, err := loadCatalog(catFS(nil), []string{dir})
+	writeCatalog(t, dir, map[string]string{"demo.toml": engineTOML, "demo/a.diff": engineDiff})
+	c, err := loadCatalog(nil, []string{dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,15 +140,33 @@ func engineCatalog(t testing.TB) *Catalog {
 }
 
 // snapshot hashes every file of the tree except the journal.
-func snapshot(t testing.TB, root string) map[string]string {
+func snapshot(t testing.TB, root string) map[string]string { return snapshotOf(t, root, false) }
+
+// journalSnapshot is every file of the tree, the journal's too, by hash,
+// and every file and directory by its change time: a command that writes
+// anything (a file, a lock, a directory entry) changes it.
+func journalSnapshot(t testing.TB, root string) map[string]string { return snapshotOf(t, root, true) }
+
+func snapshotOf(t testing.TB, root string, all bool) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() && d.Name() == source.StateDirName {
+		if d.IsDir() && d.Name() == source.StateDirName && !all {
 			return fs.SkipDir
+		}
+		rel, _ := filepath.Rel(root, p)
+		rel = filepath.ToSlash(rel)
+		if all {
+			st, err := os.Lstat(p)
+			if err != nil {
+				return err
+			}
+			if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+				out[rel+" (ctime)"] = fmt.Sprint(sys.Ctim.Nano())
+			}
 		}
 		if d.IsDir() {
 			return nil
@@ -123,8 +176,7 @@ func snapshot(t testing.TB, root string) map[string]string {
 			return err
 		}
 		h := sha256.Sum256(b)
-		rel, _ := filepath.Rel(root, p)
-		out[filepath.ToSlash(rel)] = hex.EncodeToString(h[:])
+		out[rel] = hex.EncodeToString(h[:])
 		return nil
 	})
 	if err != nil {
@@ -204,7 +256,7 @@ func TestApplyStatusRevert(t *testing.T) {
 	if !strings.Contains(string(b), "_is_sm120_supported") {
 		t.Fatal("not patched")
 	}
-	st, err := Status(ctx, tr, cat)
+	st, err := Status(ctx, tr, cat, journal.Options{})
 	if err != nil || len(st.Patches) != 1 || !st.Patches[0].Clean || st.Patches[0].CatalogChanged {
 		t.Fatalf("status %+v %v", st, err)
 	}
@@ -251,8 +303,8 @@ func TestRevertDrift(t *testing.T) {
 	os.WriteFile(full, edited, 0o644)
 	before := snapshot(t, root)
 	_, err := Revert(ctx, tr, cat, nil, RevertOptions{})
-	var de *DriftError
-	if exit.Code(err) != exit.RevertRefused || !errors.As(err, &de) {
+	var de *RevertRefusedError
+	if !errors.As(err, &de) {
 		t.Fatalf("want a refusal (5), got %v", err)
 	}
 	if f := de.Result.Patches[0].Files; !strings.Contains(f[0].Diff+f[1].Diff, "+# my edit") {
@@ -309,7 +361,7 @@ func TestApplyConflictChangesNothing(t *testing.T) {
 	before := snapshot(t, root)
 	_, err := apply(t, p, tr)
 	var ce *ConflictError
-	if exit.Code(err) != exit.Conflict || !errors.As(err, &ce) {
+	if !errors.As(err, &ce) {
 		t.Fatalf("want a conflict (4): %v", err)
 	}
 	if !strings.Contains(ConflictReport(ce.Problem.Plan), "conflict: "+argsPath+" hunk #1") {
@@ -353,9 +405,9 @@ func TestCrashFaultInjection(t *testing.T) {
 				}
 				patched = snapshot(t, root)
 			}
-			testHook = func(s string) error {
+			journal.Hook = func(s string) error {
 				if s == step {
-					return errCrash
+					return journal.ErrCrash
 				}
 				return nil
 			}
@@ -365,12 +417,12 @@ func TestCrashFaultInjection(t *testing.T) {
 			} else {
 				_, err = apply(t, p, tr)
 			}
-			testHook = nil
-			if !errors.Is(err, errCrash) {
+			journal.Hook = nil
+			if !errors.Is(err, journal.ErrCrash) {
 				t.Fatalf("hook did not fire: %v", err)
 			}
 			_ = patched
-			notes, err := Recover(ctx, tr)
+			notes, err := recoverJournal(ctx, tr)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -391,14 +443,14 @@ func TestCrashFaultInjection(t *testing.T) {
 	root, tr := engineTree(t)
 	p := enginePatch(t)
 	orig := snapshot(t, root)
-	testHook = func(s string) error {
+	journal.Hook = func(s string) error {
 		if s == "write:1" {
 			return errors.New("disk full")
 		}
 		return nil
 	}
 	_, err := apply(t, p, tr)
-	testHook = nil
+	journal.Hook = nil
 	if err == nil || !strings.Contains(err.Error(), "disk full") {
 		t.Fatalf("error: %v", err)
 	}
@@ -449,26 +501,6 @@ func TestConcurrentApply(t *testing.T) {
 	}
 }
 
-func TestUnifiedDiffRoundTrip(t *testing.T) {
-	for _, tt := range []struct{ a, b string }{
-		{"a\nb\nc\n", "a\nB\nc\n"},
-		{"a\nb", "a\nb\n"},
-		{"", "x\n"},
-		{"1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n", "1\n2x\n3\n4\n5\n6\n7\n8\n9\n10\n11x\n12\n"},
-		{"l1\r\nl2\r\n", "l1\r\nl2 changed\r\n"},
-	} {
-		d := fileDiff("python/sglang/x.py", []byte(tt.a), []byte(tt.b))
-		fds, err := ParseDiff("t", d)
-		if err != nil {
-			t.Fatalf("%q -> %q: %v\n%s", tt.a, tt.b, err, d)
-		}
-		fp, err := MatchFile([]byte(tt.a), fds[0], PlanOptions{})
-		if err != nil || string(fp.New) != tt.b {
-			t.Fatalf("%q -> %q: got %q (%v)\n%s", tt.a, tt.b, fp.New, err, d)
-		}
-	}
-}
-
 // Two patches on the same file in one call: the second is planned again on
 // the first one's result; revert with no names takes both out, newest first.
 func TestApplyTwoPatchesOneFile(t *testing.T) {
@@ -490,7 +522,7 @@ versions = ">= 0.5"
 `
 	dir := t.TempDir()
 	writeCatalog(t, dir, map[string]string{"demo.toml": engineTOML, "demo/a.diff": engineDiff, "demo2.toml": second, "demo2/b.diff": secondDiff})
-	cat, err := loadCatalog(catFS(nil), []string{dir})
+	cat, err := loadCatalog(nil, []string{dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -507,7 +539,7 @@ versions = ">= 0.5"
 	}
 	// Reverting the older one alone is refused: its file changed since
 	// (the newer patch's edit).
-	if _, err := Revert(ctx, tr, cat, []string{"demo2"}, RevertOptions{}); exit.Code(err) != exit.RevertRefused {
+	if _, err := Revert(ctx, tr, cat, []string{"demo2"}, RevertOptions{}); !refused(err) {
 		t.Fatalf("revert of the older patch alone: %v", err)
 	}
 	if _, err := Revert(ctx, tr, cat, nil, RevertOptions{}); err != nil {
@@ -554,18 +586,18 @@ func TestCrashForcedRevert(t *testing.T) {
 	full := filepath.Join(root, commPath)
 	b, _ := os.ReadFile(full)
 	os.WriteFile(full, append([]byte("# my edit\n"), b...), 0o644)
-	testHook = func(s string) error {
+	journal.Hook = func(s string) error {
 		if s == "revert-write:1" {
-			return errCrash
+			return journal.ErrCrash
 		}
 		return nil
 	}
 	_, err := Revert(ctx, tr, cat, nil, RevertOptions{Force: true})
-	testHook = nil
-	if !errors.Is(err, errCrash) {
+	journal.Hook = nil
+	if !errors.Is(err, journal.ErrCrash) {
 		t.Fatalf("hook: %v", err)
 	}
-	notes, err := Recover(ctx, tr)
+	notes, err := recoverJournal(ctx, tr)
 	if err != nil || len(notes) != 1 || !strings.Contains(notes[0], "finished an interrupted revert") {
 		t.Fatalf("recover: %v %v", notes, err)
 	}
@@ -605,7 +637,7 @@ func TestApplyStaleJournalEntry(t *testing.T) {
 	if d := diffSnap(patched, snapshot(t, root)); d != "" {
 		t.Fatalf("not patched again: %s", d)
 	}
-	st, err := Status(ctx, tr, nil)
+	st, err := Status(ctx, tr, nil, journal.Options{})
 	if err != nil || len(st.Patches) != 1 || !st.Patches[0].Clean {
 		t.Fatalf("status after re-apply: %+v %v", st, err)
 	}
@@ -621,7 +653,7 @@ func TestApplyStaleJournalEntry(t *testing.T) {
 	if err != nil || res.Patches[0].Status != "already-applied" || len(res.Notices) != 1 || !strings.Contains(res.Notices[0], "(changed)") {
 		t.Fatalf("apply over an edited file: %+v %q %v", res.Patches[0], res.Notices, err)
 	}
-	if _, err := Revert(ctx, tr, nil, nil, RevertOptions{}); exit.Code(err) != exit.RevertRefused {
+	if _, err := Revert(ctx, tr, nil, nil, RevertOptions{}); !refused(err) {
 		t.Fatalf("revert of the edited file should be refused: %v", err)
 	}
 	if err := os.WriteFile(argsFile, b, 0o644); err != nil {
@@ -655,7 +687,7 @@ versions = ">= 0.5"
 `
 	dir := t.TempDir()
 	writeCatalog(t, dir, map[string]string{"demo.toml": engineTOML, "demo/a.diff": engineDiff, "demo2.toml": second, "demo2/b.diff": secondDiff})
-	cat, err := loadCatalog(catFS(nil), []string{dir})
+	cat, err := loadCatalog(nil, []string{dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -673,7 +705,7 @@ versions = ">= 0.5"
 	if got := res.Patches[1].VariantReason; got != want {
 		t.Fatalf("second patch's variant reason %q, want %q", got, want)
 	}
-	st, err := Status(ctx, tr, nil)
+	st, err := Status(ctx, tr, nil, journal.Options{})
 	if err != nil || st.Patches[1].VariantReason != want {
 		t.Fatalf("journal's variant reason: %+v %v", st.Patches[1], err)
 	}
@@ -698,7 +730,7 @@ diffs = ["mkdir/a.diff"]
 `
 	dir := t.TempDir()
 	writeCatalog(t, dir, map[string]string{"mkdir.toml": toml, "mkdir/a.diff": diff})
-	cat, err := loadCatalog(catFS(nil), []string{dir})
+	cat, err := loadCatalog(nil, []string{dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -743,7 +775,7 @@ diffs = ["mkdir/a.diff"]
 	}
 	bad := strings.Replace(toml, "[[variant]]", "[[verify]]\nfile = \"python/sglang/srt/newdir/sub/fused.py\"\ncontains = \"NOPE\"\n[[variant]]", 1)
 	writeCatalog(t, dir, map[string]string{"mkdir.toml": bad, "mkdir/a.diff": diff})
-	if cat, err = loadCatalog(catFS(nil), []string{dir}); err != nil {
+	if cat, err = loadCatalog(nil, []string{dir}); err != nil {
 		t.Fatal(err)
 	}
 	p, _ = cat.Get("mkdir")
@@ -769,7 +801,7 @@ func TestRevertRefusedStates(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := Revert(ctx, tr, nil, nil, RevertOptions{})
-	if exit.Code(err) != exit.RevertRefused {
+	if !refused(err) {
 		t.Fatalf("revert: %v", err)
 	}
 	got := map[string]string{}
@@ -803,7 +835,7 @@ func TestApplyStaleEntryPartly(t *testing.T) {
 	if d := diffSnap(patched, snapshot(t, root)); d != "" {
 		t.Fatalf("not patched again: %s", d)
 	}
-	st, err := Status(ctx, tr, nil)
+	st, err := Status(ctx, tr, nil, journal.Options{})
 	if err != nil || len(st.Patches) != 1 || len(st.Patches[0].Files) != 2 || !st.Patches[0].Clean {
 		t.Fatalf("status: %+v %v", st.Patches, err)
 	}
@@ -817,3 +849,20 @@ func TestApplyStaleEntryPartly(t *testing.T) {
 
 // setOf is a set of plans each made on the tree as it is.
 func setOf(t source.Tree, plans ...*Plan) *Set { return &Set{Tree: t, Plans: plans} }
+
+// recoverJournal finishes what a killed command left in t's journal, as a
+// writing command does first, and returns its lines.
+func recoverJournal(ctx context.Context, t source.WritableTree) ([]string, error) {
+	j, err := journal.Open(ctx, t, journal.Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer j.Close()
+	return j.Recover()
+}
+
+// refused reports whether err is a revert refused with nothing written.
+func refused(err error) bool {
+	var re *RevertRefusedError
+	return errors.As(err, &re)
+}

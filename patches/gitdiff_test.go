@@ -1,6 +1,8 @@
 package patches
 
 import (
+	"github.com/smpatch/smpatch/patches/udiff"
+
 	"bytes"
 	"context"
 	"strings"
@@ -33,7 +35,7 @@ func TestGitDiffFixture(t *testing.T) {
 			want[strings.TrimPrefix(f.Name, "want/")] = string(data)
 		}
 	}
-	fds, err := ParseDiff("gitdiff.diff", diff)
+	fds, err := udiff.Parse("gitdiff.diff", diff)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +69,7 @@ func TestGitDiffFixture(t *testing.T) {
 		}
 	}
 	// The plan's own diff, applied to the base, gives the same tree.
-	fds2, err := ParseDiff("plan.diff", pl.UnifiedDiff())
+	fds2, err := udiff.Parse("plan.diff", pl.UnifiedDiff())
 	if err != nil {
 		t.Fatalf("%v\n%s", err, pl.UnifiedDiff())
 	}

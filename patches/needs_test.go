@@ -1,6 +1,8 @@
 package patches
 
 import (
+	"github.com/smpatch/smpatch/patches/journal"
+
 	"context"
 	"errors"
 	"os"
@@ -8,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/smpatch/smpatch/internal/exit"
 	"github.com/smpatch/smpatch/source"
 )
 
@@ -17,7 +18,7 @@ func needsCatalog(t *testing.T, files map[string]string) (*Catalog, error) {
 	t.Helper()
 	dir := t.TempDir()
 	writeCatalog(t, dir, files)
-	return loadCatalog(catFS(nil), []string{dir})
+	return loadCatalog(nil, []string{dir})
 }
 
 const (
@@ -68,7 +69,7 @@ func TestVariantTwoDiffsOfOneFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e := st.Get("both"); e == nil || len(e.Files) != 1 || e.State != StateApplied {
+	if e := st.Get("both"); e == nil || len(e.Files) != 1 || e.State != journal.Applied {
 		t.Fatalf("journal entry %+v, want one applied file", e)
 	}
 	if _, err := Revert(ctx, tr, c, []string{"both"}, RevertOptions{}); err != nil {
@@ -140,7 +141,7 @@ func TestNeeds(t *testing.T) {
 	}
 	_, err = Apply(ctx, tr, s, ApplyOptions{ToolVersion: "test"})
 	var ce *ConflictError
-	if !errors.As(err, &ce) || exit.Code(err) != exit.Conflict {
+	if !errors.As(err, &ce) {
 		t.Fatalf("top alone: %v, want a conflict error", err)
 	}
 	if want := "top does not apply to "; !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), ": needs base, which the tree does not have: apply it first, or in the same command before top (smpatch apply base top); nothing was changed") {
@@ -174,7 +175,7 @@ func TestNeeds(t *testing.T) {
 
 	// Reverting base alone would leave top without it.
 	_, err = Revert(ctx, tr, c, []string{"base"}, RevertOptions{})
-	if exit.Code(err) != exit.RevertRefused || !strings.Contains(err.Error(), "top is applied and needs base: revert top first") {
+	if !refused(err) || !strings.Contains(err.Error(), "top is applied and needs base: revert top first") {
 		t.Fatalf("revert base under top: %v", err)
 	}
 	// top alone, then top again alone on a tree that has base.

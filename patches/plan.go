@@ -6,87 +6,22 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"path"
+	"regexp"
 	"slices"
-	"sort"
 	"strings"
 
+	"github.com/smpatch/smpatch/patches/udiff"
 	"github.com/smpatch/smpatch/source"
 )
 
-// HunkStatus is how one hunk resolved against a tree.
-type HunkStatus int
-
-const (
-	Exact          HunkStatus = iota // at the stated line
-	Offset                           // exact, at the nearest other position
-	Fuzzy                            // located by similarity; removed lines match byte for byte
-	AlreadyApplied                   // the hunk's result is already where its source would be
-	Conflict                         // none of the above
-)
-
-func (s HunkStatus) String() string {
-	switch s {
-	case Exact:
-		return "exact"
-	case Offset:
-		return "offset"
-	case Fuzzy:
-		return "fuzzy"
-	case AlreadyApplied:
-		return "already-applied"
-	case Conflict:
-		return "conflict"
-	}
-	return "unknown"
-}
-
-// MarshalText writes the status as its name in JSON.
-func (s HunkStatus) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
-
-// UnmarshalText reads a status name.
-func (s *HunkStatus) UnmarshalText(b []byte) error {
-	for st := Exact; st <= Conflict; st++ {
-		if st.String() == string(b) {
-			*s = st
-			return nil
-		}
-	}
-	return fmt.Errorf("unknown hunk status %q", b)
-}
-
-// Region is a span of lines in a file, 1-based and inclusive.
-type Region struct {
-	Start int    `json:"start"`
-	End   int    `json:"end"`
-	Text  string `json:"text"`
-}
-
-// HunkResult is the resolution of one hunk.
-type HunkResult struct {
-	Path   string     `json:"path"`   // the file's target path (after anchor resolution)
-	Index  int        `json:"index"`  // index of the hunk in its FileDiff
-	Status HunkStatus `json:"status"` // exact, offset, fuzzy, already-applied, conflict
-	Line   int        `json:"line"`   // 1-based line in the old file where the hunk lands (or was found)
-	Offset int        `json:"offset"` // Line minus the line the hunk states
-	Score  float64    `json:"score"`  // similarity for Fuzzy, 0..1
-	Reason string     `json:"reason"` // for Conflict: why; for Fuzzy and AlreadyApplied: detail
-	// Nearest is the closest candidate region for a conflict.
-	Nearest *Region `json:"nearest"`
-}
-
-// FilePlan is what a Plan does to one file.
+// FilePlan is what a Plan does to one file: how its diff landed on the
+// file's bytes, at the path it was found.
 type FilePlan struct {
-	Path   string // repository-relative target path (after anchor resolution)
-	Diff   *FileDiff
-	Old    []byte // nil when the file is created
-	New    []byte // nil when the file is deleted, or when a hunk conflicts
-	Create bool
-	Delete bool
-	Hunks  []HunkResult
+	Path string // repository-relative target path (after anchor resolution)
 	// Note says how the target was found when it is not the diff's path
 	// (found by anchor in a search directory).
 	Note string
+	udiff.Result
 }
 
 // Outcome classifies a whole Plan.
@@ -192,7 +127,7 @@ func (pl *Plan) finish(t source.Tree, strict bool) error {
 		pl.refuse(why)
 		return nil
 	}
-	u, err := pl.Patch.uncoveredShape(t)
+	u, err := uncoveredShape(pl.Patch, t)
 	if err != nil {
 		return err
 	}
@@ -210,6 +145,37 @@ func (pl *Plan) refuse(why string) {
 		return
 	}
 	pl.Refused, pl.Reason = why, why
+}
+
+// uncoveredShape is the first detectable uncovered shape whose marker t
+// has, or nil.
+func uncoveredShape(p *Patch, t source.Tree) (*Uncovered, error) {
+	for i := range p.Uncovered {
+		u := &p.Uncovered[i]
+		if !u.Detectable() {
+			continue
+		}
+		b, err := t.ReadFile(u.File)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case u.Contains != "" && bytes.Contains(b, []byte(u.Contains)):
+			return u, nil
+		case u.Regex != "":
+			re, err := regexp.Compile(u.Regex)
+			if err != nil {
+				return nil, fmt.Errorf("%s: uncovered %s: %w", p.File, u.Name, err)
+			}
+			if re.Match(b) {
+				return u, nil
+			}
+		}
+	}
+	return nil, nil
 }
 
 func shapeTitle(u *Uncovered) string {
@@ -287,7 +253,7 @@ func newPlan(ctx context.Context, p *Patch, t source.Tree, opts PlanOptions) (*P
 
 	var cands, rest []*Variant
 	for _, c := range p.Variants {
-		if v != nil && c.admits(v) {
+		if v != nil && c.Admits(v) {
 			cands = append(cands, c)
 		} else {
 			rest = append(rest, c)
@@ -620,118 +586,23 @@ func composeFile(a, b *FilePlan) *FilePlan {
 	return &c
 }
 
-// cleanDir turns "a/b/", "./a//b" into "a/b", and "." or "/" into "".
-func cleanDir(dir string) string {
-	c := strings.TrimPrefix(path.Clean("/"+dir), "/")
-	return c
-}
+func hasConflict(fp *FilePlan) bool { return fp.Conflicts() }
 
-func hasConflict(fp *FilePlan) bool {
-	for _, h := range fp.Hunks {
-		if h.Status == Conflict {
-			return true
-		}
+// matchFile is how fd lands on the bytes of its target (data; exists says
+// whether the file is there), as a plan of one file at the diff's path;
+// without explain, a hunk that conflicts is not explained further.
+func matchFile(data []byte, exists bool, fd *FileDiff, explain bool) *FilePlan {
+	old := data
+	if !exists {
+		old = nil
+	} else if old == nil {
+		old = []byte{}
 	}
-	return false
-}
-
-// maxAnchorFiles bounds how many files an anchor search reads.
-const maxAnchorFiles = 5000
-
-// findByAnchor looks in the search directories for the file in which the
-// diff's first hunk resolves best. It returns the path and bytes of the
-// unique best file and a note, or "" and why nothing was found.
-func findByAnchor(ctx context.Context, t source.Tree, fd *FileDiff, dirs []string, exclude string, memo *Memo) (string, []byte, string, error) {
-	hasher, _ := t.(FileHasher)
-	if memo == nil {
-		hasher = nil
+	r := udiff.MatchBrief
+	if explain {
+		r = udiff.Match
 	}
-	ext := path.Ext(fd.Path())
-	type cand struct {
-		path   string
-		data   []byte
-		score  float64
-		status HunkStatus
-	}
-	var cands []cand
-	seen := map[string]bool{}
-	read := 0
-	for _, dir := range dirs {
-		dir = cleanDir(dir)
-		files, err := t.ListFiles(dir)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return "", nil, "", fmt.Errorf("listing %s: %w", dir, err)
-		}
-		for _, f := range files {
-			if seen[f] || f == exclude || path.Ext(f) != ext {
-				continue
-			}
-			seen[f] = true
-			if read >= maxAnchorFiles {
-				break
-			}
-			if err := ctx.Err(); err != nil {
-				return "", nil, "", err
-			}
-			read++
-			var key anchorKey
-			if hasher != nil {
-				if h, ok := hasher.FileHash(f); ok {
-					key = anchorKey{fd.Hunks[0], h}
-					if hit, ok := memo.getAnchor(key); ok {
-						if hit.status != Conflict {
-							cands = append(cands, cand{path: f, score: hit.score, status: hit.status})
-						}
-						continue
-					}
-				}
-			}
-			data, err := t.ReadFile(f)
-			if err != nil {
-				if errors.Is(err, fs.ErrNotExist) {
-					continue
-				}
-				return "", nil, "", err
-			}
-			res, _, _, _ := matchHunk(splitText(data), fd.Hunks[0], 0, 0, false)
-			score := 1.0
-			if res.Status == Fuzzy {
-				score = res.Score
-			}
-			if key.hunk != nil {
-				memo.putAnchor(key, anchorHit{res.Status, score})
-			}
-			if res.Status == Conflict {
-				continue
-			}
-			cands = append(cands, cand{path: f, data: data, score: score, status: res.Status})
-		}
-	}
-	if len(cands) == 0 {
-		return "", nil, fmt.Sprintf("not found by anchor in %s", strings.Join(dirs, ", ")), nil
-	}
-	sort.SliceStable(cands, func(i, j int) bool { return cands[i].score > cands[j].score })
-	if len(cands) > 1 && cands[1].score == cands[0].score {
-		var names []string
-		for _, c := range cands {
-			if c.score == cands[0].score {
-				names = append(names, c.path)
-			}
-		}
-		return "", nil, fmt.Sprintf("anchor is ambiguous: the first hunk matches %s", strings.Join(names, ", ")), nil
-	}
-	c := cands[0]
-	if c.data == nil { // remembered from another revision: read it now
-		data, err := t.ReadFile(c.path)
-		if err != nil {
-			return "", nil, "", err
-		}
-		c.data = data
-	}
-	return c.path, c.data, fmt.Sprintf("found by anchor (hunk 1 %s) in %s", c.status, c.path), nil
+	return &FilePlan{Path: fd.Path(), Result: *r(old, fd)}
 }
 
 // Outcome classifies the plan.
@@ -848,7 +719,7 @@ func (p *Plan) UnifiedDiff() []byte {
 		if c.keeps {
 			nw = c.new
 		}
-		b.Write(unifiedFileDiff(c.path, old, nw, c.existed, c.keeps))
+		b.Write(udiff.Unified(c.path, old, nw, c.existed, c.keeps))
 	}
 	return b.Bytes()
 }

@@ -2,14 +2,12 @@ package patches
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
 	"path"
-	"path/filepath"
 	"strings"
 
-	"github.com/smpatch/smpatch/internal/exit"
+	"github.com/smpatch/smpatch/patches/journal"
+	"github.com/smpatch/smpatch/patches/udiff"
 	"github.com/smpatch/smpatch/source"
 )
 
@@ -18,6 +16,9 @@ type RevertOptions struct {
 	// Force reverse-applies only the patch's own hunks to files changed
 	// since apply, keeping the other edits.
 	Force bool
+	// Waiting is told, once, when another smpatch holds the tree's journal
+	// for a moment (one line for people).
+	Waiting func(line string)
 }
 
 // RevertResult says what Revert did, or why it refused.
@@ -42,7 +43,8 @@ type RevertFile struct {
 	Path string `json:"path"`
 	// State: "restored" (original bytes back), "already-original",
 	// "forced" (our hunks reverse-applied, other edits kept), "changed"
-	// (refused: changed since apply).
+	// (refused: changed since apply), "not-written" (the revert was
+	// refused for another file).
 	State string `json:"state"`
 	// Diff shows, for a changed file, what changed since apply
 	// (patched → current).
@@ -50,183 +52,175 @@ type RevertFile struct {
 	PycRemoved []string `json:"pyc_removed"`
 }
 
-// DriftError is a refused revert: a patched file changed since it was
-// applied. Result holds the difference of every such file.
-type DriftError struct {
+// RevertRefusedError is a revert refused with nothing written: a patched
+// file changed since it was applied (Result then holds the difference of
+// every such file), --force could not take the patch's hunks out of one,
+// or another applied patch needs one being reverted.
+type RevertRefusedError struct {
 	Result *RevertResult
 	Msg    string
 }
 
-func (e *DriftError) Error() string { return e.Msg }
+func (e *RevertRefusedError) Error() string { return e.Msg }
 
+// revertStep is what Revert writes for one entry.
 type revertStep struct {
-	e       *Entry
-	out     *RevertOutcome
-	targets map[string][]byte // path -> bytes to write (nil value: delete)
-	write   []string          // paths to write, in order
-	forced  map[string]bool
-	before  map[string]string // path -> hash of a forced file before the revert
+	out *RevertOutcome
+	js  *journal.RevertStep
 }
 
 // Revert restores the original bytes of the named applied patches (every
 // applied patch, newest first, when names is empty). A file changed since
-// apply makes it refuse with exit.RevertRefused and nothing written, unless
-// opts.Force. A name that is in neither the journal nor the catalog is an
-// error with a did-you-mean; a known patch that is not applied is listed in
-// NotApplied.
+// apply makes it refuse (*RevertRefusedError) with nothing written,
+// unless opts.Force. A name that is in neither the journal nor the catalog
+// is an error with a did-you-mean; a known patch that is not applied is
+// listed in NotApplied. ctx ending is a *journal.StoppedError saying what
+// was left.
 func Revert(ctx context.Context, t source.WritableTree, cat *Catalog, names []string, opts RevertOptions) (*RevertResult, error) {
 	res := &RevertResult{Tree: t.Root(), Kind: string(t.Kind()), Recovered: []string{}, Patches: []*RevertOutcome{}, NotApplied: []string{}}
 	// Without a journal there is nothing to lock or revert (the journal
 	// itself is read, and checked, once locked).
-	exists, err := lstatStateDir(t.StateDir())
-	if err != nil {
-		return res, err
-	}
-	if _, err := os.Lstat(filepath.Join(t.StateDir(), journalStateJSON)); !exists || err != nil {
-		for _, n := range names {
-			if cat != nil {
-				if _, err := cat.Get(n); err != nil {
-					return res, err
-				}
-			}
-			res.NotApplied = append(res.NotApplied, n)
+	if ok, err := journal.Exists(t); err != nil || !ok {
+		if err == nil {
+			err = notApplied(cat, names, nil, res)
 		}
-		return res, nil
+		return res, err
 	}
-	j, err := openJournal(ctx, t)
+	if err := ctx.Err(); err != nil {
+		return res, &journal.StoppedError{What: "stopped before writing: nothing was changed", Err: err}
+	}
+	j, err := journal.Open(ctx, t, journal.Options{Waiting: opts.Waiting})
 	if err != nil {
 		return res, err
 	}
-	defer j.close()
-	if res.Recovered, err = j.recover(); err != nil {
+	defer j.Close()
+	rec, err := j.Recover()
+	if rec != nil {
+		res.Recovered = rec
+	}
+	if err != nil {
 		return res, err
 	}
-	if res.Recovered == nil {
-		res.Recovered = []string{}
+	st := j.State()
+	if err := notApplied(cat, names, st, res); err != nil {
+		return res, err
 	}
-	// Select, newest first.
+	// Newest first.
 	want := map[string]bool{}
 	for _, n := range names {
-		if e := j.state.Get(n); e != nil {
-			want[n] = true
+		want[n] = true
+	}
+	var sel []*journal.Entry
+	for i := len(st.Patches) - 1; i >= 0; i-- {
+		if e := st.Patches[i]; len(names) == 0 || want[e.Name] {
+			sel = append(sel, e)
+		}
+	}
+	if err := neededBy(st, cat, sel); err != nil {
+		return res, err
+	}
+	steps, err := revertSteps(t, j, sel, opts.Force, res)
+	if err != nil {
+		return res, err
+	}
+	var paths []string
+	for _, s := range steps {
+		for _, w := range s.js.Writes {
+			paths = append(paths, w.Path)
+		}
+	}
+	if err := t.CheckWrites(paths); err != nil {
+		return res, err
+	}
+	return res, writeReverts(ctx, t, j, steps)
+}
+
+// notApplied checks names: a name st has is left for the revert, a name
+// the catalog knows is listed not applied, any other is the catalog's
+// did-you-mean error.
+func notApplied(cat *Catalog, names []string, st *journal.State, res *RevertResult) error {
+	for _, n := range names {
+		if st != nil && st.Get(n) != nil {
 			continue
 		}
 		if cat != nil {
 			if _, err := cat.Get(n); err != nil {
-				return res, err
+				return err
 			}
 		}
 		res.NotApplied = append(res.NotApplied, n)
 	}
-	var sel []*Entry
-	for i := len(j.state.Patches) - 1; i >= 0; i-- {
-		e := j.state.Patches[i]
-		if len(names) == 0 || want[e.Name] {
-			sel = append(sel, e)
-		}
-	}
-	if err := neededBy(j.state, cat, sel); err != nil {
-		return res, err
-	}
-	// Work out every file's bytes first, on an overlay, so a refusal
-	// writes nothing.
+	return nil
+}
+
+// revertSteps works out the bytes every file of sel gets, on an overlay of
+// the tree (an entry reverted after another sees what the other writes),
+// so that a refusal writes nothing: a file changed since apply refuses the
+// whole revert, unless force takes the patch's hunks back out of it.
+func revertSteps(t source.WritableTree, j *journal.Journal, sel []*journal.Entry, force bool, res *RevertResult) ([]*revertStep, error) {
 	overlay := map[string][]byte{}
-	have := map[string]bool{}
 	cur := func(p string) ([]byte, error) {
-		if have[p] {
-			return overlay[p], nil
+		if b, ok := overlay[p]; ok {
+			return b, nil
 		}
-		b, err := readCurrent(t, p)
-		if err != nil {
-			return nil, err
+		b, err := journal.ReadCurrent(t, p)
+		if err == nil {
+			overlay[p] = b
 		}
-		overlay[p], have[p] = b, true
-		return b, nil
-	}
-	// A file on disk is only hashed (through a small buffer) unless it
-	// changed since apply and its bytes are needed.
-	diskHash := map[string]string{}
-	curHash := func(p string) (string, error) {
-		if have[p] {
-			return sha256Hex(overlay[p]), nil
-		}
-		if h, ok := diskHash[p]; ok {
-			return h, nil
-		}
-		h, err := hashCurrent(t, p)
-		if err != nil {
-			return "", err
-		}
-		diskHash[p] = h
-		return h, nil
+		return b, err
 	}
 	var steps []*revertStep
-	refused := 0
+	var changed []string
 	for _, e := range sel {
-		st := &revertStep{e: e, out: &RevertOutcome{Name: e.Name, Status: "reverted", Files: []*RevertFile{}}, targets: map[string][]byte{}, forced: map[string]bool{}, before: map[string]string{}}
+		st := &revertStep{out: &RevertOutcome{Name: e.Name, Status: "reverted", Files: []*RevertFile{}},
+			js: &journal.RevertStep{Entry: e, Forced: map[string]bool{}}}
 		for _, f := range e.Files {
-			h, err := curHash(f.Path)
+			c, err := cur(f.Path)
 			if err != nil {
-				return res, err
+				return nil, err
 			}
 			rf := &RevertFile{Path: f.Path, PycRemoved: []string{}}
 			st.out.Files = append(st.out.Files, rf)
-			switch {
+			switch h := journal.Hash(c); {
 			case h == f.Patched:
-				orig, err := j.wanted(e, f, false)
+				orig, err := j.Original(e, f)
 				if err != nil {
-					return res, err
+					return nil, err
 				}
 				rf.State = "restored"
-				st.targets[f.Path] = orig
-				st.write = append(st.write, f.Path)
-				overlay[f.Path], have[f.Path] = orig, true
+				st.js.Writes = append(st.js.Writes, journal.Write{Path: f.Path, Old: c, New: orig})
+				overlay[f.Path] = orig
 			case h == f.Original:
 				rf.State = "already-original"
 			default:
-				c, err := cur(f.Path)
-				if err != nil {
-					return res, err
-				}
-				patched, perr := j.readBlob("patched", e.Name, f.Path)
-				if perr != nil && f.Patched != "" {
+				patched, perr := j.Patched(e, f)
+				if perr != nil {
 					patched = nil
 				}
-				rf.Diff = string(fileDiff(f.Path, patched, c))
-				if !opts.Force {
+				rf.Diff = string(udiff.Between(f.Path, patched, c))
+				if !force {
 					rf.State = "changed"
-					st.out.Status = "refused"
-					refused++
+					changed = append(changed, f.Path)
 					continue
 				}
-				orig, err := j.wanted(e, f, false)
+				orig, err := j.Original(e, f)
 				if err != nil {
-					return res, err
+					return nil, err
 				}
 				nb, err := reverseApply(f.Path, orig, patched, c)
 				if err != nil {
-					return res, exit.With(exit.RevertRefused, fmt.Errorf("revert --force %s: %w", e.Name, err))
+					return nil, &RevertRefusedError{Msg: fmt.Sprintf("revert --force %s: %v", e.Name, err)}
 				}
 				rf.State = "forced"
-				st.targets[f.Path] = nb
-				st.forced[f.Path] = true
-				st.before[f.Path] = sha256Hex(c)
-				st.write = append(st.write, f.Path)
+				st.js.Writes = append(st.js.Writes, journal.Write{Path: f.Path, Old: c, New: nb})
+				st.js.Forced[f.Path] = true
 				overlay[f.Path] = nb
 			}
 		}
 		steps = append(steps, st)
 		res.Patches = append(res.Patches, st.out)
 	}
-	if refused > 0 {
-		var changed []string
-		for _, st := range steps {
-			for _, f := range st.out.Files {
-				if f.State == "changed" {
-					changed = append(changed, f.Path)
-				}
-			}
-		}
+	if len(changed) > 0 {
 		// Nothing is written: a file that would have been restored (or
 		// reverse-applied) says so, and no patch counts as reverted.
 		for _, st := range steps {
@@ -237,193 +231,75 @@ func Revert(ctx context.Context, t source.WritableTree, cat *Catalog, names []st
 				}
 			}
 		}
-		msg := fmt.Sprintf("revert refused: %s changed since the patch was applied (--force reverse-applies only the patch's hunks and keeps the other edits)", strings.Join(changed, ", "))
-		return res, exit.With(exit.RevertRefused, &DriftError{Result: res, Msg: msg})
+		return nil, &RevertRefusedError{Result: res, Msg: fmt.Sprintf("revert refused: %s changed since the patch was applied (--force reverse-applies only the patch's hunks and keeps the other edits)", strings.Join(changed, ", "))}
 	}
-	var paths []string
-	for _, st := range steps {
-		paths = append(paths, st.write...)
-	}
-	if err := checkWritable(t, paths); err != nil {
-		return res, err
-	}
-	// One transaction for the steps that write different files; a step
-	// that writes a file the transaction already writes starts the next.
-	var batch []*revertStep
-	writes := map[string]bool{}
-	for _, st := range steps {
-		for _, p := range st.write {
-			if writes[p] {
-				if err := j.revertBatch(ctx, batch); err != nil {
-					return res, err
-				}
-				batch, writes = nil, map[string]bool{}
-				break
-			}
-		}
-		for _, p := range st.write {
-			writes[p] = true
-		}
-		batch = append(batch, st)
-	}
-	if err := j.revertBatch(ctx, batch); err != nil {
-		return res, err
-	}
-	return res, nil
+	return steps, nil
 }
 
-// revertBatch writes the targets of steps (entries that write different
-// files) under the journal as one transaction: the entries are marked
-// reverting (with forced targets saved first), each file written, then the
-// entries removed. As in apply, the disk is waited for in rounds that sync
-// several files at once: the forced targets with the reverting state's
-// temporary file; the state directory with the new contents' temporary
-// files; the target directories; and the state directory once more when
-// the entries are gone. When nothing stays applied, state.json is removed
-// instead of rewritten, before any journal copy is dropped.
-func (j *journal) revertBatch(ctx context.Context, steps []*revertStep) error {
-	if len(steps) == 0 {
-		return nil
-	}
-	var bws []*blobWriter
-	defer func() {
-		for _, bw := range bws {
-			_ = bw.close()
+// writeReverts writes steps in journal transactions: one for the steps
+// that write different files; a step that writes a file the transaction
+// already writes starts the next. Each file written loses its stale
+// bytecode. ctx ending between two transactions, or during the last one
+// once it is past its point of no return, is a *journal.StoppedError
+// naming what was reverted.
+func writeReverts(ctx context.Context, t source.WritableTree, j *journal.Journal, steps []*revertStep) error {
+	var batch, done []*revertStep
+	writes := map[string]bool{}
+	flush := func() error {
+		js := make([]*journal.RevertStep, len(batch))
+		for i, st := range batch {
+			js[i] = st.js
 		}
-	}()
-	var syncFiles []*os.File
-	var syncDirs, write []string
-	targets := map[string][]byte{}
-	for _, st := range steps {
-		e := st.e
-		bw := j.newBlobWriter()
-		bws = append(bws, bw)
-		for p := range st.forced {
-			if b := st.targets[p]; b != nil {
-				if err := bw.write("target", e.Name, p, b, true); err != nil {
-					return fmt.Errorf("journal: %w", err)
-				}
-			} else if err := bw.write("target", e.Name, p+".deleted", []byte{}, true); err != nil {
-				return fmt.Errorf("journal: %w", err)
+		if err := j.Revert(ctx, js); err != nil {
+			if _, ok := err.(*journal.StoppedError); ok && len(done) > 0 {
+				return &journal.StoppedError{Err: ctx.Err(), What: fmt.Sprintf("stopped after reverting %s; %s still applied: `smpatch revert` reverts the rest",
+					stepNames(done), stepNames(batch))}
 			}
-		}
-		files, dirs, err := bw.finish()
-		if err != nil {
-			return fmt.Errorf("journal: %w", err)
-		}
-		syncFiles = append(syncFiles, files...)
-		syncDirs = appendNew(syncDirs, dirs...)
-		for _, p := range st.write {
-			write = append(write, p)
-			targets[p] = st.targets[p]
-		}
-	}
-	// The forced targets are recorded by hash, with the bytes each file
-	// has now: finishing an interrupted revert writes only proved bytes,
-	// and only over a file the revert could have left.
-	for _, st := range steps {
-		for _, f := range st.e.Files {
-			if st.forced[f.Path] {
-				f.Before = st.before[f.Path]
-				if b := st.targets[f.Path]; b != nil {
-					f.Target = sha256Hex(b)
-				} else {
-					f.TargetDelete = true
-				}
-			}
-		}
-		st.e.State = StateReverting
-	}
-	reverting, err := j.stageState()
-	if err == nil {
-		if err = source.SyncAll(append(syncFiles, reverting.f), syncDirs); err == nil {
-			for _, bw := range bws {
-				if cerr := bw.close(); cerr != nil && err == nil {
-					err = cerr
-				}
-			}
-		}
-		if err != nil {
-			reverting.discard()
-		} else {
-			err = reverting.commit()
-		}
-	}
-	if err != nil {
-		for _, st := range steps {
-			st.e.State = StateApplied
-			for _, f := range st.e.Files {
-				f.Target, f.TargetDelete, f.Before = "", false, ""
-			}
-		}
-		return fmt.Errorf("journal: %w", err)
-	}
-	w, err := prepareTreeWrite(j.t, write, targets)
-	if err != nil {
-		return fmt.Errorf("%w (the journal keeps the revert in flight; the next smpatch command finishes it)", err)
-	}
-	if err := w.syncTemps(nil, []string{j.dir}); err != nil {
-		w.cleanup()
-		return fmt.Errorf("journal: %w", err)
-	}
-	for i, p := range write {
-		if err := hook(fmt.Sprintf("revert-write:%d", i)); err != nil {
-			if !errors.Is(err, errCrash) {
-				w.cleanup()
-			}
-			return err // the entries stay "reverting": the next command finishes them
-		}
-		if err := ctx.Err(); err != nil {
-			w.cleanup()
 			return err
 		}
-		if err := w.commit(i); err != nil {
-			w.cleanup()
-			return fmt.Errorf("writing %s: %w (the journal keeps the revert in flight; the next smpatch command finishes it)", p, err)
-		}
-	}
-	if err := w.syncDirs(nil); err != nil {
-		return err
-	}
-	for _, p := range write {
-		same, err := sameBytes(j.t, p, targets[p])
-		if err != nil {
-			return err
-		}
-		if !same {
-			return fmt.Errorf("reading back %s: not the bytes written", p)
-		}
-	}
-	for _, st := range steps {
-		for _, f := range st.out.Files {
-			for _, p := range st.write {
-				if p == f.Path {
-					if pyc := removePyc(j.t, p); pyc != nil {
+		for _, st := range batch {
+			for _, w := range st.js.Writes {
+				pyc := journal.RemovePyc(t, w.Path)
+				for _, f := range st.out.Files {
+					if f.Path == w.Path && pyc != nil {
 						f.PycRemoved = pyc
 					}
 				}
 			}
 		}
-		removeCreatedDirs(j.t, st.e)
-		j.state.remove(st.e.Name)
-	}
-	if len(j.state.Patches) == 0 {
-		// Nothing stays applied: the journal goes (close removes the
-		// directory). state.json goes first, durably, so no entry ever
-		// names a copy that is gone.
-		if err := os.Remove(j.statePath()); err != nil {
-			return fmt.Errorf("journal: %w", err)
-		}
-		if err := source.SyncDir(j.dir); err != nil {
-			return fmt.Errorf("journal: %w", err)
-		}
-	} else if err := j.save(); err != nil {
-		return fmt.Errorf("journal: %w", err)
+		done = append(done, batch...)
+		batch, writes = nil, map[string]bool{}
+		return nil
 	}
 	for _, st := range steps {
-		j.dropBlobs(st.e.Name)
+		for _, w := range st.js.Writes {
+			if writes[w.Path] {
+				if err := flush(); err != nil {
+					return err
+				}
+				break
+			}
+		}
+		for _, w := range st.js.Writes {
+			writes[w.Path] = true
+		}
+		batch = append(batch, st)
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil && len(done) > 0 {
+		return &journal.StoppedError{Err: err, What: fmt.Sprintf("stopped after the revert was under way, which was finished: %s %s reverted", stepNames(done), plural(len(done), "is", "are"))}
 	}
 	return nil
+}
+
+func stepNames(steps []*revertStep) string {
+	names := make([]string, len(steps))
+	for i, st := range steps {
+		names[i] = st.out.Name
+	}
+	return strings.Join(names, ", ")
 }
 
 // reverseApply takes the change the patch made to one file (orig → patched)
@@ -438,11 +314,8 @@ func reverseApply(rel string, orig, patched, cur []byte) ([]byte, error) {
 	if cur == nil {
 		return nil, fmt.Errorf("%s: the file is gone", rel)
 	}
-	fd := &FileDiff{OldPath: rel, NewPath: rel, Hunks: hunksOf(patched, orig, contextLines), Source: path.Join(source.StateDirName, "patched", rel)}
-	fp, err := MatchFile(cur, fd, PlanOptions{})
-	if err != nil {
-		return nil, err
-	}
+	fd := &FileDiff{OldPath: rel, NewPath: rel, Hunks: udiff.Hunks(patched, orig, udiff.Context), Source: path.Join(source.StateDirName, "patched", rel)}
+	fp := udiff.Match(cur, fd)
 	for _, h := range fp.Hunks {
 		if h.Status == Conflict {
 			r := h.Reason
@@ -461,7 +334,7 @@ func reverseApply(rel string, orig, patched, cur []byte) ([]byte, error) {
 // neededBy refuses to revert a patch that another applied patch, not
 // reverted in the same call, needs (by the catalog's "needs"): the other
 // one would be left without what it builds on.
-func neededBy(st *State, cat *Catalog, sel []*Entry) error {
+func neededBy(st *journal.State, cat *Catalog, sel []*journal.Entry) error {
 	if cat == nil {
 		return nil
 	}
@@ -470,16 +343,16 @@ func neededBy(st *State, cat *Catalog, sel []*Entry) error {
 		going[e.Name] = true
 	}
 	for _, e := range st.Patches {
-		if going[e.Name] || e.State != StateApplied {
+		if going[e.Name] || e.State != journal.Applied {
 			continue
 		}
-		p, ok := cat.byName[e.Name]
+		p, ok := cat.Lookup(e.Name)
 		if !ok {
 			continue
 		}
 		for _, n := range p.Needs {
 			if going[n] {
-				return exit.With(exit.RevertRefused, fmt.Errorf("%s is applied and needs %s: revert %s first, or both: smpatch revert %s %s; nothing was changed", e.Name, n, e.Name, e.Name, n))
+				return &RevertRefusedError{Msg: fmt.Sprintf("%s is applied and needs %s: revert %s first, or both: smpatch revert %s %s; nothing was changed", e.Name, n, e.Name, e.Name, n)}
 			}
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/go-version"
 
+	"github.com/smpatch/smpatch/patches/catalog"
 	"github.com/smpatch/smpatch/source"
 )
 
@@ -36,7 +37,7 @@ func PlanSet(ctx context.Context, t source.Tree, ps []*Patch, opts SetOptions) (
 	s := &Set{Tree: t, Strict: opts.Strict}
 	ov := &overlay{t: t, files: map[string][]byte{}}
 	planned := map[string]bool{}
-	for _, p := range needsFirst(ps) {
+	for _, p := range catalog.NeedsFirst(ps) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -72,8 +73,8 @@ func needsMissing(ctx context.Context, t source.Tree, p *Patch, planned map[stri
 		if planned[n] {
 			continue
 		}
-		if i < len(p.needed) {
-			q, err := NewPlan(ctx, p.needed[i], t, PlanOptions{Strict: strict})
+		if needed := p.NeedsPatches(); i < len(needed) {
+			q, err := NewPlan(ctx, needed[i], t, PlanOptions{Strict: strict})
 			if err != nil {
 				return "", err
 			}
@@ -322,79 +323,6 @@ func (o *overlay) ListFiles(dir string) ([]string, error) {
 	}
 	sort.Strings(out)
 	return out, nil
-}
-
-// GetAll looks up the named patches for one set: each once, in the order
-// first named, all of one project (a set patches one tree).
-func (c *Catalog) GetAll(names []string) ([]*Patch, error) {
-	var ps []*Patch
-	seen := map[string]bool{}
-	for _, n := range names {
-		p, err := c.Get(n)
-		if err != nil {
-			return nil, err
-		}
-		if seen[p.Name] {
-			continue
-		}
-		seen[p.Name] = true
-		if len(ps) > 0 && p.Project != ps[0].Project {
-			return nil, fmt.Errorf("%s is a %s patch and %s a %s patch: apply them separately", ps[0].Name, ps[0].Project, p.Name, p.Project)
-		}
-		ps = append(ps, p)
-	}
-	if len(ps) == 0 {
-		return nil, fmt.Errorf("no patch named")
-	}
-	return needsFirst(ps), nil
-}
-
-// needsFirst orders a set so that a patch comes after the patches of the
-// set it needs, keeping the order given otherwise.
-func needsFirst(ps []*Patch) []*Patch {
-	in := map[string]*Patch{}
-	for _, p := range ps {
-		in[p.Name] = p
-	}
-	out := make([]*Patch, 0, len(ps))
-	placed := map[string]bool{}
-	var place func(p *Patch)
-	place = func(p *Patch) {
-		if placed[p.Name] {
-			return
-		}
-		placed[p.Name] = true // the catalog refuses cycles
-		for _, n := range p.Needs {
-			if q, ok := in[n]; ok {
-				place(q)
-			}
-		}
-		out = append(out, p)
-	}
-	for _, p := range ps {
-		place(p)
-	}
-	return out
-}
-
-// Needed is every patch p needs, directly or through another, each after
-// the patches it needs itself.
-func (p *Patch) Needed() []*Patch {
-	var out []*Patch
-	seen := map[*Patch]bool{p: true}
-	var walk func(q *Patch)
-	walk = func(q *Patch) {
-		for _, r := range q.needed {
-			if seen[r] {
-				continue
-			}
-			seen[r] = true
-			walk(r)
-			out = append(out, r)
-		}
-	}
-	walk(p)
-	return out
 }
 
 // PlanWithNeeds plans p on t after the patches it needs, each planned on

@@ -3,13 +3,10 @@ package patches
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"time"
 
+	"github.com/smpatch/smpatch/patches/journal"
 	"github.com/smpatch/smpatch/source"
 )
 
@@ -20,10 +17,11 @@ type StatusResult struct {
 	Project     string `json:"project"`
 	Version     string `json:"version"`
 	VersionFrom string `json:"version_from"`
-	// Recovered lists entries left in flight that were rolled back or
-	// finished before reading.
-	Recovered []string       `json:"recovered"`
-	Patches   []*PatchStatus `json:"patches"`
+	// Interrupted lists the entries a killed apply or revert left in
+	// flight, each with what finishes it: status writes nothing, the next
+	// writing command finishes them.
+	Interrupted []*journal.Interrupted `json:"interrupted"`
+	Patches     []*PatchStatus         `json:"patches"`
 }
 
 // PatchStatus is one applied patch.
@@ -56,16 +54,21 @@ type FileStatus struct {
 	State string `json:"state"`
 }
 
-// Status reads the journal of t (finishing anything left in flight) and
-// compares every journaled file with the bytes written. cat may be nil.
-func Status(ctx context.Context, t source.WritableTree, cat *Catalog) (*StatusResult, error) {
-	st, damaged, err := readStateChecked(ctx, t)
+// Status reads the journal of t and compares every journaled file with
+// the bytes written. It writes nothing (journal.Read): entries a killed
+// command left in flight are reported, not finished. cat may be nil.
+func Status(ctx context.Context, t source.WritableTree, cat *Catalog, opts journal.Options) (*StatusResult, error) {
+	j, err := journal.Read(ctx, t, opts)
 	if err != nil {
 		return nil, err
 	}
-	res := &StatusResult{Tree: t.Root(), Kind: string(t.Kind()), Project: string(t.Project()), Recovered: st.Recovered, Patches: []*PatchStatus{}}
-	if res.Recovered == nil {
-		res.Recovered = []string{}
+	defer j.Close()
+	res := &StatusResult{Tree: t.Root(), Kind: string(t.Kind()), Project: string(t.Project()), Patches: []*PatchStatus{}}
+	if res.Interrupted, err = j.Interrupted(); err != nil {
+		return nil, err
+	}
+	if res.Interrupted == nil {
+		res.Interrupted = []*journal.Interrupted{}
 	}
 	v, from, err := t.Version(ctx)
 	if err == nil {
@@ -74,47 +77,59 @@ func Status(ctx context.Context, t source.WritableTree, cat *Catalog) (*StatusRe
 		}
 		res.VersionFrom = from
 	}
-	for _, e := range st.Patches {
-		ps := &PatchStatus{
-			Name: e.Name, Variant: e.Variant, VariantReason: e.VariantReason, AppliedAt: e.AppliedAt,
-			ToolVersion: e.ToolVersion, Origin: e.Origin, PatchDigest: e.PatchDigest,
-			CatalogDigest: e.CatalogDigest, Notes: e.Notes, Clean: true, Files: []*FileStatus{},
-			Damaged: damaged[e.Name],
+	for _, e := range j.State().Patches {
+		if e.State != journal.Applied {
+			continue
 		}
-		if ps.Damaged != "" {
-			ps.Clean = false
-		}
-		if ps.Notes == nil {
-			ps.Notes = []string{}
-		}
-		if cat != nil {
-			p, err := cat.Get(e.Name)
-			ps.CatalogChanged = err != nil || p.Digest != e.PatchDigest
-		}
-		for _, f := range e.Files {
-			h, err := hashCurrent(t, f.Path) // "" when the file is missing
-			if err != nil {
-				return nil, err
-			}
-			fs := &FileStatus{Path: f.Path}
-			switch {
-			case h == f.Patched:
-				fs.State = "patched"
-			case h == "":
-				fs.State = "missing"
-			case h == f.Original:
-				fs.State = "original"
-			default:
-				fs.State = "changed"
-			}
-			if fs.State != "patched" {
-				ps.Clean = false
-			}
-			ps.Files = append(ps.Files, fs)
+		ps, err := patchStatus(t, j, cat, e)
+		if err != nil {
+			return nil, err
 		}
 		res.Patches = append(res.Patches, ps)
 	}
 	return res, nil
+}
+
+// patchStatus is the status of the applied entry e.
+func patchStatus(t source.Tree, j *journal.Journal, cat *Catalog, e *journal.Entry) (*PatchStatus, error) {
+	ps := &PatchStatus{
+		Name: e.Name, Variant: e.Variant, VariantReason: e.VariantReason, AppliedAt: e.AppliedAt,
+		ToolVersion: e.ToolVersion, Origin: e.Origin, PatchDigest: e.PatchDigest,
+		CatalogDigest: e.CatalogDigest, Notes: e.Notes, Clean: true, Files: []*FileStatus{},
+		Damaged: j.Damage(e),
+	}
+	if ps.Damaged != "" {
+		ps.Clean = false
+	}
+	if ps.Notes == nil {
+		ps.Notes = []string{}
+	}
+	if cat != nil {
+		p, ok := cat.Lookup(e.Name)
+		ps.CatalogChanged = !ok || p.Digest != e.PatchDigest
+	}
+	for _, f := range e.Files {
+		h, err := journal.HashCurrent(t, f.Path) // "" when the file is missing
+		if err != nil {
+			return nil, err
+		}
+		fs := &FileStatus{Path: f.Path}
+		switch {
+		case h == f.Patched:
+			fs.State = "patched"
+		case h == "":
+			fs.State = "missing"
+		case h == f.Original:
+			fs.State = "original"
+		default:
+			fs.State = "changed"
+		}
+		if fs.State != "patched" {
+			ps.Clean = false
+		}
+		ps.Files = append(ps.Files, fs)
+	}
+	return ps, nil
 }
 
 // UpstreamMarker reports whether t already carries the patch's change
@@ -133,31 +148,25 @@ func UpstreamMarker(t source.Tree, p *Patch) (bool, string) {
 	return true, fmt.Sprintf("%s:%d", u.MarkerFile, line)
 }
 
-// readStateChecked is ReadState that also checks, for every entry, the
-// journal's copies of the original bytes: entry name → what is wrong.
-func readStateChecked(ctx context.Context, t source.WritableTree) (*State, map[string]string, error) {
-	damaged := map[string]string{}
-	if ok, err := lstatStateDir(t.StateDir()); err != nil || !ok {
-		if err != nil {
-			return nil, nil, err
-		}
-		return &State{Format: stateFormat, Tree: t.Root(), Kind: string(t.Kind())}, damaged, nil
-	}
-	if _, err := os.Lstat(filepath.Join(t.StateDir(), journalStateJSON)); errors.Is(err, fs.ErrNotExist) {
-		return &State{Format: stateFormat, Tree: t.Root(), Kind: string(t.Kind())}, damaged, nil
-	}
-	j, err := openJournal(ctx, t)
+// ReadState returns the journal of t after finishing any entry left in
+// flight, as every writing command does before it plans (the matrix runner
+// reads it so before its first cell). A tree without a journal has an
+// empty state and is not touched.
+func ReadState(ctx context.Context, t source.WritableTree) (*journal.State, error) {
+	ok, err := journal.Exists(t)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	defer j.close()
-	if _, err := j.recover(); err != nil {
-		return nil, nil, err
+	if !ok {
+		return &journal.State{Tree: t.Root(), Kind: string(t.Kind())}, nil
 	}
-	for _, e := range j.state.Patches {
-		if d := j.copyState(e); d != "" {
-			damaged[e.Name] = d
-		}
+	j, err := journal.Open(ctx, t, journal.Options{})
+	if err != nil {
+		return nil, err
 	}
-	return j.state, damaged, nil
+	defer j.Close()
+	if _, err := j.Recover(); err != nil {
+		return nil, err
+	}
+	return j.State(), nil
 }

@@ -1,6 +1,10 @@
 package patches
 
 import (
+	"github.com/smpatch/smpatch/patches/journal"
+
+	"github.com/smpatch/smpatch/patches/catalog"
+
 	"context"
 	"errors"
 	"os"
@@ -16,14 +20,14 @@ import (
 // files: "gate" the communicator, "auto" server_args.py.
 func pairPatches(t *testing.T) []*Patch {
 	t.Helper()
-	auto := strings.TrimPrefix(engineDiff, testDiff)
+	auto := strings.TrimPrefix(engineDiff, commDiff)
 	fsys := fstest.MapFS{
 		"gate.toml": {Data: []byte("name = \"gate\"\nproject = \"sglang\"\n[[variant]]\nversions = \"\"\ndiffs = [\"gate.diff\"]\n")},
-		"gate.diff": {Data: []byte(testDiff)},
+		"gate.diff": {Data: []byte(commDiff)},
 		"auto.toml": {Data: []byte("name = \"auto\"\nproject = \"sglang\"\nneeds = [\"gate\"]\n[[variant]]\nversions = \"\"\ndiffs = [\"auto.diff\"]\n")},
 		"auto.diff": {Data: []byte(auto)},
 	}
-	ps, err := LoadCatalogFS(fsys, "cat", "test")
+	ps, err := catalog.LoadFS(fsys, "cat", "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,13 +46,13 @@ func TestSetIsOneTransaction(t *testing.T) {
 	ps := pairPatches(t)
 	orig := snapshot(t, root)
 	var steps []string
-	testHook = func(s string) error { steps = append(steps, s); return nil }
+	journal.Hook = func(s string) error { steps = append(steps, s); return nil }
 	s, err := PlanSet(ctx, tr, ps, SetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	res, err := Apply(ctx, tr, s, ApplyOptions{ToolVersion: "test"})
-	testHook = nil
+	journal.Hook = nil
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +68,7 @@ func TestSetIsOneTransaction(t *testing.T) {
 		}
 	}
 	st, err := ReadState(ctx, tr)
-	if err != nil || len(st.Patches) != 2 || st.Patches[0].Name != "gate" || st.Patches[1].State != StateApplied {
+	if err != nil || len(st.Patches) != 2 || st.Patches[0].Name != "gate" || st.Patches[1].State != journal.Applied {
 		t.Fatalf("state: %+v %v", st, err)
 	}
 	if _, err := Revert(ctx, tr, nil, []string{"auto"}, RevertOptions{}); err != nil {
@@ -96,20 +100,20 @@ func TestSetTransactionCrash(t *testing.T) {
 			}
 			fail := errors.New("disk full")
 			if crash {
-				fail = errCrash
+				fail = journal.ErrCrash
 			}
-			testHook = func(s string) error {
+			journal.Hook = func(s string) error {
 				if s == step {
 					return fail
 				}
 				return nil
 			}
 			_, err = Apply(ctx, tr, s, ApplyOptions{ToolVersion: "test"})
-			testHook = nil
+			journal.Hook = nil
 			if !errors.Is(err, fail) {
 				t.Fatalf("%s: hook did not fire: %v", step, err)
 			}
-			notes, err := Recover(ctx, tr)
+			notes, err := recoverJournal(ctx, tr)
 			if err != nil {
 				t.Fatalf("%s: %v", step, err)
 			}
@@ -138,10 +142,10 @@ func TestSetSameFileTwoTransactions(t *testing.T) {
 	ctx := context.Background()
 	root, tr, ps := setFixture(t)
 	var steps []string
-	testHook = func(s string) error {
+	journal.Hook = func(s string) error {
 		steps = append(steps, s)
 		if len(steps) == 5 { // the second transaction's write:0
-			return errCrash
+			return journal.ErrCrash
 		}
 		return nil
 	}
@@ -150,11 +154,11 @@ func TestSetSameFileTwoTransactions(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Apply(ctx, tr, s, ApplyOptions{ToolVersion: "test"})
-	testHook = nil
-	if !errors.Is(err, errCrash) || strings.Join(steps, " ") != "before-pending write:0 after-writes before-pending write:0" {
+	journal.Hook = nil
+	if !errors.Is(err, journal.ErrCrash) || strings.Join(steps, " ") != "before-pending write:0 after-writes before-pending write:0" {
 		t.Fatalf("steps %q: %v", steps, err)
 	}
-	notes, err := Recover(ctx, tr)
+	notes, err := recoverJournal(ctx, tr)
 	if err != nil || len(notes) != 1 || !strings.Contains(notes[0], "of two") {
 		t.Fatalf("recover: %q %v", notes, err)
 	}
@@ -179,19 +183,19 @@ func TestRevertSetTransactionCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	var steps []string
-	testHook = func(s string) error {
+	journal.Hook = func(s string) error {
 		steps = append(steps, s)
 		if s == "revert-write:1" {
-			return errCrash
+			return journal.ErrCrash
 		}
 		return nil
 	}
 	_, err = Revert(ctx, tr, nil, nil, RevertOptions{})
-	testHook = nil
-	if !errors.Is(err, errCrash) || strings.Join(steps, " ") != "revert-write:0 revert-write:1" {
+	journal.Hook = nil
+	if !errors.Is(err, journal.ErrCrash) || strings.Join(steps, " ") != "revert-write:0 revert-write:1" {
 		t.Fatalf("steps %q: %v", steps, err)
 	}
-	notes, err := Recover(ctx, tr)
+	notes, err := recoverJournal(ctx, tr)
 	if err != nil || len(notes) != 2 || !strings.Contains(notes[0], "revert of auto") || !strings.Contains(notes[1], "revert of gate") {
 		t.Fatalf("recover: %q %v", notes, err)
 	}

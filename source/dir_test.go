@@ -3,13 +3,10 @@ package source
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 
@@ -47,14 +44,18 @@ func TestPathsConfined(t *testing.T) {
 	if err := os.Symlink(outside, filepath.Join(root, "python", "sglang", "link")); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(filepath.Join(root, "python", "sglang", "srt"), filepath.Join(root, "python", "sglang", "inside")); err != nil {
+	if err := os.Symlink("srt", filepath.Join(root, "python", "sglang", "inside")); err != nil {
+		t.Fatal(err)
+	}
+	// An absolute symlink counts as leading outside, wherever it points.
+	if err := os.Symlink(filepath.Join(root, "python", "sglang", "srt"), filepath.Join(root, "python", "sglang", "abs")); err != nil {
 		t.Fatal(err)
 	}
 	tr, err := OpenCheckout(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, rel := range []string{"../x", "python/../../x", "/etc/passwd", "python/sglang/link/secret.py", "python/sglang/link/new.py", "", "a\\b"} {
+	for _, rel := range []string{"../x", "python/../../x", "/etc/passwd", "python/sglang/link/secret.py", "python/sglang/link/new.py", "python/sglang/abs/layers/comm.py", "", "a\\b"} {
 		if _, err := tr.ReadFile(rel); err == nil || errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("ReadFile(%q): %v, want a confinement error", rel, err)
 		}
@@ -225,9 +226,7 @@ func TestPendingWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pt := tr.(interface {
-		PrepareWrites([]string, map[string][]byte) (*PendingWrites, error)
-	})
+	pt := tr
 	rels := []string{"python/sglang/srt/layers/comm.py", "python/sglang/srt/layers/__init__.py", "python/sglang/srt/new/mod.py"}
 	files := map[string][]byte{rels[0]: []byte("y = 2\n"), rels[1]: nil, rels[2]: []byte("z\n")}
 	listAll := func() []string {
@@ -247,9 +246,6 @@ func TestPendingWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := pw.SyncTemps(nil, nil); err != nil {
-		t.Fatal(err)
-	}
 	if b, _ := tr.ReadFile(rels[0]); string(b) != "x = 1\n" {
 		t.Fatalf("changed before Commit: %q", b)
 	}
@@ -263,25 +259,22 @@ func TestPendingWrites(t *testing.T) {
 		t.Fatalf("%d temporary files, want 2: %v", temps, listAll())
 	}
 	// The new directory's entry is synced in its parent.
-	dirs := strings.Join(pw.Dirs(), ",")
+	dirs := strings.Join(pw.dirs, ",")
 	for _, d := range []string{"python/sglang/srt", "python/sglang/srt/layers", "python/sglang/srt/new"} {
-		if !strings.Contains(dirs+",", filepath.Join(root, d)+",") {
-			t.Errorf("Dirs %s lacks %s", dirs, d)
+		if !strings.Contains(dirs+",", d+",") {
+			t.Errorf("dirs %s lacks %s", dirs, d)
 		}
 	}
-	pw.Cleanup()
+	pw.Close()
 	if got := strings.Join(listAll(), ","); got != before {
-		t.Fatalf("after Cleanup:\n%s\nwant\n%s", got, before)
+		t.Fatalf("after Close:\n%s\nwant\n%s", got, before)
 	}
 
 	pw, err = pt.PrepareWrites(rels, files)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pw.Cleanup()
-	if err := pw.SyncTemps(nil, nil); err != nil {
-		t.Fatal(err)
-	}
+	defer pw.Close()
 	for i := 0; i < pw.Len(); i++ {
 		if err := pw.Commit(i); err != nil {
 			t.Fatal(err)
@@ -317,223 +310,65 @@ func TestReadFileNotRegular(t *testing.T) {
 	}
 }
 
-// The kernel's resolution (openat2 beneath the root, where there is one)
-// and the check component by component give the same answer for every
-// path: the same bytes, the same error text. ResolvedPath resolves as
-// ResolveExisting does.
-func TestOpenFileKernelAndPathCheckAgree(t *testing.T) {
+// No write lands in .git or the journal directory: not by its name, not
+// through a symlink of the tree, not even into a directory still to be
+// made below one. Nothing is written when one path of a set is refused.
+func TestWritesNeverLandInReserved(t *testing.T) {
 	root := treetest.SGLangCheckout(t, "0.5.6")
-	outside := t.TempDir()
-	treetest.Write(t, outside, map[string]string{"secret.py": "s\n"})
-	links := map[string]string{
-		"python/sglang/abs-out":  outside,
-		"python/sglang/abs-in":   filepath.Join(root, "python", "sglang", "srt"),
-		"python/sglang/rel-in":   "srt/layers",
-		"python/sglang/rel-out":  "../../../" + filepath.Base(outside),
-		"python/sglang/dotdotin": "../sglang/srt",
-		"python/sglang/file-in":  "srt/layers/comm.py",
-		"python/sglang/dangling": "srt/nothing/here.py",
-	}
-	for name, target := range links {
-		if err := os.Symlink(target, filepath.Join(root, filepath.FromSlash(name))); err != nil {
+	treetest.Write(t, root, map[string]string{".git/config": "[core]\n", ".smpatch/state.json": "{}"})
+	for link, to := range map[string]string{"python/sglang/evil": "../../.git", "python/sglang/journal": "../../.smpatch"} {
+		if err := os.Symlink(to, filepath.Join(root, link)); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if err := os.Symlink(filepath.Join(outside, ".."), filepath.Join(root, "python", "up")); err != nil {
-		t.Fatal(err)
 	}
 	tr, err := OpenCheckout(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rels := []string{
-		"python/sglang/srt/layers/comm.py", "python/sglang/missing.py", "python/sglang/srt/none/x.py",
-		"python/sglang/abs-out/secret.py", "python/sglang/abs-out/new.py",
-		"python/sglang/abs-in/layers/comm.py", "python/sglang/abs-in/layers/new.py",
-		"python/sglang/rel-in/comm.py", "python/sglang/rel-in/new.py",
-		"python/sglang/rel-out/secret.py", "python/sglang/rel-out/new.py",
-		"python/sglang/dotdotin/layers/comm.py", "python/sglang/file-in", "python/sglang/dangling",
-		"python/up/x.py", "python/sglang/srt/layers/comm.py/x", "../x", "",
-	}
-	read := func() []string {
-		var out []string
-		for _, rel := range rels {
-			b, err := tr.ReadFile(rel)
-			out = append(out, fmt.Sprintf("%s: %q %v %v", rel, b, err, errors.Is(err, fs.ErrNotExist)))
-		}
-		return out
-	}
-	dt := tr.(*dirTree)
-	for _, rel := range rels {
-		abs, resolved, err := dt.ResolvedPath(rel)
-		wantAbs, wantErr := dt.AbsPath(rel)
-		if fmt.Sprint(err) != fmt.Sprint(wantErr) || abs != wantAbs {
-			t.Errorf("ResolvedPath(%q) = %q, %v; AbsPath: %q, %v", rel, abs, err, wantAbs, wantErr)
-			continue
-		}
-		if err != nil {
-			continue
-		}
-		if want, _ := ResolveExisting(wantAbs); resolved != want {
-			t.Errorf("ResolvedPath(%q) resolved %q, ResolveExisting %q", rel, resolved, want)
-		}
-		checkPathSeen(t, dt, rel)
-	}
-	for rel, exists := range map[string]bool{"python/sglang/srt/layers/comm.py": true, "python/sglang/missing.py": false} {
-		if pc, _ := dt.CheckPath(rel); !pc.Seen || (pc.File != nil) != exists || pc.Dir == nil {
-			t.Errorf("CheckPath(%q): seen %v file %v dir %v", rel, pc.Seen, pc.File, pc.Dir)
+	for rel, want := range map[string]string{
+		".git/config":                      "inside .git",
+		"python/.GIT./x":                   "inside .git",
+		"python/sglang/.smpatch/x":         "inside .smpatch",
+		"python/sglang/evil/config":        "leads into .git",
+		"python/sglang/evil/hooks/new/x":   "leads into .git",
+		"python/sglang/journal/state.json": "leads into .smpatch",
+	} {
+		err := tr.WriteFiles(map[string][]byte{"python/sglang/srt/layers/comm.py": []byte("y\n"), rel: []byte("x\n")})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("WriteFiles(%q): %v, want %q", rel, err, want)
 		}
 	}
-	kernel := read()
-	dt.HoldRoot()
-	held := read()
-	dt.ReleaseRoot()
-	for i := range rels {
-		if kernel[i] != held[i] {
-			t.Errorf("root opened each time: %s\nroot held:           %s", kernel[i], held[i])
-		}
+	if b, _ := os.ReadFile(filepath.Join(root, ".git/config")); string(b) != "[core]\n" {
+		t.Fatalf(".git/config: %q", b)
 	}
-	noOpenat2.Store(true)
-	defer noOpenat2.Store(false)
-	paths := read()
-	for i := range rels {
-		if kernel[i] != paths[i] {
-			t.Errorf("kernel:     %s\npath check: %s", kernel[i], paths[i])
-		}
+	if b, _ := tr.ReadFile("python/sglang/srt/layers/comm.py"); string(b) != "x = 1\n" {
+		t.Fatalf("comm.py written beside a refused path: %q", b)
 	}
-	for _, s := range paths {
-		if strings.Contains(s, `"s\n"`) {
-			t.Errorf("read outside the tree: %s", s)
-		}
+	if _, err := os.Stat(filepath.Join(root, ".git/hooks")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a directory was made in .git: %v", err)
 	}
 }
 
-// checkPathSeen: what CheckPath says it saw is what Lstat of the file and
-// Stat of its directory say now, with no symlink on the way.
-func checkPathSeen(t *testing.T, dt *dirTree, rel string) {
-	t.Helper()
-	pc, err := dt.CheckPath(rel)
-	if err != nil || !pc.Seen {
-		return
-	}
-	if pc.Resolved != pc.Abs {
-		t.Errorf("CheckPath(%q): seen, but resolved %q differs from %q", rel, pc.Resolved, pc.Abs)
-	}
-	st, err := os.Lstat(pc.Abs)
-	switch {
-	case pc.File == nil && !errors.Is(err, fs.ErrNotExist):
-		t.Errorf("CheckPath(%q): seen missing, Lstat: %v", rel, err)
-	case pc.File != nil && (err != nil || !os.SameFile(st, pc.File) || st.Mode() != pc.File.Mode()):
-		t.Errorf("CheckPath(%q): seen %v, Lstat: %v %v", rel, pc.File.Mode(), st, err)
-	}
-	dst, err := os.Stat(filepath.Dir(pc.Abs))
-	if err != nil || !os.SameFile(dst, pc.Dir) || !pc.Dir.IsDir() {
-		t.Errorf("CheckPath(%q): directory seen %v, Stat: %v %v", rel, pc.Dir, dst, err)
-	}
-}
-
-// OpenRead's Stat is os.Lstat's answer for what it opened (O_NOFOLLOW),
-// and it reads what os.ReadFile reads.
-func TestOpenReadStat(t *testing.T) {
-	dir := t.TempDir()
-	treetest.Write(t, dir, map[string]string{"a.py": "abc\n"})
-	if err := os.Chmod(filepath.Join(dir, "a.py"), 0o640|fs.ModeSetgid); err != nil {
+// Writing keeps no temporary file anywhere, and a refused read-only file
+// changes nothing.
+func TestWriteFilesReadOnly(t *testing.T) {
+	root := treetest.SGLangCheckout(t, "0.5.6")
+	p := filepath.Join(root, "python/sglang/srt/layers/comm.py")
+	if err := os.Chmod(p, 0o444); err != nil {
 		t.Fatal(err)
 	}
-	names := []string{"a.py", "."}
-	if syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o600) == nil {
-		names = append(names, "fifo")
+	tr, _ := OpenCheckout(root)
+	err := tr.WriteFiles(map[string][]byte{"python/sglang/srt/layers/comm.py": []byte("y\n")})
+	if err == nil || !strings.Contains(err.Error(), "read-only") {
+		t.Fatalf("read-only file: %v", err)
 	}
-	for _, n := range names {
-		p := filepath.Join(dir, n)
-		f, err := OpenRead(p, syscall.O_NONBLOCK|syscall.O_NOFOLLOW)
-		if err != nil {
-			t.Fatal(err)
+	if err := tr.CheckWrites([]string{"python/sglang/srt/layers/comm.py"}); err == nil {
+		t.Fatal("CheckWrites passed a read-only file")
+	}
+	ents, _ := os.ReadDir(filepath.Dir(p))
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".") {
+			t.Errorf("left behind: %s", e.Name())
 		}
-		got, err := f.Stat()
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, _ := os.Lstat(p)
-		if got.Mode() != want.Mode() || got.Size() != want.Size() || !got.ModTime().Equal(want.ModTime()) || got.Name() != want.Name() || !sameInode(got, want) {
-			t.Errorf("%s: %v %d %v %q, os.Lstat: %v %d %v %q", n, got.Mode(), got.Size(), got.ModTime(), got.Name(), want.Mode(), want.Size(), want.ModTime(), want.Name())
-		}
-		if got.Mode().IsRegular() {
-			b, err := io.ReadAll(f)
-			if string(b) != "abc\n" || err != nil {
-				t.Errorf("read %q %v", b, err)
-			}
-		}
-		if err := f.Close(); err != nil {
-			t.Error(err)
-		}
-		if err := f.Close(); err == nil {
-			t.Error("second Close: no error")
-		}
-	}
-	if _, err := OpenRead(filepath.Join(dir, "none"), 0); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "none") {
-		t.Errorf("missing: %v", err)
-	}
-	if err := os.Symlink("a.py", filepath.Join(dir, "link")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := OpenRead(filepath.Join(dir, "link"), syscall.O_NOFOLLOW); !errors.Is(err, syscall.ELOOP) {
-		t.Errorf("symlink with O_NOFOLLOW: %v", err)
-	}
-}
-
-func sameInode(a, b fs.FileInfo) bool {
-	x, ok1 := a.Sys().(*syscall.Stat_t)
-	y, ok2 := b.Sys().(*syscall.Stat_t)
-	return ok1 && ok2 && x.Dev == y.Dev && x.Ino == y.Ino
-}
-
-// While held (HoldRoot), reads start from the root as it was opened; once
-// released, from the root path again, so a tree kept by a long-lived
-// caller follows a root replaced meanwhile. Reads racing holds and
-// releases are safe (-race).
-func TestHoldRoot(t *testing.T) {
-	base := t.TempDir()
-	root := filepath.Join(base, "tree")
-	treetest.Write(t, root, map[string]string{"python/sglang/__init__.py": "", "python/sglang/v.py": "old\n"})
-	tr, err := OpenCheckout(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dt := tr.(*dirTree)
-	var wg sync.WaitGroup
-	for i := 0; i < 4; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for k := 0; k < 50; k++ {
-				dt.HoldRoot()
-				if b, err := tr.ReadFile("python/sglang/v.py"); string(b) != "old\n" || err != nil {
-					t.Errorf("held: %q %v", b, err)
-				}
-				dt.ReleaseRoot()
-				if b, err := tr.ReadFile("python/sglang/v.py"); string(b) != "old\n" || err != nil {
-					t.Errorf("released: %q %v", b, err)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	dt.HoldRoot()
-	if err := os.Rename(root, filepath.Join(base, "old")); err != nil {
-		t.Fatal(err)
-	}
-	treetest.Write(t, root, map[string]string{"python/sglang/__init__.py": "", "python/sglang/v.py": "new\n"})
-	want := "old\n"
-	if noOpenat2.Load() {
-		want = "new\n" // no descriptor is held without openat2
-	}
-	if b, _ := tr.ReadFile("python/sglang/v.py"); string(b) != want {
-		t.Errorf("held across a replaced root: %q, want %q", b, want)
-	}
-	dt.ReleaseRoot()
-	dt.ReleaseRoot() // one too many: nothing happens
-	if b, _ := tr.ReadFile("python/sglang/v.py"); string(b) != "new\n" {
-		t.Errorf("released, the root path replaced: read %q", b)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"github.com/hashicorp/go-version"
+
+	"github.com/smpatch/smpatch/internal/lazyre"
 )
 
 // PEP 440 versions (0.5.3rc2, 0.5.6.post2, 0.0.0.dev9596+g29b7f22d8) are
@@ -80,18 +82,32 @@ func parsePEP440(s string) (*pep440, error) {
 	return r.p, r.err
 }
 
+// pep440Expr is PEP 440's version syntax, case-insensitive, with the
+// groups parsePEP440Text reads: epoch, release, pre-release word and
+// number, implicit post number ("-N"), post word and number, dev word and
+// number, local label.
+var pep440Expr = lazyre.New(`(?i)^\s*v?` +
+	`(?:([0-9]+)!)?` + // epoch
+	`([0-9]+(?:\.[0-9]+)*)` + // release
+	`(?:[-_.]?(a|b|c|rc|alpha|beta|pre|preview)[-_.]?([0-9]+)?)?` + // pre
+	`(?:-([0-9]+)|[-_.]?(post|rev|r)[-_.]?([0-9]+)?)?` + // post
+	`(?:[-_.]?(dev)[-_.]?([0-9]+)?)?` + // dev
+	`(?:\+([a-z0-9]+(?:[-_.][a-z0-9]+)*))?` + // local
+	`\s*$`)
+
 func parsePEP440Text(s string) (*pep440, error) {
-	m, ok := scanPEP440(s)
-	if !ok {
+	m := pep440Expr().FindStringSubmatch(s)
+	if m == nil {
 		return nil, fmt.Errorf("malformed version %q (not PEP 440)", s)
 	}
-	if m.epoch != "" {
-		if e, err := strconv.ParseInt(m.epoch, 10, 64); err != nil || e != 0 {
+	epoch, release, pre, preN, postN, post, postLN, dev, devN, local := m[1], m[2], m[3], m[4], m[5], m[6], m[7], m[8], m[9], m[10]
+	if epoch != "" {
+		if e, err := strconv.ParseInt(epoch, 10, 64); err != nil || e != 0 {
 			return nil, fmt.Errorf("version %q: epochs are not supported", s)
 		}
 	}
 	p := &pep440{post: -1, dev: -1}
-	for _, seg := range strings.Split(m.release, ".") {
+	for _, seg := range strings.Split(release, ".") {
 		n, err := strconv.ParseInt(seg, 10, 64)
 		if err != nil {
 			return nil, fmt.Errorf("version %q: release segment %q: out of range", s, seg)
@@ -109,8 +125,8 @@ func parsePEP440Text(s string) (*pep440, error) {
 		return n, nil
 	}
 	var err error
-	if m.pre != "" {
-		switch strings.ToLower(m.pre) {
+	if pre != "" {
+		switch strings.ToLower(pre) {
 		case "a", "alpha":
 			p.pre = "a"
 		case "b", "beta":
@@ -118,27 +134,27 @@ func parsePEP440Text(s string) (*pep440, error) {
 		default:
 			p.pre = "rc"
 		}
-		if p.preN, err = num(m.preN); err != nil {
+		if p.preN, err = num(preN); err != nil {
 			return nil, err
 		}
 	}
 	switch {
-	case m.postN != "":
-		if p.post, err = num(m.postN); err != nil {
+	case postN != "":
+		if p.post, err = num(postN); err != nil {
 			return nil, err
 		}
-	case m.post != "":
-		if p.post, err = num(m.postLN); err != nil {
-			return nil, err
-		}
-	}
-	if m.dev != "" {
-		if p.dev, err = num(m.devN); err != nil {
+	case post != "":
+		if p.post, err = num(postLN); err != nil {
 			return nil, err
 		}
 	}
-	if m.local != "" {
-		p.local = strings.FieldsFunc(strings.ToLower(m.local), func(r rune) bool { return r == '.' || r == '-' || r == '_' })
+	if dev != "" {
+		if p.dev, err = num(devN); err != nil {
+			return nil, err
+		}
+	}
+	if local != "" {
+		p.local = strings.FieldsFunc(strings.ToLower(local), func(r rune) bool { return r == '.' || r == '-' || r == '_' })
 	}
 	return p, nil
 }

@@ -219,7 +219,7 @@ func FuzzSatisfiesText(f *testing.F) {
 }
 
 func FuzzParseVersion(f *testing.F) {
-	for _, s := range []string{"0.5.3rc2", "0.5.6.post2", "0.0.0.dev9596+g29b7f22d8", "v0.6.18rc7", "1.0-5", "1!0", "1.0rc1.post2.dev3+abc.1"} {
+	for _, s := range append([]string{"0.5.3rc2", "0.5.6.post2", "0.0.0.dev9596+g29b7f22d8", "v0.6.18rc7", "1.0-5", "1!0", "1.0rc1.post2.dev3+abc.1"}, versionSeeds...) {
 		f.Add(s, "0.6.17")
 	}
 	f.Fuzz(func(t *testing.T, a, b string) {

@@ -3,6 +3,7 @@ package source
 import (
 	"context"
 	"errors"
+	"os"
 
 	"github.com/hashicorp/go-version"
 )
@@ -48,11 +49,27 @@ type Tree interface {
 // WritableTree is a tree smpatch can change on disk.
 type WritableTree interface {
 	Tree
-	// WriteFiles replaces the given repository-relative files; the set is
-	// written atomically file by file (temp + fsync + rename).
-	WriteFiles(files map[string][]byte) error
 	// StateDir is the directory that holds smpatch's journal for this tree.
 	StateDir() string
+	// OpenRoot opens the tree's root for confined access (os.Root): no
+	// name given to it leads outside the tree. The caller closes it.
+	OpenRoot() (*os.Root, error)
+	// DiskPath maps a repository-relative path to the file's path
+	// relative to the root on disk, refusing one that is not the tree's.
+	DiskPath(rel string) (string, error)
+	// CheckPath refuses a path outside the tree, or one that names (also
+	// through a symlink) a place inside .git or the journal directory.
+	CheckPath(rel string) error
+	// CheckWrites refuses a set of paths that could not all be written
+	// (outside the tree, inside .git or the journal directory, not a
+	// regular file, read-only), before anything is written.
+	CheckWrites(rels []string) error
+	// PrepareWrites checks the paths and writes each new content beside
+	// its target, changing no file yet (PendingWrites).
+	PrepareWrites(rels []string, files map[string][]byte) (*PendingWrites, error)
+	// WriteFiles replaces the given repository-relative files (nil
+	// removes one), each by temp + fsync + rename.
+	WriteFiles(files map[string][]byte) error
 }
 
 // ErrUnknownProject is returned when a directory holds neither project.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/smpatch/smpatch/patches"
+	"github.com/smpatch/smpatch/patches/catalog"
 	"github.com/smpatch/smpatch/source"
 	"github.com/smpatch/smpatch/source/gitrepo"
 )
@@ -94,7 +94,7 @@ func TestCheckTreeNoVariant(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "old-gate", "a.diff"), []byte(diff), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	extra, err := patches.LoadCatalogFS(os.DirFS(dir), dir, dir)
+	extra, err := catalog.LoadFS(os.DirFS(dir), dir, dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/smpatch/smpatch/internal/gitbuild"
 	"github.com/smpatch/smpatch/patches"
+	"github.com/smpatch/smpatch/patches/catalog"
 )
 
 // fixture is the history of testdata/trtllm-gate.txtar built with go-git.
@@ -49,7 +50,7 @@ func newFixture(t testing.TB) *fixture {
 			}
 		}
 	}
-	ps, err := patches.LoadCatalogFS(os.DirFS(cat), cat, cat)
+	ps, err := catalog.LoadFS(os.DirFS(cat), cat, cat)
 	if err != nil {
 		t.Fatal(err)
 	}

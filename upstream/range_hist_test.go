@@ -13,6 +13,7 @@ import (
 
 	"github.com/smpatch/smpatch/internal/gitbuild/checkhist"
 	"github.com/smpatch/smpatch/patches"
+	"github.com/smpatch/smpatch/patches/catalog"
 	"github.com/smpatch/smpatch/source"
 	"github.com/smpatch/smpatch/source/gitrepo"
 )
@@ -27,7 +28,7 @@ func genHistory(tb testing.TB, o checkhist.Options) (*gitrepo.Upstream, Target, 
 	if err != nil {
 		tb.Fatal(err)
 	}
-	ps, err := patches.LoadCatalogFS(os.DirFS(info.Catalog), info.Catalog, info.Catalog)
+	ps, err := catalog.LoadFS(os.DirFS(info.Catalog), info.Catalog, info.Catalog)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -16,8 +16,23 @@ import (
 
 // smpatch apply NAME...: plan the named patches as one set and write it.
 
-// applyOptions are apply's flags.
+// applyOptions are apply's flags, streams and dependencies.
 type applyOptions struct {
+	IO      IOStreams
+	Catalog func() (*patches.Catalog, error)
+	Tree    func(ctx context.Context, repo string, project source.Project) (source.WritableTree, error)
+	// Detail and Info are the streams of --verbose and of progress lines
+	// (nothing with --quiet); Color is where a diff goes in colour.
+	Detail func(io.Writer) io.Writer
+	Info   func(io.Writer) io.Writer
+	Color  func(io.Writer) (io.Writer, painter)
+	// Gate is the architecture gate of --check-arch.
+	Gate func(ctx context.Context, w io.Writer, opts archGateOptions, ps []*patches.Patch) ([]string, error)
+	// Verbose and Quiet are the global flags; Python the interpreter meant.
+	Verbose, Quiet func() bool
+	Python         func() string
+
+	Names        []string
 	Repo         string   // --repo: the tree to patch
 	CheckArch    bool     // --check-arch: refuse unless every requirement is met
 	ProbeFile    string   // --probe-file: with --check-arch, a saved probe report
@@ -59,7 +74,8 @@ func (o *applyOptions) validate(c *cobra.Command) error {
 
 func newApplyCmd(f *Factory) *cobra.Command {
 	g := f.Globals
-	o := &applyOptions{}
+	o := &applyOptions{Catalog: f.Catalog, Tree: f.Tree, Detail: g.Detail, Info: g.Info, Color: g.colorTarget, Gate: checkArch,
+		Verbose: func() bool { return g.Verbose }, Quiet: func() bool { return g.Quiet }, Python: g.PythonPath}
 	c := &cobra.Command{
 		Use:   "apply NAME...",
 		Short: "Apply patches to a checkout or an installed package, journaled and all-or-nothing",
@@ -68,7 +84,8 @@ func newApplyCmd(f *Factory) *cobra.Command {
 			if err := o.validate(c); err != nil {
 				return err
 			}
-			return runApply(c.Context(), g, o, args, c.OutOrStdout(), c.ErrOrStderr())
+			o.IO, o.Names = streams(c), args
+			return runApply(c.Context(), o)
 		},
 	}
 	o.AddFlags(c)
@@ -78,30 +95,30 @@ func newApplyCmd(f *Factory) *cobra.Command {
 // runApply plans the named patches as one set on the tree and hands it to
 // patches.Apply, which recovers the journal, runs the gate, plans again if
 // the tree changed meanwhile, and writes (or, with --dry-run, stops).
-func runApply(ctx context.Context, g *Globals, o *applyOptions, names []string, w, errw io.Writer) error {
-	lightGC()
-	cat, err := g.LoadCatalog()
+func runApply(ctx context.Context, o *applyOptions) error {
+	w, errw := o.IO.Out, o.IO.ErrOut
+	cat, err := o.Catalog()
 	if err != nil {
 		return err
 	}
-	ps, err := cat.GetAll(names)
+	ps, err := cat.GetAll(o.Names)
 	if err != nil {
 		return err
 	}
-	t, err := resolveTree(ctx, g, o.Repo, ps[0].Project)
+	t, err := o.Tree(ctx, o.Repo, ps[0].Project)
 	if err != nil {
 		return err
 	}
 	set, err := patches.PlanSet(ctx, t, ps, patches.SetOptions{Strict: o.Strict})
 	if err != nil {
-		return err
+		return stoppedBeforeWriting(ctx, err)
 	}
 	for _, pl := range set.Plans {
-		fmt.Fprintf(g.Detail(errw), "plan of %s on %s:\n", pl.Patch.Name, t.Root())
-		printPlan(g.Detail(errw), pl)
+		fmt.Fprintf(o.Detail(errw), "plan of %s on %s:\n", pl.Patch.Name, t.Root())
+		printPlan(o.Detail(errw), pl)
 	}
 	findings := []archFinding{}
-	opts := patches.ApplyOptions{DryRun: o.DryRun, ToolVersion: Version, CatalogDigest: cat.Digest()}
+	opts := patches.ApplyOptions{DryRun: o.DryRun, ToolVersion: Version, CatalogDigest: cat.Digest(), Waiting: waitingLine(errw)}
 	if o.CheckArch {
 		opts.Check = func(ctx context.Context, s *patches.Set) ([]string, error) {
 			info := w
@@ -114,8 +131,8 @@ func runApply(ctx context.Context, g *Globals, o *applyOptions, names []string, 
 				// the sglang being patched, not python3's.
 				sp = []string{t.Root()}
 			}
-			info, paint := g.colorTarget(info)
-			return checkArch(ctx, info, archGateOptions{ProbeFile: o.ProbeFile, SM: o.SM, Force: o.Force, Quiet: g.Quiet, Paint: paint, Python: g.PythonPath(), SitePackages: sp, Findings: &findings}, ps)
+			info, paint := o.Color(info)
+			return o.Gate(ctx, info, archGateOptions{ProbeFile: o.ProbeFile, SM: o.SM, Force: o.Force, Quiet: o.Quiet(), Paint: paint, Python: o.Python(), SitePackages: sp, Findings: &findings}, ps)
 		}
 	}
 	res, err := patches.Apply(ctx, t, set, opts)
@@ -137,7 +154,7 @@ func runApply(ctx context.Context, g *Globals, o *applyOptions, names []string, 
 	case errors.As(err, &ce):
 		if o.JSON {
 			_ = WriteJSON(w, applyPlansJSON(t, ce.Set.Plans, false, "not-applied"))
-		} else if oneLineProblem(ce.Problem.Plan) && !g.Verbose {
+		} else if oneLineProblem(ce.Problem.Plan) && !o.Verbose() {
 			// The error line says it all: a needed patch, a verify rule, a
 			// known uncovered shape (-v shows the plan and its conflicts).
 		} else {
@@ -151,9 +168,9 @@ func runApply(ctx context.Context, g *Globals, o *applyOptions, names []string, 
 	case o.DryRun && o.JSON:
 		return WriteJSON(w, applyPlansJSON(t, res.Set.Plans, true, "would-apply"))
 	case o.DryRun:
-		cw, paint := g.colorTarget(w)
+		cw, paint := o.Color(w)
 		_, _ = cw.Write(paint.diff(res.Set.UnifiedDiff()))
-		fmt.Fprintln(g.Info(errw), "smpatch: dry run, nothing was written")
+		fmt.Fprintln(o.Info(errw), "smpatch: dry run, nothing was written")
 		return nil
 	case o.JSON:
 		return WriteJSON(w, res)

@@ -7,6 +7,7 @@ import (
 	"github.com/smpatch/smpatch/internal/exit"
 	"github.com/smpatch/smpatch/launch"
 	"github.com/smpatch/smpatch/patches"
+	"github.com/smpatch/smpatch/patches/journal"
 )
 
 // exitCodeOf maps an error to the process exit code README.md documents.
@@ -22,14 +23,14 @@ func exitCodeOf(err error) int {
 		return exit.Code(err)
 	case isCobraUsageError(err), isA[*launch.UnknownRunnerError](err):
 		return exit.Usage
-	case isA[*launch.DryRunConflictError](err):
-		return exit.Conflict
+	case errors.Is(err, context.Canceled): // a stop (journal.StoppedError among them)
+		return exit.Interrupted
+	case isA[*patches.ConflictError](err), isA[*patches.Problem](err), isA[*launch.DryRunConflictError](err):
+		return exit.Conflict // a patch does not apply (apply, image apply, matrix build, a dry run)
+	case isA[*patches.RevertRefusedError](err), isA[*journal.EditedError](err):
+		return exit.RevertRefused
 	case isA[*launch.CellsFailedError](err):
 		return exit.CellsFailed
-	case isA[*patches.Problem](err):
-		return exit.Conflict // a patch does not apply (image apply, matrix build)
-	case errors.Is(err, context.Canceled):
-		return exit.Interrupted
 	}
 	return exit.Failure
 }

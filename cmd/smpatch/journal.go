@@ -7,13 +7,12 @@ import (
 )
 
 func newJournalCmd(f *Factory) *cobra.Command {
-	g := f.Globals
 	c := &cobra.Command{
 		Use:   "journal",
-		Short: "Adopt a journal smpatch did not write here, or drop an entry (docs/security.md)",
+		Short: "Adopt a journal smpatch did not write for this user, or drop an entry (docs/security.md)",
 		Args:  cobra.NoArgs,
 		RunE:  func(c *cobra.Command, _ []string) error { return c.Help() },
 	}
-	c.AddCommand(newJournalTrustCmd(g), newJournalForgetCmd(g))
+	c.AddCommand(newJournalTrustCmd(f), newJournalForgetCmd(f))
 	return c
 }

@@ -5,15 +5,20 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
 
-	"github.com/smpatch/smpatch/patches"
+	"github.com/smpatch/smpatch/patches/journal"
+	"github.com/smpatch/smpatch/source"
 )
 
-// journalForgetOptions are the flags of smpatch journal forget.
+// journalForgetOptions are smpatch journal forget's flags, streams and
+// dependencies.
 type journalForgetOptions struct {
+	IO   IOStreams
+	Tree func(ctx context.Context, repo string, project source.Project) (source.WritableTree, error)
+
+	Name string
 	Repo string
 }
 
@@ -22,29 +27,30 @@ func (o *journalForgetOptions) AddFlags(c *cobra.Command) {
 	f.StringVar(&o.Repo, "repo", "", "the tree (default: $SMPATCH_REPO, the current checkout, or the installed package)")
 }
 
-func newJournalForgetCmd(g *Globals) *cobra.Command {
-	o := &journalForgetOptions{}
+func newJournalForgetCmd(f *Factory) *cobra.Command {
+	o := &journalForgetOptions{Tree: f.Tree}
 	c := &cobra.Command{
 		Use:   "forget NAME",
 		Short: "Drop a journal entry and its copies, keeping every tree file as it is now",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			return runJournalForget(c.Context(), g, o, args, c.OutOrStdout(), c.ErrOrStderr())
+			o.IO, o.Name = streams(c), args[0]
+			return runJournalForget(c.Context(), o)
 		},
 	}
 	o.AddFlags(c)
 	return c
 }
 
-func runJournalForget(ctx context.Context, g *Globals, o *journalForgetOptions, args []string, w, errw io.Writer) error {
-	t, err := resolveTree(ctx, g, o.Repo, "")
+func runJournalForget(ctx context.Context, o *journalForgetOptions) error {
+	t, err := o.Tree(ctx, o.Repo, "")
 	if err != nil {
 		return err
 	}
-	e, err := patches.ForgetEntry(ctx, t, args[0])
+	e, err := journal.Forget(ctx, t, o.Name, journal.Options{Waiting: waitingLine(o.IO.ErrOut)})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "%s: entry dropped (%s, %d files left as they are)\n", e.Name, e.State, len(e.Files))
+	fmt.Fprintf(o.IO.Out, "%s: entry dropped (%s, %d files left as they are)\n", e.Name, e.State, len(e.Files))
 	return nil
 }

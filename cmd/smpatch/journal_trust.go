@@ -5,15 +5,20 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
 
-	"github.com/smpatch/smpatch/patches"
+	"github.com/smpatch/smpatch/internal/termsafe"
+	"github.com/smpatch/smpatch/patches/journal"
+	"github.com/smpatch/smpatch/source"
 )
 
-// journalTrustOptions are the flags of smpatch journal trust.
+// journalTrustOptions are smpatch journal trust's flags, streams and
+// dependencies.
 type journalTrustOptions struct {
+	IO   IOStreams
+	Tree func(ctx context.Context, repo string, project source.Project) (source.WritableTree, error)
+
 	Repo string
 	JSON bool
 }
@@ -24,26 +29,28 @@ func (o *journalTrustOptions) AddFlags(c *cobra.Command) {
 	f.BoolVar(&o.JSON, "json", false, "print JSON")
 }
 
-func newJournalTrustCmd(g *Globals) *cobra.Command {
-	o := &journalTrustOptions{}
+func newJournalTrustCmd(f *Factory) *cobra.Command {
+	o := &journalTrustOptions{Tree: f.Tree}
 	c := &cobra.Command{
 		Use:   "trust",
 		Short: "Adopt the tree's journal as this user's (after reading it): checks it and signs it",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			return runJournalTrust(c.Context(), g, o, args, c.OutOrStdout(), c.ErrOrStderr())
+			o.IO = streams(c)
+			return runJournalTrust(c.Context(), o)
 		},
 	}
 	o.AddFlags(c)
 	return c
 }
 
-func runJournalTrust(ctx context.Context, g *Globals, o *journalTrustOptions, args []string, w, errw io.Writer) error {
-	t, err := resolveTree(ctx, g, o.Repo, "")
+func runJournalTrust(ctx context.Context, o *journalTrustOptions) error {
+	w := o.IO.Out
+	t, err := o.Tree(ctx, o.Repo, "")
 	if err != nil {
 		return err
 	}
-	res, err := patches.TrustJournal(ctx, t)
+	res, err := journal.Trust(ctx, t, journal.Options{Waiting: waitingLine(o.IO.ErrOut)})
 	if err != nil {
 		return err
 	}
@@ -58,7 +65,7 @@ func runJournalTrust(ctx context.Context, g *Globals, o *journalTrustOptions, ar
 	for _, e := range res.Entries {
 		fmt.Fprintf(w, "  %s: %s, %d files\n", e.Name, e.State, len(e.Files))
 		for _, f := range e.Files {
-			fmt.Fprintf(w, "    %s\n", patches.DisplayPath(f.Path))
+			fmt.Fprintf(w, "    %s\n", termsafe.Line(f.Path))
 		}
 	}
 	return nil

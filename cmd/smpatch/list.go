@@ -3,10 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+
+	"github.com/smpatch/smpatch/patches"
 )
 
 // smpatch list: the patches of the catalog.
@@ -24,8 +25,11 @@ type listPatchJSON struct {
 	Digest    string        `json:"digest"`
 }
 
-// listOptions are the flags of smpatch list.
+// listOptions are smpatch list's flags, streams and dependencies.
 type listOptions struct {
+	IO      IOStreams
+	Catalog func() (*patches.Catalog, error)
+
 	JSON bool
 }
 
@@ -35,22 +39,23 @@ func (o *listOptions) AddFlags(c *cobra.Command) {
 }
 
 func newListCmd(f *Factory) *cobra.Command {
-	g := f.Globals
-	o := &listOptions{}
+	o := &listOptions{Catalog: f.Catalog}
 	c := &cobra.Command{
 		Use:   "list",
 		Short: "List the patches of the catalog (built-in and --catalog directories)",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			return runList(c.Context(), g, o, args, c.OutOrStdout(), c.ErrOrStderr())
+			o.IO = streams(c)
+			return runList(c.Context(), o)
 		},
 	}
 	o.AddFlags(c)
 	return c
 }
 
-func runList(ctx context.Context, g *Globals, o *listOptions, args []string, w, errw io.Writer) error {
-	cat, err := g.LoadCatalog()
+func runList(ctx context.Context, o *listOptions) error {
+	w := o.IO.Out
+	cat, err := o.Catalog()
 	if err != nil {
 		return err
 	}

@@ -5,15 +5,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"runtime/debug"
 
 	"github.com/smpatch/smpatch/patches"
+	"github.com/smpatch/smpatch/patches/catalog"
+	"github.com/smpatch/smpatch/patches/journal"
 	"github.com/smpatch/smpatch/source"
 )
 
-// What the commands share: the one JSON writer, the tree a command works
-// on, and how a plan is printed for people and for --json.
+// What the commands share: the one JSON writer, the catalog, the lines
+// about the journal's lock and a stop, and how a plan is printed for
+// people and for --json.
 
 // WriteJSON is the one writer of every --json document: indented by two
 // spaces, one document per call, ">=" written as it is.
@@ -30,7 +31,7 @@ func (g *Globals) LoadCatalog() (*patches.Catalog, error) {
 	if g.catalog != nil {
 		return g.catalog, nil
 	}
-	cat, err := patches.LoadCatalog(g.CatalogDirs())
+	cat, err := catalog.Load(g.CatalogDirs())
 	if err != nil {
 		return nil, err
 	}
@@ -38,20 +39,19 @@ func (g *Globals) LoadCatalog() (*patches.Catalog, error) {
 	return cat, nil
 }
 
-// lightGC makes the engine's commands collect garbage rarely: they hold
-// a few files of at most some MB for some milliseconds, and at that scale
-// collections (several, while the heap first grows) cost more time than
-// the memory they give back is worth. An explicit $GOGC is left alone.
-func lightGC() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(400)
-	}
+// waitingLine is the journal's notice that another smpatch holds the
+// tree's lock, as one line on w.
+func waitingLine(w io.Writer) func(string) {
+	return func(line string) { fmt.Fprintf(w, "smpatch: %s\n", line) }
 }
 
-// resolveTree finds the tree for a command (--repo, $SMPATCH_REPO, the
-// current directory, the installed package).
-func resolveTree(ctx context.Context, g *Globals, repo string, project source.Project) (source.WritableTree, error) {
-	return source.Resolve(ctx, repo, project, g.PythonPath())
+// stoppedBeforeWriting is err, or, when ctx has ended, the stop it caused
+// before anything was written.
+func stoppedBeforeWriting(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return &journal.StoppedError{What: "stopped before writing: nothing was changed", Err: ctx.Err()}
+	}
+	return err
 }
 
 type variantJSON struct {

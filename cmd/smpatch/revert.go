@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
 
@@ -14,8 +13,16 @@ import (
 
 // smpatch revert [NAME...]: restore the original bytes.
 
-// revertOptions are the flags of smpatch revert.
+// revertOptions are smpatch revert's flags, streams and dependencies.
 type revertOptions struct {
+	IO      IOStreams
+	Catalog func() (*patches.Catalog, error)
+	Tree    func(ctx context.Context, repo string, project source.Project) (source.WritableTree, error)
+	// CatalogDirs are the --catalog directories (the built-in catalog
+	// alone serves a revert of no name nothing).
+	CatalogDirs func() []string
+
+	Names []string
 	Repo  string
 	Force bool
 	JSON  bool
@@ -29,30 +36,31 @@ func (o *revertOptions) AddFlags(c *cobra.Command) {
 }
 
 func newRevertCmd(f *Factory) *cobra.Command {
-	g := f.Globals
-	o := &revertOptions{}
+	o := &revertOptions{Catalog: f.Catalog, Tree: f.Tree, CatalogDirs: f.CatalogDirs}
 	c := &cobra.Command{
 		Use:   "revert [NAME...]",
 		Short: "Restore the original bytes of applied patches (every applied patch when no NAME)",
 		RunE: func(c *cobra.Command, args []string) error {
-			return runRevert(c.Context(), g, o, args, c.OutOrStdout(), c.ErrOrStderr())
+			o.IO, o.Names = streams(c), args
+			return runRevert(c.Context(), o)
 		},
 	}
 	o.AddFlags(c)
 	return c
 }
 
-func runRevert(ctx context.Context, g *Globals, o *revertOptions, args []string, w, errw io.Writer) error {
-	lightGC()
+func runRevert(ctx context.Context, o *revertOptions) error {
+	w, errw := o.IO.Out, o.IO.ErrOut
+	args := o.Names
 	// The journal has all a revert needs: the catalog serves names
-	// (their project, the did-you-mean) and warns about a broken
-	// --catalog directory. With neither, the built-in catalog alone
-	// has nothing to add, so it is not loaded. A broken catalog
-	// only costs the did-you-mean.
+	// (their project, the did-you-mean, what needs what) and warns about
+	// a broken --catalog directory. With neither names nor directories,
+	// the built-in catalog alone has nothing to add, so it is not loaded.
+	// A broken catalog only costs the did-you-mean.
 	var cat *patches.Catalog
-	if len(args) > 0 || len(g.CatalogDirs()) > 0 {
+	if len(args) > 0 || len(o.CatalogDirs()) > 0 {
 		var err error
-		if cat, err = g.LoadCatalog(); err != nil {
+		if cat, err = o.Catalog(); err != nil {
 			fmt.Fprintf(errw, "smpatch: warning: %v\n", err)
 			cat = nil
 		}
@@ -63,18 +71,18 @@ func runRevert(ctx context.Context, g *Globals, o *revertOptions, args []string,
 			project = p.Project
 		}
 	}
-	t, err := resolveTree(ctx, g, o.Repo, project)
+	t, err := o.Tree(ctx, o.Repo, project)
 	if err != nil {
 		return err
 	}
-	res, err := patches.Revert(ctx, t, cat, args, patches.RevertOptions{Force: o.Force})
+	res, err := patches.Revert(ctx, t, cat, args, patches.RevertOptions{Force: o.Force, Waiting: waitingLine(errw)})
 	if res != nil {
 		for _, r := range res.Recovered {
 			fmt.Fprintf(errw, "smpatch: %s\n", r)
 		}
 	}
-	var de *patches.DriftError
-	if err != nil && !errors.As(err, &de) {
+	var de *patches.RevertRefusedError
+	if err != nil && (!errors.As(err, &de) || de.Result == nil) {
 		return err
 	}
 	if o.JSON {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/smpatch/smpatch/internal/requires"
 	"github.com/smpatch/smpatch/patches"
+	"github.com/smpatch/smpatch/patches/journal"
 	"github.com/smpatch/smpatch/source"
 )
 
@@ -47,8 +48,14 @@ type upstreamJSON struct {
 	MarkerFile string `json:"marker_file"`
 }
 
-// showOptions are the flags of smpatch show.
+// showOptions are smpatch show's flags, streams and dependencies.
 type showOptions struct {
+	IO      IOStreams
+	Catalog func() (*patches.Catalog, error)
+	Tree    func(ctx context.Context, repo string, project source.Project) (source.WritableTree, error)
+	Color   func(io.Writer) (io.Writer, painter)
+
+	Name string
 	Repo string
 	JSON bool
 }
@@ -60,96 +67,133 @@ func (o *showOptions) AddFlags(c *cobra.Command) {
 }
 
 func newShowCmd(f *Factory) *cobra.Command {
-	g := f.Globals
-	o := &showOptions{}
+	o := &showOptions{Catalog: f.Catalog, Tree: f.Tree, Color: f.colorTarget}
 	c := &cobra.Command{
 		Use:   "show NAME",
 		Short: "Show a patch: metadata, requirements, variants, and the diff it would make on a tree",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			return runShow(c.Context(), g, o, args, c.OutOrStdout(), c.ErrOrStderr())
+			o.IO, o.Name = streams(c), args[0]
+			return runShow(c.Context(), o)
 		},
 	}
 	o.AddFlags(c)
 	return c
 }
 
-func runShow(ctx context.Context, g *Globals, o *showOptions, args []string, w, errw io.Writer) error {
-	lightGC()
-	cat, err := g.LoadCatalog()
+// shown is what show found: the patch, and the tree with its journal and
+// the plan there (when a tree was found).
+type shown struct {
+	p       *patches.Patch
+	t       source.WritableTree
+	treeErr error
+	plan    *patches.Plan
+	applied *journal.Entry // the patch's entry when the journal has it applied
+}
+
+// runShow shows the patch and the diff it would make on the tree as it is.
+// It writes nothing: an apply or revert a kill left in flight is reported
+// (the plan is then of the tree as the kill left it), not finished.
+func runShow(ctx context.Context, o *showOptions) error {
+	cat, err := o.Catalog()
 	if err != nil {
 		return err
 	}
-	p, err := cat.Get(args[0])
-	if err != nil {
+	sh := &shown{}
+	if sh.p, err = cat.Get(o.Name); err != nil {
 		return err
 	}
 	// A tree is optional for show: an explicit --repo must work,
 	// otherwise look quietly.
-	var (
-		t       source.WritableTree
-		treeErr error
-		plan    *patches.Plan
-	)
-	t, treeErr = resolveTree(ctx, g, o.Repo, p.Project)
-	if treeErr != nil && (o.Repo != "") {
-		return treeErr
+	sh.t, sh.treeErr = o.Tree(ctx, o.Repo, sh.p.Project)
+	if sh.treeErr != nil && o.Repo != "" {
+		return sh.treeErr
 	}
-	if t != nil {
-		recovered, err := patches.Recover(ctx, t)
-		for _, r := range recovered {
-			fmt.Fprintf(errw, "smpatch: %s\n", r)
-		}
-		if err != nil {
+	if sh.t != nil {
+		if err := sh.readJournal(ctx, o.IO.ErrOut); err != nil {
 			return err
 		}
-		if plan, err = patches.NewPlan(ctx, p, t, patches.PlanOptions{}); err != nil {
+		if sh.plan, err = patches.NewPlan(ctx, sh.p, sh.t, patches.PlanOptions{}); err != nil {
 			return err
 		}
 	}
 	if o.JSON {
-		out := struct {
-			Name      string        `json:"name"`
-			Project   string        `json:"project"`
-			Summary   string        `json:"summary"`
-			Links     []string      `json:"links"`
-			Origin    string        `json:"origin"`
-			File      string        `json:"file"`
-			Overrides bool          `json:"overrides"`
-			Requires  requires.Set  `json:"requires"`
-			Upstream  upstreamJSON  `json:"upstream"`
-			Variants  []variantJSON `json:"variants"`
-			Verify    []verifyJSON  `json:"verify"`
-			Uncovered []string      `json:"uncovered"`
-			Needs     []string      `json:"needs"`
-			Digest    string        `json:"digest"`
-			Tree      *treeJSON     `json:"tree"`
-			TreeError string        `json:"tree_error,omitempty"`
-			Plan      *planJSON     `json:"plan"`
-			// UpstreamMarker is where the tree shows the change is
-			// upstream ([upstream] marker), or "".
-			UpstreamMarker string `json:"upstream_marker"`
-		}{
-			Name: p.Name, Project: string(p.Project), Summary: p.Summary, Links: orEmpty(p.Links), Origin: p.Origin,
-			File: p.File, Overrides: p.Overrides,
-			Requires: requiresJSON(p.Requires),
-			Upstream: upstreamJSON{p.Upstream.Status, p.Upstream.PR, p.Upstream.MergedIn, p.Upstream.Marker, p.Upstream.MarkerFile},
-			Variants: variantsJSON(p), Verify: []verifyJSON{}, Uncovered: uncoveredJSON(p), Needs: orEmpty(p.Needs), Digest: p.Digest,
-		}
-		for _, v := range p.Verify {
-			out.Verify = append(out.Verify, verifyJSON{v.File, v.Contains, v.NotContains})
-		}
-		if t != nil {
-			out.Tree = newTreeJSON(ctx, t)
-			out.Plan = planToJSON(plan)
-			if ok, where := patches.UpstreamMarker(t, p); ok {
-				out.UpstreamMarker = where
-			}
-		} else if treeErr != nil {
-			out.TreeError = treeErr.Error()
-		}
-		return WriteJSON(w, out)
+		return showJSON(ctx, o.IO.Out, sh)
 	}
+	showText(ctx, o, sh)
+	return nil
+}
+
+// readJournal reads the tree's journal, writing nothing: whether the patch
+// is applied, and a line on errw for each entry in flight.
+func (sh *shown) readJournal(ctx context.Context, errw io.Writer) error {
+	j, err := journal.Read(ctx, sh.t, journal.Options{Waiting: waitingLine(errw)})
+	if err != nil {
+		return err
+	}
+	defer j.Close()
+	ins, err := j.Interrupted()
+	if err != nil {
+		return err
+	}
+	for _, in := range ins {
+		fmt.Fprintf(errw, "smpatch: %s; the plan below is of the tree as it is\n", in)
+	}
+	if e := j.State().Get(sh.p.Name); e != nil && e.State == journal.Applied {
+		sh.applied = e
+	}
+	return nil
+}
+
+// showJSON prints show --json.
+func showJSON(ctx context.Context, w io.Writer, sh *shown) error {
+	p, t, plan, treeErr := sh.p, sh.t, sh.plan, sh.treeErr
+	out := struct {
+		Name      string        `json:"name"`
+		Project   string        `json:"project"`
+		Summary   string        `json:"summary"`
+		Links     []string      `json:"links"`
+		Origin    string        `json:"origin"`
+		File      string        `json:"file"`
+		Overrides bool          `json:"overrides"`
+		Requires  requires.Set  `json:"requires"`
+		Upstream  upstreamJSON  `json:"upstream"`
+		Variants  []variantJSON `json:"variants"`
+		Verify    []verifyJSON  `json:"verify"`
+		Uncovered []string      `json:"uncovered"`
+		Needs     []string      `json:"needs"`
+		Digest    string        `json:"digest"`
+		Tree      *treeJSON     `json:"tree"`
+		TreeError string        `json:"tree_error,omitempty"`
+		Plan      *planJSON     `json:"plan"`
+		// UpstreamMarker is where the tree shows the change is
+		// upstream ([upstream] marker), or "".
+		UpstreamMarker string `json:"upstream_marker"`
+	}{
+		Name: p.Name, Project: string(p.Project), Summary: p.Summary, Links: orEmpty(p.Links), Origin: p.Origin,
+		File: p.File, Overrides: p.Overrides,
+		Requires: requiresJSON(p.Requires),
+		Upstream: upstreamJSON{p.Upstream.Status, p.Upstream.PR, p.Upstream.MergedIn, p.Upstream.Marker, p.Upstream.MarkerFile},
+		Variants: variantsJSON(p), Verify: []verifyJSON{}, Uncovered: uncoveredJSON(p), Needs: orEmpty(p.Needs), Digest: p.Digest,
+	}
+	for _, v := range p.Verify {
+		out.Verify = append(out.Verify, verifyJSON{v.File, v.Contains, v.NotContains})
+	}
+	if t != nil {
+		out.Tree = newTreeJSON(ctx, t)
+		out.Plan = planToJSON(plan)
+		if ok, where := patches.UpstreamMarker(t, p); ok {
+			out.UpstreamMarker = where
+		}
+	} else if treeErr != nil {
+		out.TreeError = treeErr.Error()
+	}
+	return WriteJSON(w, out)
+}
+
+// showText prints show for people.
+func showText(ctx context.Context, o *showOptions, sh *shown) {
+	w, p, t, plan := o.IO.Out, sh.p, sh.t, sh.plan
 	fmt.Fprintf(w, "%s  (%s; %s: %s)\n", p.Name, p.Project, p.Origin, p.File)
 	if p.Summary != "" {
 		fmt.Fprintf(w, "  %s\n", p.Summary)
@@ -234,25 +278,20 @@ func runShow(ctx context.Context, g *Globals, o *showOptions, args []string, w, 
 		}
 	}
 	if t == nil {
-		fmt.Fprintf(w, "tree: none found (%v)\n", treeErr)
-		return nil
+		fmt.Fprintf(w, "tree: none found (%v)\n", sh.treeErr)
+		return
 	}
 	fmt.Fprintf(w, "tree: %s\n", patches.TreeLine(ctx, t))
-	applied := false
-	if st, err := patches.ReadState(ctx, t); err == nil {
-		if e := st.Get(p.Name); e != nil {
-			applied = true
-			fmt.Fprintf(w, "applied: yes, variant %s, %s\n", e.Variant, e.AppliedAt.Format("2006-01-02 15:04:05Z07:00"))
-		}
+	if e := sh.applied; e != nil {
+		fmt.Fprintf(w, "applied: yes, variant %s, %s\n", e.Variant, e.AppliedAt.Format("2006-01-02 15:04:05Z07:00"))
 	}
-	if ok, where := patches.UpstreamMarker(t, p); ok && !applied {
+	if ok, where := patches.UpstreamMarker(t, p); ok && sh.applied == nil {
 		fmt.Fprintf(w, "upstream: the tree already has the upstream change (marker %q at %s)\n", p.Upstream.Marker, where)
 	}
 	printPlan(w, plan)
 	if plan.OK(false) && plan.Outcome() != patches.OutcomeAlreadyApplied {
 		fmt.Fprintln(w, "diff it would make:")
-		cw, paint := g.colorTarget(w)
+		cw, paint := o.Color(w)
 		_, _ = cw.Write(paint.diff(plan.UnifiedDiff()))
 	}
-	return nil
 }

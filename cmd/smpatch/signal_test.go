@@ -78,6 +78,42 @@ func treeSums(t *testing.T, root string, journal bool) map[string][32]byte {
 	return out
 }
 
+// treeStamps is every file and directory under root, the journal's too,
+// with its change time and size: anything written there changes one.
+func treeStamps(t *testing.T, root string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		st, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+			out[p] = fmt.Sprint(sys.Ctim.Nano(), " ", st.Size())
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func sameStamps(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
 func sameSums(a, b map[string][32]byte) bool {
 	if len(a) != len(b) {
 		return false
@@ -138,8 +174,12 @@ func TestSignalIsACleanStop(t *testing.T) {
 		return cmd, &stderr
 	}
 	applied := func() bool {
+		before := treeStamps(t, tree)
 		cmd, stderr := command("status", "--json")
 		out, err := cmd.Output()
+		if after := treeStamps(t, tree); !sameStamps(before, after) {
+			t.Fatalf("status wrote to the tree or its journal")
+		}
 		if err != nil {
 			t.Fatalf("status after the signal: %v\n%s", err, stderr)
 		}
@@ -210,7 +250,7 @@ func TestSignalIsACleanStop(t *testing.T) {
 		default:
 			t.Fatalf("round %d: %s ended with %v after a %v:\n%s", r, verb, err, sig, stderr)
 		}
-		isApplied = applied() // status reads, and writes nothing
+		isApplied = applied() // status reads, and writes nothing (checked)
 		now := treeSums(t, tree, false)
 		switch {
 		case isApplied && sameSums(now, patched):

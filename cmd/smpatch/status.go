@@ -7,10 +7,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/smpatch/smpatch/patches"
+	"github.com/smpatch/smpatch/patches/journal"
 	"github.com/smpatch/smpatch/source"
 )
 
-// smpatch status: the patches applied to a tree.
+// smpatch status: the patches applied to a tree, and any apply or revert
+// a kill left in flight. It writes nothing.
 
 // statusOptions are smpatch status's flags, streams and dependencies.
 type statusOptions struct {
@@ -54,17 +56,17 @@ func runStatus(ctx context.Context, o *statusOptions) error {
 	if err != nil {
 		return err
 	}
-	res, err := patches.Status(ctx, t, cat)
+	res, err := patches.Status(ctx, t, cat, journal.Options{Waiting: waitingLine(errw)})
 	if err != nil {
 		return err
-	}
-	for _, r := range res.Recovered {
-		fmt.Fprintf(errw, "smpatch: %s\n", r)
 	}
 	if o.JSON {
 		return WriteJSON(w, res)
 	}
 	fmt.Fprintf(w, "tree: %s\n", patches.TreeLine(ctx, t))
+	for _, in := range res.Interrupted {
+		fmt.Fprintln(w, in)
+	}
 	if len(res.Patches) == 0 {
 		fmt.Fprintln(w, "no patches applied")
 		return nil

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/smpatch/smpatch/patches"
+	"github.com/smpatch/smpatch/patches/catalog"
 )
 
 // smpatch version: the binary's version, commit, Go version and the
@@ -50,7 +50,7 @@ func readVersionInfo() (*versionInfo, error) {
 			vi.Version = bi.Main.Version
 		}
 	}
-	cat, err := patches.LoadCatalog(nil)
+	cat, err := catalog.Load(nil)
 	if err != nil {
 		return nil, fmt.Errorf("built-in catalog: %w", err)
 	}

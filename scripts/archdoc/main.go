@@ -33,8 +33,9 @@ var layers = []struct {
 	{"leaf helpers", []string{"internal/bounded", "internal/ctxio", "internal/exit", "internal/interrupt", "internal/lazyre", "internal/lru", "internal/requires", "internal/runner", "internal/smver", "internal/termsafe", "internal/textdist", "internal/tomlfile", "internal/junit"}, "small, shared, knowing nothing of smpatch's model; may import each other"},
 	{"trees", []string{"source"}, "checkouts, installed packages, image filesystems; versions"},
 	{"git", []string{"source/gitrepo"}, "go-git: revisions as trees, the upstream cache, version tags"},
-	{"patch parts", []string{"patches/udiff", "patches/journal", "patches/internal/catalogfile"}, "unified diffs; the journal"},
+	{"diffs", []string{"patches/udiff"}, "unified diffs: parse, format, make, match"},
 	{"catalog", []string{"patches/catalog"}, "the built-in catalog and catalog directories"},
+	{"journal", []string{"patches/journal"}, "what was written to a tree, and how to undo it"},
 	{"patches", []string{"patches"}, "the patch set: plan, apply, revert, status"},
 	{"probe", []string{"probe"}, "what the host and its Python environment can run"},
 	{"upstream, matrix", []string{"upstream", "matrix"}, "patches on upstream history; matrices of experiments"},
@@ -45,7 +46,7 @@ var layers = []struct {
 
 // support are packages for tests, benchmarks and demos: they may import
 // anything but the command line, and no package of a layer imports them.
-var support = []string{"patches/internal/catalogfile/gen", "internal/testkit/", "internal/synth", "internal/synth/", "internal/treetest", "internal/testsvc", "internal/gitbuild", "internal/gitbuild/", "image/imagetest", "launch/dockertest", "bench/", "examples/", "testdata/", "scripts/"}
+var support = []string{"internal/testkit/", "internal/synth", "internal/synth/", "internal/treetest", "internal/testsvc", "internal/gitbuild", "internal/gitbuild/", "image/imagetest", "launch/dockertest", "bench/", "examples/", "testdata/", "scripts/"}
 
 type pkg struct {
 	ImportPath string

@@ -1,0 +1,77 @@
+package catalog
+
+import (
+	"fmt"
+
+	"github.com/smpatch/smpatch/internal/requires"
+)
+
+// The shapes of a catalog file (NAME.toml) as the TOML decoder fills them;
+// the loader (load.go) checks them and derives a Patch.
+
+// patchFile is one NAME.toml.
+type patchFile struct {
+	Name      string          `toml:"name"`
+	Project   string          `toml:"project"`
+	Summary   string          `toml:"summary"`
+	Links     []string        `toml:"links"`
+	Overrides bool            `toml:"overrides"`
+	Uncovered []uncoveredFile `toml:"uncovered"`
+	Needs     []string        `toml:"needs"`
+	Requires  requiresFile    `toml:"requires"`
+	Upstream  upstreamFile    `toml:"upstream"`
+	Variant   []variantFile   `toml:"variant"`
+	Verify    []verifyFile    `toml:"verify"`
+}
+
+// requiresFile is [requires]: the record itself, and p2p, which says what
+// p2p_all says.
+type requiresFile struct {
+	requires.Set
+	P2P *bool `toml:"p2p"`
+}
+
+// upstreamFile is [upstream].
+type upstreamFile struct {
+	Status     string `toml:"status"`
+	PR         string `toml:"pr"`
+	MergedIn   string `toml:"merged_in"`
+	Marker     string `toml:"marker"`
+	MarkerFile string `toml:"marker_file"`
+}
+
+// variantFile is one [[variant]].
+type variantFile struct {
+	Name     string   `toml:"name"`
+	Versions string   `toml:"versions"`
+	Diffs    []string `toml:"diffs"`
+	Search   []string `toml:"search"`
+}
+
+// uncoveredFile is one entry of "uncovered": a plain string (a note,
+// Text) or a [[uncovered]] table (Table: name, window, why and a marker,
+// file plus contains or regex), whose keys the loader checks.
+type uncoveredFile struct {
+	Text  string
+	Table map[string]any
+}
+
+// UnmarshalTOML takes either form.
+func (u *uncoveredFile) UnmarshalTOML(v any) error {
+	switch v := v.(type) {
+	case string:
+		u.Text = v
+	case map[string]any:
+		u.Table = v
+	default:
+		return fmt.Errorf("uncovered: each entry is a string or a table, not %T", v)
+	}
+	return nil
+}
+
+// verifyFile is one [[verify]].
+type verifyFile struct {
+	File        string `toml:"file"`
+	Contains    string `toml:"contains"`
+	NotContains string `toml:"not_contains"`
+}

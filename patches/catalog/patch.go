@@ -1,0 +1,149 @@
+package catalog
+
+import (
+	"github.com/hashicorp/go-version"
+
+	"github.com/smpatch/smpatch/internal/requires"
+	"github.com/smpatch/smpatch/patches/udiff"
+	"github.com/smpatch/smpatch/source"
+)
+
+// Patch is one catalog entry: NAME.toml and the diffs it names.
+type Patch struct {
+	Name    string
+	Project source.Project
+	Summary string
+	Links   []string
+
+	// Origin is "builtin" or the catalog directory the patch came from.
+	Origin string
+	// File is the TOML file the patch was read from (for error messages).
+	File string
+	// Overrides is set when a user patch replaces a built-in of the same name.
+	Overrides bool
+
+	// Upstream describes where the change stands upstream (optional).
+	Upstream Upstream
+	// Requires is what --check-arch verifies before the patch is applied.
+	Requires requires.Set
+	// Variants are tried by the tree's version; ranges never overlap.
+	Variants []*Variant
+	// Verify are post-conditions checked on the written files.
+	Verify []VerifyRule
+	// Uncovered names upstream shapes the patch knows it cannot handle;
+	// those with a marker are recognised on a tree no variant fits.
+	Uncovered []Uncovered
+	// Needs names patches that must be in place first: applied on the
+	// tree, or earlier in the same set ("needs = [...]").
+	Needs []string
+	// needed are the patches Needs names, resolved when the catalog loads.
+	needed []*Patch
+	// needsLine finds the line of "needs" in the patch's file, for errors.
+	needsLine func() int
+	// Digest is the sha256 of the patch's TOML and diff files.
+	Digest string
+}
+
+// Upstream says where a patch stands in its upstream project.
+type Upstream struct {
+	Status     string // "proposed", "merged", "rejected", "local"
+	PR         string // forwarded pull request URL
+	MergedIn   string // first upstream version that carries the change
+	Marker     string // text whose presence in a target file shows the change is upstream
+	MarkerFile string
+}
+
+// Variant is one version range of a patch and the diffs for it.
+type Variant struct {
+	// Name is a short label ("c4-s3"); defaults to the range.
+	Name        string
+	Versions    string // the constraint as written
+	Constraints version.Constraints
+	Diffs       []string          // catalog-relative diff files
+	Files       []*udiff.FileDiff // parsed, in order
+	// Search lists repository-relative directories where a target file that
+	// is missing at its path is looked for by anchor (the first hunk), for
+	// code that moved to another file ("search = [...]" in a [[variant]]).
+	Search []string
+}
+
+// VerifyRule is a post-condition on a written file.
+type VerifyRule struct {
+	File        string // repository-relative
+	Contains    string
+	NotContains string
+}
+
+// Uncovered is an upstream shape a patch knows it does not cover. An entry
+// written as a plain string is a note (Text) and is never detected; a
+// [[uncovered]] table has a name, the window of upstream history it spans,
+// why it is not covered, and a marker (File plus Contains or Regex) that
+// recognises it on a tree.
+type Uncovered struct {
+	Name     string
+	Window   string
+	Why      string
+	Text     string // a plain-string entry
+	File     string // marker: repository-relative file
+	Contains string // marker: text the file contains
+	Regex    string // marker: a regular expression the file matches
+}
+
+// String is the entry for people: "NAME (WINDOW): WHY", or the note.
+func (u Uncovered) String() string {
+	if u.Name == "" {
+		return u.Text
+	}
+	s := u.Name
+	if u.Window != "" {
+		s += " (" + u.Window + ")"
+	}
+	if u.Why != "" {
+		s += ": " + u.Why
+	}
+	return s
+}
+
+// Detectable reports whether the entry has a marker.
+func (u Uncovered) Detectable() bool { return u.File != "" }
+
+// Admits reports whether the tree version v is in the variant's range
+// (every version when it has none). A variant loaded from a catalog has
+// its range parsed (Constraints); one made by hand may have only the text.
+func (c *Variant) Admits(v *version.Version) bool {
+	if c.Versions == "" {
+		return true
+	}
+	cs := c.Constraints
+	if cs == nil {
+		var err error
+		if cs, err = source.ParseConstraints(c.Versions); err != nil {
+			return false
+		}
+	}
+	return source.Satisfies(cs, v)
+}
+
+// Needed is every patch p needs, directly or through another, each after
+// the patches it needs itself.
+func (p *Patch) Needed() []*Patch {
+	var out []*Patch
+	seen := map[*Patch]bool{p: true}
+	var walk func(q *Patch)
+	walk = func(q *Patch) {
+		for _, r := range q.needed {
+			if seen[r] {
+				continue
+			}
+			seen[r] = true
+			walk(r)
+			out = append(out, r)
+		}
+	}
+	walk(p)
+	return out
+}
+
+// NeedsPatches are the patches Needs names, in its order, resolved when
+// the catalog loaded.
+func (p *Patch) NeedsPatches() []*Patch { return p.needed }

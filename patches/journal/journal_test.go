@@ -1,0 +1,399 @@
+package journal
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/smpatch/smpatch/source"
+)
+
+// An apply records a signed state and one tar file per kind, each copy
+// under its repository path (a person can take the originals back by
+// hand); a revert that leaves nothing applied removes the journal.
+func TestCopiesAreTars(t *testing.T) {
+	root, tr := testTree(t)
+	orig := hashes(t, root, false)
+	applyDemo(t, tr)
+	dir := filepath.Join(root, source.StateDirName)
+	o := tarFiles(t, filepath.Join(dir, "demo.orig.tar"))
+	if o[commPath] != commOrig || o[argsPath] != argsOrig || len(o) != 2 {
+		t.Fatalf("demo.orig.tar holds %q", o)
+	}
+	if p := tarFiles(t, filepath.Join(dir, "demo.patched.tar")); p[commPath] != commNew || p[argsPath] != argsNew {
+		t.Fatalf("demo.patched.tar holds %q", p)
+	}
+	sj, _ := os.ReadFile(filepath.Join(dir, stateName))
+	if !bytes.HasPrefix(sj, []byte("{\n  \"mac\": \"")) || !bytes.Contains(sj, []byte(`"state": {`)) {
+		t.Fatalf("state.json:\n%s", sj)
+	}
+	if err := revertAll(t, tr); err != nil {
+		t.Fatal(err)
+	}
+	if !sameHashes(orig, hashes(t, root, false)) {
+		t.Fatalf("not reverted: %s", diffHashes(orig, hashes(t, root, false)))
+	}
+	if _, err := os.Lstat(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("journal left after the last revert: %v", err)
+	}
+}
+
+// A journal is acted on only when its MAC checks with this user's key:
+// another user's (another key), one edited by hand and a bare state are
+// refused, nothing written; Trust adopts one after its checks.
+func TestOwnership(t *testing.T) {
+	ctx := context.Background()
+	root, tr := testTree(t)
+	applyDemo(t, tr)
+	patched := hashes(t, root, true)
+	var ue *UntrustedError
+	// Another user: another key directory.
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	if _, err := recoverTree(tr); !errors.As(err, &ue) || !strings.Contains(ue.Reason, "no journal key") {
+		t.Fatalf("another user without a key: %v", err)
+	}
+	if _, err := journalKey(true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Read(ctx, tr, Options{}); !errors.As(err, &ue) || !strings.Contains(ue.Reason, "signature does not match") {
+		t.Fatalf("another user's key: %v", err)
+	}
+	if !sameHashes(patched, hashes(t, root, true)) {
+		t.Fatal("a refused journal was changed")
+	}
+	res, err := Trust(ctx, tr, Options{})
+	if err != nil || len(res.Entries) != 1 || res.Already {
+		t.Fatalf("trust: %+v %v", res, err)
+	}
+	if res, err := Trust(ctx, tr, Options{}); err != nil || !res.Already {
+		t.Fatalf("trust again: %+v %v", res, err)
+	}
+	// Edited by hand: one byte of the signed state.
+	sp := filepath.Join(root, source.StateDirName, stateName)
+	b, _ := os.ReadFile(sp)
+	os.WriteFile(sp, bytes.Replace(b, []byte(`"variant": "v1"`), []byte(`"variant": "v2"`), 1), 0o644)
+	if _, err := recoverTree(tr); !errors.As(err, &ue) || !strings.Contains(ue.Reason, "edited by hand") {
+		t.Fatalf("edited: %v", err)
+	}
+	// A bare state: no signature at all.
+	s, _, err := decodeState(sp, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeJournal(t, root, s, false, nil)
+	if _, err := recoverTree(tr); !errors.As(err, &ue) || !strings.Contains(ue.Reason, "no signature") {
+		t.Fatalf("bare: %v", err)
+	}
+	if _, err := Trust(ctx, tr, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := revertAll(t, tr); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The MAC is over state.json's bytes as written: a state whose text is
+// not UTF-8 (a tree whose path is not) verifies, and a path that is not
+// UTF-8 round-trips exactly.
+func TestSignedBytesAsWritten(t *testing.T) {
+	root, tr := testTree(t)
+	s := &State{Format: stateFormat, Tree: "/tmp/caf\xe9", Kind: "checkout", Patches: []*Entry{{
+		Name: "demo", State: Applied, Notes: []string{"\xff note"},
+		Files: []*FileRecord{{Path: "python/sglang/caf\xe9.py", Original: Hash([]byte("a")), Patched: Hash([]byte("b"))}},
+	}}}
+	writeJournal(t, root, s, true, nil)
+	j, err := Read(context.Background(), tr, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	if got := j.State().Patches[0].Files[0].Path; got != "python/sglang/caf\xe9.py" {
+		t.Fatalf("path read back as %q", got)
+	}
+}
+
+// A copy whose bytes are not the ones recorded is never written: a
+// rollback refuses, naming the copy, and Damage says what is wrong.
+func TestTamperedCopy(t *testing.T) {
+	root, tr := testTree(t)
+	evil := []byte("import os\nos.system('id')\n")
+	writeJournal(t, root, pendingState(&FileRecord{Path: commPath, Original: Hash([]byte(commOrig)), Patched: Hash([]byte(commOrig + "x"))}), true,
+		map[string]map[string][]byte{kindOrig: {commPath: evil}})
+	os.WriteFile(filepath.Join(root, commPath), []byte(commOrig+"x"), 0o644)
+	before := hashes(t, root, false)
+	_, err := recoverTree(tr)
+	var je *JournalError
+	if !errors.As(err, &je) || !strings.Contains(err.Error(), "the journal recorded") {
+		t.Fatalf("recover: %v", err)
+	}
+	if !sameHashes(before, hashes(t, root, false)) {
+		t.Fatal("tree changed")
+	}
+	j, err := Read(context.Background(), tr, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	if d := j.Damage(j.State().Patches[0]); !strings.Contains(d, "the journal recorded") {
+		t.Fatalf("damage: %q", d)
+	}
+}
+
+// Even a journal this user signed never restores into .git or the
+// journal, by name or through a symlink in the tree.
+func TestReservedPaths(t *testing.T) {
+	for _, tc := range []struct{ name, path, link string }{
+		{"git", ".git/config", ""},
+		{"git-nested", "python/.git/config", ""},
+		{"journal", ".smpatch/state.json", ""},
+		{"case", ".GIT/config", ""},
+		{"symlink-to-git", "python/evil/config", "python/evil"},
+		{"symlink-to-journal", "python/evil/x.tar", "python/evil"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root, tr := testTree(t)
+			os.MkdirAll(filepath.Join(root, ".git"), 0o755)
+			cfg := []byte("[core]\n\tbare = false\n")
+			os.WriteFile(filepath.Join(root, ".git", "config"), cfg, 0o644)
+			if tc.link != "" {
+				target := "../.git"
+				if strings.HasSuffix(tc.name, "journal") {
+					target = "../" + source.StateDirName
+				}
+				if err := os.Symlink(target, filepath.Join(root, tc.link)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			forged := []byte("[core]\n\tfsmonitor = \"id\"\n")
+			s := pendingState(&FileRecord{Path: tc.path, Original: Hash(forged), Patched: Hash(cfg)})
+			dir := filepath.Join(root, source.StateDirName)
+			os.MkdirAll(dir, 0o755)
+			data, err := encodeState(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			os.WriteFile(filepath.Join(dir, stateName), data, 0o644)
+			os.WriteFile(filepath.Join(dir, "demo.orig.tar"), tarOf(map[string][]byte{tc.path: forged}), 0o644)
+			_, err = recoverTree(tr)
+			if err == nil || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("recover: %v", err)
+			}
+			if b, _ := os.ReadFile(filepath.Join(root, ".git", "config")); !bytes.Equal(b, cfg) {
+				t.Fatalf(".git/config: %q", b)
+			}
+		})
+	}
+}
+
+// A copy's name planted in the journal directory (a symlink to a file
+// outside) is removed itself, never followed: the copy is then created
+// exclusively in its place.
+func TestPlantedCopyName(t *testing.T) {
+	root, tr := testTree(t)
+	outside := filepath.Join(t.TempDir(), "target")
+	os.WriteFile(outside, []byte("keep"), 0o644)
+	dir := filepath.Join(root, source.StateDirName)
+	os.MkdirAll(dir, 0o755)
+	if err := os.Symlink(outside, filepath.Join(dir, "demo.orig.tar")); err != nil {
+		t.Fatal(err)
+	}
+	applyDemo(t, tr)
+	if b, _ := os.ReadFile(outside); string(b) != "keep" {
+		t.Fatalf("followed the planted symlink: %q", b)
+	}
+	if st, err := os.Lstat(filepath.Join(dir, "demo.orig.tar")); err != nil || !st.Mode().IsRegular() {
+		t.Fatalf("copy: %v %v", st, err)
+	}
+}
+
+// An interrupted revert is finished only over files it could have left:
+// an edit made since makes it refuse (EditedError), nothing written, and
+// Forget drops the entry keeping the edit.
+func TestFinishRevertRefusesEdit(t *testing.T) {
+	root, tr := testTree(t)
+	applyDemo(t, tr)
+	Hook = func(s string) error {
+		if s == "revert-write:1" {
+			return ErrCrash
+		}
+		return nil
+	}
+	err := revertAll(t, tr)
+	Hook = nil
+	if !errors.Is(err, ErrCrash) {
+		t.Fatalf("hook: %v", err)
+	}
+	full := filepath.Join(root, commPath)
+	b, _ := os.ReadFile(full)
+	edited := append([]byte("# edited after the crash\n"), b...)
+	os.WriteFile(full, edited, 0o644)
+	args, _ := os.ReadFile(filepath.Join(root, argsPath))
+	_, err = recoverTree(tr)
+	var ee *EditedError
+	if !errors.As(err, &ee) || !strings.Contains(err.Error(), commPath+" changed since the interrupted revert of demo") {
+		t.Fatalf("recover: %v", err)
+	}
+	if got, _ := os.ReadFile(full); !bytes.Equal(got, edited) {
+		t.Fatal("edit lost")
+	}
+	if got, _ := os.ReadFile(filepath.Join(root, argsPath)); !bytes.Equal(got, args) {
+		t.Fatal("server_args.py changed")
+	}
+	if _, err := Forget(context.Background(), tr, "demo", Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(full); !bytes.Equal(got, edited) {
+		t.Fatal("edit lost")
+	}
+}
+
+// Read writes nothing, even over a journal a killed apply left: no byte
+// of the tree or the journal changes, and Interrupted says how far the
+// apply got and what finishes it; the next writing command rolls it back.
+func TestReadWritesNothing(t *testing.T) {
+	root, tr := testTree(t)
+	orig := hashes(t, root, false)
+	j, err := Open(context.Background(), tr, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	Hook = func(s string) error {
+		if s == "write:1" {
+			return ErrCrash
+		}
+		return nil
+	}
+	err = j.Apply(context.Background(), []*Item{demoItem()}, nil)
+	Hook = nil
+	j.Close()
+	if !errors.Is(err, ErrCrash) {
+		t.Fatalf("hook: %v", err)
+	}
+	before := hashes(t, root, true)
+	r, err := Read(context.Background(), tr, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ins, err := r.Interrupted()
+	r.Close()
+	if err != nil || len(ins) != 1 {
+		t.Fatalf("interrupted: %v %v", ins, err)
+	}
+	if got := ins[0].String(); got != "interrupted apply of demo (1 of 2 files written): `smpatch revert` rolls it back (so does the next apply, before it writes)" {
+		t.Fatalf("report: %s", got)
+	}
+	if !sameHashes(before, hashes(t, root, true)) {
+		t.Fatalf("Read changed %s", diffHashes(before, hashes(t, root, true)))
+	}
+	notes, err := recoverTree(tr)
+	if err != nil || len(notes) != 1 || !strings.Contains(notes[0], "rolled back an interrupted apply of demo") {
+		t.Fatalf("recover: %q %v", notes, err)
+	}
+	if !sameHashes(orig, hashes(t, root, false)) {
+		t.Fatalf("not rolled back: %s", diffHashes(orig, hashes(t, root, false)))
+	}
+}
+
+// A stop by the context during an apply rolls back what was written and
+// says so; before anything was written it says nothing was changed.
+func TestApplyStopped(t *testing.T) {
+	for _, at := range []string{"before-pending", "write:0", "write:1"} {
+		t.Run(at, func(t *testing.T) {
+			root, tr := testTree(t)
+			orig := hashes(t, root, false)
+			ctx, cancel := context.WithCancel(context.Background())
+			Hook = func(s string) error {
+				if s == at {
+					cancel()
+				}
+				return nil
+			}
+			j, err := Open(ctx, tr, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = j.Apply(ctx, []*Item{demoItem()}, nil)
+			Hook = nil
+			j.Close()
+			var se *StoppedError
+			if !errors.As(err, &se) || !errors.Is(err, context.Canceled) {
+				t.Fatalf("apply: %v", err)
+			}
+			want := "stopped before writing: nothing was changed"
+			if at == "write:1" {
+				want = "stopped: the 1 file written so far was restored; nothing changed"
+			}
+			if se.What != want {
+				t.Fatalf("%q, want %q", se.What, want)
+			}
+			if !sameHashes(orig, hashes(t, root, false)) {
+				t.Fatalf("not rolled back: %s", diffHashes(orig, hashes(t, root, false)))
+			}
+			if _, err := os.Lstat(filepath.Join(root, source.StateDirName, stateName)); !errors.Is(err, fs.ErrNotExist) {
+				t.Fatalf("journal kept an entry: %v", err)
+			}
+		})
+	}
+}
+
+// Waiting for a lock another command holds says so once, after a moment,
+// and ends with the context: a stop with nothing written.
+func TestLockWait(t *testing.T) {
+	_, tr := testTree(t)
+	held, err := Open(context.Background(), tr, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	var mu sync.Mutex
+	var lines []string
+	ctx, cancel := context.WithTimeout(context.Background(), waitNotice+300*time.Millisecond)
+	defer cancel()
+	_, err = Open(ctx, tr, Options{Waiting: func(l string) { mu.Lock(); lines = append(lines, l); mu.Unlock() }})
+	var se *StoppedError
+	if !errors.As(err, &se) || !strings.HasPrefix(se.What, "stopped before writing: nothing was changed") {
+		t.Fatalf("open: %v", err)
+	}
+	if len(lines) != 1 || !strings.Contains(lines[0], "waiting for the journal lock of "+tr.Root()+", held by another smpatch (pid ") {
+		t.Fatalf("waiting lines: %q", lines)
+	}
+}
+
+// The reader's bounds: a huge state.json and a tar header that claims
+// gigabytes are refused as damaged, before they are read into memory.
+func TestBounds(t *testing.T) {
+	t.Run("state", func(t *testing.T) {
+		root, tr := testTree(t)
+		dir := filepath.Join(root, source.StateDirName)
+		os.MkdirAll(dir, 0o755)
+		f, _ := os.Create(filepath.Join(dir, stateName))
+		f.Truncate(maxStateBytes + 1)
+		f.Close()
+		var je *JournalError
+		if _, err := Read(context.Background(), tr, Options{}); !errors.As(err, &je) || !strings.Contains(err.Error(), "more than the") {
+			t.Fatalf("huge state: %v", err)
+		}
+	})
+	t.Run("tar", func(t *testing.T) {
+		root, tr := testTree(t)
+		os.WriteFile(filepath.Join(root, commPath), []byte("x"), 0o644)
+		writeJournal(t, root, pendingState(&FileRecord{Path: commPath, Original: Hash([]byte(commOrig)), Patched: Hash([]byte("x"))}), true, nil)
+		var b bytes.Buffer
+		w := tar.NewWriter(&b)
+		w.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: commPath, Mode: 0o644, Size: 4 << 30})
+		w.Write(make([]byte, 512))
+		os.WriteFile(filepath.Join(root, source.StateDirName, "demo.orig.tar"), b.Bytes()[:1024], 0o644)
+		var je *JournalError
+		if _, err := recoverTree(tr); !errors.As(err, &je) || !strings.Contains(err.Error(), "claims 4294967296 bytes") {
+			t.Fatalf("tar bomb: %v", err)
+		}
+	})
+}

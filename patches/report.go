@@ -1,0 +1,37 @@
+package patches
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/smpatch/smpatch/internal/termsafe"
+)
+
+// ConflictReport renders the conflicting hunks of a plan for people: each
+// with its file, header, reason and the nearest region found.
+func ConflictReport(p *Plan) string {
+	var b strings.Builder
+	for _, fp := range p.Files {
+		for _, h := range fp.Hunks {
+			if h.Status != Conflict {
+				continue
+			}
+			hdr := ""
+			if fp.Diff != nil && h.Index < len(fp.Diff.Hunks) && fp.Diff.Hunks[h.Index] != nil {
+				hk := fp.Diff.Hunks[h.Index]
+				hdr = fmt.Sprintf(" @@ -%d,%d +%d,%d @@%s", hk.OldStart, hk.OldLines, hk.NewStart, hk.NewLines, termsafe.Line(hk.Section))
+			}
+			fmt.Fprintf(&b, "conflict: %s hunk #%d%s\n", fp.Path, h.Index+1, hdr)
+			if h.Reason != "" {
+				fmt.Fprintf(&b, "  %s\n", h.Reason)
+			}
+			if h.Nearest != nil {
+				fmt.Fprintf(&b, "  nearest region: lines %d-%d\n", h.Nearest.Start, h.Nearest.End)
+				for _, l := range strings.Split(strings.TrimRight(h.Nearest.Text, "\n"), "\n") {
+					fmt.Fprintf(&b, "    | %s\n", termsafe.Line(l))
+				}
+			}
+		}
+	}
+	return b.String()
+}
