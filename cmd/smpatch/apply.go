@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/smpatch/smpatch/internal/exit"
 	"github.com/smpatch/smpatch/patches"
 	"github.com/smpatch/smpatch/source"
 )
@@ -66,7 +65,7 @@ func (o *applyOptions) validate(c *cobra.Command) error {
 	}
 	for _, name := range []string{"probe-file", "sm", "site-packages", "warn-only", "force"} {
 		if c.Flags().Changed(name) {
-			return exit.With(exit.Usage, fmt.Errorf("apply: --%s needs --check-arch", name))
+			return withCode(exitUsage, fmt.Errorf("apply: --%s needs --check-arch", name))
 		}
 	}
 	return nil
@@ -144,7 +143,7 @@ func runApply(ctx context.Context, o *applyOptions) error {
 	}
 	var ce *patches.ConflictError
 	switch {
-	case err != nil && exit.Code(err) == exit.Refused && o.JSON:
+	case err != nil && codeOf(err) == exitRefused && o.JSON:
 		out := applyRefusedJSON{Tree: t.Root(), Kind: string(t.Kind()), Refused: true, Error: err.Error(), Findings: findings, Patches: []*applyPatchJSON{}}
 		for _, p := range ps {
 			out.Patches = append(out.Patches, &applyPatchJSON{Name: p.Name, Status: "not-applied"})

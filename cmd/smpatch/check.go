@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/smpatch/smpatch/internal/exit"
 	"github.com/smpatch/smpatch/patches"
 	"github.com/smpatch/smpatch/source"
 	"github.com/smpatch/smpatch/source/gitrepo"
@@ -144,28 +143,28 @@ func (o *checkOptions) parse() ([]upstream.Target, [2]string, error) {
 	var rng [2]string
 	if o.JSON {
 		if o.FormatSet && o.Format != "json" {
-			return nil, rng, exit.With(exit.Usage, fmt.Errorf("check: --json and --format %s disagree; give one", o.Format))
+			return nil, rng, withCode(exitUsage, fmt.Errorf("check: --json and --format %s disagree; give one", o.Format))
 		}
 		o.Format = "json"
 	}
 	if !slices.Contains(upstream.Formats, o.Format) {
-		return nil, rng, exit.With(exit.Usage, fmt.Errorf("check: unknown --format %q (want %s)", o.Format, strings.Join(upstream.Formats, ", ")))
+		return nil, rng, withCode(exitUsage, fmt.Errorf("check: unknown --format %q (want %s)", o.Format, strings.Join(upstream.Formats, ", ")))
 	}
 	var targets []upstream.Target
 	for _, s := range o.Upstreams {
 		t, err := upstream.ParseTarget(s)
 		if err != nil {
-			return nil, rng, exit.With(exit.Usage, fmt.Errorf("check: --upstream %w", err))
+			return nil, rng, withCode(exitUsage, fmt.Errorf("check: --upstream %w", err))
 		}
 		targets = append(targets, t)
 	}
 	if len(targets) > 0 && o.Repo != "" {
-		return nil, rng, exit.With(exit.Usage, errors.New("check: give --upstream or --repo, not both"))
+		return nil, rng, withCode(exitUsage, errors.New("check: give --upstream or --repo, not both"))
 	}
 	if o.Range != "" {
 		a, b, ok := strings.Cut(o.Range, "..")
 		if !ok || a == "" || strings.HasPrefix(b, ".") {
-			return nil, rng, exit.With(exit.Usage, fmt.Errorf("check: --range %q: want A..B (B may be omitted)", o.Range))
+			return nil, rng, withCode(exitUsage, fmt.Errorf("check: --range %q: want A..B (B may be omitted)", o.Range))
 		}
 		rng = [2]string{a, b}
 	}
@@ -214,7 +213,7 @@ func finishCheck(o *checkOptions, rp *upstream.Report, firstErr error) error {
 		return fmt.Errorf("check: %d patch(es) could not be checked: %w", n, firstErr)
 	}
 	if rp.Failed() > 0 {
-		return exit.Silent(exit.Conflict)
+		return silentCode(exitConflict)
 	}
 	return nil
 }

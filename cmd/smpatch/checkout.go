@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/smpatch/smpatch/internal/exit"
 	"github.com/smpatch/smpatch/source/gitrepo"
 	"github.com/smpatch/smpatch/upstream"
 )
@@ -54,11 +53,11 @@ empty or absent. DIR/.git holds that one commit, HEAD detached at it.`,
 
 func runCheckout(ctx context.Context, o *checkoutOptions) error {
 	if o.Into == "" {
-		return exit.With(exit.Usage, fmt.Errorf("checkout: --out DIR is required"))
+		return withCode(exitUsage, fmt.Errorf("checkout: --out DIR is required"))
 	}
 	t, err := upstream.ParseTarget(o.Target)
 	if err != nil {
-		return exit.With(exit.Usage, fmt.Errorf("checkout: %w", err))
+		return withCode(exitUsage, fmt.Errorf("checkout: %w", err))
 	}
 	if o.URL != "" {
 		t.URL = o.URL

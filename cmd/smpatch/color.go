@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/smpatch/smpatch/internal/exit"
 	"github.com/smpatch/smpatch/internal/termsafe"
 )
 
@@ -67,7 +66,7 @@ func checkColorFlag(s string) error {
 	case "auto", "always", "never":
 		return nil
 	}
-	return exit.With(exit.Usage, fmt.Errorf("--color %q: want auto, always or never", s))
+	return withCode(exitUsage, fmt.Errorf("--color %q: want auto, always or never", s))
 }
 
 // painterFor is the painter for output written to w.

@@ -6,7 +6,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/smpatch/smpatch/internal/exit"
 	"github.com/smpatch/smpatch/internal/smver"
 	"github.com/smpatch/smpatch/patches"
 	"github.com/smpatch/smpatch/probe"
@@ -41,13 +40,13 @@ type archFinding struct {
 // checkArch checks every requirement of ps against the probe, printing one
 // line per requirement with its evidence to w. It returns the warnings to
 // record in the journal when --force overrode a failure, or an error with
-// exit.Refused when a requirement is not met.
+// exitRefused when a requirement is not met.
 func checkArch(ctx context.Context, w io.Writer, opts archGateOptions, ps []*patches.Patch) (notes []string, err error) {
 	popts := probe.Options{Python: opts.Python, SitePackages: opts.SitePackages}
 	if opts.SM != "" {
 		m, err := parseSMFlag(opts.SM)
 		if err != nil {
-			return nil, exit.With(exit.Usage, err)
+			return nil, withCode(exitUsage, err)
 		}
 		popts.Majors = []int{m}
 	}
@@ -115,7 +114,7 @@ func checkArch(ctx context.Context, w io.Writer, opts archGateOptions, ps []*pat
 	for _, p := range ps {
 		names = append(names, p.Name)
 	}
-	return nil, exit.With(exit.Refused, fmt.Errorf("--check-arch: %d requirement(s) of %s not met (%s); nothing written", len(failed), strings.Join(names, ", "), from))
+	return nil, withCode(exitRefused, fmt.Errorf("--check-arch: %d requirement(s) of %s not met (%s); nothing written", len(failed), strings.Join(names, ", "), from))
 }
 
 // parseSMFlag reads --sm MAJOR.MINOR.

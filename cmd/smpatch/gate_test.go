@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/smpatch/smpatch/internal/exit"
 	"github.com/smpatch/smpatch/internal/requires"
 	"github.com/smpatch/smpatch/patches"
 	"github.com/smpatch/smpatch/probe"
@@ -48,8 +47,8 @@ func TestCheckArch(t *testing.T) {
 	// Refused: exit 3, one line per requirement.
 	var out bytes.Buffer
 	notes, err := checkArch(ctx, &out, archGateOptions{ProbeFile: savedReport(t, []int{9, 10})}, []*patches.Patch{sm120Patch()})
-	if exit.Code(err) != exit.Refused || notes != nil {
-		t.Fatalf("err %v (code %d), notes %v; want exit %d", err, exit.Code(err), notes, exit.Refused)
+	if codeOf(err) != exitRefused || notes != nil {
+		t.Fatalf("err %v (code %d), notes %v; want exit %d", err, codeOf(err), notes, exitRefused)
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	if len(lines) != 3 || !strings.HasPrefix(lines[1], "check-arch: sm120-fusion: FAIL flashinfer module trtllm_comm builds for SM 12.x: unsupported-gate") {
@@ -70,14 +69,14 @@ func TestCheckArch(t *testing.T) {
 	// --sm overrides the report's GPUs.
 	out.Reset()
 	_, err = checkArch(ctx, &out, archGateOptions{ProbeFile: savedReport(t, []int{9, 10, 12}), SM: "9.0"}, []*patches.Patch{sm120Patch()})
-	if exit.Code(err) != exit.Refused || !strings.Contains(out.String(), "FAIL a GPU of SM major 12: --sm 9.0") {
+	if codeOf(err) != exitRefused || !strings.Contains(out.String(), "FAIL a GPU of SM major 12: --sm 9.0") {
 		t.Fatalf("--sm 9.0: %v\n%s", err, out.String())
 	}
 	// A bad probe file is an ordinary error naming it.
 	bad := filepath.Join(t.TempDir(), "bad.json")
 	os.WriteFile(bad, []byte("{not json"), 0o644)
 	_, err = checkArch(ctx, &out, archGateOptions{ProbeFile: bad}, []*patches.Patch{sm120Patch()})
-	if exit.Code(err) != exit.Failure || !strings.Contains(err.Error(), "bad.json") {
+	if codeOf(err) != exitFailure || !strings.Contains(err.Error(), "bad.json") {
 		t.Fatalf("bad file: %v", err)
 	}
 	// A patch without requirements passes.
@@ -101,8 +100,8 @@ func TestApplyCheckArchExitCode(t *testing.T) {
 	os.WriteFile(comm, before, 0o644)
 	var out, errb bytes.Buffer
 	code := run([]string{"apply", "sm120-fusion", "--repo", repo, "--check-arch", "--probe-file", savedReport(t, []int{9, 10})}, &out, &errb)
-	if code != exit.Refused {
-		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exit.Refused, out.String(), errb.String())
+	if code != exitRefused {
+		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitRefused, out.String(), errb.String())
 	}
 	if got, _ := os.ReadFile(comm); !bytes.Equal(got, before) {
 		t.Fatalf("communicator.py changed:\n%s", got)
@@ -125,8 +124,8 @@ func TestCheckArchSMMajorBounds(t *testing.T) {
 		if ok && err != nil {
 			t.Errorf("--sm %s: %v\n%s", sm, err, out.String())
 		}
-		if !ok && (exit.Code(err) != exit.Refused || !strings.Contains(out.String(), "FAIL a GPU of SM major 12: --sm "+sm)) {
-			t.Errorf("--sm %s: err %v (code %d), want refused\n%s", sm, err, exit.Code(err), out.String())
+		if !ok && (codeOf(err) != exitRefused || !strings.Contains(out.String(), "FAIL a GPU of SM major 12: --sm "+sm)) {
+			t.Errorf("--sm %s: err %v (code %d), want refused\n%s", sm, err, codeOf(err), out.String())
 		}
 	}
 }
@@ -170,8 +169,8 @@ diffs = ["demo/gate.diff"]
 
 	var out, errb bytes.Buffer
 	code := run([]string{"apply", "demo", "--repo", repo, "--check-arch", "--probe-file", report, "--sm", "13.0"}, &out, &errb)
-	if code != exit.Refused || !strings.Contains(out.String(), "FAIL a GPU of SM major 12: --sm 13.0") {
-		t.Fatalf("--sm 13.0: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exit.Refused, out.String(), errb.String())
+	if code != exitRefused || !strings.Contains(out.String(), "FAIL a GPU of SM major 12: --sm 13.0") {
+		t.Fatalf("--sm 13.0: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitRefused, out.String(), errb.String())
 	}
 	if got, _ := os.ReadFile(comm); !bytes.Equal(got, before) {
 		t.Fatalf("comm.py changed:\n%s", got)
@@ -181,7 +180,7 @@ diffs = ["demo/gate.diff"]
 	}
 	out.Reset()
 	errb.Reset()
-	if code := run([]string{"apply", "demo", "--repo", repo, "--check-arch", "--probe-file", report, "--sm", "12.1"}, &out, &errb); code != exit.OK {
+	if code := run([]string{"apply", "demo", "--repo", repo, "--check-arch", "--probe-file", report, "--sm", "12.1"}, &out, &errb); code != exitOK {
 		t.Fatalf("--sm 12.1: exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
 	}
 	if got, _ := os.ReadFile(comm); bytes.Equal(got, before) {

@@ -6,8 +6,6 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
-
-	"github.com/smpatch/smpatch/internal/exit"
 )
 
 // The global flags beyond --catalog and --python: how much is said
@@ -26,7 +24,7 @@ func (g *Globals) addGlobalFlags(root *cobra.Command) {
 func (g *Globals) beforeRun(c *cobra.Command) error {
 	g.stderr = c.ErrOrStderr()
 	if g.Verbose && g.Quiet {
-		return exit.With(exit.Usage, errors.New("--verbose and --quiet: give one"))
+		return withCode(exitUsage, errors.New("--verbose and --quiet: give one"))
 	}
 	if err := g.applyConfig(c); err != nil {
 		return err

@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/smpatch/smpatch/image"
-	"github.com/smpatch/smpatch/internal/exit"
 	"github.com/smpatch/smpatch/probe"
 )
 
@@ -54,12 +53,12 @@ func (r registryFlags) remote() (image.Remote, error) {
 	if r.Platform != "" {
 		p, err := image.ParsePlatform(r.Platform)
 		if err != nil {
-			return rem, exit.With(exit.Usage, fmt.Errorf("--platform: %w", err))
+			return rem, withCode(exitUsage, fmt.Errorf("--platform: %w", err))
 		}
 		rem.Platform = p
 	}
 	if r.Timeout <= 0 {
-		return rem, exit.With(exit.Usage, fmt.Errorf("--registry-timeout %s: want a positive duration, like 30s", r.Timeout))
+		return rem, withCode(exitUsage, fmt.Errorf("--registry-timeout %s: want a positive duration, like 30s", r.Timeout))
 	}
 	rem.Transport = image.NewTransport(r.Timeout)
 	return rem, nil

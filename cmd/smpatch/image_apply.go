@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/smpatch/smpatch/image"
-	"github.com/smpatch/smpatch/internal/exit"
 	"github.com/smpatch/smpatch/patches"
 )
 
@@ -49,7 +48,7 @@ func parseEnv(kvs []string) (map[string]string, error) {
 	for _, kv := range kvs {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" || strings.ContainsAny(k, " \t\n") {
-			return nil, exit.With(exit.Usage, fmt.Errorf("--env %q: want K=V", kv))
+			return nil, withCode(exitUsage, fmt.Errorf("--env %q: want K=V", kv))
 		}
 		env[k] = v
 	}
@@ -101,7 +100,7 @@ func newImageApplyCmd(f *Factory) *cobra.Command {
 
 func runImageApply(ctx context.Context, o *imageApplyOptions) error {
 	if o.Base == "" || o.Tag == "" {
-		return exit.With(exit.Usage, errors.New("image apply: --base and --out are required"))
+		return withCode(exitUsage, errors.New("image apply: --base and --out are required"))
 	}
 	env, err := parseEnv(o.Env)
 	if err != nil {
@@ -125,11 +124,11 @@ func runImageApply(ctx context.Context, o *imageApplyOptions) error {
 	}
 	dst, name, err := image.ParseDestination(o.Tag, rem)
 	if err != nil {
-		return exit.With(exit.Usage, fmt.Errorf("--out: %w", err))
+		return withCode(exitUsage, fmt.Errorf("--out: %w", err))
 	}
 	if name == "" {
 		if _, ok := dst.(*image.Registry); ok {
-			return exit.With(exit.Usage, fmt.Errorf("--out %s: name a tag (REPO:TAG)", o.Tag))
+			return withCode(exitUsage, fmt.Errorf("--out %s: name a tag (REPO:TAG)", o.Tag))
 		}
 		name = "latest"
 	}

@@ -15,8 +15,6 @@ import (
 	"github.com/smpatch/smpatch/internal/treetest"
 
 	"github.com/rogpeppe/go-internal/testscript"
-
-	"github.com/smpatch/smpatch/internal/exit"
 )
 
 // buildFakeServer builds testdata/fakeserver (a stand-in for sglang) into a
@@ -89,8 +87,8 @@ func TestMatrixRunExitCode(t *testing.T) {
 	tree, cat, m := fakeFusionSetup(t, `["fakeserver", "-mode", "story", "-delay", "10ms", "--port", "30986"]`)
 	var stdout, stderr bytes.Buffer
 	code := run([]string{"--catalog", cat, "matrix", "run", m, "--out", t.TempDir()}, &stdout, &stderr)
-	if code != exit.CellsFailed {
-		t.Fatalf("exit %d, want %d\n%s%s", code, exit.CellsFailed, &stdout, &stderr)
+	if code != exitCellsFailed {
+		t.Fatalf("exit %d, want %d\n%s%s", code, exitCellsFailed, &stdout, &stderr)
 	}
 	if !strings.Contains(stdout.String(), "flashinfer-no-arch") {
 		t.Errorf("no triage in\n%s", &stdout)
@@ -108,8 +106,8 @@ func TestMatrixRunUnwritableStepSummary(t *testing.T) {
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	code := run([]string{"--catalog", cat, "matrix", "run", m, "--out", out}, &stdout, &stderr)
-	if code != exit.CellsFailed {
-		t.Fatalf("exit %d, want %d\n%s%s", code, exit.CellsFailed, &stdout, &stderr)
+	if code != exitCellsFailed {
+		t.Fatalf("exit %d, want %d\n%s%s", code, exitCellsFailed, &stdout, &stderr)
 	}
 	if !strings.Contains(stderr.String(), "smpatch: warning: step summary: ") {
 		t.Errorf("no warning about the step summary:\n%s", &stderr)

@@ -17,7 +17,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/smpatch/smpatch/image"
-	"github.com/smpatch/smpatch/internal/exit"
 	"github.com/smpatch/smpatch/matrix"
 	"github.com/smpatch/smpatch/patches"
 )
@@ -115,7 +114,7 @@ func newMatrixBuildCmd(f *Factory) *cobra.Command {
 
 func runMatrixBuild(ctx context.Context, o *matrixBuildOptions) error {
 	if (o.Out == "") == (o.Push == "") {
-		return exit.With(exit.Usage, errors.New("matrix build: give one of --out DIR or --push REPO"))
+		return withCode(exitUsage, errors.New("matrix build: give one of --out DIR or --push REPO"))
 	}
 	rem, err := o.Registry(o.registryFlags)
 	if err != nil {
@@ -200,7 +199,7 @@ func (o *matrixBuildOptions) destination(x *matrix.Expansion, rem image.Remote) 
 	case strings.HasPrefix(o.Out, image.ArchivePrefix):
 		d, tag, err := image.ParseDestination(o.Out, rem)
 		if err != nil || tag != "" {
-			return nil, "", exit.With(exit.Usage, fmt.Errorf("--out %s: want docker-archive:FILE[:REPO]; each cell's image is tagged REPO:ID (%v)", o.Out, err))
+			return nil, "", withCode(exitUsage, fmt.Errorf("--out %s: want docker-archive:FILE[:REPO]; each cell's image is tagged REPO:ID (%v)", o.Out, err))
 		}
 		if refs == "" {
 			refs = filepath.Join(filepath.Dir(d.(*image.Archive).Path), "refs.json")
@@ -214,10 +213,10 @@ func (o *matrixBuildOptions) destination(x *matrix.Expansion, rem image.Remote) 
 	}
 	d, tag, err := image.ParseDestination(o.Push, rem)
 	if err != nil {
-		return nil, "", exit.With(exit.Usage, fmt.Errorf("--push: %w", err))
+		return nil, "", withCode(exitUsage, fmt.Errorf("--push: %w", err))
 	}
 	if tag != "" {
-		return nil, "", exit.With(exit.Usage, fmt.Errorf("--push %s: name a repository; each cell's image is tagged with its id", o.Push))
+		return nil, "", withCode(exitUsage, fmt.Errorf("--push %s: name a repository; each cell's image is tagged with its id", o.Push))
 	}
 	if refs == "" {
 		// Beside matrix run's results for the same matrix, not
@@ -275,17 +274,17 @@ func cellsError(outs []cellOutcome) error {
 	for _, o := range outs {
 		if o.Status == image.StatusFailed {
 			failed++
-			conflict = conflict || o.Code == exit.Conflict
+			conflict = conflict || o.Code == exitConflict
 		}
 	}
 	if failed == 0 {
 		return nil
 	}
-	code := exit.Failure
+	code := exitFailure
 	if conflict {
-		code = exit.Conflict
+		code = exitConflict
 	}
-	return exit.With(code, fmt.Errorf("%d of %d cells failed", failed, len(outs)))
+	return withCode(code, fmt.Errorf("%d of %d cells failed", failed, len(outs)))
 }
 
 // writeRefs records each built or skipped cell's reference (cell id ->

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/smpatch/smpatch/image"
-	"github.com/smpatch/smpatch/internal/exit"
 	"github.com/smpatch/smpatch/patches"
 )
 
@@ -53,10 +52,10 @@ func TestCellsError(t *testing.T) {
 	if err := cellsError([]cellOutcome{ok, pruned}); err != nil {
 		t.Errorf("nothing failed: %v", err)
 	}
-	if err := cellsError([]cellOutcome{ok, other, conflict, pruned}); exitCodeOf(err) != exit.Conflict || err.Error() != "2 of 4 cells failed" {
+	if err := cellsError([]cellOutcome{ok, other, conflict, pruned}); exitCodeOf(err) != exitConflict || err.Error() != "2 of 4 cells failed" {
 		t.Errorf("a conflict: %v (exit %d)", err, exitCodeOf(err))
 	}
-	if err := cellsError([]cellOutcome{other, ok}); exitCodeOf(err) != exit.Failure {
+	if err := cellsError([]cellOutcome{other, ok}); exitCodeOf(err) != exitFailure {
 		t.Errorf("a failure: %v (exit %d)", err, exitCodeOf(err))
 	}
 }

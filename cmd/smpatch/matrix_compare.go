@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/smpatch/smpatch/internal/exit"
 	"github.com/smpatch/smpatch/launch"
 )
 
@@ -57,7 +56,7 @@ func runMatrixCompare(ctx context.Context, o *matrixCompareOptions) error {
 	for _, p := range o.Pairs {
 		a, b, ok := strings.Cut(p, ":")
 		if !ok || a == "" || b == "" {
-			return exit.With(exit.Usage, fmt.Errorf("--pair %q: want A:B (cell ids)", p))
+			return withCode(exitUsage, fmt.Errorf("--pair %q: want A:B (cell ids)", p))
 		}
 		pairs = append(pairs, [2]string{a, b})
 	}

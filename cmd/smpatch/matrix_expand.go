@@ -12,7 +12,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/smpatch/smpatch/internal/exit"
 	"github.com/smpatch/smpatch/matrix"
 	"github.com/smpatch/smpatch/patches"
 )
@@ -49,12 +48,12 @@ func (o *matrixOptions) AddFlags(c *cobra.Command) {
 func (o *matrixOptions) expandOptions(ctx context.Context) (matrix.ExpandOptions, error) {
 	opts := matrix.ExpandOptions{MaxCells: o.MaxCells, RuleFiles: o.Rules, NoDefaultRules: o.NoDefault, Context: ctx}
 	if o.MaxCells < 0 {
-		return opts, exit.With(exit.Usage, fmt.Errorf("--max-cells %d: want a positive number (0: the file's max_cells)", o.MaxCells))
+		return opts, withCode(exitUsage, fmt.Errorf("--max-cells %d: want a positive number (0: the file's max_cells)", o.MaxCells))
 	}
 	if o.Shard != "" {
 		s, err := matrix.ParseShard(o.Shard)
 		if err != nil {
-			return opts, exit.With(exit.Usage, err)
+			return opts, withCode(exitUsage, err)
 		}
 		opts.Shard = s
 	}
@@ -128,7 +127,7 @@ func newMatrixExpandCmd(f *Factory) *cobra.Command {
 
 func runMatrixExpand(ctx context.Context, o *matrixExpandOptions) error {
 	if n := btoi(o.JSON) + btoi(o.Explain) + btoi(o.GitHub); n > 1 {
-		return exit.With(exit.Usage, errors.New("matrix expand: choose one of --json, --explain and --github"))
+		return withCode(exitUsage, errors.New("matrix expand: choose one of --json, --explain and --github"))
 	}
 	x, err := o.expand(ctx, o.File)
 	if err != nil {

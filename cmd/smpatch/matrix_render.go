@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/smpatch/smpatch/internal/exit"
 	"github.com/smpatch/smpatch/launch"
 	"github.com/smpatch/smpatch/matrix"
 )
@@ -54,7 +53,7 @@ func newMatrixRenderCmd(f *Factory) *cobra.Command {
 
 func runMatrixRender(ctx context.Context, o *matrixRenderOptions) error {
 	if o.Out == "" {
-		return exit.With(exit.Usage, errors.New("matrix render: --out DIR is required"))
+		return withCode(exitUsage, errors.New("matrix render: --out DIR is required"))
 	}
 	ropts := matrix.RenderOptions{Job: launch.JobYAML}
 	if o.Refs != "" {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/smpatch/smpatch/internal/exit"
 	"github.com/smpatch/smpatch/launch"
 )
 
@@ -160,7 +159,7 @@ func (o *matrixRunOptions) matrixRun(ctx context.Context) (launch.MatrixRun, err
 	}
 	if o.Repeat != 0 {
 		if o.Repeat < 1 || o.Repeat > 1000 {
-			return r, exit.With(exit.Usage, fmt.Errorf("--repeat %d: want 1 to 1000", o.Repeat))
+			return r, withCode(exitUsage, fmt.Errorf("--repeat %d: want 1 to 1000", o.Repeat))
 		}
 		r.Options.Repeat = o.Repeat
 	}
@@ -168,13 +167,13 @@ func (o *matrixRunOptions) matrixRun(ctx context.Context) (launch.MatrixRun, err
 		for _, id := range strings.Split(o.GPUs, ",") {
 			id = strings.TrimSpace(id)
 			if id == "" {
-				return r, exit.With(exit.Usage, fmt.Errorf("--gpus %q: want a comma-separated list of GPU indices", o.GPUs))
+				return r, withCode(exitUsage, fmt.Errorf("--gpus %q: want a comma-separated list of GPU indices", o.GPUs))
 			}
 			r.Options.GPUs = append(r.Options.GPUs, id)
 		}
 	}
 	if o.Concurrency < 1 {
-		return r, exit.With(exit.Usage, fmt.Errorf("--concurrency %d: want 1 or more", o.Concurrency))
+		return r, withCode(exitUsage, fmt.Errorf("--concurrency %d: want 1 or more", o.Concurrency))
 	}
 	if r.Runner == launch.RunnerSlurm {
 		if r.SlurmCommand, err = o.slurmCommand(); err != nil {

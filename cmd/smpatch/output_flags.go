@@ -11,8 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-
-	"github.com/smpatch/smpatch/internal/exit"
 )
 
 // The one output convention of the command line: --format names what is
@@ -72,12 +70,12 @@ func (o *outputOptions) write(c *cobra.Command, fn func(io.Writer) error) error 
 func resolveFormat(c *cobra.Command, format string, asJSON bool, formats []string) (string, error) {
 	if asJSON {
 		if c.Flags().Changed("format") && format != "json" {
-			return "", exit.With(exit.Usage, fmt.Errorf("%s: --json and --format %s disagree; give one", cmdName(c), format))
+			return "", withCode(exitUsage, fmt.Errorf("%s: --json and --format %s disagree; give one", cmdName(c), format))
 		}
 		format = "json"
 	}
 	if !slices.Contains(formats, format) {
-		return "", exit.With(exit.Usage, fmt.Errorf("%s: unknown --format %q (want %s)", cmdName(c), format, strings.Join(formats, ", ")))
+		return "", withCode(exitUsage, fmt.Errorf("%s: unknown --format %q (want %s)", cmdName(c), format, strings.Join(formats, ", ")))
 	}
 	return format, nil
 }
@@ -89,7 +87,7 @@ func checkOutputPath(c *cobra.Command, path string) error {
 		return nil
 	}
 	if slices.Contains(formatNames, strings.ToLower(path)) {
-		return exit.With(exit.Usage, fmt.Errorf("%s: -o %s names the file to write, not a format: did you mean --format %s? to write a file named %s, use -o ./%s",
+		return withCode(exitUsage, fmt.Errorf("%s: -o %s names the file to write, not a format: did you mean --format %s? to write a file named %s, use -o ./%s",
 			cmdName(c), path, strings.ToLower(path), path, path))
 	}
 	return nil
@@ -266,11 +264,11 @@ func settleFormat(c *cobra.Command, g *Globals, formats []string) error {
 		return nil
 	}
 	if !slices.Contains(formats, g.Format) {
-		return exit.With(exit.Usage, fmt.Errorf("%s: unknown --format %q (want %s)", cmdName(c), g.Format, strings.Join(formats, ", ")))
+		return withCode(exitUsage, fmt.Errorf("%s: unknown --format %q (want %s)", cmdName(c), g.Format, strings.Join(formats, ", ")))
 	}
 	for _, f := range formats {
 		if n, ok := formatFlagFor[f]; ok && c.Flags().Changed(n) && f != g.Format {
-			return exit.With(exit.Usage, fmt.Errorf("%s: --%s and --format %s disagree; give one", cmdName(c), n, g.Format))
+			return withCode(exitUsage, fmt.Errorf("%s: --%s and --format %s disagree; give one", cmdName(c), n, g.Format))
 		}
 	}
 	if n, ok := formatFlagFor[g.Format]; ok {

@@ -14,7 +14,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/smpatch/smpatch/internal/exit"
 	"github.com/smpatch/smpatch/probe"
 )
 
@@ -73,7 +72,7 @@ unknown, with why.
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if o.image.set(c) && o.Image == "" {
-				return exit.With(exit.Usage, errors.New("probe: --platform and --registry-timeout go with --image"))
+				return withCode(exitUsage, errors.New("probe: --platform and --registry-timeout go with --image"))
 			}
 			o.IO, o.Output, o.Verbose = streams(c), g.Output, g.Verbose
 			o.Python, o.PythonNamed = g.PythonPath(), g.Python != "" || g.defaultPython != ""
@@ -87,13 +86,13 @@ unknown, with why.
 func runProbe(ctx context.Context, o *probeOptions) error {
 	w := o.IO.Out
 	if o.Timeout <= 0 {
-		return exit.With(exit.Usage, fmt.Errorf("probe: --timeout %s: want a positive duration, like 10s", o.Timeout))
+		return withCode(exitUsage, fmt.Errorf("probe: --timeout %s: want a positive duration, like 10s", o.Timeout))
 	}
 	if o.Entries && len(o.Scan) == 0 {
-		return exit.With(exit.Usage, errors.New("probe: --entries needs --scan"))
+		return withCode(exitUsage, errors.New("probe: --entries needs --scan"))
 	}
 	if len(o.Scan) > 0 && (o.Output != "" || o.Image != "" || len(o.SitePackages) > 0) {
-		return exit.With(exit.Usage, errors.New("probe: --scan lists one binary's targets; it takes no -o, --image or --site-packages"))
+		return withCode(exitUsage, errors.New("probe: --scan lists one binary's targets; it takes no -o, --image or --site-packages"))
 	}
 	if len(o.Scan) > 0 {
 		return runScan(w, o)

@@ -12,7 +12,6 @@ import (
 	"github.com/hashicorp/go-version"
 	"github.com/spf13/cobra"
 
-	"github.com/smpatch/smpatch/internal/exit"
 	"github.com/smpatch/smpatch/internal/interrupt"
 	"github.com/smpatch/smpatch/internal/termsafe"
 	"github.com/smpatch/smpatch/patches"
@@ -169,15 +168,15 @@ func interrupted(sig os.Signal, err error, stderr io.Writer) int {
 		}
 	}
 	fmt.Fprintf(stderr, "smpatch: interrupted (%s): %s\n", interrupt.Name(sig), termsafe.Line(what))
-	return exit.Interrupted
+	return exitInterrupted
 }
 
 // exitCode prints err as one line and returns its exit code.
 func exitCode(err error, stderr io.Writer) int {
 	if err == nil {
-		return exit.OK
+		return exitOK
 	}
-	if !exit.IsSilent(err) {
+	if !isSilent(err) {
 		fmt.Fprintf(stderr, "smpatch: %s\n", termsafe.Line(oneLine(err.Error())))
 	}
 	return exitCodeOf(err)

@@ -9,8 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-
-	"github.com/smpatch/smpatch/internal/exit"
 )
 
 // Usage errors in one line: what was wrong, the command it was given to,
@@ -29,12 +27,12 @@ func GroupArgs(c *cobra.Command, args []string) error {
 	if s := c.SuggestionsFor(args[0]); len(s) > 0 {
 		msg += "; did you mean " + orList(s) + "?"
 	}
-	return exit.With(exit.Usage, fmt.Errorf("%s (run '%s --help')", msg, c.CommandPath()))
+	return withCode(exitUsage, fmt.Errorf("%s (run '%s --help')", msg, c.CommandPath()))
 }
 
 // argsError rewords cobra's argument-count errors.
 func argsError(c *cobra.Command, args []string, err error) error {
-	if exit.Code(err) == exit.Usage {
+	if codeOf(err) == exitUsage {
 		return err // already ours (GroupArgs)
 	}
 	s := err.Error()
@@ -51,7 +49,7 @@ func argsError(c *cobra.Command, args []string, err error) error {
 	default:
 		msg = s
 	}
-	return exit.With(exit.Usage, fmt.Errorf("%s: %s (run '%s --help')", cmdName(c), msg, c.CommandPath()))
+	return withCode(exitUsage, fmt.Errorf("%s: %s (run '%s --help')", cmdName(c), msg, c.CommandPath()))
 }
 
 func sscanf(s, format string, args ...any) bool {
@@ -88,9 +86,9 @@ func flagError(c *cobra.Command, err error) error {
 	}
 	where := cmdName(c)
 	if c == c.Root() {
-		return exit.With(exit.Usage, fmt.Errorf("%s (run '%s --help')", s, c.CommandPath()))
+		return withCode(exitUsage, fmt.Errorf("%s (run '%s --help')", s, c.CommandPath()))
 	}
-	return exit.With(exit.Usage, fmt.Errorf("%s: %s (run '%s --help')", where, s, c.CommandPath()))
+	return withCode(exitUsage, fmt.Errorf("%s: %s (run '%s --help')", where, s, c.CommandPath()))
 }
 
 // nearestFlags are the command's flags within edit distance 2 of name
