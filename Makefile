@@ -30,7 +30,7 @@ vet:
 # Rewrites the generated files: internal/synth's copies of the shape
 # fixtures (testdata/shapes/). A test fails while they are stale.
 generate:
-	$(GO) generate ./internal/synth
+	$(GO) generate ./internal/testkit/synth
 
 # docs/architecture.md from `go list`: the packages, their layers and the
 # direction of their imports (a test fails while it is stale).

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/smpatch/smpatch/image/imagetest"
+	"github.com/smpatch/smpatch/internal/testkit/imagetest"
 	"github.com/smpatch/smpatch/patches"
 )
 

@@ -15,7 +15,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/smpatch/smpatch/image/imagetest"
+	"github.com/smpatch/smpatch/internal/testkit/imagetest"
 )
 
 // editManifest rewrites the manifest of the layout's only image with edit

@@ -15,7 +15,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/smpatch/smpatch/image/imagetest"
+	"github.com/smpatch/smpatch/internal/testkit/imagetest"
 	"github.com/smpatch/smpatch/source"
 )
 

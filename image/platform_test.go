@@ -11,8 +11,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/smpatch/smpatch/image/imagetest"
-	"github.com/smpatch/smpatch/internal/testsvc"
+	"github.com/smpatch/smpatch/internal/testkit/imagetest"
+	"github.com/smpatch/smpatch/internal/testkit/testsvc"
 	"github.com/smpatch/smpatch/source"
 )
 

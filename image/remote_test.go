@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/smpatch/smpatch/image/imagetest"
+	"github.com/smpatch/smpatch/internal/testkit/imagetest"
 )
 
 // A registry that accepts the connection and never answers fails the

@@ -20,7 +20,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
-	"github.com/smpatch/smpatch/image/imagetest"
+	"github.com/smpatch/smpatch/internal/testkit/imagetest"
 )
 
 // baseBlobs writes a base layout and returns its directory and manifest.

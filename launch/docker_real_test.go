@@ -18,8 +18,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
-	"github.com/smpatch/smpatch/internal/testsvc"
-	"github.com/smpatch/smpatch/launch/dockertest"
+	"github.com/smpatch/smpatch/internal/testkit/dockertest"
+	"github.com/smpatch/smpatch/internal/testkit/testsvc"
 )
 
 var (

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/yaml"
 
-	"github.com/smpatch/smpatch/internal/testsvc"
+	"github.com/smpatch/smpatch/internal/testkit/testsvc"
 	"github.com/smpatch/smpatch/matrix"
 )
 

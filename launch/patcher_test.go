@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/smpatch/smpatch/internal/synth"
+	"github.com/smpatch/smpatch/internal/testkit/synth"
 	"github.com/smpatch/smpatch/patches"
 	"github.com/smpatch/smpatch/patches/catalog"
 	"github.com/smpatch/smpatch/source"

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/smpatch/smpatch/internal/synth"
+	"github.com/smpatch/smpatch/internal/testkit/synth"
 	"github.com/smpatch/smpatch/source"
 )
 

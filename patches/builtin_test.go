@@ -16,7 +16,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/txtar"
 
-	"github.com/smpatch/smpatch/internal/synth"
+	"github.com/smpatch/smpatch/internal/testkit/synth"
 	"github.com/smpatch/smpatch/patches"
 	"github.com/smpatch/smpatch/source"
 )

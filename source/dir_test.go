@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/smpatch/smpatch/internal/treetest"
+	"github.com/smpatch/smpatch/internal/testkit/treetest"
 )
 
 func TestOpenCheckoutDetect(t *testing.T) {

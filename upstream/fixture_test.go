@@ -9,7 +9,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/rogpeppe/go-internal/txtar"
 
-	"github.com/smpatch/smpatch/internal/gitbuild"
+	"github.com/smpatch/smpatch/internal/testkit/gitbuild"
 	"github.com/smpatch/smpatch/patches"
 	"github.com/smpatch/smpatch/patches/catalog"
 )

@@ -11,7 +11,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
-	"github.com/smpatch/smpatch/internal/gitbuild/checkhist"
+	"github.com/smpatch/smpatch/internal/testkit/gitbuild/checkhist"
 	"github.com/smpatch/smpatch/patches"
 	"github.com/smpatch/smpatch/patches/catalog"
 	"github.com/smpatch/smpatch/source"

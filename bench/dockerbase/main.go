@@ -8,7 +8,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
-	"github.com/smpatch/smpatch/launch/dockertest"
+	"github.com/smpatch/smpatch/internal/testkit/dockertest"
 )
 
 func main() {

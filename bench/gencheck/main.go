@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/smpatch/smpatch/internal/gitbuild/checkhist"
+	"github.com/smpatch/smpatch/internal/testkit/gitbuild/checkhist"
 )
 
 func main() {

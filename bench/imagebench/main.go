@@ -12,7 +12,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
-	"github.com/smpatch/smpatch/image/imagetest"
+	"github.com/smpatch/smpatch/internal/testkit/imagetest"
 )
 
 func main() {

@@ -20,8 +20,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/smpatch/smpatch/internal/testsvc"
-	"github.com/smpatch/smpatch/launch/dockertest"
+	"github.com/smpatch/smpatch/internal/testkit/dockertest"
+	"github.com/smpatch/smpatch/internal/testkit/testsvc"
 )
 
 // TestDockerScripts runs the stories in testdata/docker against the real

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/smpatch/smpatch/internal/treetest"
+	"github.com/smpatch/smpatch/internal/testkit/treetest"
 
 	"github.com/rogpeppe/go-internal/testscript"
 )

@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/smpatch/smpatch/internal/treetest"
+	"github.com/smpatch/smpatch/internal/testkit/treetest"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/smpatch/smpatch/internal/testsvc"
+	"github.com/smpatch/smpatch/internal/testkit/testsvc"
 )
 
 // scaleScripts runs the stories in dir with the fake sglang server on PATH,

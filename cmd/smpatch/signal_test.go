@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/smpatch/smpatch/internal/treetest"
+	"github.com/smpatch/smpatch/internal/testkit/treetest"
 )
 
 // signalFiles is a tree of three large files and a catalog patch that

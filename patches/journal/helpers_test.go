@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/smpatch/smpatch/internal/treetest"
+	"github.com/smpatch/smpatch/internal/testkit/treetest"
 	"github.com/smpatch/smpatch/source"
 )
 

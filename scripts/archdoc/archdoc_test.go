@@ -37,7 +37,7 @@ func TestArchitectureDoc(t *testing.T) {
 func TestLayersRefuseUpwardImports(t *testing.T) {
 	pkgs := []pkg{
 		{ImportPath: module + "/source", Imports: []string{module + "/patches"}},
-		{ImportPath: module + "/patches", Imports: []string{module + "/internal/treetest"}},
+		{ImportPath: module + "/patches", Imports: []string{module + "/internal/testkit/treetest"}},
 		{ImportPath: module + "/internal/lazyre"},
 		{ImportPath: module + "/internal/tomlfile", Imports: []string{module + "/internal/lazyre"}},
 		{ImportPath: module + "/brandnew"},
@@ -45,7 +45,7 @@ func TestLayersRefuseUpwardImports(t *testing.T) {
 	_, problems := render(pkgs)
 	want := []string{
 		`source (layer "trees") imports patches (layer "patches")`,
-		"patches imports internal/treetest, a package for tests",
+		"patches imports internal/testkit/treetest, a package for tests",
 		"package brandnew is in no layer",
 	}
 	if len(problems) != len(want) {

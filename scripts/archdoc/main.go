@@ -46,7 +46,7 @@ var layers = []struct {
 
 // support are packages for tests, benchmarks and demos: they may import
 // anything but the command line, and no package of a layer imports them.
-var support = []string{"internal/testkit/", "internal/synth", "internal/synth/", "internal/treetest", "internal/testsvc", "internal/gitbuild", "internal/gitbuild/", "image/imagetest", "launch/dockertest", "bench/", "examples/", "testdata/", "scripts/"}
+var support = []string{"internal/testkit/", "bench/", "examples/", "testdata/", "scripts/"}
 
 type pkg struct {
 	ImportPath string

@@ -19,7 +19,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport/file"
 	"github.com/go-git/go-git/v5/plumbing/transport/server"
 
-	"github.com/smpatch/smpatch/internal/gitbuild"
+	"github.com/smpatch/smpatch/internal/testkit/gitbuild"
 )
 
 // upstreamRepo builds a small sglang-shaped history (python/sglang/...):

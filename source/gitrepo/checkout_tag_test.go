@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/smpatch/smpatch/internal/treetest"
+	"github.com/smpatch/smpatch/internal/testkit/treetest"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"

@@ -15,7 +15,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
-	"github.com/smpatch/smpatch/internal/gitbuild"
+	"github.com/smpatch/smpatch/internal/testkit/gitbuild"
 )
 
 // packedRepo is a bare repository whose objects are all in one pack, with

@@ -14,7 +14,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/smpatch/smpatch/source"
 
-	"github.com/smpatch/smpatch/internal/gitbuild"
+	"github.com/smpatch/smpatch/internal/testkit/gitbuild"
 )
 
 func TestRevisionTree(t *testing.T) {

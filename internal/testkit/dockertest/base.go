@@ -18,8 +18,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
-	"github.com/smpatch/smpatch/image/imagetest"
 	"github.com/smpatch/smpatch/internal/runner"
+	"github.com/smpatch/smpatch/internal/testkit/imagetest"
 )
 
 // Shape is the synthetic sglang installed in the base: internal/synth's

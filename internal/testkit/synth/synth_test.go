@@ -14,7 +14,7 @@ import (
 // The embedded copies must be exactly the fixtures in testdata/shapes
 // (go generate ./internal/synth refreshes them).
 func TestShapesMatchTestdata(t *testing.T) {
-	src, err := filepath.Glob("../../testdata/shapes/*.txtar")
+	src, err := filepath.Glob("../../../testdata/shapes/*.txtar")
 	if err != nil || len(src) == 0 {
 		t.Fatalf("no fixtures in testdata/shapes: %v", err)
 	}

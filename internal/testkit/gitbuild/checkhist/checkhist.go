@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/smpatch/smpatch/internal/gitbuild"
+	"github.com/smpatch/smpatch/internal/testkit/gitbuild"
 )
 
 const gateFunc = `def gen_trtllm_comm_module() -> JitSpec:

@@ -1,6 +1,6 @@
 package synth
 
-//go:generate sh -c "rm -f shapes/*.txtar && cp ../../testdata/shapes/*.txtar shapes/"
+//go:generate sh -c "rm -f shapes/*.txtar && cp ../../../testdata/shapes/*.txtar shapes/"
 
 import (
 	"embed"

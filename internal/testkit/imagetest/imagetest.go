@@ -20,7 +20,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
-	"github.com/smpatch/smpatch/internal/synth"
+	"github.com/smpatch/smpatch/internal/testkit/synth"
 )
 
 // SitePackages is where the synthetic sglang is installed.

@@ -20,7 +20,7 @@ func TestServicesScript(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(scripts, "services.d"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	src, err := os.ReadFile("../../scripts/services.sh")
+	src, err := os.ReadFile("../../../scripts/services.sh")
 	if err != nil {
 		t.Fatal(err)
 	}

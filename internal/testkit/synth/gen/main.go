@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/smpatch/smpatch/internal/synth"
+	"github.com/smpatch/smpatch/internal/testkit/synth"
 )
 
 func main() {
