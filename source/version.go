@@ -130,9 +130,8 @@ type TagReader func(ctx context.Context, dir string) (*version.Version, string, 
 var tagReader atomic.Pointer[TagReader]
 
 // SetTagReader sets how a checkout whose files name no version reads it
-// from git. Reading git history links go-git's object store, so this
-// package does not: source/gitrepo sets its reader when it is linked
-// (smpatch-full), and smpatch sets one that asks smpatch-full.
+// from git. Reading git history is go-git's, so this package does not:
+// the program sets source/gitrepo's reader (NearestTag).
 func SetTagReader(r TagReader) { tagReader.Store(&r) }
 
 // readTag asks the TagReader set, after a look for a .git directory or

@@ -15,9 +15,8 @@ func RegisterFormatCompletion(c *cobra.Command, formats []string) {
 	_ = c.RegisterFlagCompletionFunc("format", cobra.FixedCompletions(formats, cobra.ShellCompDirectiveNoFileComp))
 }
 
-// addCompletions gives the arguments of the commands that take patch
-// names their values (the added commands of smpatch-full get theirs from
-// Program.Complete).
+// addCompletions gives the arguments of show, apply and revert their patch
+// names (the other commands get theirs in completion_more.go).
 func addCompletions(root *cobra.Command, g *Globals) {
 	for _, c := range root.Commands() {
 		switch c.Name() {
