@@ -36,7 +36,9 @@ type Options struct {
 	Timeout time.Duration
 	// Majors adds SM majors to compute verdicts for (an --sm override).
 	Majors []int
-	// ProcRoot and CUDASearchDir are "/proc" and "/usr/local" unless set (tests).
+	// SysRoot, ProcRoot and CUDASearchDir are "/sys", "/proc" and
+	// "/usr/local" unless set (a synthetic host in tests).
+	SysRoot       string
 	ProcRoot      string
 	CUDASearchDir string
 	// NoBinaries skips the fatbin scan of package binaries.
@@ -44,7 +46,9 @@ type Options struct {
 }
 
 // Dists are the distributions the probe reports, by PEP 503 name.
-var Dists = []string{"torch", "flashinfer-python", "flashinfer-jit-cache", "flashinfer-cubin", "sglang", "sgl-kernel", "nvidia-nccl-cu12", "nvidia-nccl-cu13"}
+// The per-architecture flashinfer-jit-cache-smXY packages found beside
+// them are reported too.
+var Dists = []string{"torch", "triton", "flashinfer-python", "flashinfer-jit-cache", "flashinfer-cubin", "sglang", "sgl-kernel", "sglang-kernel", "sgl-deep-gemm", "nvidia-nccl-cu12", "nvidia-nccl-cu13"}
 
 // Run probes this machine: GPUs and driver, CUDA toolkit, the Python
 // environment and everything Static reads there, all within opts.Timeout.
