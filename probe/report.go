@@ -100,8 +100,10 @@ type PCIGPU struct {
 	LocalCPUsFrom string `json:"local_cpulist_from,omitempty"`
 	Socket        *int   `json:"socket,omitempty"`
 	SocketFrom    string `json:"socket_from,omitempty"`
-	// BAR1Bytes is the size of BAR 1 (the framebuffer aperture peers map),
-	// from the resource file's second line; BAR1From names it.
+	// BAR1Bytes is the size of what nvidia-smi calls BAR1 (the
+	// framebuffer aperture peers map): the second memory region of the
+	// resource file; BAR1From names the file and line ("line 3" where
+	// BAR 0 is 64-bit, as on H200).
 	BAR1Bytes int64  `json:"bar1_bytes,omitempty"`
 	BAR1From  string `json:"bar1_from,omitempty"`
 	// IOMMUGroup is the device's IOMMU group number and IOMMUGroupType
