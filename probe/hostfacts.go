@@ -73,9 +73,9 @@ func procGPUUUIDs(proc *hostTree) (map[string]string, string) {
 }
 
 // matchGPUs gives each PCIe GPU the index of the GPU it is in gpus: by
-// UUID where the driver's information files name one; else, when every
-// GPU is listed in both, by order, as nvidia-smi lists GPUs in PCI bus
-// order. A GPU left unmatched is said in r.
+// UUID where the driver's information files name one; else, when the
+// driver names none and every GPU is listed in both, by order, as
+// nvidia-smi lists GPUs in PCI bus order. A GPU left unmatched is said in r.
 func (f *hostFacts) matchGPUs(r *Report, gpus []GPU, source string) {
 	p := f.pcie
 	if p == nil || len(gpus) == 0 {
@@ -98,7 +98,7 @@ func (f *hostFacts) matchGPUs(r *Report, gpus []GPU, source string) {
 	if matched == len(p.GPUs) {
 		return
 	}
-	if matched == 0 && len(p.GPUs) == len(gpus) {
+	if len(f.uuids) == 0 && len(p.GPUs) == len(gpus) {
 		sorted := append([]GPU(nil), gpus...)
 		sort.Slice(sorted, func(i, j int) bool { return sorted[i].Index < sorted[j].Index })
 		how := "nvidia-smi lists GPUs in PCI bus order: the " + strconv.Itoa(len(gpus)) + " GPUs of " + source + " against the " + strconv.Itoa(len(p.GPUs)) + " of " + p.From

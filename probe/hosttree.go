@@ -66,10 +66,12 @@ func (t *hostTree) read(name string, max int) ([]byte, error) {
 		return nil, fmt.Errorf("%s: %w (%s)", t.show(name), ErrNotRegular, bounded.Kind(fi.Mode()))
 	}
 	data, err := bounded.ReadAll(ctxio.Reader(t.ctx, f), max, t.show(name))
-	if err != nil {
-		if t.ctx.Err() != nil {
-			return nil, fmt.Errorf("%s: not read: %w", t.show(name), t.ctx.Err())
-		}
+	switch {
+	case err != nil && t.ctx.Err() != nil:
+		return nil, fmt.Errorf("%s: not read: %w", t.show(name), t.ctx.Err())
+	case err != nil && strings.HasPrefix(err.Error(), t.show(name)+": "):
+		return nil, err // the bound, naming the file already
+	case err != nil:
 		return nil, t.pathErr(name, err)
 	}
 	return data, nil
@@ -150,6 +152,10 @@ func (t *hostTree) pathErr(name string, err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		err = pe.Err
+	}
+	if strings.Contains(err.Error(), "escapes from parent") {
+		// os.Root refuses a link out of the tree (to /dev/zero, say).
+		return fmt.Errorf("%s: links outside %s: %w", t.show(name), t.base, err)
 	}
 	return fmt.Errorf("%s: %w", t.show(name), err)
 }

@@ -17,14 +17,18 @@ var iommuParams = map[string]bool{
 const maxCmdline = 64 << 10
 
 // ParseCmdline splits a kernel command line into its parameters the way
-// the kernel does (spaces separate, double quotes group) and returns the
+// the kernel does (spaces separate, double quotes group, "--" ends the
+// kernel's part) and returns the
 // IOMMU and PCI ones (iommu, iommu.passthrough, iommu.strict, amd_iommu,
 // intel_iommu, pci), a parameter given more than once with its values
 // joined by commas in order. A parameter without a value maps to "".
 func ParseCmdline(cmdline string) map[string]string {
 	out := map[string]string{}
 	for _, arg := range splitCmdline(cmdline) {
-		k, v, _ := strings.Cut(arg, "=")
+		if arg == "--" {
+			break // the rest is init's
+		}
+		k, v, _ := strings.Cut(strings.TrimPrefix(arg, `"`), "=")
 		k = strings.ReplaceAll(k, "-", "_") // the kernel reads dashes as underscores in names
 		if !iommuParams[k] {
 			continue
@@ -86,14 +90,14 @@ func readIOMMU(sys, proc *hostTree, r *Report, pcie *PCIe) *IOMMU {
 			m.Devices, m.DevicesFrom, devsKnown = names, sys.show("class/iommu"), true
 		} else if isNotExist(err) {
 			// No such class: the kernel registered no IOMMU.
-			m.DevicesFrom, devsKnown = sys.show("class/iommu")+" (absent)", true
+			m.DevicesFrom, devsKnown = sys.show("class/iommu"), true
 		} else {
 			r.unknown("host.iommu.devices", err.Error())
 		}
 		if names, err := sys.readDir("kernel/iommu_groups"); err == nil {
 			m.Groups, m.GroupsFrom, groupsKnown = ptr(len(names)), sys.show("kernel/iommu_groups"), true
 		} else if isNotExist(err) {
-			m.Groups, m.GroupsFrom, groupsKnown = ptr(0), sys.show("kernel/iommu_groups")+" (absent)", true
+			m.Groups, m.GroupsFrom, groupsKnown = ptr(0), sys.show("kernel/iommu_groups"), true
 		} else {
 			r.unknown("host.iommu.groups", err.Error())
 		}
@@ -176,7 +180,7 @@ func (f iommuFacts) mode() (string, []string) {
 	}
 	p := f.cmdline
 	if f.devicesKnown && len(f.devices) == 0 && f.groupsKnown && f.groups == 0 {
-		ev = append(ev, f.devicesFrom+": no IOMMU", f.groupsFrom+": 0 groups")
+		ev = append(ev, f.devicesFrom+": none (no IOMMU registered)", f.groupsFrom+": 0 groups")
 		return "off", ev
 	}
 	if f.devicesKnown && len(f.devices) > 0 {
