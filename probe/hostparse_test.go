@@ -199,8 +199,8 @@ func TestParseParams(t *testing.T) {
 func TestParseDriverVersion(t *testing.T) {
 	for in, want := range map[string][2]string{
 		"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  (nixbld@)  \nGCC version: 15\n": {"580.159.04", "open"},
-		"NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 01:15:15 UTC 2023\n":                     {"535.104.05", "proprietary"},
-		"NVRM version: NVIDIA UNIX Open Kernel Module for aarch64  580.95.05  Release Build\n":                             {"580.95.05", "open"},
+		"NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 01:15:15 UTC 2023\n":                         {"535.104.05", "proprietary"},
+		"NVRM version: NVIDIA UNIX Open Kernel Module for aarch64  580.95.05  Release Build\n":                               {"580.95.05", "open"},
 	} {
 		_, v, mod, err := ParseDriverVersion([]byte(in))
 		if v != want[0] || mod != want[1] || err != nil {
