@@ -327,3 +327,16 @@ func TestMatchGPUsByBusOrder(t *testing.T) {
 		t.Errorf("disagreeing UUID: %v %v", f.pcie.GPUs[3].Index, r.Unknown)
 	}
 }
+
+// BenchmarkReadHostFacts reads the eight-GPU box's /sys and /proc: every
+// GPU's files, its root port's config space, the IOMMU and the driver.
+func BenchmarkReadHostFacts(b *testing.B) {
+	dir := synthHost(b, "host-pcie8-acs.txtar")
+	sys, proc := filepath.Join(dir, "sys"), filepath.Join(dir, "proc")
+	for b.Loop() {
+		r := newReport()
+		if f := readHostFacts(context.Background(), r, sys, proc); f.pcie == nil || len(f.pcie.GPUs) != 8 {
+			b.Fatal(r.Unknown)
+		}
+	}
+}
