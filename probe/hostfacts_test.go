@@ -340,3 +340,49 @@ func BenchmarkReadHostFacts(b *testing.B) {
 		}
 	}
 }
+
+// TestHostSwitch reads two GPUs behind one PCIe switch: the bridges they
+// share are listed once, with both GPUs below them.
+func TestHostSwitch(t *testing.T) {
+	f, r, _ := readSynthHost(t, "host-switch.txtar")
+	p := f.pcie
+	if len(p.GPUs) != 2 || len(p.Bridges) != 4 {
+		t.Fatalf("pcie: %+v %v", p, r.Unknown)
+	}
+	if want := []string{"0000:17:00.0", "0000:16:00.0", "0000:15:01.0"}; !reflect.DeepEqual(p.GPUs[0].Bridges, want) {
+		t.Errorf("GPU 0 bridges %v", p.GPUs[0].Bridges)
+	}
+	byAddr := map[string]Bridge{}
+	for _, b := range p.Bridges {
+		byAddr[b.Address] = b
+	}
+	for addr, want := range map[string]struct {
+		port     string
+		gpus     int
+		redirect bool
+		present  bool
+	}{
+		"0000:15:01.0": {"root port", 2, false, false},
+		"0000:16:00.0": {"switch upstream port", 2, false, false},
+		"0000:17:00.0": {"switch downstream port", 1, true, true},
+		"0000:17:01.0": {"switch downstream port", 1, true, true},
+	} {
+		b := byAddr[addr]
+		if b.PortType != want.port || len(b.GPUs) != want.gpus || b.ACS == nil || b.ACS.Present != want.present || b.ACS.RedirectsP2P != want.redirect {
+			t.Errorf("bridge %s: %+v ACS %+v", addr, b, b.ACS)
+		}
+	}
+	if b := byAddr["0000:16:00.0"]; b.VendorDevice != "1000:c030" || !strings.HasSuffix(b.SysfsPath, "/devices/pci0000:15/0000:15:01.0/0000:16:00.0") {
+		t.Errorf("upstream port: %+v", b)
+	}
+	if f.iommu.Mode != "off" {
+		t.Errorf("iommu: %+v", f.iommu)
+	}
+	if f.driver != nil || !strings.HasSuffix(r.Unknown["host.nvidia_driver"], "/proc/driver/nvidia: absent (no nvidia kernel module loaded)") {
+		t.Errorf("no driver: %+v %v", f.driver, r.Unknown)
+	}
+	delete(r.Unknown, "host.nvidia_driver")
+	if len(r.Unknown) != 0 {
+		t.Errorf("unknown: %v", r.Unknown)
+	}
+}
