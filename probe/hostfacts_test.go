@@ -265,6 +265,7 @@ func TestHostHostile(t *testing.T) {
 		"host.pcie.gpus[0000:01:00.0].bar1":             `"garbage" is not START END FLAGS`,
 		"host.pcie.gpus[0000:02:00.0].link":             "current_link_width: larger than 4096 bytes",
 		"host.iommu.cmdline":                            "cmdline: not a regular file (a named pipe)",
+		"host.iommu.devices":                            "class/iommu: not a directory",
 		"host.nvidia_driver.params":                     `line 2: "this line is no parameter"`,
 		"host.nvidia_driver.registry_dwords":            "garbage",
 		"host.nvidia_driver.registry_dwords_per_device": "RMForceP2PType=1",
@@ -280,7 +281,7 @@ func TestHostHostile(t *testing.T) {
 	if l := p.GPUs[0].Link; l == nil || l.CurrentSpeed != "Unknown" || l.CurrentGen != 0 || l.MaxGen != 5 {
 		t.Errorf("unknown speed: %+v", l)
 	}
-	if f.iommu.Mode != "off" || f.iommu.Cmdline != "" {
+	if f.iommu.Mode != Unknown || f.iommu.Cmdline != "" {
 		t.Errorf("iommu: %+v", f.iommu)
 	}
 	d := f.driver
