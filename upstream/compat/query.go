@@ -327,7 +327,7 @@ func (t *Table) Advise(sg string, pin Pin) Advice {
 	changed := r.Changed(base)
 	a.Text += fmt.Sprintf("; %s provides the %d names its fusion path uses", a.Install, r.FusionSymbols)
 	if len(changed) == 0 {
-		a.Text += fmt.Sprintf(", and every other name it uses (%d of %d present as used)", r.OK, r.Symbols)
+		a.Text += fmt.Sprintf(", and no other name it uses fares worse than with its pin (%d of %d present as used)", r.OK, r.Symbols)
 	} else {
 		a.Text += fmt.Sprintf(", and %d other import(s) changed: %s", len(changed), findingList(changed))
 	}
