@@ -256,7 +256,7 @@ func TestGenerateCompatSynthetic(t *testing.T) {
 		t.Fatalf("Advise(0.5.9): %+v", a)
 	}
 	for _, want := range []string{
-		"sglang 0.5.9 pins flashinfer 0.6.2 (python/pyproject.toml:5), which has no SM12x kernel",
+		"sglang 0.5.9 pins flashinfer 0.6.2 (python/pyproject.toml:5 at v0.5.9, the compatibility table), which has no SM12x kernel",
 		"2 `__CUDA_ARCH__ < 1200` guard(s), the first at include/flashinfer/comm/trtllm_allreduce.cuh:2",
 		"0.6.3 provides the 3 names its fusion path uses, and 1 other import(s) changed: flashinfer.fancy_op (missing)",
 		"install flashinfer-python==0.6.3",

@@ -127,10 +127,10 @@ func TestInstallAndAdvise(t *testing.T) {
 		says    []string
 	}{
 		{"0.5.2", Pin{}, true, false, "0.2.0", []string{
-			"sglang 0.5.2 pins flashinfer 0.1.1 (python/pyproject.toml:5), which has no SM12x kernel for the fused all-reduce (flashinfer/jit/comm.py:7: supported_major_versions=[9, 10, 12]; 2 `__CUDA_ARCH__ < 1200` guard(s), the first at include/flashinfer/comm/trtllm_allreduce.cuh:2)",
+			"sglang 0.5.2 pins flashinfer 0.1.1 (python/pyproject.toml:5 at v0.5.2, the compatibility table), which has no SM12x kernel for the fused all-reduce (flashinfer/jit/comm.py:7: supported_major_versions=[9, 10, 12]; 2 `__CUDA_ARCH__ < 1200` guard(s), the first at include/flashinfer/comm/trtllm_allreduce.cuh:2)",
 			"; 0.2.0 provides the 2 names its fusion path uses, and no other name it uses fares worse than with its pin (3 of 4 present as used); install flashinfer-python==0.2.0"}},
 		{"0.5.1", Pin{}, true, false, "", []string{"no flashinfer revision in the table both builds it and provides the names its fusion path uses (it has 0.1.0 to main)"}},
-		{"main", Pin{}, true, true, "", []string{"sglang main pins flashinfer 0.2.0 (python/pyproject.toml:5), which builds the SM12x fused all-reduce (flashinfer/jit/comm.py:7: supported_major_versions=[9, 10, 12]; no header guard excludes SM12x)"}},
+		{"main", Pin{}, true, true, "", []string{"sglang main pins flashinfer 0.2.0 (python/pyproject.toml:5 at main, the compatibility table), which builds the SM12x fused all-reduce (flashinfer/jit/comm.py:7: supported_major_versions=[9, 10, 12]; no header guard excludes SM12x)"}},
 		// A tree the table has no revision of, with the pin it names.
 		{"0.5.2.dev3+gabc", Pin{FlashInfer: "0.1.0", FlashInferFrom: "sglang-0.5.2.dev3.dist-info/METADATA"}, true, false, "0.2.0", []string{
 			"sglang 0.5.2.dev3+gabc pins flashinfer 0.1.0 (sglang-0.5.2.dev3.dist-info/METADATA), which has no SM12x kernel",

@@ -1,8 +1,11 @@
 package compat
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -159,4 +162,37 @@ func ReadDockerfilePin(p *Pin, data []byte, file string) {
 			}
 		}
 	}
+}
+
+// ReadTreePin reads the flashinfer pin of an sglang tree: an installed
+// package's METADATA (Requires-Dist) in site-packages, else the tree's
+// python/pyproject.toml and docker/Dockerfile. A tree that names none gives
+// an empty Pin; a file that cannot be read or parsed is an error.
+func ReadTreePin(t source.Tree) (Pin, error) {
+	if t.Kind() == source.KindSitePackages {
+		d, err := source.FindDist([]string{t.Root()}, "sglang")
+		if errors.Is(err, fs.ErrNotExist) {
+			return Pin{}, nil
+		}
+		if err != nil {
+			return Pin{}, err
+		}
+		return PinFromRequires(d.Metadata["Requires-Dist"], filepath.Base(d.DistInfo) + "/METADATA"), nil
+	}
+	var p Pin
+	data, err := t.ReadFile("python/pyproject.toml")
+	switch {
+	case err == nil:
+		if p, err = ReadPyprojectPin(data, "python/pyproject.toml"); err != nil {
+			return Pin{}, err
+		}
+	case !errors.Is(err, fs.ErrNotExist):
+		return Pin{}, err
+	}
+	if data, err := t.ReadFile("docker/Dockerfile"); err == nil {
+		ReadDockerfilePin(&p, data, "docker/Dockerfile")
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return Pin{}, err
+	}
+	return p, nil
 }

@@ -281,6 +281,9 @@ func (t *Table) Advise(sg string, pin Pin) Advice {
 	s, inTable := t.SGLangAt(sg)
 	if pin.FlashInfer == "" && inTable {
 		pin = s.Pin
+		if pin.FlashInferFrom != "" {
+			pin.FlashInferFrom += " at " + s.Ref + ", the compatibility table"
+		}
 	}
 	name := "sglang " + orUnknownVersion(sg)
 	if pin.FlashInfer == "" {
