@@ -54,9 +54,9 @@ class Config:
     size: int
     name: str = "n"
 `,
-		"flashinfer/gone.py": "other = 1\n",
-		"flashinfer/jit/__init__.py": "",
-		"flashinfer/jit/env.py": "CACHE_DIR = '/tmp'\n",
+		"flashinfer/gone.py":          "other = 1\n",
+		"flashinfer/jit/__init__.py":  "",
+		"flashinfer/jit/env.py":       "CACHE_DIR = '/tmp'\n",
 		"flashinfer/comm/__init__.py": "from .impl import *\n",
 		"flashinfer/comm/impl.py": `
 def allreduce_fusion(input, workspace, pattern, **kwargs):

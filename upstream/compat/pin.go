@@ -177,7 +177,7 @@ func ReadTreePin(t source.Tree) (Pin, error) {
 		if err != nil {
 			return Pin{}, err
 		}
-		return PinFromRequires(d.Metadata["Requires-Dist"], filepath.Base(d.DistInfo) + "/METADATA"), nil
+		return PinFromRequires(d.Metadata["Requires-Dist"], filepath.Base(d.DistInfo)+"/METADATA"), nil
 	}
 	var p Pin
 	data, err := t.ReadFile("python/pyproject.toml")
