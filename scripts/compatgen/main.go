@@ -1,6 +1,6 @@
-// Command compatgen writes the compatibility table (upstream/compat/
-// compat.json) and docs/compatibility.md from sglang's and flashinfer's
-// histories; make coverage runs it (scripts/coverage.sh).
+// Command compatgen writes the compatibility table
+// (upstream/compat/compat.json) and docs/compatibility.md from sglang's and
+// flashinfer's histories; make coverage runs it (scripts/compat.sh).
 //
 //	go run ./scripts/compatgen -sglang DIR -flashinfer DIR [-sglang-main DIR -main-branch main] \
 //	    -json upstream/compat/compat.json -md docs/compatibility.md
