@@ -65,7 +65,8 @@ type useReader struct {
 	bind       map[bindKey]string // a name in a scope → dotted path; "" for a name bound to something else
 	uses       map[string]*PyUse
 	order      []string
-	importLine map[int]bool // logical lines that are imports
+	importLine map[int]bool            // logical lines that are imports
+	globals    map[int]map[string]bool // per def line, the names it declares global
 }
 
 func (r *useReader) under(p string) bool { return p == r.root || strings.HasPrefix(p, r.root+".") }
@@ -176,14 +177,24 @@ func (r *useReader) assignScope(name string, li int) int {
 	if d < 0 {
 		return -1
 	}
-	for i := d + 1; i < len(r.s.lines) && r.s.inScope(i, d); i++ {
-		if t := r.s.lines[i].text; strings.HasPrefix(t, "global ") {
-			for _, n := range strings.Split(t[len("global "):], ",") {
-				if strings.TrimSpace(n) == name {
-					return -1
-				}
+	if r.globals == nil {
+		// Every def's `global` names, read once.
+		r.globals = map[int]map[string]bool{}
+		for i, l := range r.s.lines {
+			if !strings.HasPrefix(l.text, "global ") {
+				continue
+			}
+			e := r.s.enclosingDef(i)
+			if r.globals[e] == nil {
+				r.globals[e] = map[string]bool{}
+			}
+			for _, n := range strings.Split(l.text[len("global "):], ",") {
+				r.globals[e][strings.TrimSpace(n)] = true
 			}
 		}
+	}
+	if r.globals[d][name] {
+		return -1
 	}
 	return d
 }
@@ -373,7 +384,7 @@ func (r *useReader) dictKeys(name string, li int) (plain, guarded []string, ok b
 		return s.enclosingDef(i) < 0
 	}
 	made := -1
-	for i := li - 1; i >= 0 && (def < 0 || i > def); i-- {
+	for i := li - 1; i >= 0 && (def < 0 || i > def) && li-i <= maxDictLines; i-- {
 		if !in(i) {
 			continue
 		}
@@ -417,6 +428,9 @@ func (r *useReader) dictKeys(name string, li int) (plain, guarded []string, ok b
 	}
 	return plain, guarded, true
 }
+
+// maxDictLines bounds how far back from a call its **dict is looked for.
+const maxDictLines = 400
 
 // lineCode is line l's blanked code as in the file.
 func (r *useReader) lineCode(l pyLine) string { return string(r.s.code[l.start:l.end]) }
