@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/smpatch/smpatch/internal/lazyre"
 	"github.com/smpatch/smpatch/probe"
 	"github.com/smpatch/smpatch/source"
 )
@@ -271,16 +272,22 @@ func (tr *treeReader) version(ctx context.Context, host *probe.Report) (string, 
 		tr.versionFrom = from
 		return source.VersionString(v), nil
 	}
-	if data, err := tr.t.ReadFile("python/sglang/_version.py"); err == nil {
-		if s, line, ok := source.RevisionVersionLiteral("python/sglang/_version.py", data); ok {
-			if pv, err := source.ParseVersion(s); err == nil {
-				tr.versionFrom = fmt.Sprintf("python/sglang/_version.py:%d", line)
+	if data, err := tr.t.ReadFile(scmVersionFile); err == nil {
+		if loc := scmVersionRe().FindSubmatchIndex(data); loc != nil {
+			if pv, err := source.ParseVersion(string(data[loc[2]:loc[3]])); err == nil {
+				tr.versionFrom = fmt.Sprintf("%s:%d", scmVersionFile, lineAt(data, loc[0]))
 				return source.VersionString(pv), nil
 			}
 		}
 	}
 	return "", &InputError{Where: tr.t.Root(), Why: "the sglang version is unknown (" + strings.TrimPrefix(from, "unknown: ") + "); a checkout installed with pip install -e has python/sglang/_version.py, an installed sglang its dist-info"}
 }
+
+// scmVersionFile is what setuptools-scm writes at install (sglang's
+// pyproject names it): "__version__ = version = '0.5.18'".
+const scmVersionFile = "python/sglang/_version.py"
+
+var scmVersionRe = lazyre.New(`(?m)^__version__\s*=\s*(?:version\s*=\s*)?['"]([^'"]+)['"]`)
 
 // serverArgs is the tree's server_args.py, read once.
 func (tr *treeReader) serverArgs() (*ServerArgs, error) {

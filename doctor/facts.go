@@ -27,6 +27,9 @@ type Facts struct {
 	// env is the launch's environment: every env.NAME is known, set or not.
 	env     map[string]string
 	envFrom string
+	// noField, once the launch was parsed, is why a flag.NAME that is no
+	// field of the tree's ServerArgs has no value: the launch cannot set it.
+	noField string
 }
 
 func newFacts() *Facts {
@@ -59,6 +62,23 @@ func (f *Facts) Lookup(name string) (v Value, ok bool, why string) {
 			return Value{Vals: []string{v}, From: f.envFrom}, true, ""
 		}
 		return Value{From: f.envFrom}, true, ""
+	}
+	if w, ok := f.unknown[name]; ok {
+		return Value{}, false, w
+	}
+	if rest, ok := strings.CutPrefix(name, "pkg."); ok {
+		// Whatever is said of a package that is not installed has no value.
+		if base, _, sub := strings.Cut(rest, "."); sub {
+			if v, ok := f.known["pkg."+base]; ok && len(v.Vals) == 0 {
+				return Value{From: v.From}, true, ""
+			}
+		}
+	}
+	if strings.HasPrefix(name, "flag.") && f.noField != "" {
+		if strings.HasSuffix(name, ".given") {
+			return Value{Vals: []string{"false"}, From: f.noField}, true, ""
+		}
+		return Value{From: f.noField}, true, ""
 	}
 	for n := name; ; {
 		if w, ok := f.unknown[n]; ok {
@@ -102,9 +122,9 @@ var fixedFacts = []string{
 	"gpu.sm", "gpu.major", "gpu.capability", "gpu.name", "gpu.count",
 	"host.driver", "host.p2p.all", "host.nvlink.all", "host.nvlink.any",
 	"host.acs", "host.iommu", "host.registry_dwords", "host.force_p2p",
-	"host.pcie.degraded", "host.numa.span", "host.bar1.small",
+	"host.pcie.degraded", "host.pcie.max_gen", "host.pcie.width", "host.numa.span", "host.bar1.small",
 	"cuda.version", "cuda.root",
-	"flashinfer.version", "nccl.version", "triton.version", "triton.ptxas",
+	"flashinfer.version", "nccl.version", "triton.version", "triton.ptxas", "triton.ptxas.targets",
 	"sglang.version",
 	"launch.entry",
 	"moe.config", "moe.config.file", "moe.config.dir",

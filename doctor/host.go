@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"fmt"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,6 +34,9 @@ func hostFacts(f *Facts, r *probe.Report, noHost string) {
 			f.set("host.driver", "the probe (nvidia-smi)", h.Driver)
 		}
 		topologyFacts(f, h)
+		pcieFacts(f, r, h)
+		iommuFacts(f, r, h)
+		driverFacts(f, r, h)
 		if tk := h.CUDAToolkit; tk != nil && tk.Version != "" {
 			f.set("cuda.version", tk.VersionFrom, tk.Version)
 			if tk.Root != "" {
@@ -146,7 +150,13 @@ func packageFacts(f *Facts, r *probe.Report) {
 		f.set(key, p.Location, p.Version)
 		if len(p.ArchesFrom) > 0 {
 			f.set(key+".arches", strings.Join(p.ArchesFrom, ", "), p.Arches...)
-			loadsFact(f, key, p)
+			loadsFact(f, key+".loads", p.Arches, p.ArchesFrom)
+			// A loader that picks one file by GPU (sgl-kernel's sm90/ and
+			// sm100/ common_ops): each file's directory on its own.
+			for _, b := range p.Files {
+				dir := path.Base(path.Dir(b.Path))
+				loadsFact(f, key+".loads."+dir, b.Arches, []string{b.Path})
+			}
 		} else {
 			why := unknownOr(r, "packages."+name+".arches", "the report lists no binaries of "+name)
 			f.unknownBecause(key+".arches", why)
@@ -161,19 +171,32 @@ func packageFacts(f *Facts, r *probe.Report) {
 		if _, ok := f.known[key]; ok {
 			continue
 		}
-		if read {
+		if read && (currentProbe(r) || slices.Contains(firstDists, name)) {
 			f.none(key, "not installed in "+where)
 		}
 	}
 	why := "the probe does not look for it"
+	if !currentProbe(r) {
+		why = "the report comes from an older probe, which did not look for it"
+	}
 	if !read {
 		why = unknownOr(r, "python", "the report read no site-packages")
 	}
 	f.unknownBecause("pkg", why)
-	// NCCL: the library torch loads, from its wheel.
+	// NCCL: the library torch loads, from its wheel: the version the
+	// library states, else the wheel's.
 	for _, name := range []string{"nvidia-nccl-cu13", "nvidia-nccl-cu12"} {
-		if p := r.Packages[name]; p != nil && p.Version != "" {
-			f.set("nccl.version", name+" "+p.Location, p.Version)
+		p := r.Packages[name]
+		if p == nil {
+			continue
+		}
+		if p.LibVersion != "" {
+			v, _, _ := strings.Cut(p.LibVersion, "+")
+			f.set("nccl.version", "NCCL version string of "+p.LibVersionFrom, v)
+			break
+		}
+		if p.Version != "" {
+			f.set("nccl.version", name+" "+p.Version+" in "+p.Location, p.Version)
 			break
 		}
 	}
@@ -182,17 +205,60 @@ func packageFacts(f *Facts, r *probe.Report) {
 	}
 	if p := r.Packages["triton"]; p != nil {
 		f.set("triton.version", p.Location, p.Version)
+		switch pt := p.PTXAS; {
+		case pt == nil:
+			f.unknownBecause("triton.ptxas", unknownOr(r, "packages.triton.ptxas", "the report names no bundled ptxas of triton"))
+		default:
+			if pt.Version != "" {
+				f.set("triton.ptxas", firstNonEmpty(pt.VersionFrom, pt.Path), pt.Version)
+			} else {
+				f.unknownBecause("triton.ptxas", unknownOr(r, "packages.triton.ptxas.version", pt.Path+": version not read"))
+			}
+			if len(pt.Targets) > 0 {
+				f.set("triton.ptxas.targets", firstNonEmpty(pt.TargetsFrom, pt.Path), pt.Targets...)
+			} else {
+				f.unknownBecause("triton.ptxas.targets", unknownOr(r, "packages.triton.ptxas.targets", pt.Path+": targets not read"))
+			}
+		}
+	} else if read {
+		f.none("triton.ptxas", "triton is not installed")
+		f.none("triton.ptxas.targets", "triton is not installed")
 	}
+}
+
+// firstDists are the distributions every probe has looked for; a report
+// of an older probe says nothing of the others (triton, sglang-kernel,
+// sgl-deep-gemm) when they are missing from it.
+var firstDists = []string{"torch", "flashinfer-python", "flashinfer-jit-cache", "flashinfer-cubin", "sglang", "sgl-kernel", "nvidia-nccl-cu12", "nvidia-nccl-cu13"}
+
+// currentProbe reports whether r comes from a probe that looks for every
+// one of probe.Dists: one that also reads the host's PCIe, IOMMU and
+// driver, or the libraries' own versions.
+func currentProbe(r *probe.Report) bool {
+	if h := r.Host; h != nil && (h.PCIe != nil || h.IOMMU != nil || h.NvidiaDriver != nil) {
+		return true
+	}
+	for k := range r.Unknown {
+		if strings.HasPrefix(k, "host.pcie") || strings.HasPrefix(k, "host.iommu") || strings.HasPrefix(k, "host.nvidia_driver") {
+			return true
+		}
+	}
+	for _, p := range r.Packages {
+		if p != nil && (p.LibVersion != "" || p.PTXAS != nil || len(p.Files) > 0) {
+			return true
+		}
+	}
+	return false
 }
 
 // loadsFact: pkg.NAME.loads is "cubin" when one of the package's cubins
 // runs on every GPU's SM, "ptx" when only PTX does (compiled by the
 // driver at first use), "no" when none can: CUDA then says "no kernel
 // image is available for execution on the device".
-func loadsFact(f *Facts, key string, p *probe.Package) {
+func loadsFact(f *Facts, key string, arches, from []string) {
 	sms := f.known["gpu.sm"].Vals
 	if len(sms) == 0 {
-		f.unknownBecause(key+".loads", "the GPUs' compute capability is unknown")
+		f.unknownBecause(key, "the GPUs' compute capability is unknown")
 		return
 	}
 	worst := "cubin"
@@ -203,7 +269,7 @@ func loadsFact(f *Facts, key string, p *probe.Package) {
 			continue
 		}
 		got := "no"
-		for _, t := range p.Arches {
+		for _, t := range arches {
 			a, err := smver.ParseArch(t)
 			if err != nil {
 				continue
@@ -221,7 +287,7 @@ func loadsFact(f *Facts, key string, p *probe.Package) {
 			worst = got
 		}
 	}
-	f.set(key+".loads", fmt.Sprintf("%s against targets %s of %s", strings.Join(why, "; "), strings.Join(p.Arches, " "), strings.Join(p.ArchesFrom, ", ")), worst)
+	f.set(key, fmt.Sprintf("%s against targets %s of %s", strings.Join(why, "; "), strings.Join(arches, " "), strings.Join(from, ", ")), worst)
 }
 
 // runsOn is CUDA's rule for a compilation target on a GPU: a cubin for
@@ -288,4 +354,142 @@ func firstNonEmpty(ss ...string) string {
 		}
 	}
 	return ""
+}
+
+// pcieFacts: the GPUs' PCIe links (a width below the maximum is a
+// degraded link; a speed below it is a GPU at rest), ACS on the bridges
+// above them, NUMA nodes and sockets, BAR1.
+func pcieFacts(f *Facts, r *probe.Report, h *probe.Host) {
+	p := h.PCIe
+	if p == nil {
+		f.unknownBecause("host.pcie", unknownOr(r, "host.pcie", "the report has no PCIe facts (a probe older than this doctor, or no /sys)"))
+		f.unknownBecause("host.acs", unknownOr(r, "host.pcie", "no PCIe facts"))
+		f.unknownBecause("host.numa", unknownOr(r, "host.pcie", "no PCIe facts"))
+		f.unknownBecause("host.bar1", unknownOr(r, "host.pcie", "no PCIe facts"))
+		return
+	}
+	var degraded, gens, widths []string
+	known := 0
+	for _, g := range p.GPUs {
+		l := g.Link
+		if l == nil || l.MaxWidth == 0 || l.CurrentWidth == 0 {
+			continue
+		}
+		known++
+		if l.MaxGen > 0 {
+			gens = appendNew(gens, strconv.Itoa(l.MaxGen))
+		}
+		widths = appendNew(widths, strconv.Itoa(l.CurrentWidth))
+		if l.CurrentWidth < l.MaxWidth {
+			degraded = append(degraded, fmt.Sprintf("%s x%d of x%d (%s)", g.Address, l.CurrentWidth, l.MaxWidth, l.From))
+		}
+	}
+	switch {
+	case len(p.GPUs) == 0:
+		f.set("host.pcie.degraded", "no NVIDIA GPU under "+p.From, "false")
+	case known == 0:
+		f.unknownBecause("host.pcie.degraded", "no GPU link width in the report")
+	case len(degraded) > 0:
+		f.set("host.pcie.degraded", "link width below its maximum: "+strings.Join(degraded, "; "), "true")
+	default:
+		f.set("host.pcie.degraded", fmt.Sprintf("%d GPU links at their maximum width (%s)", known, p.From), "false")
+	}
+	if len(gens) > 0 {
+		f.set("host.pcie.max_gen", p.From, gens...)
+	}
+	if len(widths) > 0 {
+		f.set("host.pcie.width", p.From, widths...)
+	}
+	// ACS: redirecting bridges, else known-clean bridges, else unknown.
+	var redirect []string
+	unknownACS := 0
+	for _, b := range p.Bridges {
+		switch {
+		case b.ACS == nil:
+			unknownACS++
+		case b.ACS.RedirectsP2P:
+			redirect = append(redirect, fmt.Sprintf("%s (%s) ACS %s (%s)", b.Address, firstNonEmpty(b.PortType, "bridge"), strings.Join(b.ACS.Enabled, ","), b.ACS.From))
+		}
+	}
+	switch {
+	case len(redirect) > 0:
+		f.set("host.acs", "P2P redirected at "+strings.Join(redirect, "; "), "redirects")
+	case unknownACS > 0:
+		f.unknownBecause("host.acs", fmt.Sprintf("%d bridge(s) above the GPUs with ACS unread (%s)", unknownACS, firstNonEmpty(unknownKeyWith(r, ".acs"), "the extended config space is readable by root only")))
+	case len(p.Bridges) > 0:
+		f.set("host.acs", fmt.Sprintf("%d bridge(s) above the GPUs, none redirects P2P", len(p.Bridges)), "off")
+	default:
+		f.set("host.acs", "no bridge above the GPUs", "off")
+	}
+	if p.SpansSockets != nil {
+		f.set("host.numa.span", fmt.Sprintf("GPUs on sockets %v, NUMA nodes %v (%s)", p.Sockets, p.NUMANodes, p.From), strconv.FormatBool(*p.SpansSockets))
+	} else if p.SpansNUMA != nil {
+		f.set("host.numa.span", fmt.Sprintf("GPUs on NUMA nodes %v (%s)", p.NUMANodes, p.From), strconv.FormatBool(*p.SpansNUMA))
+	} else {
+		f.unknownBecause("host.numa.span", "a GPU's NUMA node or socket is unknown (numa_node -1, as in most VMs)")
+	}
+	// BAR1 below the GPU's memory: peers map it through a smaller window.
+	mem := map[int]int{}
+	for _, g := range h.GPUs {
+		mem[g.Index] = g.MemoryMiB
+	}
+	var small []string
+	bars := 0
+	for _, g := range p.GPUs {
+		if g.BAR1Bytes <= 0 {
+			continue
+		}
+		bars++
+		if g.Index != nil && mem[*g.Index] > 0 && g.BAR1Bytes < int64(mem[*g.Index])<<20 {
+			small = append(small, fmt.Sprintf("GPU %d (%s) BAR1 %d MiB of %d MiB memory (%s)", *g.Index, g.Address, g.BAR1Bytes>>20, mem[*g.Index], g.BAR1From))
+		}
+	}
+	switch {
+	case bars == 0:
+		f.unknownBecause("host.bar1", "no BAR1 size in the report")
+	case len(small) > 0:
+		f.set("host.bar1.small", strings.Join(small, "; "), "true")
+	default:
+		f.set("host.bar1.small", fmt.Sprintf("%d GPU(s) with BAR1 at least their memory", bars), "false")
+	}
+}
+
+// unknownKeyWith is the first reason of the report's unknown entries
+// whose key ends with suffix.
+func unknownKeyWith(r *probe.Report, suffix string) string {
+	for _, k := range sortedKeys(r.Unknown) {
+		if strings.HasSuffix(k, suffix) {
+			return k + ": " + r.Unknown[k]
+		}
+	}
+	return ""
+}
+
+func iommuFacts(f *Facts, r *probe.Report, h *probe.Host) {
+	m := h.IOMMU
+	if m == nil || m.Mode == "" || m.Mode == probe.Unknown {
+		f.unknownBecause("host.iommu", unknownOr(r, "host.iommu", "the report does not say the IOMMU's mode"))
+		return
+	}
+	f.set("host.iommu", strings.Join(m.Evidence, "; "), m.Mode)
+}
+
+func driverFacts(f *Facts, r *probe.Report, h *probe.Host) {
+	d := h.NvidiaDriver
+	if d == nil || d.Params == nil {
+		f.unknownBecause("host.registry_dwords", unknownOr(r, "host.nvidia_driver", "the report has no /proc/driver/nvidia/params"))
+		f.unknownBecause("host.force_p2p", unknownOr(r, "host.nvidia_driver", "the report has no /proc/driver/nvidia/params"))
+		return
+	}
+	from := firstNonEmpty(d.ParamsFrom, "/proc/driver/nvidia/params")
+	var kv []string
+	for _, k := range sortedKeys(d.RegistryDwords) {
+		kv = append(kv, k+"="+d.RegistryDwords[k])
+	}
+	f.set("host.registry_dwords", from+" RegistryDwords", kv...)
+	if v, ok := d.RegistryDwords["ForceP2P"]; ok {
+		f.set("host.force_p2p", from+" RegistryDwords ForceP2P", v)
+	} else {
+		f.none("host.force_p2p", from+": RegistryDwords sets no ForceP2P")
+	}
 }

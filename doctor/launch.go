@@ -120,8 +120,9 @@ func serveArgs(args []string) []string {
 type Parsed struct {
 	// Given maps a ServerArgs field to the values the launch gave it (the
 	// last occurrence wins) and As to the option it was given with.
-	Given map[string][]string
-	As    map[string]string
+	Given  map[string][]string
+	As     map[string]string
+	Switch map[string]bool // given as a switch (no value of its own)
 	// Problems are what argparse would refuse, one line each.
 	Problems []string
 	// Config is the --config file, whose settings are not read.
@@ -132,7 +133,7 @@ type Parsed struct {
 // value after = or in the next word, switches, nargs lists, and the
 // unique prefixes argparse accepts.
 func (sa *ServerArgs) Parse(args []string) *Parsed {
-	p := &Parsed{Given: map[string][]string{}, As: map[string]string{}}
+	p := &Parsed{Given: map[string][]string{}, As: map[string]string{}, Switch: map[string]bool{}}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if !strings.HasPrefix(a, "-") || a == "-" {
@@ -197,6 +198,7 @@ func (sa *ServerArgs) Parse(args []string) *Parsed {
 		}
 		p.Given[spec.Dest] = vals
 		p.As[spec.Dest] = opt
+		p.Switch[spec.Dest] = spec.Arity == 0
 	}
 	return p
 }

@@ -30,7 +30,11 @@ func launchFacts(f *Facts, tr *treeReader, l *Launch) ([]Finding, error) {
 	for name, fd := range sa.Fields {
 		key := "flag." + name
 		if vals, ok := p.Given[name]; ok {
-			f.set(key, "the launch: "+p.As[name]+" "+strings.Join(vals, " "), vals...)
+			as := "the launch: " + p.As[name]
+			if !p.Switch[name] {
+				as += " " + strings.Join(vals, " ")
+			}
+			f.set(key, as, vals...)
 			f.set(key+".given", "the launch: "+p.As[name], "true")
 			continue
 		}
@@ -44,7 +48,7 @@ func launchFacts(f *Facts, tr *treeReader, l *Launch) ([]Finding, error) {
 			f.set(key, defaultFrom(fd), fd.Default.Vals...)
 		}
 	}
-	f.unknownBecause("flag", "no such ServerArgs field in "+ServerArgsFile)
+	f.noField = "not a field of this tree's ServerArgs (" + ServerArgsFile + ")"
 	return parseFindings(problems), nil
 }
 

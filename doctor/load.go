@@ -81,24 +81,10 @@ func ParseRule(name string, data []byte) (*Rule, error) {
 	}
 	for i, rm := range r.Remedy {
 		if rm.kinds() != 1 {
-			return nil, tomlfile.Errorf(name, lines.Line([]string{"remedy", fmt.Sprint(i)}), "remedy %d: exactly one of patch, flag, env, install, setting", i+1)
+			return nil, tomlfile.Errorf(name, lines.Line([]string{"remedy", fmt.Sprint(i)}), "remedy %d: exactly one of patch, flag, env, install, setting, run", i+1)
 		}
-	}
-	if !anyTree(r) {
-		// Every rule is about some code: its window is measured on the
-		// tree's history.
-		return nil, bad("when", "no condition reads the sglang tree (a file marker): the rule's window could not be measured")
 	}
 	return r, nil
-}
-
-func anyTree(r *Rule) bool {
-	for i := range r.When {
-		if r.When[i].TreeOnly() {
-			return true
-		}
-	}
-	return false
 }
 
 // LoadRules reads every ID.toml of dir in fsys, sorted by id.

@@ -89,6 +89,9 @@ func pyLines(src string) []pyLine {
 // prefix of up to two letters (r, b, f, u, rb, fr, ...) and a quote,
 // where the prefix does not continue a name.
 func isQuote(s string, i int) bool {
+	if i < 0 || i >= len(s) {
+		return false
+	}
 	if s[i] == '"' || s[i] == '\'' {
 		return true
 	}

@@ -84,6 +84,7 @@ type Remedy struct {
 	Env     string `toml:"env" json:"env,omitempty"`
 	Install string `toml:"install" json:"install,omitempty"`
 	Setting string `toml:"setting" json:"setting,omitempty"`
+	Run     string `toml:"run" json:"run,omitempty"` // a command that makes what is missing
 	Text    string `toml:"text" json:"text,omitempty"`
 }
 
@@ -102,6 +103,8 @@ func (r Remedy) Line() string {
 		what = "pip install " + r.Install
 	case r.Setting != "":
 		what = r.Setting
+	case r.Run != "":
+		what = "run " + r.Run
 	}
 	if r.Text == "" {
 		return what
@@ -111,7 +114,7 @@ func (r Remedy) Line() string {
 
 func (r Remedy) kinds() int {
 	n := 0
-	for _, s := range []string{r.Patch, r.Flag, r.Env, r.Install, r.Setting} {
+	for _, s := range []string{r.Patch, r.Flag, r.Env, r.Install, r.Setting, r.Run} {
 		if s != "" {
 			n++
 		}
@@ -130,7 +133,7 @@ func (c *Cond) TreeOnly() bool {
 		}
 		return true
 	}
-	return c.File != ""
+	return c.File != "" || strings.HasPrefix(c.Fact, "pin.")
 }
 
 // group is c's members when it is a group.
@@ -145,6 +148,9 @@ func (c *Cond) group() []Cond {
 func (c *Cond) Files() []string {
 	if c.File != "" {
 		return []string{c.File}
+	}
+	if strings.HasPrefix(c.Fact, "pin.") {
+		return []string{pyprojectFile}
 	}
 	var out []string
 	g := c.group()

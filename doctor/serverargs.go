@@ -45,7 +45,7 @@ type ServerArgs struct {
 	byName map[string]*FlagSpec
 }
 
-var fieldRe = lazyre.New(`^([A-Za-z_][A-Za-z0-9_]*)\s*:(.*)$`)
+var fieldRe = lazyre.New(`(?s)^([A-Za-z_][A-Za-z0-9_]*)\s*:(.*)$`)
 
 // ParseServerArgs reads server_args.py: the fields of class ServerArgs
 // (annotated fields of the auto-derived shape give their flags too) and
@@ -115,7 +115,41 @@ func ParseServerArgs(src []byte) (*ServerArgs, error) {
 	if len(sa.Flags) == 0 {
 		return nil, fmt.Errorf("%s: no launch flags found (neither annotated fields nor parser.add_argument calls)", ServerArgsFile)
 	}
+	// from_cli_args copies some argparse dests onto their fields
+	// (args.tp_size = args.tensor_parallel_size).
+	for from, to := range cliRenames(lines) {
+		for _, spec := range sa.Flags {
+			if spec.Dest == from {
+				spec.Dest = to
+			}
+		}
+	}
 	return sa, nil
+}
+
+var renameRe = lazyre.New(`^args\.([A-Za-z_][A-Za-z0-9_]*)\s*=\s*args\.([A-Za-z_][A-Za-z0-9_]*)$`)
+
+// cliRenames are the args.FIELD = args.DEST lines of from_cli_args, as
+// DEST → FIELD.
+func cliRenames(lines []pyLine) map[string]string {
+	out := map[string]string{}
+	in, indent := false, 0
+	for _, l := range lines {
+		if strings.HasPrefix(l.Text, "def from_cli_args") {
+			in, indent = true, l.Indent
+			continue
+		}
+		if !in {
+			continue
+		}
+		if l.Indent <= indent {
+			break
+		}
+		if m := renameRe().FindStringSubmatch(l.Text); m != nil {
+			out[m[2]] = m[1]
+		}
+	}
+	return out
 }
 
 func (sa *ServerArgs) add(spec *FlagSpec) {

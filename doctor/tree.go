@@ -41,7 +41,7 @@ func (tr *treeReader) pins(f *Facts, requires []string) {
 		}
 		return
 	}
-	const file = "python/pyproject.toml"
+	const file = pyprojectFile
 	data, err := tr.t.ReadFile(file)
 	if err != nil {
 		f.unknownBecause("pin", file+": "+err.Error())
@@ -64,6 +64,9 @@ func (tr *treeReader) pins(f *Facts, requires []string) {
 	}
 	f.unknownBecause("pin", file+" pins no such package")
 }
+
+// pyprojectFile is where a checkout pins its dependencies.
+const pyprojectFile = "python/pyproject.toml"
 
 // quotedStrings are the "..." strings of one TOML line.
 func quotedStrings(line string) []string {

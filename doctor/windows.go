@@ -131,7 +131,9 @@ func CondsDigest(r *Rule) string {
 // tree: "holds", "no", or "unknown" (a file that could not be read).
 // It is the evaluation a window walk runs on every revision.
 func TreeState(ctx context.Context, t source.Tree, rules []*Rule) ([]string, error) {
-	e := newEvaluator(newFacts(), t, "")
+	f := newFacts()
+	(&treeReader{t: t}).pins(f, nil)
+	e := newEvaluator(f, t, "")
 	out := make([]string, len(rules))
 	for i, r := range rules {
 		st := "holds"
