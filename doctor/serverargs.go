@@ -25,7 +25,7 @@ type FlagSpec struct {
 	Const string
 	// Required: argparse refuses a launch without it.
 	Required bool
-	Line  int // the declaration's line in server_args.py
+	Line     int // the declaration's line in server_args.py
 }
 
 // Field is one ServerArgs dataclass field: its default when the default
