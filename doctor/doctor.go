@@ -295,12 +295,14 @@ func (tr *treeReader) serverArgs() (*ServerArgs, error) {
 		tr.saRead = true
 		data, err := tr.t.ReadFile(ServerArgsFile)
 		if err != nil {
-			tr.saErr = &InputError{Where: tr.t.Root(), Why: fmt.Sprintf("%s: %v", ServerArgsFile, err)}
+			tr.saErr = fmt.Errorf("%s: %w", ServerArgsFile, err)
 		} else if tr.sa, err = ParseServerArgs(data); err != nil {
-			tr.saErr = &InputError{Where: tr.t.Root(), Why: err.Error()}
+			tr.saErr = err
 		}
 	}
 	return tr.sa, tr.saErr
 }
 
 func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
+
+var fsErrNotExist = fs.ErrNotExist

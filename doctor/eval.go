@@ -91,7 +91,7 @@ func (e *evaluator) rule(r *Rule) (*Finding, *Undecided) {
 	if len(missing) > 0 {
 		return nil, &Undecided{Rule: r.ID, Title: r.Title, Severity: r.Severity, Missing: dedupe(missing)}
 	}
-	f := &Finding{Rule: r.ID, Title: r.Title, Severity: r.Severity, Happens: e.fill(r.Happens), Evidence: dedupe(evidence), Sources: r.Sources, Note: r.Note}
+	f := &Finding{Rule: r.ID, Title: r.Title, Severity: r.Severity, Happens: e.fill(r.Happens), Evidence: dedupe(evidence), Sources: r.Sources, Note: e.fill(r.Note)}
 	for _, rm := range r.Remedy {
 		rm.Flag, rm.Env, rm.Install, rm.Setting, rm.Run, rm.Text = e.fill(rm.Flag), e.fill(rm.Env), e.fill(rm.Install), e.fill(rm.Setting), e.fill(rm.Run), e.fill(rm.Text)
 		f.Remedies = append(f.Remedies, rm.Line())

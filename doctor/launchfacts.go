@@ -17,7 +17,9 @@ func launchFacts(f *Facts, tr *treeReader, l *Launch) ([]Finding, error) {
 	}
 	sa, err := tr.serverArgs()
 	if err != nil {
-		return nil, err
+		// A tree whose flags cannot be read: say so, decide the rest.
+		f.unknownBecause("flag", err.Error())
+		return nil, nil
 	}
 	p := sa.Parse(l.Args)
 	problems := append(p.Problems, sa.missingRequired(p)...)

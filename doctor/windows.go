@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strings"
 	"sync"
 
@@ -170,4 +171,27 @@ func WatchedFiles(rules []*Rule) []string {
 		}
 	}
 	return sortedCopy(out)
+}
+
+// RulesOf are the rules about a patch: those whose code conditions read
+// one of the files it writes, or whose remedies name it.
+func RulesOf(rules []*Rule, files []string, names []string) []*Rule {
+	var out []*Rule
+	for _, r := range rules {
+		hit := false
+		for _, f := range r.TreeFiles() {
+			if slices.Contains(files, f) {
+				hit = true
+			}
+		}
+		for _, rm := range r.Remedy {
+			if rm.Patch != "" && slices.Contains(names, rm.Patch) {
+				hit = true
+			}
+		}
+		if hit {
+			out = append(out, r)
+		}
+	}
+	return out
 }
