@@ -366,12 +366,12 @@ func TestServerArgsShapes(t *testing.T) {
 func TestModelQuantization(t *testing.T) {
 	for cfg, want := range map[string]string{
 		`{"architectures": ["A"]}`: "none",
-		`{"architectures": ["A"], "quantization_config": {"quant_method": "FP8", "weight_block_size": [128, 128]}}`: "fp8",
-		`{"architectures": ["A"], "quantization_config": {"quant_algo": "NVFP4"}}`:                                  "modelopt_fp4",
-		`{"architectures": ["A"], "quantization_config": {"quant_method": "modelopt", "quant_algo": "FP8"}}`:        "modelopt_fp8",
+		`{"architectures": ["A"], "quantization_config": {"quant_method": "FP8", "weight_block_size": [128, 128]}}`:      "fp8",
+		`{"architectures": ["A"], "quantization_config": {"quant_algo": "NVFP4"}}`:                                       "modelopt_fp4",
+		`{"architectures": ["A"], "quantization_config": {"quant_method": "modelopt", "quant_algo": "FP8"}}`:             "modelopt_fp8",
 		`{"architectures": ["A"], "quantization_config": {"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION"}}`: "modelopt_mixed",
-		`{"architectures": ["A"], "compression_config": {"format": "x"}}`:                                           "compressed-tensors",
-		`{"architectures": ["A"], "text_config": {"quantization_config": {"quant_method": "mxfp4"}}}`:               "mxfp4",
+		`{"architectures": ["A"], "compression_config": {"format": "x"}}`:                                                "compressed-tensors",
+		`{"architectures": ["A"], "text_config": {"quantization_config": {"quant_method": "mxfp4"}}}`:                    "mxfp4",
 	} {
 		cfgMap, err := ParseConfig([]byte(cfg))
 		if err != nil {
