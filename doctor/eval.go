@@ -47,10 +47,11 @@ type Undecided struct {
 
 // evaluator decides rules on the facts and the tree's files.
 type evaluator struct {
-	facts *Facts
-	tree  source.Tree // nil when no tree was read
-	why   string      // why there is no tree
-	files map[string]fileText
+	facts   *Facts
+	tree    source.Tree // nil when no tree was read
+	why     string      // why there is no tree
+	files   map[string]fileText
+	matches map[string]int // file, text, pattern → the line of the first match (0: none)
 }
 
 type fileText struct {
@@ -59,7 +60,7 @@ type fileText struct {
 }
 
 func newEvaluator(f *Facts, t source.Tree, noTree string) *evaluator {
-	return &evaluator{facts: f, tree: t, why: noTree, files: map[string]fileText{}}
+	return &evaluator{facts: f, tree: t, why: noTree, files: map[string]fileText{}, matches: map[string]int{}}
 }
 
 // read is the tree's file rel, read once.
@@ -198,16 +199,14 @@ func (e *evaluator) file(c *Cond) (truth, []string) {
 	case c.Contains != "":
 		what = fmt.Sprintf("%q", c.Contains)
 		if exists {
-			if i := bytes.Index(ft.data, []byte(c.Contains)); i >= 0 {
-				holds, line = true, lineAt(ft.data, i)
-			}
+			line = e.match(c, ft.data)
+			holds = line > 0
 		}
 	default:
 		what = "/" + c.Regex + "/"
 		if exists {
-			if loc := c.fileRe.FindIndex(ft.data); loc != nil {
-				holds, line = true, lineAt(ft.data, loc[0])
-			}
+			line = e.match(c, ft.data)
+			holds = line > 0
 		}
 	}
 	positive := holds != c.Not // the evidence says what is there or what is not
@@ -229,6 +228,25 @@ func (e *evaluator) file(c *Cond) (truth, []string) {
 		return yes, []string{ev}
 	}
 	return no, []string{ev}
+}
+
+// match is the line of c's text or pattern in data, 0 when absent; each
+// (file, text, pattern) is searched once.
+func (e *evaluator) match(c *Cond, data []byte) int {
+	key := c.File + "\x00" + c.Contains + "\x00" + c.Regex
+	if line, ok := e.matches[key]; ok {
+		return line
+	}
+	line := 0
+	if c.Contains != "" {
+		if i := bytes.Index(data, []byte(c.Contains)); i >= 0 {
+			line = lineAt(data, i)
+		}
+	} else if loc := c.fileRe.FindIndex(data); loc != nil {
+		line = lineAt(data, loc[0])
+	}
+	e.matches[key] = line
+	return line
 }
 
 // fact decides a condition on a fact's values: it holds when one value

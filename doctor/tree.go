@@ -107,10 +107,19 @@ func (tr *treeReader) modelClasses() (map[string]bool, error) {
 		if err != nil {
 			continue
 		}
-		if !strings.Contains(string(data), "EntryClass") {
+		// EntryClass is a top-level assignment: read the logical lines from
+		// the first line that starts with it.
+		src := string(data)
+		at := strings.Index(src, "\nEntryClass")
+		switch {
+		case strings.HasPrefix(src, "EntryClass"):
+			at = 0
+		case at < 0:
 			continue
+		default:
+			at++
 		}
-		for _, l := range pyLines(string(data)) {
+		for _, l := range pyLines(src[at:]) {
 			if l.Indent != 0 || !entryRe().MatchString(l.Text) {
 				continue
 			}
