@@ -36,7 +36,7 @@ type doctorOptions struct {
 	Image        string
 	ProbeFile    string
 	Model        string
-	Format       string
+	JSON         bool
 	List         bool
 	Launch       []string
 }
@@ -48,7 +48,7 @@ func (o *doctorOptions) AddFlags(c *cobra.Command) {
 	f.StringVar(&o.Image, "image", "", "check the sglang installed in the container image `REF` (the host comes from --probe-file or this machine)")
 	f.StringVar(&o.ProbeFile, "probe-file", "", "read the host from a saved probe report (smpatch probe -o FILE) instead of probing")
 	f.StringVar(&o.Model, "model", "", "the model `DIR` whose config.json is read (default: the launch's --model-path when it is a local directory)")
-	f.StringVar(&o.Format, "format", "text", "text or json")
+	f.BoolVar(&o.JSON, "json", false, "print the report (or the rules) as JSON")
 	f.BoolVar(&o.List, "list", false, "print the rules, with their measured windows")
 	o.image.AddFlags(c)
 }
@@ -87,9 +87,6 @@ whose version cannot be read). The rules are in docs/doctor.md (--list).`,
 }
 
 func runDoctor(ctx context.Context, o *doctorOptions) error {
-	if o.Format != "text" && o.Format != "json" {
-		return withCode(exitUsage, fmt.Errorf("doctor: --format %q: want text or json", o.Format))
-	}
 	n := 0
 	for _, s := range []string{o.Repo, o.SitePackages, o.Image} {
 		if s != "" {
@@ -114,7 +111,7 @@ func runDoctor(ctx context.Context, o *doctorOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.Format == "json" {
+	if o.JSON {
 		if err := WriteJSON(o.IO.Out, rep); err != nil {
 			return err
 		}
@@ -132,7 +129,7 @@ func listRules(o *doctorOptions, rules []*doctor.Rule) error {
 	if err != nil {
 		return err
 	}
-	if o.Format == "json" {
+	if o.JSON {
 		type ruleJSON struct {
 			*doctor.Rule
 			Conditions []string       `json:"conditions"`
