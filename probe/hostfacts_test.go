@@ -265,6 +265,7 @@ func TestHostHostile(t *testing.T) {
 		"host.pcie.gpus[0000:01:00.0].bar1":             `"garbage" is not START END FLAGS`,
 		"host.pcie.gpus[0000:02:00.0].link":             "current_link_width: larger than 4096 bytes",
 		"host.iommu.cmdline":                            "cmdline: not a regular file (a named pipe)",
+		"host.iommu.devices":                            "class/iommu: not a directory",
 		"host.nvidia_driver.params":                     `line 2: "this line is no parameter"`,
 		"host.nvidia_driver.registry_dwords":            "garbage",
 		"host.nvidia_driver.registry_dwords_per_device": "RMForceP2PType=1",
@@ -280,7 +281,7 @@ func TestHostHostile(t *testing.T) {
 	if l := p.GPUs[0].Link; l == nil || l.CurrentSpeed != "Unknown" || l.CurrentGen != 0 || l.MaxGen != 5 {
 		t.Errorf("unknown speed: %+v", l)
 	}
-	if f.iommu.Mode != "off" || f.iommu.Cmdline != "" {
+	if f.iommu.Mode != Unknown || f.iommu.Cmdline != "" {
 		t.Errorf("iommu: %+v", f.iommu)
 	}
 	d := f.driver
@@ -325,5 +326,64 @@ func TestMatchGPUsByBusOrder(t *testing.T) {
 	f.matchGPUs(r, gs, "nvidia-smi")
 	if f.pcie.GPUs[3].Index != nil || !strings.Contains(r.Unknown["host.pcie.gpus[0000:32:00.0].index"], "no GPU of nvidia-smi has the UUID GPU-00000003") {
 		t.Errorf("disagreeing UUID: %v %v", f.pcie.GPUs[3].Index, r.Unknown)
+	}
+}
+
+// BenchmarkReadHostFacts reads the eight-GPU box's /sys and /proc: every
+// GPU's files, its root port's config space, the IOMMU and the driver.
+func BenchmarkReadHostFacts(b *testing.B) {
+	dir := synthHost(b, "host-pcie8-acs.txtar")
+	sys, proc := filepath.Join(dir, "sys"), filepath.Join(dir, "proc")
+	for b.Loop() {
+		r := newReport()
+		if f := readHostFacts(context.Background(), r, sys, proc); f.pcie == nil || len(f.pcie.GPUs) != 8 {
+			b.Fatal(r.Unknown)
+		}
+	}
+}
+
+// TestHostSwitch reads two GPUs behind one PCIe switch: the bridges they
+// share are listed once, with both GPUs below them.
+func TestHostSwitch(t *testing.T) {
+	f, r, _ := readSynthHost(t, "host-switch.txtar")
+	p := f.pcie
+	if len(p.GPUs) != 2 || len(p.Bridges) != 4 {
+		t.Fatalf("pcie: %+v %v", p, r.Unknown)
+	}
+	if want := []string{"0000:17:00.0", "0000:16:00.0", "0000:15:01.0"}; !reflect.DeepEqual(p.GPUs[0].Bridges, want) {
+		t.Errorf("GPU 0 bridges %v", p.GPUs[0].Bridges)
+	}
+	byAddr := map[string]Bridge{}
+	for _, b := range p.Bridges {
+		byAddr[b.Address] = b
+	}
+	for addr, want := range map[string]struct {
+		port     string
+		gpus     int
+		redirect bool
+		present  bool
+	}{
+		"0000:15:01.0": {"root port", 2, false, false},
+		"0000:16:00.0": {"switch upstream port", 2, false, false},
+		"0000:17:00.0": {"switch downstream port", 1, true, true},
+		"0000:17:01.0": {"switch downstream port", 1, true, true},
+	} {
+		b := byAddr[addr]
+		if b.PortType != want.port || len(b.GPUs) != want.gpus || b.ACS == nil || b.ACS.Present != want.present || b.ACS.RedirectsP2P != want.redirect {
+			t.Errorf("bridge %s: %+v ACS %+v", addr, b, b.ACS)
+		}
+	}
+	if b := byAddr["0000:16:00.0"]; b.VendorDevice != "1000:c030" || !strings.HasSuffix(b.SysfsPath, "/devices/pci0000:15/0000:15:01.0/0000:16:00.0") {
+		t.Errorf("upstream port: %+v", b)
+	}
+	if f.iommu.Mode != "off" {
+		t.Errorf("iommu: %+v", f.iommu)
+	}
+	if f.driver != nil || !strings.HasSuffix(r.Unknown["host.nvidia_driver"], "/proc/driver/nvidia: absent (no nvidia kernel module loaded)") {
+		t.Errorf("no driver: %+v %v", f.driver, r.Unknown)
+	}
+	delete(r.Unknown, "host.nvidia_driver")
+	if len(r.Unknown) != 0 {
+		t.Errorf("unknown: %v", r.Unknown)
 	}
 }

@@ -199,8 +199,8 @@ func TestParseParams(t *testing.T) {
 func TestParseDriverVersion(t *testing.T) {
 	for in, want := range map[string][2]string{
 		"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  (nixbld@)  \nGCC version: 15\n": {"580.159.04", "open"},
-		"NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 01:15:15 UTC 2023\n":                     {"535.104.05", "proprietary"},
-		"NVRM version: NVIDIA UNIX Open Kernel Module for aarch64  580.95.05  Release Build\n":                             {"580.95.05", "open"},
+		"NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 01:15:15 UTC 2023\n":                         {"535.104.05", "proprietary"},
+		"NVRM version: NVIDIA UNIX Open Kernel Module for aarch64  580.95.05  Release Build\n":                               {"580.95.05", "open"},
 	} {
 		_, v, mod, err := ParseDriverVersion([]byte(in))
 		if v != want[0] || mod != want[1] || err != nil {
@@ -284,4 +284,22 @@ func FuzzPCIeGen(f *testing.F) {
 		}
 		FirstCPU(s)
 	})
+}
+
+func TestPathBridges(t *testing.T) {
+	for _, c := range []struct {
+		real, addr, root string
+		bridges          []string
+	}{
+		// Behind a PCIe switch: downstream port, upstream port, root port.
+		{"devices/pci0000:15/0000:15:01.0/0000:16:00.0/0000:17:02.0/0000:19:00.0", "0000:19:00.0", "pci0000:15", []string{"0000:17:02.0", "0000:16:00.0", "0000:15:01.0"}},
+		{"devices/pci0000:00/0000:00:06.0", "0000:00:06.0", "pci0000:00", []string{}},
+		// A Hyper-V VM: the PCI domain hangs off the VMBus.
+		{"devices/LNXSYSTM:00/LNXSYBUS:00/ACPI0004:00/VMBUS:00/47505500-0001-0000-3130-444531454238/pci0001:00/0001:00:00.0", "0001:00:00.0", "pci0001:00", []string{}},
+	} {
+		bs, root := pathBridges(c.real, c.addr)
+		if !reflect.DeepEqual(bs, c.bridges) || root != c.root {
+			t.Errorf("%s: %v %q", c.real, bs, root)
+		}
+	}
 }

@@ -92,7 +92,8 @@ func (t *hostTree) readDir(name string) ([]string, error) {
 	if err := t.ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%s: not read: %w", t.show(name), err)
 	}
-	f, err := t.root.Open(name)
+	// O_DIRECTORY: a named pipe in a directory's place fails, not blocks.
+	f, err := t.root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_DIRECTORY, 0)
 	if err != nil {
 		return nil, t.pathErr(name, err)
 	}

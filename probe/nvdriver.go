@@ -120,6 +120,10 @@ func ParseDriverVersion(data []byte) (line, ver, module string, err error) {
 
 // readNvidiaDriver reads /proc/driver/nvidia/version and params.
 func readNvidiaDriver(proc *hostTree, r *Report) *NvidiaDriver {
+	if _, err := proc.readDir("driver/nvidia"); isNotExist(err) {
+		r.unknown("host.nvidia_driver", proc.show("driver/nvidia")+": absent (no nvidia kernel module loaded)")
+		return nil
+	}
 	d := &NvidiaDriver{RegistryDwords: map[string]string{}}
 	read := false
 	vf := "driver/nvidia/version"

@@ -49,7 +49,7 @@ type archFinding struct {
 // record in the journal when --force overrode a failure, or an error with
 // exitRefused when a requirement is not met.
 func checkArch(ctx context.Context, w io.Writer, opts archGateOptions, ps []*patches.Patch) (notes []string, err error) {
-	popts := probe.Options{Python: opts.Python, SitePackages: opts.SitePackages}
+	popts := hostRoots(probe.Options{Python: opts.Python, SitePackages: opts.SitePackages})
 	if opts.SM != "" {
 		m, err := parseSMFlag(opts.SM)
 		if err != nil {
