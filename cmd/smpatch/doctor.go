@@ -230,7 +230,7 @@ func (o *doctorOptions) host(ctx context.Context) (*probe.Report, string, error)
 	if o.SitePackages != "" {
 		po.SitePackages = []string{o.SitePackages}
 	}
-	r, err := o.Probe(ctx, po)
+	r, err := o.Probe(ctx, hostRoots(po))
 	if err != nil {
 		return nil, "", fmt.Errorf("doctor: probe: %w", err)
 	}

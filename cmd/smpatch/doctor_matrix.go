@@ -51,7 +51,7 @@ func (d *cellDoctor) setup(ctx context.Context, python string) {
 		if d.host, err = probe.ReadReport(d.ProbeFile); err == nil {
 			d.hostFrom = d.ProbeFile
 		}
-	} else if d.host, err = d.Probe(ctx, probe.Options{Python: python}); err == nil {
+	} else if d.host, err = d.Probe(ctx, hostRoots(probe.Options{Python: python})); err == nil {
 		d.hostFrom = "live probe of this machine"
 	}
 	if err != nil {
