@@ -402,18 +402,23 @@ func pcieFacts(f *Facts, r *probe.Report, h *probe.Host) {
 	}
 	// ACS: redirecting bridges, else known-clean bridges, else unknown.
 	var redirect []string
+	var first *probe.Bridge
 	unknownACS := 0
-	for _, b := range p.Bridges {
+	for i, b := range p.Bridges {
 		switch {
 		case b.ACS == nil:
 			unknownACS++
 		case b.ACS.RedirectsP2P:
-			redirect = append(redirect, fmt.Sprintf("%s (%s) ACS %s (%s)", b.Address, firstNonEmpty(b.PortType, "bridge"), strings.Join(b.ACS.Enabled, ","), b.ACS.From))
+			redirect = append(redirect, b.Address)
+			if first == nil {
+				first = &p.Bridges[i]
+			}
 		}
 	}
 	switch {
 	case len(redirect) > 0:
-		f.set("host.acs", "P2P redirected at "+strings.Join(redirect, "; "), "redirects")
+		f.set("host.acs", fmt.Sprintf("ACS redirects P2P at %d bridge(s) above the GPUs: %s; at %s (%s): %s, from %s", len(redirect), strings.Join(redirect, " "),
+			first.Address, firstNonEmpty(first.PortType, "bridge"), strings.Join(first.ACS.Enabled, " "), first.ACS.From), "redirects")
 	case unknownACS > 0:
 		f.unknownBecause("host.acs", fmt.Sprintf("%d bridge(s) above the GPUs with ACS unread (%s)", unknownACS, firstNonEmpty(unknownKeyWith(r, ".acs"), "the extended config space is readable by root only")))
 	case len(p.Bridges) > 0:
