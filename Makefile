@@ -5,7 +5,7 @@ COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS := -s -w -X main.Version=$(VERSION) -X main.Commit=$(COMMIT)
 FUZZTIME ?= 5s
 
-.PHONY: all build install static generate architecture test test-crash test-hostile demo demo-matrix demo-image demo-docker fuzz bench coverage vet clean
+.PHONY: all build install static generate architecture test test-crash test-hostile demo demo-matrix demo-image demo-docker fuzz bench coverage doctor-windows doctor-docs vet clean
 
 all: build
 
@@ -84,6 +84,22 @@ coverage:
 	GO="$(GO)" SGLANG_GIT_DIR="$(SGLANG_GIT_DIR)" FLASHINFER_GIT_DIR="$(FLASHINFER_GIT_DIR)" ./scripts/compat.sh
 	$(MAKE) build
 	SGLANG_GIT_DIR="$(SGLANG_GIT_DIR)" ./scripts/coverage.sh $(BIN) > docs/coverage.md.tmp && mv docs/coverage.md.tmp docs/coverage.md || { rm -f docs/coverage.md.tmp; exit 1; }
+	$(MAKE) doctor-windows
+
+# Where each doctor rule's code conditions hold on real sglang history
+# (release tags; main's first parents since 2026-01-01), written to
+# doctor/rules/windows.json, and docs/doctor.md from the rules and those
+# windows. SGLANG_GIT_DIR holds the tags; SGLANG_MAIN_DIR (default: the
+# same clone) holds main, at SGLANG_MAIN_REF (default main).
+doctor-windows:
+	@if [ -z "$(SGLANG_GIT_DIR)" ]; then echo "make doctor-windows: set SGLANG_GIT_DIR to a clone of sglang with its release tags (and SGLANG_MAIN_DIR=... for one with main)" >&2; exit 2; fi
+	$(GO) run ./scripts/doctorwin -sglang "$(SGLANG_GIT_DIR)" -main "$(or $(SGLANG_MAIN_DIR),$(SGLANG_GIT_DIR))" -main-ref "$(or $(SGLANG_MAIN_REF),main)"
+
+# docs/doctor.md again from the rules and the windows as they are (after
+# a change to a rule's words; a change to its code conditions needs
+# make doctor-windows).
+doctor-docs:
+	$(GO) run ./scripts/doctorwin -docs
 
 clean:
 	rm -rf bin

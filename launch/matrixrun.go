@@ -62,6 +62,10 @@ type MatrixRun struct {
 	// Commands, when set, receives each selected cell's patches,
 	// environment and command before the run starts.
 	Commands io.Writer
+	// Doctor, when set, decides each selected cell's launch (on the tree
+	// of the interpreter python) before any cell starts: a blocker it
+	// returns prunes the cell with it as the reason ("" for none).
+	Doctor func(ctx context.Context, c *Cell, python string) (blocker string, err error)
 }
 
 // MatrixResult is what a matrix run gives back: the summary of the cells
@@ -131,6 +135,7 @@ func RunMatrix(ctx context.Context, r MatrixRun) (*MatrixResult, error) {
 	if err != nil {
 		return nil, err
 	}
+
 	if r.Options.Repeat != 0 {
 		opts.Repeat = r.Options.Repeat
 	}
@@ -144,6 +149,20 @@ func RunMatrix(ctx context.Context, r MatrixRun) (*MatrixResult, error) {
 	}
 	if python == "" {
 		python = r.DefaultPython
+	}
+	if r.Doctor != nil {
+		for _, c := range cells {
+			if c.Pruned != "" || len(opts.Only) > 0 && !slices.Contains(opts.Only, c.ID) {
+				continue
+			}
+			why, err := r.Doctor(ctx, c, python)
+			if err != nil {
+				return nil, err
+			}
+			if why != "" {
+				c.Pruned = "doctor: " + why
+			}
+		}
 	}
 	res := &MatrixResult{Out: opts.Out}
 	if r.DryRun {

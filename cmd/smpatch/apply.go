@@ -131,7 +131,8 @@ func runApply(ctx context.Context, o *applyOptions) error {
 				sp = []string{t.Root()}
 			}
 			info, paint := o.Color(info)
-			return o.Gate(ctx, info, archGateOptions{ProbeFile: o.ProbeFile, SM: o.SM, Force: o.Force, Quiet: o.Quiet(), Paint: paint, Python: o.Python(), SitePackages: sp, Findings: &findings, Tree: t}, ps)
+			return o.Gate(ctx, info, archGateOptions{ProbeFile: o.ProbeFile, SM: o.SM, Force: o.Force, Quiet: o.Quiet(), Paint: paint, Python: o.Python(), SitePackages: sp, Findings: &findings,
+				Tree: t, Changes: s.Changes()}, ps)
 		}
 	}
 	res, err := patches.Apply(ctx, t, set, opts)

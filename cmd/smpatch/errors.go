@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/smpatch/smpatch/doctor"
 	"github.com/smpatch/smpatch/launch"
 	"github.com/smpatch/smpatch/patches"
 	"github.com/smpatch/smpatch/patches/journal"
@@ -31,6 +32,8 @@ func exitCodeOf(err error) int {
 		return exitRevertRefused
 	case isA[*launch.CellsFailedError](err):
 		return exitCellsFailed
+	case isA[*doctor.InputError](err), isA[*doctor.NotSGLangError](err):
+		return exitFailure // doctor's bad input: a config.json, an architecture, a launch, a tree's version
 	}
 	return exitFailure
 }
@@ -46,7 +49,7 @@ const (
 	exitOK            = 0   // done, or nothing to do
 	exitFailure       = 1   // bad input file, I/O, network
 	exitUsage         = 2   // unknown command or flag
-	exitRefused       = 3   // refused by --check-arch: a requirement is not met
+	exitRefused       = 3   // refused by --check-arch: a requirement is not met; doctor found a blocker
 	exitConflict      = 4   // a hunk conflicts (apply), or a patch conflicts upstream (check)
 	exitRevertRefused = 5   // a patched file changed since it was applied
 	exitCellsFailed   = 6   // matrix run: one or more cells failed

@@ -9,6 +9,9 @@ import (
 // through the command tree), with paths of the repository's examples/.
 
 var examples = map[string]string{
+	"doctor": `  smpatch doctor --repo examples/sample/sglang --probe-file examples/hosts/rtx-pro-6000x8-flashinfer-0.6.17.json -- python -m sglang.launch_server --model-path /models/m --tp-size 8
+  smpatch doctor --site-packages .venv/lib/python3.12/site-packages --model /models/m --format json
+  smpatch doctor --list                    # the rules, with the sglang releases and main commits each applies to`,
 	"list": `  smpatch list
   smpatch list --json
   smpatch list --catalog ./my-patches      # with your own patches`,

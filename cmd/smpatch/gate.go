@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/smpatch/smpatch/doctor"
 	"github.com/smpatch/smpatch/internal/smver"
 	"github.com/smpatch/smpatch/patches"
 	"github.com/smpatch/smpatch/probe"
@@ -28,9 +29,12 @@ type archGateOptions struct {
 	// Probe probes this machine when no --probe-file is given (probe.Run
 	// when nil).
 	Probe func(ctx context.Context, o probe.Options) (*probe.Report, error)
-	// Tree is the tree being patched: the compatibility table is read for
-	// the flashinfer it pins (nil: not).
-	Tree source.Tree
+	// Tree and Changes, when set, are the tree being patched and what the
+	// patches write there: the compatibility table is read for the
+	// flashinfer the tree pins, and doctor's rules about those files are
+	// decided on the tree as it will be (the patch's own findings).
+	Tree    source.Tree
+	Changes map[string][]byte
 }
 
 // archFinding is one requirement of one patch, checked: apply --json shows
@@ -110,6 +114,9 @@ func checkArch(ctx context.Context, w io.Writer, opts archGateOptions, ps []*pat
 			}
 		}
 	}
+	if opts.Tree != nil {
+		failed = append(failed, doctorFindings(ctx, w, opts, r, from, ps)...)
+	}
 	if len(failed) == 0 {
 		return nil, nil
 	}
@@ -188,4 +195,50 @@ func orUnknown(s string) string {
 		return "(version unknown)"
 	}
 	return s
+}
+
+// doctorFindings decides doctor's rules about the patches' files on the
+// tree as the patches leave it, with the host of the gate: one line per
+// finding (a blocker fails the gate), and one for the rules that need a
+// launch to be decided. It returns the failed lines.
+func doctorFindings(ctx context.Context, w io.Writer, opts archGateOptions, r *probe.Report, from string, ps []*patches.Patch) []string {
+	names := make([]string, len(ps))
+	for i, p := range ps {
+		names[i] = p.Name
+	}
+	label := opts.Paint.text(strings.Join(names, ", "))
+	all, err := doctor.Rules()
+	if err != nil {
+		fmt.Fprintf(w, "check-arch: %s: doctor: not run (%v)\n", label, err)
+		return nil
+	}
+	files := make([]string, 0, len(opts.Changes))
+	for f := range opts.Changes {
+		files = append(files, f)
+	}
+	rules := doctor.RulesOf(all, files, names)
+	if len(rules) == 0 {
+		return nil
+	}
+	rep, err := doctor.Run(ctx, doctor.Inputs{Tree: doctor.Patched(opts.Tree, opts.Changes), Host: r, HostFrom: from, Env: environ()}, rules)
+	if err != nil {
+		fmt.Fprintf(w, "check-arch: %s: doctor: not run (%s)\n", label, opts.Paint.text(err.Error()))
+		return nil
+	}
+	var failed []string
+	for _, f := range rep.Findings {
+		line := fmt.Sprintf("doctor %s %s: %s", f.Severity, f.Rule, f.Happens)
+		if opts.Findings != nil {
+			*opts.Findings = append(*opts.Findings, archFinding{Patch: strings.Join(names, ", "), Requirement: "doctor " + f.Rule, OK: f.Severity != doctor.Blocker, Evidence: f.Happens})
+		}
+		word := opts.Paint.word(f.Severity != doctor.Blocker)
+		fmt.Fprintf(w, "check-arch: %s: %s %s\n", label, word, opts.Paint.text(line))
+		if f.Severity == doctor.Blocker {
+			failed = append(failed, fmt.Sprintf("%s: %s", strings.Join(names, ", "), line))
+		}
+	}
+	if n := len(rep.Undecided); n > 0 && !opts.Quiet {
+		fmt.Fprintf(w, "check-arch: %s: doctor: %d rule(s) about its files need the launch to be decided (smpatch doctor -- LAUNCH COMMAND)\n", label, n)
+	}
+	return failed
 }

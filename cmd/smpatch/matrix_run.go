@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/smpatch/smpatch/launch"
+	"github.com/smpatch/smpatch/probe"
 )
 
 // matrixRunOptions are smpatch matrix run's flags, streams and
@@ -50,6 +51,7 @@ type matrixRunOptions struct {
 	ShmSize     string
 	JSON        bool
 	Repeat      int
+	NoDoctor    bool
 
 	DockerNetwork, DockerGPUs string
 	batchOptions
@@ -75,6 +77,7 @@ func (o *matrixRunOptions) AddFlags(c *cobra.Command) {
 	f.BoolVar(&o.JSON, "json", false, "print the results as JSON")
 	o.addBatchFlags(f)
 	f.IntVar(&o.Repeat, "repeat", 0, "run each cell N times, a fresh server each time, round-robin over the cells (default: the matrix's launch.repeat, else 1)")
+	f.BoolVar(&o.NoDoctor, "no-doctor", false, "start cells without doctoring their launches first (local runner)")
 }
 
 func newMatrixRunCmd(f *Factory) *cobra.Command {
@@ -179,6 +182,10 @@ func (o *matrixRunOptions) matrixRun(ctx context.Context) (launch.MatrixRun, err
 		if r.SlurmCommand, err = o.slurmCommand(); err != nil {
 			return r, err
 		}
+	}
+	if !o.NoDoctor && r.Runner == launch.RunnerLocal {
+		d := &cellDoctor{Repo: o.Repo, ProbeFile: o.ProbeFile, Catalog: o.Catalog, Probe: probe.Run, Warn: r.Options.Warn}
+		r.Doctor = d.check
 	}
 	if o.Verbose {
 		r.Commands = stderr

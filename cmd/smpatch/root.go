@@ -71,6 +71,7 @@ func (g *Globals) PythonPath() string {
 
 // commandBuilders are smpatch's commands, in the order help lists them.
 var commandBuilders = []func(*Factory) *cobra.Command{
+	newDoctorCmd,
 	newListCmd,
 	newShowCmd,
 	newApplyCmd,
