@@ -78,6 +78,7 @@ func Run(ctx context.Context, in Inputs, rules []*Rule) (*Report, error) {
 		rep.Tree, rep.Version = in.Tree.Root(), v
 		f.set("sglang.version", tr.versionFrom, v)
 		tr.pins(f, in.Requires)
+		compatFacts(f, v)
 	} else {
 		why := in.NoTree
 		if why == "" {

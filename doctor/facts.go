@@ -126,6 +126,7 @@ var fixedFacts = []string{
 	"cuda.version", "cuda.root",
 	"flashinfer.version", "nccl.version", "triton.version", "triton.ptxas", "triton.ptxas.targets",
 	"sglang.version",
+	"compat.fusion_sm12", "compat.install", "compat.advice",
 	"launch.entry",
 	"moe.config", "moe.config.file", "moe.config.dir",
 	"attn.heads_per_rank",

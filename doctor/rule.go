@@ -133,7 +133,13 @@ func (c *Cond) TreeOnly() bool {
 		}
 		return true
 	}
-	return c.File != "" || strings.HasPrefix(c.Fact, "pin.")
+	return c.File != "" || treeFact(c.Fact)
+}
+
+// treeFact reports whether a fact is read from the tree alone: its pins,
+// and what the compatibility table says of them.
+func treeFact(name string) bool {
+	return strings.HasPrefix(name, "pin.") || strings.HasPrefix(name, "compat.")
 }
 
 // group is c's members when it is a group.
@@ -149,7 +155,7 @@ func (c *Cond) Files() []string {
 	if c.File != "" {
 		return []string{c.File}
 	}
-	if strings.HasPrefix(c.Fact, "pin.") {
+	if treeFact(c.Fact) {
 		return []string{pyprojectFile}
 	}
 	var out []string

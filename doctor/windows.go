@@ -134,6 +134,11 @@ func CondsDigest(r *Rule) string {
 func TreeState(ctx context.Context, t source.Tree, rules []*Rule) ([]string, error) {
 	f := newFacts()
 	(&treeReader{t: t}).pins(f, nil)
+	version := ""
+	if v, _, err := t.Version(ctx); err == nil && v != nil {
+		version = source.VersionString(v)
+	}
+	compatFacts(f, version)
 	e := newEvaluator(f, t, "")
 	out := make([]string, len(rules))
 	for i, r := range rules {
