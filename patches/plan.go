@@ -115,16 +115,12 @@ func NewPlan(ctx context.Context, p *Patch, t source.Tree, opts PlanOptions) (*P
 	return pl, nil
 }
 
-// finish judges a plan beyond its hunks: a plan that resolves must leave
-// the patch's verify rules holding on the bytes it would write; a plan that
-// does not resolve on a tree with the marker of an uncovered shape says so.
+// finish judges a plan beyond its hunks: a plan that does not resolve on
+// a tree with the marker of an uncovered shape says so. (The verify rules
+// were checked on the result of every variant that resolved: a variant
+// whose result breaks one is not chosen, or is refused.)
 func (pl *Plan) finish(t source.Tree, strict bool) error {
-	if pl.OK(strict) {
-		why, err := pl.verifyResult(t)
-		if err != nil {
-			return err
-		}
-		pl.refuse(why)
+	if pl.Refused != "" || pl.OK(strict) {
 		return nil
 	}
 	u, err := uncoveredShape(pl.Patch, t)
@@ -133,7 +129,7 @@ func (pl *Plan) finish(t source.Tree, strict bool) error {
 	}
 	if u != nil {
 		pl.Shape = u
-		pl.Reason = fmt.Sprintf("this tree is shape %s, which the catalog does not cover: %s (marker in %s)", shapeTitle(u), u.Why, u.File)
+		pl.Reason = fmt.Sprintf("this tree is shape %s, which the catalog does not cover: %s (marker in %s)", shapeTitle(u), u.Why, source.ShownPath(t, u.File))
 	}
 	return nil
 }
@@ -230,27 +226,8 @@ func newPlan(ctx context.Context, p *Patch, t source.Tree, opts PlanOptions) (*P
 		return pl, nil
 	}
 	if opts.Variant != "" {
-		var vr *Variant
-		var names []string
-		for _, c := range p.Variants {
-			names = append(names, VariantLabel(c))
-			if c.Name == opts.Variant || c.Versions == opts.Variant {
-				vr = c
-			}
-		}
-		if vr == nil {
-			pl.Reason = fmt.Sprintf("patch %s has no variant %q (variants: %s)", p.Name, opts.Variant, strings.Join(names, ", "))
-			return pl, nil
-		}
-		if err := pl.try(ctx, t, vr, opts); err != nil {
-			return nil, err
-		}
-		pl.choose(vr, len(pl.Attempts)-1)
-		pl.VariantReason = fmt.Sprintf("variant %s named explicitly", VariantLabel(vr))
-		pl.setReason()
-		return pl, nil
+		return pl, pl.forced(ctx, t, opts)
 	}
-
 	var cands, rest []*Variant
 	for _, c := range p.Variants {
 		if v != nil && c.Admits(v) {
@@ -271,18 +248,17 @@ func newPlan(ctx context.Context, p *Patch, t source.Tree, opts PlanOptions) (*P
 		if err := pl.try(ctx, t, c, opts); err != nil {
 			return nil, err
 		}
-		a := pl.Attempts[len(pl.Attempts)-1]
-		if !resolves(a.Outcome, opts.Strict) {
+		if !resolves(pl.Attempts[i].Outcome, opts.Strict) {
 			continue
 		}
-		pl.choose(c, len(pl.Attempts)-1)
+		pl.choose(c, i)
 		switch {
 		case len(cands) == 1 && i == 0:
 			pl.VariantReason = fmt.Sprintf("%s matches %s", verText, rangeText(c))
 		case i < len(cands):
 			pl.VariantReason = fmt.Sprintf("%s matches %d variants; %s is the first that resolves", verText, len(cands), VariantLabel(c))
 		case len(cands) > 0:
-			pl.VariantReason = fmt.Sprintf("%s matches %s, which does not resolve; %s (%s) resolves", verText, labels(cands), VariantLabel(c), rangeText(c))
+			pl.VariantReason = fmt.Sprintf("%s matches %s, %s", verText, labels(cands), pl.failedWords(len(cands), fmt.Sprintf("%s (%s)", VariantLabel(c), rangeText(c))))
 		case v != nil:
 			pl.VariantReason = fmt.Sprintf("%s matches no variant's range; %s (%s) resolves", verText, VariantLabel(c), rangeText(c))
 		default:
@@ -291,6 +267,23 @@ func newPlan(ctx context.Context, p *Patch, t source.Tree, opts PlanOptions) (*P
 		if i > 0 {
 			pl.VariantReason += fmt.Sprintf(" (tried %s)", labels(order[:i]))
 		}
+		return pl, nil
+	}
+	// No variant applies. One whose hunks resolve but whose result breaks
+	// a verify rule is refused, the version's first: it says what would be
+	// left undone.
+	if i := pl.firstRefused(len(cands)); i >= 0 {
+		pl.choose(order[i], i)
+		if i < len(cands) {
+			pl.VariantReason = fmt.Sprintf("%s matches %s", verText, rangeText(order[i]))
+		} else {
+			pl.VariantReason = fmt.Sprintf("%s; %s (%s) resolves but leaves a verify rule unmet", verText, VariantLabel(order[i]), rangeText(order[i]))
+		}
+		why := pl.Attempts[i].Reason
+		if len(order) > 1 {
+			why += fmt.Sprintf("; no variant applies without leaving a rule unmet (tried %s)", labels(order))
+		}
+		pl.refuse(why)
 		return pl, nil
 	}
 	// Nothing resolves: show the variant the version names, else the one
@@ -314,6 +307,70 @@ func newPlan(ctx context.Context, p *Patch, t source.Tree, opts PlanOptions) (*P
 	}
 	pl.setReason()
 	return pl, nil
+}
+
+// forced plans the variant opts.Variant names (by name, or by its range as
+// written): it is the plan, whether it resolves or not, and a result that
+// breaks a verify rule is refused.
+func (pl *Plan) forced(ctx context.Context, t source.Tree, opts PlanOptions) error {
+	p := pl.Patch
+	var vr *Variant
+	var names []string
+	for _, c := range p.Variants {
+		names = append(names, VariantLabel(c))
+		if c.Name == opts.Variant || c.Versions == opts.Variant {
+			vr = c
+		}
+	}
+	if vr == nil {
+		pl.Reason = fmt.Sprintf("patch %s has no variant %q (variants: %s)", p.Name, opts.Variant, strings.Join(names, ", "))
+		return nil
+	}
+	if err := pl.try(ctx, t, vr, opts); err != nil {
+		return err
+	}
+	pl.choose(vr, 0)
+	pl.VariantReason = fmt.Sprintf("variant %s named explicitly", VariantLabel(vr))
+	if a := pl.Attempts[0]; a.Outcome == OutcomeRefused {
+		pl.refuse(a.Reason)
+		return nil
+	}
+	pl.setReason()
+	return nil
+}
+
+// failedWords says why the first n attempts (the variants the version
+// names) were not taken, and that chosen was: they conflict, or their
+// result leaves a verify rule unmet and the content chose another.
+func (pl *Plan) failedWords(n int, chosen string) string {
+	for _, a := range pl.Attempts[:n] {
+		if a.Outcome == OutcomeRefused {
+			return fmt.Sprintf("which leaves a verify rule unmet (%s); by content, %s applies", a.Reason, chosen)
+		}
+	}
+	if n == 1 {
+		return "which does not resolve; " + chosen + " resolves"
+	}
+	return "which do not resolve; " + chosen + " resolves"
+}
+
+// firstRefused is the first attempt whose hunks resolve but whose result
+// breaks a verify rule, among the first n (the version's variants) if one
+// of them is, else among all; -1 when there is none.
+func (pl *Plan) firstRefused(n int) int {
+	first := -1
+	for i, a := range pl.Attempts {
+		if a.Outcome != OutcomeRefused {
+			continue
+		}
+		if i < n {
+			return i
+		}
+		if first < 0 {
+			first = i
+		}
+	}
+	return first
 }
 
 func resolves(o Outcome, strict bool) bool {
@@ -345,21 +402,32 @@ func rangeText(v *Variant) string {
 	return v.Versions
 }
 
-// try plans variant c and records the attempt.
+// try plans variant c and records the attempt. An attempt whose hunks
+// resolve is judged on its result: one that breaks a verify rule is
+// refused, the rule in its reason.
 func (pl *Plan) try(ctx context.Context, t source.Tree, c *Variant, opts PlanOptions) error {
-	files, err := planVariant(ctx, t, c, opts.Memo, !opts.Brief)
+	files, err := planVariant(ctx, t, c, pl.Patch, opts.Memo, !opts.Brief)
 	if err != nil {
 		return err
 	}
-	probe := &Plan{Variant: c, Files: files}
+	probe := &Plan{Patch: pl.Patch, Variant: c, Files: files}
 	o := probe.Outcome()
 	a := Attempt{Variant: VariantLabel(c), Outcome: o}
-	if o == OutcomeConflict {
+	switch {
+	case o == OutcomeConflict:
 		a.Reason = firstConflict(files)
-	} else if o == OutcomeFuzzy && opts.Strict {
+	case o == OutcomeFuzzy && opts.Strict:
 		a.Reason = "fuzzy hunks (strict)"
 		if f := firstFuzzy(files); f != "" {
 			a.Reason += ": " + f
+		}
+	case resolves(o, false):
+		why, err := probe.verifyResult(t)
+		if err != nil {
+			return err
+		}
+		if why != "" {
+			a.Outcome, a.Reason = OutcomeRefused, why
 		}
 	}
 	pl.Attempts = append(pl.Attempts, a)
@@ -406,7 +474,10 @@ func (pl *Plan) noteMoved() {
 // resolves, beyond the one variant shown.
 func (pl *Plan) Tried() []Attempt {
 	if pl.Refused != "" {
-		return nil // a variant resolved; the refusal is not about variants
+		if len(pl.Attempts) > 1 && slices.ContainsFunc(pl.Attempts, func(a Attempt) bool { return a.Outcome == OutcomeRefused }) {
+			return pl.Attempts // each variant left a rule unmet, or conflicts
+		}
+		return nil // the refusal is not about variants
 	}
 	if pl.Outcome() == OutcomeNoVariant || (len(pl.Attempts) > 1 && !resolves(pl.Outcome(), false)) {
 		return pl.Attempts
@@ -439,7 +510,7 @@ func firstConflict(files []*FilePlan) string {
 
 // planVariant matches every diff of a variant against t. Diffs of the same
 // file apply in order, each to the previous one's result.
-func planVariant(ctx context.Context, t source.Tree, c *Variant, memo *Memo, explain bool) ([]*FilePlan, error) {
+func planVariant(ctx context.Context, t source.Tree, c *Variant, p *Patch, memo *Memo, explain bool) ([]*FilePlan, error) {
 	if len(c.Files) == 0 && len(c.Diffs) > 0 {
 		return nil, fmt.Errorf("variant %s: diffs %s were not parsed", VariantLabel(c), strings.Join(c.Diffs, ", "))
 	}
@@ -504,6 +575,7 @@ func planVariant(ctx context.Context, t source.Tree, c *Variant, memo *Memo, exp
 		}
 		if fp == nil {
 			fp = matchFile(st.data, st.exists, fd, explain)
+			fp = settleEquivalent(fp, st.data, fd, p, target, explain)
 			if key.fd != nil {
 				memo.putFile(key, fp)
 			}
@@ -521,7 +593,7 @@ func planVariant(ctx context.Context, t source.Tree, c *Variant, memo *Memo, exp
 				if s, ok := cur[found]; ok {
 					data = s.data
 				}
-				alt := matchFile(data, true, fd, explain)
+				alt := settleEquivalent(matchFile(data, true, fd, explain), data, fd, p, found, explain)
 				if !hasConflict(alt) {
 					alt.Path = found
 					alt.Note = fmt.Sprintf("%s does not match (%s); %s", target, firstConflict([]*FilePlan{fp}), why)

@@ -81,3 +81,16 @@ func PackageToRepoPath(p Project, pkgRel string) (string, bool) {
 	}
 	return "", false
 }
+
+// ShownPath is the repository-relative path rel as it is in the tree t,
+// for people: in a site-packages tree the package path (sglang's
+// python/sglang/x.py is sglang/x.py there), elsewhere rel itself.
+func ShownPath(t Tree, rel string) string {
+	if t == nil || t.Kind() != KindSitePackages {
+		return rel
+	}
+	if p, ok := RepoToPackagePath(t.Project(), rel); ok {
+		return p
+	}
+	return rel
+}

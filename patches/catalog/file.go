@@ -72,6 +72,10 @@ func (u *uncoveredFile) UnmarshalTOML(v any) error {
 // verifyFile is one [[verify]].
 type verifyFile struct {
 	File        string `toml:"file"`
+	What        string `toml:"what"`
+	When        string `toml:"when"`
 	Contains    string `toml:"contains"`
 	NotContains string `toml:"not_contains"`
+	Regex       string `toml:"regex"`
+	NotRegex    string `toml:"not_regex"`
 }

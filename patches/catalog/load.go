@@ -286,10 +286,24 @@ func (l *loader) verify(p *Patch, vs []verifyFile) error {
 		if err := inProject(p.Project, v.File); err != nil {
 			return l.errf(l.line("verify", i, "file"), "[[verify]] file: %v", err)
 		}
-		if v.Contains == "" && v.NotContains == "" {
-			return l.errf(l.line("verify", i, ""), "[[verify]] #%d: needs contains or not_contains", i+1)
+		if v.Contains == "" && v.NotContains == "" && v.Regex == "" && v.NotRegex == "" {
+			return l.errf(l.line("verify", i, ""), "[[verify]] #%d: needs contains, not_contains, regex or not_regex", i+1)
 		}
-		p.Verify = append(p.Verify, VerifyRule{File: v.File, Contains: v.Contains, NotContains: v.NotContains})
+		r := VerifyRule{File: v.File, What: strings.TrimSpace(v.What), When: v.When, Contains: v.Contains, NotContains: v.NotContains, Regex: v.Regex, NotRegex: v.NotRegex}
+		for _, k := range []struct {
+			key, src string
+			dst      **regexp.Regexp
+		}{{"when", v.When, &r.when}, {"regex", v.Regex, &r.re}, {"not_regex", v.NotRegex, &r.notRe}} {
+			if k.src == "" {
+				continue
+			}
+			re, err := regexp.Compile(k.src)
+			if err != nil {
+				return l.errf(l.line("verify", i, k.key), "[[verify]] #%d: %s: %v", i+1, k.key, err)
+			}
+			*k.dst = re
+		}
+		p.Verify = append(p.Verify, r)
 	}
 	return nil
 }

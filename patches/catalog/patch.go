@@ -67,13 +67,6 @@ type Variant struct {
 	Search []string
 }
 
-// VerifyRule is a post-condition on a written file.
-type VerifyRule struct {
-	File        string // repository-relative
-	Contains    string
-	NotContains string
-}
-
 // Uncovered is an upstream shape a patch knows it does not cover. An entry
 // written as a plain string is a note (Text) and is never detected; a
 // [[uncovered]] table has a name, the window of upstream history it spans,
