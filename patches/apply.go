@@ -326,6 +326,9 @@ func (a *applier) add(s *Set, i int, p *Plan) error {
 	if p.Outcome() == OutcomeAlreadyApplied {
 		po := outcomeOf(p, "already-applied")
 		po.Reason = "already applied: the tree already has every change"
+		if p.Retired != "" {
+			po.Reason = "already upstream: " + p.Retired
+		}
 		if staleEntry != nil {
 			// The journal entry stays: it still has the originals that
 			// revert needs.

@@ -102,6 +102,11 @@ func TestBuiltinLeavingAHunkOutIsRefused(t *testing.T) {
 		{auto, "c4-s3", "server-args"},
 		{auto, "c4-s5", "overrides"},
 		{auto, "c5-s5", "overrides-platform"},
+		{"sm12x-deepgemm-off", "deepgemm-lt90", "lt90"},
+		{"sm12x-deepgemm-off", "deepgemm-musa", "musa"},
+		{"sm12x-deepgemm-off", "deepgemm-sm120", "sm120"},
+		{"sm12x-gpt-oss-mxfp4", "gpt-oss-elif", "elif"},
+		{"sm12x-gpt-oss-mxfp4", "gpt-oss-if", "if"},
 	} {
 		p := builtinPatch(t, tc.patch)
 		var v *patches.Variant

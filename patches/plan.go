@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/hashicorp/go-version"
+
 	"github.com/smpatch/smpatch/patches/udiff"
 	"github.com/smpatch/smpatch/source"
 )
@@ -82,6 +84,11 @@ type Plan struct {
 	// Shape is the uncovered shape whose marker the tree has, when no
 	// variant resolves.
 	Shape *Uncovered
+	// Retired says why the patch has nothing to do on this tree although
+	// no variant resolves: the tree's version is at or past the release
+	// upstream merged the change in ([upstream] merged_in). Such a plan is
+	// already applied, with no files.
+	Retired string
 
 	attemptFiles     [][]*FilePlan // per attempt
 	attemptConflicts []int         // per attempt
@@ -286,8 +293,14 @@ func newPlan(ctx context.Context, p *Patch, t source.Tree, opts PlanOptions) (*P
 		pl.refuse(why)
 		return pl, nil
 	}
-	// Nothing resolves: show the variant the version names, else the one
-	// with the fewest conflicts.
+	// Nothing resolves. On a tree whose version is at or past the release
+	// upstream merged the change in, the patch is retired there.
+	if why := retiredBy(p, v, t); why != "" {
+		pl.Retired, pl.VariantReason = why, verText+"; "+why
+		return pl, nil
+	}
+	// Else show the variant the version names, else the one with the
+	// fewest conflicts.
 	switch {
 	case len(cands) > 0:
 		pl.choose(cands[0], 0)
@@ -307,6 +320,28 @@ func newPlan(ctx context.Context, p *Patch, t source.Tree, opts PlanOptions) (*P
 	}
 	pl.setReason()
 	return pl, nil
+}
+
+// retiredBy says why a patch is upstream on the tree t of version v: v is
+// at or past [upstream] merged_in and, when the patch names a marker, the
+// tree has it ("" otherwise, or when either version is unknown).
+func retiredBy(p *Patch, v *version.Version, t source.Tree) string {
+	if v == nil || p.Upstream.MergedIn == "" {
+		return ""
+	}
+	m, err := source.ParseVersion(p.Upstream.MergedIn)
+	if err != nil || v.LessThan(m) {
+		return ""
+	}
+	why := fmt.Sprintf("upstream has this change since %s ([upstream] merged_in)", p.Upstream.MergedIn)
+	if p.Upstream.Marker != "" {
+		ok, where := UpstreamMarker(t, p)
+		if !ok {
+			return ""
+		}
+		why += fmt.Sprintf(", and the tree has its marker at %s", where)
+	}
+	return why + "; no variant is for this tree: nothing to do"
 }
 
 // forced plans the variant opts.Variant names (by name, or by its range as
@@ -681,6 +716,9 @@ func matchFile(data []byte, exists bool, fd *FileDiff, explain bool) *FilePlan {
 func (p *Plan) Outcome() Outcome {
 	if p.Refused != "" {
 		return OutcomeRefused
+	}
+	if p.Retired != "" {
+		return OutcomeAlreadyApplied
 	}
 	if p.Variant == nil {
 		return OutcomeNoVariant

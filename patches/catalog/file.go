@@ -38,6 +38,8 @@ type upstreamFile struct {
 	MergedIn   string `toml:"merged_in"`
 	Marker     string `toml:"marker"`
 	MarkerFile string `toml:"marker_file"`
+	// MarkerFiles are more files the marker may be in (code that moved).
+	MarkerFiles []string `toml:"marker_files"`
 }
 
 // variantFile is one [[variant]].

@@ -198,7 +198,15 @@ func (l *loader) upstream(p *Patch, u upstreamFile) error {
 			return l.errf(l.line("upstream", -1, "marker_file"), "marker_file without marker")
 		}
 	}
-	p.Upstream = Upstream{Status: u.Status, PR: u.PR, MergedIn: u.MergedIn, Marker: u.Marker, MarkerFile: u.MarkerFile}
+	for _, f := range u.MarkerFiles {
+		if err := inProject(p.Project, f); err != nil {
+			return l.errf(l.line("upstream", -1, "marker_files"), "marker_files: %v", err)
+		}
+	}
+	if len(u.MarkerFiles) > 0 && (u.MarkerFile == "" || u.Marker == "") {
+		return l.errf(l.line("upstream", -1, "marker_files"), "marker_files without marker and marker_file")
+	}
+	p.Upstream = Upstream{Status: u.Status, PR: u.PR, MergedIn: u.MergedIn, Marker: u.Marker, MarkerFile: u.MarkerFile, MarkerFiles: u.MarkerFiles}
 	return nil
 }
 

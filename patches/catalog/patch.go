@@ -51,6 +51,9 @@ type Upstream struct {
 	MergedIn   string // first upstream version that carries the change
 	Marker     string // text whose presence in a target file shows the change is upstream
 	MarkerFile string
+	// MarkerFiles are more files the marker is looked for in, after
+	// MarkerFile (upstream code that moved between releases).
+	MarkerFiles []string
 }
 
 // Variant is one version range of a patch and the diffs for it.
