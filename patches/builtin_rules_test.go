@@ -179,6 +179,9 @@ func TestBuiltinHandEditGetsTheRest(t *testing.T) {
 			switch {
 			case h.Status == patches.AlreadyApplied && f.Path == comm && strings.Contains(h.Reason, "an equivalent change is already there (the fusion gate admits SM12x)"):
 				equivalent++
+				if h.Index != 2 {
+					t.Errorf("the equivalent hunk is #%d, want the gate's, #3", h.Index+1)
+				}
 				if h.Line == 0 || !strings.Contains(strings.Split(string(files[comm]), "\n")[h.Line-1], "or is_sm120_supported())") {
 					t.Errorf("equivalent hunk at line %d, want the hand-edited gate's line", h.Line)
 				}

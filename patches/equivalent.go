@@ -30,6 +30,7 @@ func settleEquivalent(fp *FilePlan, data []byte, fd *FileDiff, p *Patch, path st
 			continue
 		}
 		if r, ok := equivalentDone(p, path, fd.Hunks[h.Index], data); ok {
+			r.Index, r.Path = h.Index, h.Path
 			done[h.Index] = r
 		}
 	}

@@ -92,6 +92,17 @@ type Plan struct {
 
 	attemptFiles     [][]*FilePlan // per attempt
 	attemptConflicts []int         // per attempt
+	// shown maps a repository path to the tree's (source.ShownPath).
+	shown func(string) string
+}
+
+// Shown is the repository path rel as the tree the plan was made on shows
+// it: sglang/x.py in a site-packages tree for python/sglang/x.py.
+func (pl *Plan) Shown(rel string) string {
+	if pl.shown == nil {
+		return rel
+	}
+	return pl.shown(rel)
 }
 
 // VariantLabel is a variant's name, else its range.
@@ -218,7 +229,7 @@ func (pl *Plan) verifyResult(t source.Tree) (string, error) {
 }
 
 func newPlan(ctx context.Context, p *Patch, t source.Tree, opts PlanOptions) (*Plan, error) {
-	pl := &Plan{Patch: p}
+	pl := &Plan{Patch: p, shown: func(rel string) string { return source.ShownPath(t, rel) }}
 	defer pl.noteMoved()
 	v, from, err := t.Version(ctx)
 	if err != nil {
@@ -367,7 +378,7 @@ func (pl *Plan) forced(ctx context.Context, t source.Tree, opts PlanOptions) err
 	pl.choose(vr, 0)
 	pl.VariantReason = fmt.Sprintf("variant %s named explicitly", VariantLabel(vr))
 	if a := pl.Attempts[0]; a.Outcome == OutcomeRefused {
-		pl.refuse(a.Reason)
+		pl.refuse(a.Reason + fmt.Sprintf(" (variant %s named explicitly)", VariantLabel(vr)))
 		return nil
 	}
 	pl.setReason()
@@ -450,10 +461,10 @@ func (pl *Plan) try(ctx context.Context, t source.Tree, c *Variant, opts PlanOpt
 	a := Attempt{Variant: VariantLabel(c), Outcome: o}
 	switch {
 	case o == OutcomeConflict:
-		a.Reason = firstConflict(files)
+		a.Reason = firstConflict(pl.Shown, files)
 	case o == OutcomeFuzzy && opts.Strict:
 		a.Reason = "fuzzy hunks (strict)"
-		if f := firstFuzzy(files); f != "" {
+		if f := firstFuzzy(pl.Shown, files); f != "" {
 			a.Reason += ": " + f
 		}
 	case resolves(o, false):
@@ -478,7 +489,7 @@ func (pl *Plan) choose(c *Variant, attempt int) {
 
 func (pl *Plan) setReason() {
 	if pl.Outcome() == OutcomeConflict {
-		pl.Reason = firstConflict(pl.Files)
+		pl.Reason = firstConflict(pl.Shown, pl.Files)
 		if n := len(pl.Conflicts()); n > 1 {
 			pl.Reason += fmt.Sprintf(" (and %d more)", n-1)
 		}
@@ -495,7 +506,7 @@ func (pl *Plan) noteMoved() {
 	var moved []string
 	for _, fp := range pl.Files {
 		if fp.Diff != nil && fp.Path != fp.Diff.Path() {
-			moved = append(moved, fmt.Sprintf("%s found by search as %s", fp.Diff.Path(), fp.Path))
+			moved = append(moved, fmt.Sprintf("%s found by search as %s", pl.Shown(fp.Diff.Path()), pl.Shown(fp.Path)))
 		}
 	}
 	if len(moved) > 0 {
@@ -520,23 +531,28 @@ func (pl *Plan) Tried() []Attempt {
 	return nil
 }
 
+// shownIn maps repository paths to those of the tree t.
+func shownIn(t source.Tree) func(string) string {
+	return func(rel string) string { return source.ShownPath(t, rel) }
+}
+
 // firstFuzzy names the first fuzzy hunk of files.
-func firstFuzzy(files []*FilePlan) string {
+func firstFuzzy(shown func(string) string, files []*FilePlan) string {
 	for _, f := range files {
 		for _, h := range f.Hunks {
 			if h.Status == Fuzzy {
-				return fmt.Sprintf("%s: hunk %d: %s", f.Path, h.Index+1, h.Reason)
+				return fmt.Sprintf("%s: hunk %d: %s", shown(f.Path), h.Index+1, h.Reason)
 			}
 		}
 	}
 	return ""
 }
 
-func firstConflict(files []*FilePlan) string {
+func firstConflict(shown func(string) string, files []*FilePlan) string {
 	for _, f := range files {
 		for _, h := range f.Hunks {
 			if h.Status == Conflict {
-				return fmt.Sprintf("%s: hunk %d: %s", f.Path, h.Index+1, h.Reason)
+				return fmt.Sprintf("%s: hunk %d: %s", shown(f.Path), h.Index+1, h.Reason)
 			}
 		}
 	}
@@ -592,7 +608,7 @@ func planVariant(ctx context.Context, t source.Tree, c *Variant, p *Patch, memo 
 				return nil, err
 			}
 			if found != "" {
-				target, st, note = found, state{data: data, exists: true}, fd.Path()+" not found; "+why
+				target, st, note = found, state{data: data, exists: true}, source.ShownPath(t, fd.Path())+" not found; "+why
 				if s, ok := cur[found]; ok {
 					st = s
 				}
@@ -631,7 +647,7 @@ func planVariant(ctx context.Context, t source.Tree, c *Variant, p *Patch, memo 
 				alt := settleEquivalent(matchFile(data, true, fd, explain), data, fd, p, found, explain)
 				if !hasConflict(alt) {
 					alt.Path = found
-					alt.Note = fmt.Sprintf("%s does not match (%s); %s", target, firstConflict([]*FilePlan{fp}), why)
+					alt.Note = fmt.Sprintf("%s does not match (%s); %s", source.ShownPath(t, target), firstConflict(shownIn(t), []*FilePlan{fp}), why)
 					fp, target = alt, found
 				}
 			}
@@ -829,7 +845,7 @@ func (p *Plan) UnifiedDiff() []byte {
 		if c.keeps {
 			nw = c.new
 		}
-		b.Write(udiff.Unified(c.path, old, nw, c.existed, c.keeps))
+		b.Write(udiff.Unified(p.Shown(c.path), old, nw, c.existed, c.keeps))
 	}
 	return b.Bytes()
 }

@@ -20,6 +20,7 @@ type archGateOptions struct {
 	Paint        painter  // colours ok and FAIL
 	Python       string   // the interpreter whose environment is probed
 	SitePackages []string // explicit site-packages dirs
+	TP           int      // --tp: the launch's tensor parallel size (0: no launch known)
 	// Findings, when set, collects every requirement checked (for --json).
 	Findings *[]archFinding
 	// Probe probes this machine when no --probe-file is given (probe.Run
@@ -76,7 +77,7 @@ func checkArch(ctx context.Context, w io.Writer, opts archGateOptions, ps []*pat
 			fmt.Fprintf(w, "check-arch: %s: no requirements\n", opts.Paint.text(p.Name))
 			continue
 		}
-		for _, f := range probe.CheckRequirements(r, p.Requires, opts.SM) {
+		for _, f := range probe.CheckLaunchRequirements(r, p.Requires, probe.Launch{SM: opts.SM, TP: opts.TP}) {
 			if f.Host && opts.SM != "" && opts.ProbeFile == "" {
 				// --sm prepares a patch for another machine: this one's
 				// toolkit and GPUs say nothing about that host's.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/smpatch/smpatch/patches"
 	"github.com/smpatch/smpatch/patches/catalog"
@@ -175,7 +176,7 @@ func printPlan(w io.Writer, pl *patches.Plan) {
 		}
 	}
 	for _, fp := range pl.Files {
-		fmt.Fprintf(w, "  %s\n", fp.Path)
+		fmt.Fprintf(w, "  %s\n", pl.Shown(fp.Path))
 		if fp.Note != "" {
 			fmt.Fprintf(w, "    %s\n", fp.Note)
 		}
@@ -195,6 +196,9 @@ func hunkWords(h patches.HunkResult) string {
 	case patches.Fuzzy:
 		return fmt.Sprintf("fuzzy at line %d (similarity %.2f)", h.Line, h.Score)
 	case patches.AlreadyApplied:
+		if strings.HasPrefix(h.Reason, "an equivalent change") {
+			return fmt.Sprintf("already applied at line %d (%s)", h.Line, h.Reason)
+		}
 		return fmt.Sprintf("already applied at line %d", h.Line)
 	case patches.Conflict:
 		s := "conflict"
