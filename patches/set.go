@@ -268,6 +268,9 @@ func TreeLine(ctx context.Context, t source.Tree) string {
 	case from != "":
 		ver = "version " + from
 	}
+	if via := source.ViaOf(t); via != "" {
+		ver += "; " + via
+	}
 	return fmt.Sprintf("%s (%s of %s, %s)", t.Root(), t.Kind(), t.Project(), ver)
 }
 

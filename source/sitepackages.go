@@ -18,6 +18,9 @@ func OpenSitePackages(dir string, p Project) (WritableTree, error) {
 		return nil, err
 	}
 	if !DetectSitePackages(root, p) {
+		if e, _ := FindEditable([]string{root}, p); e != nil {
+			return nil, fmt.Errorf("%s: no installed %s package here: it is an editable install of the checkout %s (%s); give --repo %s", dir, p, e.Checkout, e.Via, e.Checkout)
+		}
 		return nil, fmt.Errorf("%s: no installed %s package here", dir, p)
 	}
 	return &dirTree{

@@ -122,6 +122,9 @@ func runRevert(ctx context.Context, o *revertOptions) error {
 			for _, pyc := range f.PycRemoved {
 				fmt.Fprintf(w, "    removed stale bytecode %s\n", source.ShownPath(t, pyc))
 			}
+			for _, pyc := range f.PycRestored {
+				fmt.Fprintf(w, "    restored bytecode %s\n", source.ShownPath(t, pyc))
+			}
 		}
 	}
 	return nil
