@@ -333,19 +333,21 @@ func newPlan(ctx context.Context, p *Patch, t source.Tree, opts PlanOptions) (*P
 	return pl, nil
 }
 
-// retiredBy says why a patch is upstream on the tree t of version v: v is
-// at or past [upstream] merged_in and, when the patch names a marker, the
-// tree has it ("" otherwise, or when either version is unknown).
+// retiredBy says why a patch is upstream on the tree t of version v: the
+// tree has the [upstream] marker and its version is at or past merged_in
+// (or unknown: the marker is upstream's own line); without a marker, the
+// version alone. "" when neither holds.
 func retiredBy(p *Patch, v *version.Version, t source.Tree) string {
-	if v == nil || p.Upstream.MergedIn == "" {
+	u := p.Upstream
+	if u.MergedIn == "" {
 		return ""
 	}
-	m, err := source.ParseVersion(p.Upstream.MergedIn)
-	if err != nil || v.LessThan(m) {
+	m, err := source.ParseVersion(u.MergedIn)
+	if err != nil || (v != nil && v.LessThan(m)) || (v == nil && u.Marker == "") {
 		return ""
 	}
-	why := fmt.Sprintf("upstream has this change since %s ([upstream] merged_in)", p.Upstream.MergedIn)
-	if p.Upstream.Marker != "" {
+	why := fmt.Sprintf("upstream has this change since %s ([upstream] merged_in)", u.MergedIn)
+	if u.Marker != "" {
 		ok, where := UpstreamMarker(t, p)
 		if !ok {
 			return ""

@@ -69,6 +69,14 @@ def main():
     w.append(f"- release tags: {', '.join(sorted(tags, key=tag_key))}")
     w.append(f"- `{branch}`, first parents, from `{any_walk['base'][:12]}` (the parent of the first commit"
              f" since {since}) to `{head_sha[:12]}` ({head_date}): {any_walk['commits']} commits walked\n")
+    # Variants for versions no tree of which was walked: the catalog marks
+    # them predicted and says why; one line.
+    pred = [(p, v) for p in patches for v in shows[p]["variants"] if v.get("predicted")]
+    if pred:
+        names = ", ".join(f"{p} {v['name']} ({v['versions'] or 'any version'})" for p, v in pred)
+        notes = "; ".join(dict.fromkeys(v["predicted"] for _, v in pred))
+        w[-1] = w[-1].rstrip("\n")
+        w.append(f"- predicted, not measured: {names}: {notes}\n")
     for p in patches:
         sh = shows[p]
         w.append(f"## {p}\n")

@@ -61,12 +61,14 @@ type variantJSON struct {
 	Diffs    []string `json:"diffs"`
 	Files    []string `json:"files"`
 	Search   []string `json:"search"`
+	// Predicted says why the variant is not measured on a tree ("": it is).
+	Predicted string `json:"predicted"`
 }
 
 func variantsJSON(p *patches.Patch) []variantJSON {
 	out := []variantJSON{}
 	for _, v := range p.Variants {
-		vj := variantJSON{Name: v.Name, Versions: v.Versions, Diffs: orEmpty(v.Diffs), Search: orEmpty(v.Search), Files: []string{}}
+		vj := variantJSON{Name: v.Name, Versions: v.Versions, Diffs: orEmpty(v.Diffs), Search: orEmpty(v.Search), Files: []string{}, Predicted: v.Predicted}
 		for _, fd := range v.Files {
 			vj.Files = append(vj.Files, fd.Path())
 		}

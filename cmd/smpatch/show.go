@@ -264,6 +264,9 @@ func showText(ctx context.Context, o *showOptions, sh *shown) {
 		if len(v.Search) > 0 {
 			fmt.Fprintf(w, "    search: %s\n", strings.Join(v.Search, ", "))
 		}
+		if v.Predicted != "" {
+			fmt.Fprintf(w, "    predicted: %s\n", v.Predicted)
+		}
 	}
 	if len(p.Verify) > 0 {
 		fmt.Fprintln(w, "verify:")

@@ -44,10 +44,11 @@ type upstreamFile struct {
 
 // variantFile is one [[variant]].
 type variantFile struct {
-	Name     string   `toml:"name"`
-	Versions string   `toml:"versions"`
-	Diffs    []string `toml:"diffs"`
-	Search   []string `toml:"search"`
+	Name      string   `toml:"name"`
+	Versions  string   `toml:"versions"`
+	Diffs     []string `toml:"diffs"`
+	Search    []string `toml:"search"`
+	Predicted string   `toml:"predicted"`
 }
 
 // uncoveredFile is one entry of "uncovered": a plain string (a note,

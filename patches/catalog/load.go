@@ -322,7 +322,7 @@ func (l *loader) variants(p *Patch, vs []variantFile) error {
 	}
 	names := map[string]int{}
 	for i, vf := range vs {
-		v := &Variant{Name: vf.Name, Versions: strings.TrimSpace(vf.Versions), Diffs: vf.Diffs}
+		v := &Variant{Name: vf.Name, Versions: strings.TrimSpace(vf.Versions), Diffs: vf.Diffs, Predicted: strings.TrimSpace(vf.Predicted)}
 		if v.Name == "" {
 			v.Name = v.Versions
 			if v.Name == "" {

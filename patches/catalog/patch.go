@@ -68,6 +68,10 @@ type Variant struct {
 	// is missing at its path is looked for by anchor (the first hunk), for
 	// code that moved to another file ("search = [...]" in a [[variant]]).
 	Search []string
+	// Predicted, when set, says why the variant is not measured: no tree
+	// of the versions it is for was reachable when it was written (it was
+	// read from single files of later revisions, say).
+	Predicted string
 }
 
 // Uncovered is an upstream shape a patch knows it does not cover. An entry
