@@ -45,6 +45,14 @@ func (t *dirTree) Via() string {
 	return t.via.String()
 }
 
+// EditableOf is the editable install that led to the tree t, or nil.
+func EditableOf(t Tree) *Editable {
+	if d, ok := t.(*dirTree); ok {
+		return d.via
+	}
+	return nil
+}
+
 // ViaOf is Via of a tree that has one, else "".
 func ViaOf(t Tree) string {
 	if v, ok := t.(interface{ Via() string }); ok {

@@ -141,6 +141,11 @@ func runApply(ctx context.Context, o *applyOptions) error {
 				// the sglang being patched, not python3's.
 				sp = []string{t.Root()}
 			}
+			if e := source.EditableOf(t); len(sp) == 0 && e != nil {
+				// An editable install: its flashinfer is in the
+				// site-packages that points at the checkout.
+				sp = []string{e.SitePackages}
+			}
 			info, paint := o.Color(info)
 			return o.Gate(ctx, info, archGateOptions{ProbeFile: o.ProbeFile, SM: o.SM, TP: o.TP, Force: o.Force, Quiet: o.Quiet(), Paint: paint, Python: o.Python(), SitePackages: sp, Findings: &findings}, ps)
 		}
