@@ -71,11 +71,17 @@ fuzz:
 bench: build
 	./bench/run.sh $(BIN)
 
-# Where each catalog patch applies on real sglang history (release tags and
-# first-parent main), written to docs/coverage.md. Needs a clone:
-# SGLANG_GIT_DIR=~/src/sglang make coverage
+# From the real histories of sglang and flashinfer: the compatibility table
+# (upstream/compat/compat.json, embedded in smpatch, and docs/compatibility.md;
+# scripts/compat.sh), then where each catalog patch applies on sglang's
+# release tags and first-parent main, beside what the table says of each
+# tag's pinned flashinfer (docs/coverage.md; scripts/coverage.sh). Needs
+# clones: SGLANG_GIT_DIR (release tags) and FLASHINFER_GIT_DIR; SGLANG_MAIN_DIR
+# when sglang's main is in another clone (COVERAGE_BRANCH names it there).
+# SGLANG_GIT_DIR=~/src/sglang FLASHINFER_GIT_DIR=~/src/flashinfer make coverage
 coverage:
-	@if [ -z "$(SGLANG_GIT_DIR)" ]; then echo "make coverage: set SGLANG_GIT_DIR to a clone of sglang with its main branch and release tags, e.g. SGLANG_GIT_DIR=~/src/sglang make coverage" >&2; exit 2; fi
+	@if [ -z "$(SGLANG_GIT_DIR)" ] || [ -z "$(FLASHINFER_GIT_DIR)" ]; then echo "make coverage: set SGLANG_GIT_DIR and FLASHINFER_GIT_DIR to clones of sglang and flashinfer with their release tags, e.g. SGLANG_GIT_DIR=~/src/sglang FLASHINFER_GIT_DIR=~/src/flashinfer make coverage" >&2; exit 2; fi
+	GO="$(GO)" SGLANG_GIT_DIR="$(SGLANG_GIT_DIR)" FLASHINFER_GIT_DIR="$(FLASHINFER_GIT_DIR)" ./scripts/compat.sh
 	$(MAKE) build
 	SGLANG_GIT_DIR="$(SGLANG_GIT_DIR)" ./scripts/coverage.sh $(BIN) > docs/coverage.md.tmp && mv docs/coverage.md.tmp docs/coverage.md || { rm -f docs/coverage.md.tmp; exit 1; }
 

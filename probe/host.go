@@ -293,8 +293,6 @@ func readProcGPUs(ctx context.Context, procRoot string) ([]GPU, error) {
 // hundred bytes each).
 const maxProcFile = 64 << 10
 
-var procVersionRe = lazyre.New(`Kernel Module\s+(\S+)`)
-
 // readProcDriverVersion reads the driver version from
 // /proc/driver/nvidia/version, as written there.
 func readProcDriverVersion(ctx context.Context, procRoot string) (string, error) {
@@ -303,14 +301,11 @@ func readProcDriverVersion(ctx context.Context, procRoot string) (string, error)
 	if err != nil {
 		return "", err
 	}
-	m := procVersionRe().FindSubmatch(data)
-	if m == nil {
-		return "", fmt.Errorf("%s: no Kernel Module version", p)
+	_, v, _, err := ParseDriverVersion(data)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", p, err)
 	}
-	if _, err := version.NewVersion(string(m[1])); err != nil {
-		return "", fmt.Errorf("%s: driver version %q is not a version", p, clip(string(m[1]), 40))
-	}
-	return string(m[1]), nil
+	return v, nil
 }
 
 // parseSM splits "12.0" (any form smver reads) into 12, 0.

@@ -8,10 +8,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -36,7 +37,9 @@ type Options struct {
 	Timeout time.Duration
 	// Majors adds SM majors to compute verdicts for (an --sm override).
 	Majors []int
-	// ProcRoot and CUDASearchDir are "/proc" and "/usr/local" unless set (tests).
+	// SysRoot, ProcRoot and CUDASearchDir are "/sys", "/proc" and
+	// "/usr/local" unless set (a synthetic host in tests).
+	SysRoot       string
 	ProcRoot      string
 	CUDASearchDir string
 	// NoBinaries skips the fatbin scan of package binaries.
@@ -44,13 +47,16 @@ type Options struct {
 }
 
 // Dists are the distributions the probe reports, by PEP 503 name.
-var Dists = []string{"torch", "flashinfer-python", "flashinfer-jit-cache", "flashinfer-cubin", "sglang", "sgl-kernel", "nvidia-nccl-cu12", "nvidia-nccl-cu13"}
+// The per-architecture flashinfer-jit-cache-smXY packages found beside
+// them are reported too.
+var Dists = []string{"torch", "triton", "flashinfer-python", "flashinfer-jit-cache", "flashinfer-cubin", "sglang", "sgl-kernel", "sglang-kernel", "sgl-deep-gemm", "nvidia-nccl-cu12", "nvidia-nccl-cu13"}
 
 // Run probes this machine: GPUs and driver, CUDA toolkit, the Python
 // environment and everything Static reads there, all within opts.Timeout.
 // A cancelled ctx (a signal) returns its error and no report.
 func Run(ctx context.Context, opts Options) (*Report, error) {
 	procRoot := cmp.Or(opts.ProcRoot, "/proc")
+	sysRoot := cmp.Or(opts.SysRoot, "/sys")
 	search := cmp.Or(opts.CUDASearchDir, "/usr/local")
 	timeout := opts.Timeout
 	if timeout <= 0 {
@@ -64,11 +70,13 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	// while the interpreter is asked and its site-packages read, each
 	// filling a report of its own.
 	h := &Host{GPUs: []GPU{}}
-	gr, cr := newReport(), newReport()
+	gr, cr, hr := newReport(), newReport(), newReport()
 	var wg sync.WaitGroup
-	wg.Add(2)
+	var facts *hostFacts
+	wg.Add(3)
 	go func() { defer wg.Done(); probeGPUs(ctx, gr, h, procRoot) }()
 	go func() { defer wg.Done(); h.CUDAToolkit = probeCUDA(ctx, cr, search) }()
+	go func() { defer wg.Done(); facts = readHostFacts(ctx, hr, sysRoot, procRoot) }()
 	r := newReport()
 	py := &Python{SitePackages: []string{}}
 	r.Python = py
@@ -81,7 +89,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 				break
 			}
 		}
-		staticInto(ctx, r, hostFS{}, dirs, opts)
+		staticInto(ctx, r, hostFS{}, dirs, opts, true)
 	}
 	wg.Wait()
 	if err != nil {
@@ -90,8 +98,10 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if err := parent.Err(); err != nil {
 		return nil, err // interrupted: no half report
 	}
+	facts.matchGPUs(hr, h.GPUs, h.GPUSource)
+	h.PCIe, h.IOMMU, h.NvidiaDriver = facts.pcie, facts.iommu, facts.driver
 	r.Host = h
-	for _, sub := range []*Report{gr, cr} {
+	for _, sub := range []*Report{gr, cr, hr} {
 		for k, v := range sub.Unknown {
 			r.unknown(k, v)
 		}
@@ -152,21 +162,23 @@ var pyVersionRe = lazyre.New(`python(\d+\.\d+)`)
 func Static(ctx context.Context, fsys fs.FS, sitePackages []string) (*Report, error) {
 	r := newReport()
 	r.Python = &Python{SitePackages: append([]string{}, sitePackages...)}
-	staticInto(ctx, r, fsys, sitePackages, Options{})
+	staticInto(ctx, r, fsys, sitePackages, Options{}, false)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	return r, nil
 }
 
-func staticInto(ctx context.Context, r *Report, fsys fs.FS, dirs []string, opts Options) {
+// staticInto reads the distributions in dirs of fsys into r; live says
+// fsys is this machine's, whose tools (triton's ptxas) may be run.
+func staticInto(ctx context.Context, r *Report, fsys fs.FS, dirs []string, opts Options, live bool) {
 	fsys = boundedFS{fsys: fsys, ctx: ctx, max: MaxSourceFile}
 	fsDirs := make([]string, len(dirs))
 	for i, d := range dirs {
 		fsDirs[i] = fsPath(d)
 	}
 	dists := map[string]*source.Dist{}
-	for _, name := range Dists {
+	for _, name := range append(append([]string(nil), Dists...), splitJITCacheDists(fsys, fsDirs)...) {
 		d, err := source.FindDistFS(fsys, fsDirs, name)
 		if err != nil {
 			continue
@@ -217,8 +229,16 @@ func staticInto(ctx context.Context, r *Report, fsys fs.FS, dirs []string, opts 
 		r.unknown("flashinfer", "flashinfer-python is installed but no flashinfer/jit package was found in "+strings.Join(dirs, ", "))
 	}
 	computeVerdicts(r, reportMajors(r, opts.Majors))
+	if p := r.Packages["triton"]; p != nil {
+		readTritonPTXAS(ctx, r, fsys, p, live)
+	}
 	if !opts.NoBinaries {
-		scanPackageBinaries(ctx, r, fsys)
+		for _, name := range []string{"nvidia-nccl-cu12", "nvidia-nccl-cu13"} {
+			if p := r.Packages[name]; p != nil {
+				readNCCLLib(ctx, r, fsys, name, dists[name], p)
+			}
+		}
+		scanPackageBinaries(ctx, r, fsys, dists)
 	}
 }
 
@@ -259,52 +279,40 @@ func reportMajors(r *Report, extra []int) []int {
 	return ms
 }
 
-// binaryGlobs are, per distribution, its package directory and the binaries
-// whose SM targets the report lists.
-var binaryGlobs = map[string]struct {
+// binaryGlob is a package directory and the binaries in it whose SM
+// targets the report lists.
+type binaryGlob struct {
 	dir  string
 	exts []string
 	only []string // exact file names (torch: the CUDA library alone)
-}{
+	// perFile lists each binary's arches too: sgl-kernel's loader picks
+	// sm90/ or sm100/common_ops by GPU.
+	perFile bool
+}
+
+// binaryGlobs are, per distribution, its package directory and the binaries
+// whose SM targets the report lists.
+var binaryGlobs = map[string]binaryGlob{
 	"torch":                {dir: "torch/lib", only: []string{"libtorch_cuda.so"}},
 	"flashinfer-jit-cache": {dir: "flashinfer_jit_cache", exts: []string{".so"}},
 	"flashinfer-cubin":     {dir: "flashinfer_cubin", exts: []string{".cubin"}},
-	"sgl-kernel":           {dir: "sgl_kernel", exts: []string{".so"}},
+	"sgl-kernel":           {dir: "sgl_kernel", exts: []string{".so"}, perFile: true},
+	"sglang-kernel":        {dir: "sgl_kernel", exts: []string{".so"}, perFile: true},
 }
 
-func scanPackageBinaries(ctx context.Context, r *Report, fsys fs.FS) {
-	names := make([]string, 0, len(binaryGlobs))
-	for n := range binaryGlobs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+// maxPerFile bounds the binaries whose arches are listed one by one.
+const maxPerFile = 16
+
+func scanPackageBinaries(ctx context.Context, r *Report, fsys fs.FS, dists map[string]*source.Dist) {
+	names := slices.Sorted(maps.Keys(r.Packages))
 	for _, name := range names {
 		p := r.Packages[name]
-		if p == nil {
+		files, where, perFile, ok := packageBinaries(ctx, fsys, name, p, dists[name])
+		if !ok {
 			continue
 		}
-		g := binaryGlobs[name]
-		root := path.Join(fsPath(p.Location), g.dir)
-		var files []string
-		_ = fs.WalkDir(fsys, root, func(fp string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() || ctx.Err() != nil {
-				return nil
-			}
-			base := path.Base(fp)
-			for _, o := range g.only {
-				if base == o {
-					files = append(files, fp)
-				}
-			}
-			for _, e := range g.exts {
-				if strings.HasSuffix(base, e) {
-					files = append(files, fp)
-				}
-			}
-			return nil
-		})
 		if len(files) == 0 {
-			r.unknown("packages."+name+".arches", "no binaries under /"+root)
+			r.unknown("packages."+name+".arches", "no binaries "+where)
 			continue
 		}
 		set := map[string]bool{}
@@ -319,6 +327,9 @@ func scanPackageBinaries(ctx context.Context, r *Report, fsys fs.FS) {
 				set[t] = true
 			}
 			p.ArchesFrom = append(p.ArchesFrom, "/"+f)
+			if perFile && len(files) <= maxPerFile {
+				p.Files = append(p.Files, BinaryArches{Path: "/" + f, Arches: s.Targets()})
+			}
 		}
 		p.Arches = sortedTargets(set)
 		if len(errs) > 0 {
@@ -329,6 +340,44 @@ func scanPackageBinaries(ctx context.Context, r *Report, fsys fs.FS) {
 			p.ArchesFrom = append(p.ArchesFrom[:4], fmt.Sprintf("... %d files in all", n))
 		}
 	}
+}
+
+// packageBinaries are the binaries of the package name whose SM targets
+// the report lists (ok false for a package without any), and where they
+// were looked for.
+func packageBinaries(ctx context.Context, fsys fs.FS, name string, p *Package, d *source.Dist) (files []string, where string, perFile, ok bool) {
+	g, ok := binaryGlobs[name]
+	if !ok && strings.HasPrefix(name, splitJITCachePrefix) {
+		// A per-architecture jit-cache: its RECORD names its files.
+		g, ok = binaryGlob{dir: strings.ReplaceAll(name, "-", "_"), exts: []string{".so", ".cubin"}}, true
+		if d != nil {
+			if rec := distFiles(fsys, d, func(b string) bool { return strings.HasSuffix(b, ".so") || strings.HasSuffix(b, ".cubin") }); rec != nil {
+				return rec, "in the RECORD of /" + fsPath(d.DistInfo), false, true
+			}
+		}
+	}
+	if !ok {
+		return nil, "", false, false
+	}
+	root := path.Join(fsPath(p.Location), g.dir)
+	_ = fs.WalkDir(fsys, root, func(fp string, de fs.DirEntry, err error) error {
+		if err != nil || de.IsDir() || ctx.Err() != nil {
+			return nil
+		}
+		base := path.Base(fp)
+		for _, o := range g.only {
+			if base == o {
+				files = append(files, fp)
+			}
+		}
+		for _, e := range g.exts {
+			if strings.HasSuffix(base, e) {
+				files = append(files, fp)
+			}
+		}
+		return nil
+	})
+	return files, "under /" + root, g.perFile, true
 }
 
 // ScanFile scans one binary on disk.

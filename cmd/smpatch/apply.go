@@ -147,7 +147,7 @@ func runApply(ctx context.Context, o *applyOptions) error {
 				sp = []string{e.SitePackages}
 			}
 			info, paint := o.Color(info)
-			return o.Gate(ctx, info, archGateOptions{ProbeFile: o.ProbeFile, SM: o.SM, TP: o.TP, Force: o.Force, Quiet: o.Quiet(), Paint: paint, Python: o.Python(), SitePackages: sp, Findings: &findings}, ps)
+			return o.Gate(ctx, info, archGateOptions{ProbeFile: o.ProbeFile, SM: o.SM, TP: o.TP, Force: o.Force, Quiet: o.Quiet(), Paint: paint, Python: o.Python(), SitePackages: sp, Findings: &findings, Tree: t}, ps)
 		}
 	}
 	res, err := patches.Apply(ctx, t, set, opts)

@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/smpatch/smpatch/internal/smver"
 	"github.com/smpatch/smpatch/patches"
 	"github.com/smpatch/smpatch/probe"
+	"github.com/smpatch/smpatch/source"
+	"github.com/smpatch/smpatch/upstream/compat"
 )
 
 // archGateOptions are apply's --check-arch flags.
@@ -26,6 +29,9 @@ type archGateOptions struct {
 	// Probe probes this machine when no --probe-file is given (probe.Run
 	// when nil).
 	Probe func(ctx context.Context, o probe.Options) (*probe.Report, error)
+	// Tree is the tree being patched: the compatibility table is read for
+	// the flashinfer it pins (nil: not).
+	Tree source.Tree
 }
 
 // archFinding is one requirement of one patch, checked: apply --json shows
@@ -43,7 +49,7 @@ type archFinding struct {
 // record in the journal when --force overrode a failure, or an error with
 // exitRefused when a requirement is not met.
 func checkArch(ctx context.Context, w io.Writer, opts archGateOptions, ps []*patches.Patch) (notes []string, err error) {
-	popts := probe.Options{Python: opts.Python, SitePackages: opts.SitePackages}
+	popts := hostRoots(probe.Options{Python: opts.Python, SitePackages: opts.SitePackages})
 	if opts.SM != "" {
 		m, err := parseSMFlag(opts.SM)
 		if err != nil {
@@ -77,7 +83,11 @@ func checkArch(ctx context.Context, w io.Writer, opts archGateOptions, ps []*pat
 			fmt.Fprintf(w, "check-arch: %s: no requirements\n", opts.Paint.text(p.Name))
 			continue
 		}
-		for _, f := range probe.CheckLaunchRequirements(r, p.Requires, probe.Launch{SM: opts.SM, TP: opts.TP}) {
+		fs := probe.CheckLaunchRequirements(r, p.Requires, probe.Launch{SM: opts.SM, TP: opts.TP})
+		if f, ok := pinFinding(ctx, opts.Tree, p, r, opts.SM); ok {
+			fs = append(fs, f)
+		}
+		for _, f := range fs {
 			if f.Host && opts.SM != "" && opts.ProbeFile == "" {
 				// --sm prepares a patch for another machine: this one's
 				// toolkit and GPUs say nothing about that host's.
@@ -125,4 +135,58 @@ func parseSMFlag(s string) (int, error) {
 		return 0, fmt.Errorf("--sm: %w", err)
 	}
 	return major, nil
+}
+
+// pinFinding is what the compatibility table says of the flashinfer the
+// tree pins, for a patch of the table's module and GPU major (the fused
+// all-reduce on SM12x): met when the pin builds it, or when the flashinfer
+// the probe found does; else the table's evidence and the version to
+// install. False when the table does not speak of p.
+func pinFinding(ctx context.Context, t source.Tree, p *patches.Patch, r *probe.Report, sm string) (probe.Finding, bool) {
+	tb, err := compat.Default()
+	if err != nil || t == nil || p.Project != source.SGLang || p.Requires.FlashInferModule != tb.Sources.Module || !slices.Contains(p.Requires.GPUSMMajor, tb.Sources.Major) {
+		return probe.Finding{}, false
+	}
+	if major, err := parseSMFlag(sm); sm != "" && (err != nil || major != tb.Sources.Major) {
+		return probe.Finding{}, false
+	}
+	f := probe.Finding{Requirement: fmt.Sprintf("the flashinfer sglang pins builds %s for SM %d.x (compatibility table)", tb.Sources.Module, tb.Sources.Major)}
+	version := ""
+	if v, _, err := t.Version(ctx); err == nil && v != nil {
+		version = source.VersionString(v)
+	}
+	pin, err := compat.ReadTreePin(t)
+	if err != nil {
+		f.NotChecked = "the tree's flashinfer pin: " + err.Error()
+		return f, true
+	}
+	a := tb.Advise(version, pin)
+	f.OK, f.Evidence = a.OK, a.Text
+	if !a.Known {
+		f.NotChecked = a.Text
+		return f, true
+	}
+	if a.OK || r.FlashInfer == nil {
+		return f, true
+	}
+	// The pin lacks it; the flashinfer installed may have it.
+	installed := r.FlashInfer.Version
+	verdict := probe.ModuleVerdict(r.FlashInfer, tb.Sources.Module, tb.Sources.Major).Verdict
+	fu, inTable := tb.FusionSM12(installed)
+	if verdict != probe.Supported && !(inTable && fu.Verdict == compat.Yes) {
+		return f, true
+	}
+	f.OK = true
+	f.Evidence += fmt.Sprintf("; installed here: flashinfer %s, which builds it", orUnknown(installed))
+	if rep, ok := tb.Check(version, installed); ok {
+		f.Evidence += "; " + rep.Summary()
+	}
+	return f, true
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "(version unknown)"
+	}
+	return s
 }

@@ -108,7 +108,7 @@ func runProbe(ctx context.Context, o *probeOptions) error {
 		if err := checkNamedPython(o); err != nil {
 			return err
 		}
-		r, err = o.Probe(ctx, probe.Options{Python: o.Python, SitePackages: o.SitePackages, Timeout: o.Timeout})
+		r, err = o.Probe(ctx, hostRoots(probe.Options{Python: o.Python, SitePackages: o.SitePackages, Timeout: o.Timeout}))
 		if err != nil {
 			return fmt.Errorf("probe: %w", err)
 		}
@@ -204,6 +204,9 @@ func printHost(w io.Writer, r *probe.Report) {
 	} else if why, ok := r.Unknown["host.p2p"]; ok {
 		fmt.Fprintf(w, "P2P reads: unknown (%s)\n", why)
 	}
+	printPCIe(w, r)
+	printIOMMU(w, r)
+	printDriver(w, r)
 	tk := h.CUDAToolkit
 	if tk == nil {
 		fmt.Fprintf(w, "CUDA toolkit: none (%s)\n", r.Unknown["host.cuda_toolkit"])
@@ -250,7 +253,13 @@ func printPython(w io.Writer, r *probe.Report, from string) {
 	if len(r.Packages) == 0 && len(pySitePackages(r.Python)) > 0 {
 		fmt.Fprintln(w, "  none of "+strings.Join(probe.Dists, ", "))
 	}
-	for _, name := range probe.Dists {
+	names := append([]string(nil), probe.Dists...)
+	for _, n := range slices.Sorted(maps.Keys(r.Packages)) {
+		if !slices.Contains(names, n) {
+			names = append(names, n) // flashinfer-jit-cache-sm120f ...
+		}
+	}
+	for _, name := range names {
 		p := r.Packages[name]
 		if p == nil {
 			continue
@@ -263,6 +272,7 @@ func printPython(w io.Writer, r *probe.Report, from string) {
 		if len(p.Arches) > 0 {
 			fmt.Fprintf(w, "  %-22s arches: %s\n", "", strings.Join(p.Arches, " "))
 		}
+		printPackageExtras(w, p)
 	}
 }
 

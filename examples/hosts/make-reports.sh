@@ -2,11 +2,16 @@
 # Regenerates the saved probe reports of the story's host: eight RTX PRO 6000
 # Blackwell GPUs (SM 12.0) on PCIe, CUDA 12.9, with the flashinfer release
 # the story ran (0.6.16.post4: trtllm_comm gate [9, 10]) and the first one
-# whose gate admits SM 12.x (0.6.17: [9, 10, 12]).
+# whose gate admits SM 12.x (0.6.17: [9, 10, 12]). Both are of the host as
+# the story ran it: ACS redirecting P2P on every root port, the IOMMU
+# translating, no RegistryDwords (synthetic-host.sh acs). A third report,
+# rtx-pro-6000x8-p2p-ready.json, is the same host set up for peer traffic
+# (synthetic-host.sh p2p) with flashinfer 0.6.17.
 #
 # No GPU is needed: the host is synthetic (a scripted nvidia-smi, a CUDA
-# version.json, dist-info and flashinfer sources shaped like those
-# releases), and the reports are what `smpatch probe -o` reads from it.
+# version.json, /sys and /proc trees, dist-info, triton's ptxas and
+# flashinfer sources shaped like those releases), and the reports are what
+# `smpatch probe -o` reads from it.
 #
 # usage: examples/hosts/make-reports.sh [path/to/smpatch]
 set -euo pipefail
@@ -57,6 +62,22 @@ site() {
   mkdir -p "$sp/flashinfer/jit" "$sp/flashinfer/data/include/flashinfer/comm" "$sp/torch"
   dist() { mkdir -p "$sp/$1.dist-info"; printf 'Metadata-Version: 2.1\nName: %s\nVersion: %s\n' "$2" "$3" >"$sp/$1.dist-info/METADATA"; }
   dist torch-2.9.1 torch 2.9.1
+  dist triton-3.5.1 triton 3.5.1
+  mkdir -p "$sp/triton/backends/nvidia/bin"
+  cat >"$sp/triton/backends/nvidia/bin/ptxas" <<'PTXAS'
+#!/bin/sh
+# The ptxas of CUDA 12.8 that triton 3.5 bundles: it knows sm_120a, not sm_121a.
+if [ "$1" = --version ]; then
+  echo 'ptxas: NVIDIA (R) Ptx optimizing assembler'
+  echo 'Cuda compilation tools, release 12.8, V12.8.93'
+  exit 0
+fi
+echo '--gpu-name <gpu name>                               (-arch)'
+echo "        Allowed values for this option:  'compute_120','compute_120a','sm_100','sm_100a',"
+echo "        'sm_101','sm_101a','sm_120','sm_120a','sm_75','sm_80','sm_86','sm_89','sm_90','sm_90a'."
+echo "        Default value:  'sm_52'."
+PTXAS
+  chmod 0755 "$sp/triton/backends/nvidia/bin/ptxas"
   dist nvidia_nccl_cu12-2.27.3 nvidia-nccl-cu12 2.27.3
   dist sglang-0.5.9 sglang 0.5.9
   dist sgl_kernel-0.3.21 sgl-kernel 0.3.21
@@ -91,8 +112,13 @@ PY
 
 old=$(site fi-0.6.16.post4 0.6.16.post4 '[9, 10]' ' && (__CUDA_ARCH__ < 1200)')
 new=$(site fi-0.6.17 0.6.17 '[9, 10, 12]' '')
+"$here/synthetic-host.sh" "$root/acs" acs
+"$here/synthetic-host.sh" "$root/p2p" p2p
 export PATH="$root/bin:$PATH" CUDA_HOME="$root/cuda"
-"$bin" probe --site-packages "$old" -o "$here/rtx-pro-6000x8-flashinfer-0.6.16.json" >/dev/null
-"$bin" probe --site-packages "$new" -o "$here/rtx-pro-6000x8-flashinfer-0.6.17.json" >/dev/null
-echo "wrote $here/rtx-pro-6000x8-flashinfer-0.6.16.json"
-echo "wrote $here/rtx-pro-6000x8-flashinfer-0.6.17.json"
+report() { # HOST SITE-PACKAGES NAME
+  SMPATCH_SYSFS="$root/$1/sys" SMPATCH_PROCFS="$root/$1/proc" "$bin" probe --site-packages "$2" -o "$here/$3" >/dev/null
+  echo "wrote $here/$3"
+}
+report acs "$old" rtx-pro-6000x8-flashinfer-0.6.16.json
+report acs "$new" rtx-pro-6000x8-flashinfer-0.6.17.json
+report p2p "$new" rtx-pro-6000x8-p2p-ready.json
