@@ -100,7 +100,7 @@ func findByAnchor(ctx context.Context, t source.Tree, fd *FileDiff, dirs []strin
 		var names []string
 		for _, c := range cands {
 			if c.score == cands[0].score {
-				names = append(names, c.path)
+				names = append(names, source.ShownPath(t, c.path))
 			}
 		}
 		return "", nil, fmt.Sprintf("anchor is ambiguous: the first hunk matches %s", strings.Join(names, ", ")), nil
@@ -113,7 +113,7 @@ func findByAnchor(ctx context.Context, t source.Tree, fd *FileDiff, dirs []strin
 		}
 		c.data = data
 	}
-	return c.path, c.data, fmt.Sprintf("found by anchor (hunk 1 %s) in %s", c.status, c.path), nil
+	return c.path, c.data, fmt.Sprintf("found by anchor (hunk 1 %s) in %s", c.status, source.ShownPath(t, c.path)), nil
 }
 
 // cleanDir turns "a/b/", "./a//b" into "a/b", and "." or "/" into "".

@@ -148,7 +148,7 @@ func Apply(ctx context.Context, t source.WritableTree, s *Set, opts ApplyOptions
 		return res, err
 	}
 	if stale {
-		if s, err = PlanSet(ctx, t, s.patches(), SetOptions{Strict: s.Strict}); err != nil {
+		if s, err = PlanSet(ctx, t, s.patches(), SetOptions{Strict: s.Strict, Variants: s.Variants}); err != nil {
 			return res, stopped(ctx, err)
 		}
 	}
@@ -313,7 +313,7 @@ func (a *applier) add(s *Set, i int, p *Plan) error {
 			return err
 		}
 		if st {
-			rest, err := PlanSet(a.ctx, a.t, s.patches()[i:], SetOptions{Strict: a.strict})
+			rest, err := PlanSet(a.ctx, a.t, s.patches()[i:], SetOptions{Strict: a.strict, Variants: s.Variants})
 			if err != nil {
 				return err
 			}
@@ -326,6 +326,9 @@ func (a *applier) add(s *Set, i int, p *Plan) error {
 	if p.Outcome() == OutcomeAlreadyApplied {
 		po := outcomeOf(p, "already-applied")
 		po.Reason = "already applied: the tree already has every change"
+		if p.Retired != "" {
+			po.Reason = "already upstream: " + p.Retired
+		}
 		if staleEntry != nil {
 			// The journal entry stays: it still has the originals that
 			// revert needs.

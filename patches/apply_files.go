@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/smpatch/smpatch/patches/journal"
 	"github.com/smpatch/smpatch/source"
@@ -154,15 +155,18 @@ type ruleError struct{ msg string }
 
 func (e *ruleError) Error() string { return e.msg }
 
-// checkRules is checkRulesOn with the words that say when ("after
-// writing", "on the result"); a rule that fails is a *ruleError.
+// checkRules checks the patch's verify rules on the files as read (read
+// first, then the files an earlier patch of the set writes, then the
+// tree), with the words that say when ("after writing", "on the result");
+// a rule that fails is a *ruleError.
 func checkRules(t source.Tree, p *Plan, read map[string][]byte, when string) error {
 	touched := map[string]bool{}
 	for _, fp := range p.Files {
 		touched[fp.Path] = true
 	}
 	ov, _ := t.(*overlay)
-	for _, r := range p.Patch.Verify {
+	for i := range p.Patch.Verify {
+		r := &p.Patch.Verify[i]
 		b, ok := read[r.File]
 		if !ok && ov != nil {
 			// A file an earlier patch of the set writes: its bytes as
@@ -172,23 +176,31 @@ func checkRules(t source.Tree, p *Plan, read map[string][]byte, when string) err
 		if !ok {
 			var err error
 			if b, err = journal.ReadCurrent(t, r.File); err != nil {
-				return fmt.Errorf("verify %s: %w", r.File, err)
+				return fmt.Errorf("verify %s: %w", source.ShownPath(t, r.File), err)
 			}
 		}
 		if b == nil {
 			if touched[r.File] {
-				return &ruleError{fmt.Sprintf("verify %s: file is missing %s", r.File, when)}
+				return &ruleError{fmt.Sprintf("verify %s: file is missing %s", source.ShownPath(t, r.File), when)}
 			}
 			continue
 		}
-		if r.Contains != "" && !bytes.Contains(b, []byte(r.Contains)) {
-			return &ruleError{fmt.Sprintf("verify %s: does not contain %q %s", r.File, r.Contains, when)}
-		}
-		if r.NotContains != "" && bytes.Contains(b, []byte(r.NotContains)) {
-			return &ruleError{fmt.Sprintf("verify %s: still contains %q %s", r.File, r.NotContains, when)}
+		if why := r.Fails(b); why != "" {
+			return &ruleError{ruleMessage(t, r, why, when)}
 		}
 	}
 	return nil
+}
+
+// ruleMessage says in one line that rule r fails, how, and when.
+func ruleMessage(t source.Tree, r *VerifyRule, why, when string) string {
+	if r.What == "" {
+		return fmt.Sprintf("verify %s: %s %s", source.ShownPath(t, r.File), why, when)
+	}
+	if strings.Contains(why, "regex") {
+		return fmt.Sprintf("verify %s: %s is not in place %s", source.ShownPath(t, r.File), r.What, when)
+	}
+	return fmt.Sprintf("verify %s: %s is not in place %s (%s)", source.ShownPath(t, r.File), r.What, when, why)
 }
 
 func shortHash(h string) string {

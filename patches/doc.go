@@ -5,6 +5,12 @@
 // Revert and Status on writable trees, written and read under the tree's
 // journal (package journal).
 //
+// A variant is taken only when its hunks resolve and its result meets the
+// patch's verify rules (the version's variant first, then the others by
+// content); a hunk whose change the tree already has in another spelling is
+// recognised by the rule that proves it (equivalent.go); a patch past its
+// [upstream] merged_in with its marker is retired on that tree.
+//
 // A Set is a list of patches planned on one tree; Set.Problem says in one
 // line why a set does not apply; Apply recovers the journal once and
 // writes the set. The same Set serves every consumer: apply writes it, the

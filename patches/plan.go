@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/hashicorp/go-version"
+
 	"github.com/smpatch/smpatch/patches/udiff"
 	"github.com/smpatch/smpatch/source"
 )
@@ -82,9 +84,25 @@ type Plan struct {
 	// Shape is the uncovered shape whose marker the tree has, when no
 	// variant resolves.
 	Shape *Uncovered
+	// Retired says why the patch has nothing to do on this tree although
+	// no variant resolves: the tree's version is at or past the release
+	// upstream merged the change in ([upstream] merged_in). Such a plan is
+	// already applied, with no files.
+	Retired string
 
 	attemptFiles     [][]*FilePlan // per attempt
 	attemptConflicts []int         // per attempt
+	// shown maps a repository path to the tree's (source.ShownPath).
+	shown func(string) string
+}
+
+// Shown is the repository path rel as the tree the plan was made on shows
+// it: sglang/x.py in a site-packages tree for python/sglang/x.py.
+func (pl *Plan) Shown(rel string) string {
+	if pl.shown == nil {
+		return rel
+	}
+	return pl.shown(rel)
 }
 
 // VariantLabel is a variant's name, else its range.
@@ -115,16 +133,12 @@ func NewPlan(ctx context.Context, p *Patch, t source.Tree, opts PlanOptions) (*P
 	return pl, nil
 }
 
-// finish judges a plan beyond its hunks: a plan that resolves must leave
-// the patch's verify rules holding on the bytes it would write; a plan that
-// does not resolve on a tree with the marker of an uncovered shape says so.
+// finish judges a plan beyond its hunks: a plan that does not resolve on
+// a tree with the marker of an uncovered shape says so. (The verify rules
+// were checked on the result of every variant that resolved: a variant
+// whose result breaks one is not chosen, or is refused.)
 func (pl *Plan) finish(t source.Tree, strict bool) error {
-	if pl.OK(strict) {
-		why, err := pl.verifyResult(t)
-		if err != nil {
-			return err
-		}
-		pl.refuse(why)
+	if pl.Refused != "" || pl.OK(strict) {
 		return nil
 	}
 	u, err := uncoveredShape(pl.Patch, t)
@@ -133,7 +147,7 @@ func (pl *Plan) finish(t source.Tree, strict bool) error {
 	}
 	if u != nil {
 		pl.Shape = u
-		pl.Reason = fmt.Sprintf("this tree is shape %s, which the catalog does not cover: %s (marker in %s)", shapeTitle(u), u.Why, u.File)
+		pl.Reason = fmt.Sprintf("this tree is shape %s, which the catalog does not cover: %s (marker in %s)", shapeTitle(u), u.Why, source.ShownPath(t, u.File))
 	}
 	return nil
 }
@@ -215,7 +229,7 @@ func (pl *Plan) verifyResult(t source.Tree) (string, error) {
 }
 
 func newPlan(ctx context.Context, p *Patch, t source.Tree, opts PlanOptions) (*Plan, error) {
-	pl := &Plan{Patch: p}
+	pl := &Plan{Patch: p, shown: func(rel string) string { return source.ShownPath(t, rel) }}
 	defer pl.noteMoved()
 	v, from, err := t.Version(ctx)
 	if err != nil {
@@ -230,27 +244,8 @@ func newPlan(ctx context.Context, p *Patch, t source.Tree, opts PlanOptions) (*P
 		return pl, nil
 	}
 	if opts.Variant != "" {
-		var vr *Variant
-		var names []string
-		for _, c := range p.Variants {
-			names = append(names, VariantLabel(c))
-			if c.Name == opts.Variant || c.Versions == opts.Variant {
-				vr = c
-			}
-		}
-		if vr == nil {
-			pl.Reason = fmt.Sprintf("patch %s has no variant %q (variants: %s)", p.Name, opts.Variant, strings.Join(names, ", "))
-			return pl, nil
-		}
-		if err := pl.try(ctx, t, vr, opts); err != nil {
-			return nil, err
-		}
-		pl.choose(vr, len(pl.Attempts)-1)
-		pl.VariantReason = fmt.Sprintf("variant %s named explicitly", VariantLabel(vr))
-		pl.setReason()
-		return pl, nil
+		return pl, pl.forced(ctx, t, opts)
 	}
-
 	var cands, rest []*Variant
 	for _, c := range p.Variants {
 		if v != nil && c.Admits(v) {
@@ -271,18 +266,17 @@ func newPlan(ctx context.Context, p *Patch, t source.Tree, opts PlanOptions) (*P
 		if err := pl.try(ctx, t, c, opts); err != nil {
 			return nil, err
 		}
-		a := pl.Attempts[len(pl.Attempts)-1]
-		if !resolves(a.Outcome, opts.Strict) {
+		if !resolves(pl.Attempts[i].Outcome, opts.Strict) {
 			continue
 		}
-		pl.choose(c, len(pl.Attempts)-1)
+		pl.choose(c, i)
 		switch {
 		case len(cands) == 1 && i == 0:
 			pl.VariantReason = fmt.Sprintf("%s matches %s", verText, rangeText(c))
 		case i < len(cands):
 			pl.VariantReason = fmt.Sprintf("%s matches %d variants; %s is the first that resolves", verText, len(cands), VariantLabel(c))
 		case len(cands) > 0:
-			pl.VariantReason = fmt.Sprintf("%s matches %s, which does not resolve; %s (%s) resolves", verText, labels(cands), VariantLabel(c), rangeText(c))
+			pl.VariantReason = fmt.Sprintf("%s matches %s, %s", verText, labels(cands), pl.failedWords(len(cands), fmt.Sprintf("%s (%s)", VariantLabel(c), rangeText(c))))
 		case v != nil:
 			pl.VariantReason = fmt.Sprintf("%s matches no variant's range; %s (%s) resolves", verText, VariantLabel(c), rangeText(c))
 		default:
@@ -293,8 +287,31 @@ func newPlan(ctx context.Context, p *Patch, t source.Tree, opts PlanOptions) (*P
 		}
 		return pl, nil
 	}
-	// Nothing resolves: show the variant the version names, else the one
-	// with the fewest conflicts.
+	// No variant applies. One whose hunks resolve but whose result breaks
+	// a verify rule is refused, the version's first: it says what would be
+	// left undone.
+	if i := pl.firstRefused(len(cands)); i >= 0 {
+		pl.choose(order[i], i)
+		if i < len(cands) {
+			pl.VariantReason = fmt.Sprintf("%s matches %s", verText, rangeText(order[i]))
+		} else {
+			pl.VariantReason = fmt.Sprintf("%s; %s (%s) resolves but leaves a verify rule unmet", verText, VariantLabel(order[i]), rangeText(order[i]))
+		}
+		why := pl.Attempts[i].Reason
+		if len(order) > 1 {
+			why += fmt.Sprintf("; no variant applies without leaving a rule unmet (tried %s)", labels(order))
+		}
+		pl.refuse(why)
+		return pl, nil
+	}
+	// Nothing resolves. On a tree whose version is at or past the release
+	// upstream merged the change in, the patch is retired there.
+	if why := retiredBy(p, v, t); why != "" {
+		pl.Retired, pl.VariantReason = why, verText+"; "+why
+		return pl, nil
+	}
+	// Else show the variant the version names, else the one with the
+	// fewest conflicts.
 	switch {
 	case len(cands) > 0:
 		pl.choose(cands[0], 0)
@@ -314,6 +331,94 @@ func newPlan(ctx context.Context, p *Patch, t source.Tree, opts PlanOptions) (*P
 	}
 	pl.setReason()
 	return pl, nil
+}
+
+// retiredBy says why a patch is upstream on the tree t of version v: the
+// tree has the [upstream] marker and its version is at or past merged_in
+// (or unknown: the marker is upstream's own line); without a marker, the
+// version alone. "" when neither holds.
+func retiredBy(p *Patch, v *version.Version, t source.Tree) string {
+	u := p.Upstream
+	if u.MergedIn == "" {
+		return ""
+	}
+	m, err := source.ParseVersion(u.MergedIn)
+	if err != nil || (v != nil && v.LessThan(m)) || (v == nil && u.Marker == "") {
+		return ""
+	}
+	why := fmt.Sprintf("upstream has this change since %s ([upstream] merged_in)", u.MergedIn)
+	if u.Marker != "" {
+		ok, where := UpstreamMarker(t, p)
+		if !ok {
+			return ""
+		}
+		why += fmt.Sprintf(", and the tree has its marker at %s", where)
+	}
+	return why + "; no variant is for this tree: nothing to do"
+}
+
+// forced plans the variant opts.Variant names (by name, or by its range as
+// written): it is the plan, whether it resolves or not, and a result that
+// breaks a verify rule is refused.
+func (pl *Plan) forced(ctx context.Context, t source.Tree, opts PlanOptions) error {
+	p := pl.Patch
+	var vr *Variant
+	var names []string
+	for _, c := range p.Variants {
+		names = append(names, VariantLabel(c))
+		if c.Name == opts.Variant || c.Versions == opts.Variant {
+			vr = c
+		}
+	}
+	if vr == nil {
+		pl.Reason = fmt.Sprintf("patch %s has no variant %q (variants: %s)", p.Name, opts.Variant, strings.Join(names, ", "))
+		return nil
+	}
+	if err := pl.try(ctx, t, vr, opts); err != nil {
+		return err
+	}
+	pl.choose(vr, 0)
+	pl.VariantReason = fmt.Sprintf("variant %s named explicitly", VariantLabel(vr))
+	if a := pl.Attempts[0]; a.Outcome == OutcomeRefused {
+		pl.refuse(a.Reason + fmt.Sprintf(" (variant %s named explicitly)", VariantLabel(vr)))
+		return nil
+	}
+	pl.setReason()
+	return nil
+}
+
+// failedWords says why the first n attempts (the variants the version
+// names) were not taken, and that chosen was: they conflict, or their
+// result leaves a verify rule unmet and the content chose another.
+func (pl *Plan) failedWords(n int, chosen string) string {
+	for _, a := range pl.Attempts[:n] {
+		if a.Outcome == OutcomeRefused {
+			return fmt.Sprintf("which leaves a verify rule unmet (%s); by content, %s applies", a.Reason, chosen)
+		}
+	}
+	if n == 1 {
+		return "which does not resolve; " + chosen + " resolves"
+	}
+	return "which do not resolve; " + chosen + " resolves"
+}
+
+// firstRefused is the first attempt whose hunks resolve but whose result
+// breaks a verify rule, among the first n (the version's variants) if one
+// of them is, else among all; -1 when there is none.
+func (pl *Plan) firstRefused(n int) int {
+	first := -1
+	for i, a := range pl.Attempts {
+		if a.Outcome != OutcomeRefused {
+			continue
+		}
+		if i < n {
+			return i
+		}
+		if first < 0 {
+			first = i
+		}
+	}
+	return first
 }
 
 func resolves(o Outcome, strict bool) bool {
@@ -345,21 +450,32 @@ func rangeText(v *Variant) string {
 	return v.Versions
 }
 
-// try plans variant c and records the attempt.
+// try plans variant c and records the attempt. An attempt whose hunks
+// resolve is judged on its result: one that breaks a verify rule is
+// refused, the rule in its reason.
 func (pl *Plan) try(ctx context.Context, t source.Tree, c *Variant, opts PlanOptions) error {
-	files, err := planVariant(ctx, t, c, opts.Memo, !opts.Brief)
+	files, err := planVariant(ctx, t, c, pl.Patch, opts.Memo, !opts.Brief)
 	if err != nil {
 		return err
 	}
-	probe := &Plan{Variant: c, Files: files}
+	probe := &Plan{Patch: pl.Patch, Variant: c, Files: files}
 	o := probe.Outcome()
 	a := Attempt{Variant: VariantLabel(c), Outcome: o}
-	if o == OutcomeConflict {
-		a.Reason = firstConflict(files)
-	} else if o == OutcomeFuzzy && opts.Strict {
+	switch {
+	case o == OutcomeConflict:
+		a.Reason = firstConflict(pl.Shown, files)
+	case o == OutcomeFuzzy && opts.Strict:
 		a.Reason = "fuzzy hunks (strict)"
-		if f := firstFuzzy(files); f != "" {
+		if f := firstFuzzy(pl.Shown, files); f != "" {
 			a.Reason += ": " + f
+		}
+	case resolves(o, false):
+		why, err := probe.verifyResult(t)
+		if err != nil {
+			return err
+		}
+		if why != "" {
+			a.Outcome, a.Reason = OutcomeRefused, why
 		}
 	}
 	pl.Attempts = append(pl.Attempts, a)
@@ -375,7 +491,7 @@ func (pl *Plan) choose(c *Variant, attempt int) {
 
 func (pl *Plan) setReason() {
 	if pl.Outcome() == OutcomeConflict {
-		pl.Reason = firstConflict(pl.Files)
+		pl.Reason = firstConflict(pl.Shown, pl.Files)
 		if n := len(pl.Conflicts()); n > 1 {
 			pl.Reason += fmt.Sprintf(" (and %d more)", n-1)
 		}
@@ -392,7 +508,7 @@ func (pl *Plan) noteMoved() {
 	var moved []string
 	for _, fp := range pl.Files {
 		if fp.Diff != nil && fp.Path != fp.Diff.Path() {
-			moved = append(moved, fmt.Sprintf("%s found by search as %s", fp.Diff.Path(), fp.Path))
+			moved = append(moved, fmt.Sprintf("%s found by search as %s", pl.Shown(fp.Diff.Path()), pl.Shown(fp.Path)))
 		}
 	}
 	if len(moved) > 0 {
@@ -406,7 +522,10 @@ func (pl *Plan) noteMoved() {
 // resolves, beyond the one variant shown.
 func (pl *Plan) Tried() []Attempt {
 	if pl.Refused != "" {
-		return nil // a variant resolved; the refusal is not about variants
+		if len(pl.Attempts) > 1 && slices.ContainsFunc(pl.Attempts, func(a Attempt) bool { return a.Outcome == OutcomeRefused }) {
+			return pl.Attempts // each variant left a rule unmet, or conflicts
+		}
+		return nil // the refusal is not about variants
 	}
 	if pl.Outcome() == OutcomeNoVariant || (len(pl.Attempts) > 1 && !resolves(pl.Outcome(), false)) {
 		return pl.Attempts
@@ -414,23 +533,28 @@ func (pl *Plan) Tried() []Attempt {
 	return nil
 }
 
+// shownIn maps repository paths to those of the tree t.
+func shownIn(t source.Tree) func(string) string {
+	return func(rel string) string { return source.ShownPath(t, rel) }
+}
+
 // firstFuzzy names the first fuzzy hunk of files.
-func firstFuzzy(files []*FilePlan) string {
+func firstFuzzy(shown func(string) string, files []*FilePlan) string {
 	for _, f := range files {
 		for _, h := range f.Hunks {
 			if h.Status == Fuzzy {
-				return fmt.Sprintf("%s: hunk %d: %s", f.Path, h.Index+1, h.Reason)
+				return fmt.Sprintf("%s: hunk %d: %s", shown(f.Path), h.Index+1, h.Reason)
 			}
 		}
 	}
 	return ""
 }
 
-func firstConflict(files []*FilePlan) string {
+func firstConflict(shown func(string) string, files []*FilePlan) string {
 	for _, f := range files {
 		for _, h := range f.Hunks {
 			if h.Status == Conflict {
-				return fmt.Sprintf("%s: hunk %d: %s", f.Path, h.Index+1, h.Reason)
+				return fmt.Sprintf("%s: hunk %d: %s", shown(f.Path), h.Index+1, h.Reason)
 			}
 		}
 	}
@@ -439,7 +563,7 @@ func firstConflict(files []*FilePlan) string {
 
 // planVariant matches every diff of a variant against t. Diffs of the same
 // file apply in order, each to the previous one's result.
-func planVariant(ctx context.Context, t source.Tree, c *Variant, memo *Memo, explain bool) ([]*FilePlan, error) {
+func planVariant(ctx context.Context, t source.Tree, c *Variant, p *Patch, memo *Memo, explain bool) ([]*FilePlan, error) {
 	if len(c.Files) == 0 && len(c.Diffs) > 0 {
 		return nil, fmt.Errorf("variant %s: diffs %s were not parsed", VariantLabel(c), strings.Join(c.Diffs, ", "))
 	}
@@ -486,7 +610,7 @@ func planVariant(ctx context.Context, t source.Tree, c *Variant, memo *Memo, exp
 				return nil, err
 			}
 			if found != "" {
-				target, st, note = found, state{data: data, exists: true}, fd.Path()+" not found; "+why
+				target, st, note = found, state{data: data, exists: true}, source.ShownPath(t, fd.Path())+" not found; "+why
 				if s, ok := cur[found]; ok {
 					st = s
 				}
@@ -504,6 +628,7 @@ func planVariant(ctx context.Context, t source.Tree, c *Variant, memo *Memo, exp
 		}
 		if fp == nil {
 			fp = matchFile(st.data, st.exists, fd, explain)
+			fp = settleEquivalent(fp, st.data, fd, p, target, explain)
 			if key.fd != nil {
 				memo.putFile(key, fp)
 			}
@@ -521,10 +646,10 @@ func planVariant(ctx context.Context, t source.Tree, c *Variant, memo *Memo, exp
 				if s, ok := cur[found]; ok {
 					data = s.data
 				}
-				alt := matchFile(data, true, fd, explain)
+				alt := settleEquivalent(matchFile(data, true, fd, explain), data, fd, p, found, explain)
 				if !hasConflict(alt) {
 					alt.Path = found
-					alt.Note = fmt.Sprintf("%s does not match (%s); %s", target, firstConflict([]*FilePlan{fp}), why)
+					alt.Note = fmt.Sprintf("%s does not match (%s); %s", source.ShownPath(t, target), firstConflict(shownIn(t), []*FilePlan{fp}), why)
 					fp, target = alt, found
 				}
 			}
@@ -609,6 +734,9 @@ func matchFile(data []byte, exists bool, fd *FileDiff, explain bool) *FilePlan {
 func (p *Plan) Outcome() Outcome {
 	if p.Refused != "" {
 		return OutcomeRefused
+	}
+	if p.Retired != "" {
+		return OutcomeAlreadyApplied
 	}
 	if p.Variant == nil {
 		return OutcomeNoVariant
@@ -719,7 +847,7 @@ func (p *Plan) UnifiedDiff() []byte {
 		if c.keeps {
 			nw = c.new
 		}
-		b.Write(udiff.Unified(c.path, old, nw, c.existed, c.keeps))
+		b.Write(udiff.Unified(p.Shown(c.path), old, nw, c.existed, c.keeps))
 	}
 	return b.Bytes()
 }

@@ -21,7 +21,7 @@ func ConflictReport(p *Plan) string {
 				hk := fp.Diff.Hunks[h.Index]
 				hdr = fmt.Sprintf(" @@ -%d,%d +%d,%d @@%s", hk.OldStart, hk.OldLines, hk.NewStart, hk.NewLines, termsafe.Line(hk.Section))
 			}
-			fmt.Fprintf(&b, "conflict: %s hunk #%d%s\n", fp.Path, h.Index+1, hdr)
+			fmt.Fprintf(&b, "conflict: %s hunk #%d%s\n", p.Shown(fp.Path), h.Index+1, hdr)
 			if h.Reason != "" {
 				fmt.Fprintf(&b, "  %s\n", h.Reason)
 			}

@@ -50,6 +50,9 @@ type RevertFile struct {
 	// (patched → current).
 	Diff       string   `json:"diff"`
 	PycRemoved []string `json:"pyc_removed"`
+	// PycRestored is the bytecode apply removed, put back beside the
+	// original bytes.
+	PycRestored []string `json:"pyc_restored"`
 }
 
 // RevertRefusedError is a revert refused with nothing written: a patched
@@ -179,7 +182,7 @@ func revertSteps(t source.WritableTree, j *journal.Journal, sel []*journal.Entry
 			if err != nil {
 				return nil, err
 			}
-			rf := &RevertFile{Path: f.Path, PycRemoved: []string{}}
+			rf := &RevertFile{Path: f.Path, PycRemoved: []string{}, PycRestored: []string{}}
 			st.out.Files = append(st.out.Files, rf)
 			switch h := journal.Hash(c); {
 			case h == f.Patched:
@@ -258,12 +261,12 @@ func writeReverts(ctx context.Context, t source.WritableTree, j *journal.Journal
 			return err
 		}
 		for _, st := range batch {
-			for _, w := range st.js.Writes {
-				pyc := journal.RemovePyc(t, w.Path)
-				for _, f := range st.out.Files {
-					if f.Path == w.Path && pyc != nil {
-						f.PycRemoved = pyc
-					}
+			for _, f := range st.out.Files {
+				if pyc := st.js.PycRemoved[f.Path]; pyc != nil {
+					f.PycRemoved = pyc
+				}
+				if pyc := st.js.PycRestored[f.Path]; pyc != nil {
+					f.PycRestored = pyc
 				}
 			}
 		}

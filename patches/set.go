@@ -21,12 +21,19 @@ import (
 type Set struct {
 	Tree   source.Tree
 	Strict bool
-	Plans  []*Plan // one per patch, in the order given (needed patches first)
+	// Variants are the variants named for patches (patch name -> variant
+	// name), kept so that a set planned again names them again.
+	Variants map[string]string
+	Plans    []*Plan // one per patch, in the order given (needed patches first)
 }
 
 // SetOptions tune PlanSet.
 type SetOptions struct {
 	Strict bool // fuzzy hunks make the set not apply
+	// Variants names the variant of a patch (patch name -> variant name,
+	// or its range as written) instead of choosing it: that variant is the
+	// plan, refused when its result leaves a verify rule unmet.
+	Variants map[string]string
 }
 
 // PlanSet plans ps on t in order, each patch on the result of those before
@@ -34,14 +41,14 @@ type SetOptions struct {
 // nothing to what the patches after it see. The error is only for I/O:
 // why the set does not apply is Set.Problem.
 func PlanSet(ctx context.Context, t source.Tree, ps []*Patch, opts SetOptions) (*Set, error) {
-	s := &Set{Tree: t, Strict: opts.Strict}
+	s := &Set{Tree: t, Strict: opts.Strict, Variants: opts.Variants}
 	ov := &overlay{t: t, files: map[string][]byte{}}
 	planned := map[string]bool{}
 	for _, p := range catalog.NeedsFirst(ps) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		pl, err := NewPlan(ctx, p, ov, PlanOptions{Strict: opts.Strict})
+		pl, err := NewPlan(ctx, p, ov, PlanOptions{Strict: opts.Strict, Variant: opts.Variants[p.Name]})
 		if err != nil {
 			return nil, err
 		}
@@ -153,7 +160,7 @@ func planWhy(pl *Plan, strict bool) string {
 			for _, fp := range pl.Files {
 				for _, h := range fp.Hunks {
 					if h.Status == Fuzzy {
-						return fmt.Sprintf("%s: hunk %d only matches fuzzily (similarity %.2f at line %d) and --strict is set", fp.Path, h.Index+1, h.Score, h.Line)
+						return fmt.Sprintf("%s: hunk %d only matches fuzzily (similarity %.2f at line %d) and --strict is set", pl.Shown(fp.Path), h.Index+1, h.Score, h.Line)
 					}
 				}
 			}
@@ -162,7 +169,7 @@ func planWhy(pl *Plan, strict bool) string {
 	if pl.Reason != "" {
 		return pl.Reason
 	}
-	if c := firstConflict(pl.Files); c != "" {
+	if c := firstConflict(pl.Shown, pl.Files); c != "" {
 		return c
 	}
 	return string(pl.Outcome())
@@ -260,6 +267,9 @@ func TreeLine(ctx context.Context, t source.Tree) string {
 		ver = fmt.Sprintf("version %s from %s", source.VersionString(v), from)
 	case from != "":
 		ver = "version " + from
+	}
+	if via := source.ViaOf(t); via != "" {
+		ver += "; " + via
 	}
 	return fmt.Sprintf("%s (%s of %s, %s)", t.Root(), t.Kind(), t.Project(), ver)
 }

@@ -133,19 +133,26 @@ func patchStatus(t source.Tree, j *journal.Journal, cat *Catalog, e *journal.Ent
 }
 
 // UpstreamMarker reports whether t already carries the patch's change
-// upstream: the [upstream] marker text is in marker_file. It is false when
-// the patch declares no marker or the file is absent.
+// upstream: the [upstream] marker text is in marker_file, or in one of
+// marker_files; where says FILE:LINE, the file as the tree shows it. It is
+// false when the patch declares no marker or no marker file has it.
 func UpstreamMarker(t source.Tree, p *Patch) (bool, string) {
 	u := p.Upstream
 	if u.Marker == "" || u.MarkerFile == "" {
 		return false, ""
 	}
-	b, err := t.ReadFile(u.MarkerFile)
-	if err != nil || !bytes.Contains(b, []byte(u.Marker)) {
-		return false, ""
+	for _, f := range append([]string{u.MarkerFile}, u.MarkerFiles...) {
+		b, err := t.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		i := bytes.Index(b, []byte(u.Marker))
+		if i < 0 {
+			continue
+		}
+		return true, fmt.Sprintf("%s:%d", source.ShownPath(t, f), 1+bytes.Count(b[:i], []byte("\n")))
 	}
-	line := 1 + bytes.Count(b[:bytes.Index(b, []byte(u.Marker))], []byte("\n"))
-	return true, fmt.Sprintf("%s:%d", u.MarkerFile, line)
+	return false, ""
 }
 
 // ReadState returns the journal of t after finishing any entry left in

@@ -12,8 +12,26 @@ import (
 
 // CheckRequirements checks req against the report, one Finding per
 // requirement, each with its evidence. sm ("12.0"), when set, stands for the
-// GPU the patch is meant for instead of the visible ones.
+// GPU the patch is meant for instead of the visible ones. A requirement of
+// the launch (tensor parallel size) is not checked: CheckLaunchRequirements
+// checks it against a launch.
 func CheckRequirements(r *Report, req requires.Set, sm string) []Finding {
+	return CheckLaunchRequirements(r, req, Launch{SM: sm})
+}
+
+// Launch is what a requirement is checked for beyond the machine: the GPU
+// meant (SM, "12.0"; "" for the visible ones) and the launch's tensor
+// parallel size (TP; 0 when no launch is known).
+type Launch struct {
+	SM string
+	TP int
+}
+
+// CheckLaunchRequirements is CheckRequirements for a launch: req.tp is
+// checked against l.TP, never against how many GPUs the host has; without
+// a TP it is reported not checked.
+func CheckLaunchRequirements(r *Report, req requires.Set, l Launch) []Finding {
+	sm := l.SM
 	var out []Finding
 	majors, majorsFrom := targetMajors(r, req, sm)
 	if len(req.GPUSMMajor) > 0 {
@@ -50,7 +68,7 @@ func CheckRequirements(r *Report, req requires.Set, sm string) []Finding {
 		out = append(out, checkP2P(r))
 	}
 	if len(req.TP) > 0 {
-		out = append(out, checkTP(r, req.TP))
+		out = append(out, checkTP(req.TP, l.TP))
 	}
 	if req.NVLink != nil {
 		out = append(out, checkNVLink(r, *req.NVLink))
@@ -286,19 +304,17 @@ func checkPackage(r *Report, name, constraint string) Finding {
 	return f
 }
 
-// checkTP: the patch is for these tensor-parallel sizes; the machine needs
-// at least as many GPUs as the smallest (the size a server runs with is
-// the matrix's to check, per cell).
-func checkTP(r *Report, tp []int) Finding {
-	least := slices.Min(tp)
-	f := Finding{Requirement: fmt.Sprintf("tensor parallel %s: at least %d GPUs", intsText(tp), least)}
-	if r.Host == nil || len(r.Host.GPUs) == 0 {
-		f.Evidence = gpuUnknownWhy(r)
+// checkTP: the patch is for these tensor-parallel sizes, and the launch
+// runs tp (0: no launch known here). The GPUs a host has say nothing about
+// the size a server runs with.
+func checkTP(sizes []int, tp int) Finding {
+	f := Finding{Requirement: "tensor parallel " + intsText(sizes)}
+	if tp <= 0 {
+		f.NotChecked = "a requirement of the launch, checked where its tensor parallel size is known (doctor, matrix cells); give --tp N to check it here"
 		return f
 	}
-	n := len(r.Host.GPUs)
-	f.OK = n >= least
-	f.Evidence = fmt.Sprintf("%d GPUs visible (%s)", n, r.Host.GPUSource)
+	f.OK = slices.Contains(sizes, tp)
+	f.Evidence = fmt.Sprintf("the launch runs tensor parallel %d", tp)
 	return f
 }
 

@@ -132,15 +132,27 @@ func TestCheckTPAndNVLink(t *testing.T) {
 		GPUs:   []GPU{{Index: 0, SM: "12.0"}, {Index: 1, SM: "12.0"}},
 		NVLink: [][]string{{"X", "NS"}, {"NS", "X"}}}}
 	no, yes := false, true
-	fs := CheckRequirements(r, requires.Set{TP: []int{2}, NVLink: &no}, "")
+	fs := CheckLaunchRequirements(r, requires.Set{TP: []int{2}, NVLink: &no}, Launch{TP: 2})
 	if len(fs) != 2 || !fs[0].OK || !fs[1].OK {
 		t.Fatalf("TP 2 on 2 GPUs without NVLink: %+v", fs)
+	}
+	if fs[0].Evidence != "the launch runs tensor parallel 2" {
+		t.Errorf("evidence %q", fs[0].Evidence)
+	}
+	// Without a launch, tp is not checked: the host's GPUs say nothing
+	// about the size a server runs with.
+	r8 := &Report{Host: &Host{GPUSource: "nvidia-smi", GPUs: make([]GPU, 8)}}
+	if f := CheckRequirements(r8, requires.Set{TP: []int{2}}, "")[0]; f.OK || f.NotChecked == "" || f.Evidence != "" {
+		t.Errorf("tp [2] on 8 GPUs, no launch: %+v, want not checked", f)
+	}
+	if f := CheckLaunchRequirements(r8, requires.Set{TP: []int{2}}, Launch{TP: 8})[0]; f.OK {
+		t.Errorf("tp [2] at a TP8 launch passed: %+v", f)
 	}
 	if fs[1].Evidence != "nvidia-smi topo -p2p n: no NVLink between any of the 2 GPUs" {
 		t.Errorf("evidence %q", fs[1].Evidence)
 	}
-	fs = CheckRequirements(r, requires.Set{TP: []int{4, 8}, NVLink: &yes}, "")
-	if fs[0].OK || fs[1].OK || fs[0].Requirement != "tensor parallel [4, 8]: at least 4 GPUs" {
+	fs = CheckLaunchRequirements(r, requires.Set{TP: []int{4, 8}, NVLink: &yes}, Launch{TP: 2})
+	if fs[0].OK || fs[1].OK || fs[0].Requirement != "tensor parallel [4, 8]" {
 		t.Errorf("TP 4/8 and NVLink wanted: %+v", fs)
 	}
 	r.Host.NVLink = nil

@@ -58,6 +58,12 @@ def main():
              f" once for the whole catalog")
     if unreachable:
         w.append(f"- not reachable here: {unreachable}; no tree of them was read, and the variants meant for them stay predicted")
+    # The variants the catalog marks predicted, and why; one line.
+    pred = [(p, v) for p in patches for v in shows[p]["variants"] if v.get("predicted")]
+    if pred:
+        names = ", ".join(f"{p} {v['name']} ({v['versions'] or 'any version'})" for p, v in pred)
+        notes = "; ".join(dict.fromkeys(v["predicted"] for _, v in pred))
+        w.append(f"- predicted, not measured: {names}: {notes}")
     w.append("")
     for p in patches:
         sh = shows[p]

@@ -125,11 +125,17 @@ func Resolve(ctx context.Context, repoFlag string, project Project, python strin
 			d, err = FindDist(sps, "flashinfer")
 		}
 		if err == nil && d != nil && d.Location != "" {
-			if !DetectSitePackages(d.Location, p) {
-				// pip install -e: the dist-info is here, the code in a checkout.
-				if root, ok := editableCheckout(d, p); ok {
-					return OpenCheckout(root)
-				}
+			if DetectSitePackages(d.Location, p) {
+				return OpenSitePackages(d.Location, p)
+			}
+			// An editable install: the dist-info is here, the code in a
+			// checkout (direct_url.json, a .pth, a finder module).
+			e, err := FindEditable([]string{d.Location}, p)
+			if err != nil {
+				return nil, err
+			}
+			if e != nil {
+				return openEditable(e)
 			}
 			return OpenSitePackages(d.Location, p)
 		}
@@ -137,6 +143,15 @@ func Resolve(ctx context.Context, repoFlag string, project Project, python strin
 			if DetectSitePackages(sp, p) {
 				return OpenSitePackages(sp, p)
 			}
+		}
+		// setup.py develop keeps the metadata in the checkout: only an
+		// egg-link (or a .pth) is left in site-packages.
+		e, err := FindEditable(sps, p)
+		if err != nil {
+			return nil, err
+		}
+		if e != nil {
+			return openEditable(e)
 		}
 	}
 	what := "sglang or flashinfer"
@@ -184,29 +199,19 @@ func openDir(dir string, project Project) (WritableTree, error) {
 			return OpenSitePackages(root, p)
 		}
 	}
+	// The site-packages of an editable install holds only a pointer to
+	// the checkout: that is the tree.
+	for _, p := range candidates {
+		e, err := FindEditable([]string{root}, p)
+		if err != nil {
+			return nil, err
+		}
+		if e != nil {
+			return openEditable(e)
+		}
+	}
 	if project == "" {
 		return nil, fmt.Errorf("%s: %w, nor a site-packages directory holding either", dir, ErrUnknownProject)
 	}
 	return nil, fmt.Errorf("%s: neither a checkout of %s nor a site-packages directory holding it", dir, project)
-}
-
-// editableCheckout finds the checkout of an editable install (pip install
-// -e): its dist-info's direct_url.json names the directory installed from,
-// the checkout itself or, for sglang, its python/ directory.
-func editableCheckout(d *Dist, p Project) (string, bool) {
-	data, err := os.ReadFile(filepath.Join(d.DistInfo, "direct_url.json"))
-	if err != nil {
-		return "", false
-	}
-	d0, ok := EditableDir(data)
-	if !ok {
-		return "", false
-	}
-	dir := filepath.FromSlash(d0)
-	for _, root := range []string{dir, filepath.Dir(dir)} {
-		if got, ok := DetectCheckout(root); ok && got == p {
-			return root, true
-		}
-	}
-	return "", false
 }

@@ -31,6 +31,44 @@ type dirTree struct {
 	toDisk func(rel string) (string, bool)
 	// fromDisk maps a root-relative path back to a repository-relative one.
 	fromDisk func(rel string) (string, bool)
+	// via is the editable install that led to this checkout, if one did.
+	via *Editable
+}
+
+// Via says how the tree was found when it is not where the command looked:
+// the editable install in site-packages that points at this checkout ("" for
+// a tree named or found directly).
+func (t *dirTree) Via() string {
+	if t.via == nil {
+		return ""
+	}
+	return t.via.String()
+}
+
+// EditableOf is the editable install that led to the tree t, or nil.
+func EditableOf(t Tree) *Editable {
+	if d, ok := t.(*dirTree); ok {
+		return d.via
+	}
+	return nil
+}
+
+// ViaOf is Via of a tree that has one, else "".
+func ViaOf(t Tree) string {
+	if v, ok := t.(interface{ Via() string }); ok {
+		return v.Via()
+	}
+	return ""
+}
+
+// openEditable opens the checkout an editable install points at.
+func openEditable(e *Editable) (WritableTree, error) {
+	t, err := OpenCheckout(e.Checkout)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", e, err)
+	}
+	t.(*dirTree).via = e
+	return t, nil
 }
 
 // OpenCheckout opens dir as a source checkout of sglang or flashinfer. A

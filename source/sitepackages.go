@@ -18,6 +18,9 @@ func OpenSitePackages(dir string, p Project) (WritableTree, error) {
 		return nil, err
 	}
 	if !DetectSitePackages(root, p) {
+		if e, _ := FindEditable([]string{root}, p); e != nil {
+			return nil, fmt.Errorf("%s: no installed %s package here: it is an editable install of the checkout %s (%s); give --repo %s", dir, p, e.Checkout, e.Via, e.Checkout)
+		}
 		return nil, fmt.Errorf("%s: no installed %s package here", dir, p)
 	}
 	return &dirTree{
@@ -80,4 +83,17 @@ func PackageToRepoPath(p Project, pkgRel string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// ShownPath is the repository-relative path rel as it is in the tree t,
+// for people: in a site-packages tree the package path (sglang's
+// python/sglang/x.py is sglang/x.py there), elsewhere rel itself.
+func ShownPath(t Tree, rel string) string {
+	if t == nil || t.Kind() != KindSitePackages {
+		return rel
+	}
+	if p, ok := RepoToPackagePath(t.Project(), rel); ok {
+		return p
+	}
+	return rel
 }

@@ -37,9 +37,11 @@ type applyOptions struct {
 	ProbeFile    string   // --probe-file: with --check-arch, a saved probe report
 	SM           string   // --sm: with --check-arch, the GPU architecture meant
 	SitePackages []string // --site-packages: with --check-arch, directories to probe
+	TP           int      // --tp: with --check-arch, the launch's tensor parallel size
 	Force        bool     // --force: with --check-arch, warn instead of refusing
 	DryRun       bool     // --dry-run: print the diff, write nothing
 	Strict       bool     // --strict: fuzzy matches do not apply
+	Variants     []string // --variant [PATCH=]NAME: the variant to use instead of choosing one
 	JSON         bool     // --json
 }
 
@@ -50,8 +52,10 @@ func (o *applyOptions) AddFlags(c *cobra.Command) {
 	f.StringVar(&o.ProbeFile, "probe-file", "", "with --check-arch: read a saved probe report instead of probing")
 	f.StringVar(&o.SM, "sm", "", "with --check-arch: the GPU architecture meant (MAJOR.MINOR), instead of the visible GPUs")
 	f.StringArrayVar(&o.SitePackages, "site-packages", nil, "with --check-arch: site-packages directory to probe (repeatable)")
+	f.IntVar(&o.TP, "tp", 0, "with --check-arch: the tensor parallel size the launch will run, for a patch that requires one")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the unified diff that would be written; change nothing")
 	f.BoolVar(&o.Strict, "strict", false, "count fuzzy matches as failures")
+	f.StringArrayVar(&o.Variants, "variant", nil, "use this variant instead of choosing one: NAME (each named patch that has it) or PATCH=NAME (repeatable)")
 	f.BoolVar(&o.Force, "warn-only", false, "with --check-arch: warn about an unmet requirement instead of refusing")
 	HiddenAlias(c, "force", "warn-only")
 	f.BoolVar(&o.JSON, "json", false, "print JSON")
@@ -61,9 +65,12 @@ func (o *applyOptions) AddFlags(c *cobra.Command) {
 // ignored and the patch applied unchecked.
 func (o *applyOptions) validate(c *cobra.Command) error {
 	if o.CheckArch {
+		if c.Flags().Changed("tp") && (o.TP < 1 || o.TP > 1024) {
+			return withCode(exitUsage, fmt.Errorf("apply: --tp %d is not a tensor parallel size", o.TP))
+		}
 		return nil
 	}
-	for _, name := range []string{"probe-file", "sm", "site-packages", "warn-only", "force"} {
+	for _, name := range []string{"probe-file", "sm", "site-packages", "warn-only", "force", "tp"} {
 		if c.Flags().Changed(name) {
 			return withCode(exitUsage, fmt.Errorf("apply: --%s needs --check-arch", name))
 		}
@@ -108,7 +115,11 @@ func runApply(ctx context.Context, o *applyOptions) error {
 	if err != nil {
 		return err
 	}
-	set, err := patches.PlanSet(ctx, t, ps, patches.SetOptions{Strict: o.Strict})
+	variants, err := namedVariants(ps, o.Variants)
+	if err != nil {
+		return err
+	}
+	set, err := patches.PlanSet(ctx, t, ps, patches.SetOptions{Strict: o.Strict, Variants: variants})
 	if err != nil {
 		return stoppedBeforeWriting(ctx, err)
 	}
@@ -130,8 +141,13 @@ func runApply(ctx context.Context, o *applyOptions) error {
 				// the sglang being patched, not python3's.
 				sp = []string{t.Root()}
 			}
+			if e := source.EditableOf(t); len(sp) == 0 && e != nil {
+				// An editable install: its flashinfer is in the
+				// site-packages that points at the checkout.
+				sp = []string{e.SitePackages}
+			}
 			info, paint := o.Color(info)
-			return o.Gate(ctx, info, archGateOptions{ProbeFile: o.ProbeFile, SM: o.SM, Force: o.Force, Quiet: o.Quiet(), Paint: paint, Python: o.Python(), SitePackages: sp, Findings: &findings,
+			return o.Gate(ctx, info, archGateOptions{ProbeFile: o.ProbeFile, SM: o.SM, TP: o.TP, Force: o.Force, Quiet: o.Quiet(), Paint: paint, Python: o.Python(), SitePackages: sp, Findings: &findings,
 				Tree: t, Changes: s.Changes()}, ps)
 		}
 	}
@@ -168,6 +184,7 @@ func runApply(ctx context.Context, o *applyOptions) error {
 	case o.DryRun && o.JSON:
 		return WriteJSON(w, applyPlansJSON(t, res.Set.Plans, true, "would-apply"))
 	case o.DryRun:
+		printPlanned(o.Info(errw), res.Set)
 		cw, paint := o.Color(w)
 		_, _ = cw.Write(paint.diff(res.Set.UnifiedDiff()))
 		fmt.Fprintln(o.Info(errw), "smpatch: dry run, nothing was written")
@@ -177,6 +194,89 @@ func runApply(ctx context.Context, o *applyOptions) error {
 	}
 	printApplied(ctx, w, t, res)
 	return nil
+}
+
+// namedVariants reads --variant: PATCH=NAME names the variant of one of
+// the patches named; NAME alone is the variant of each named patch that has
+// one so called. A name no patch has is a usage error.
+func namedVariants(ps []*patches.Patch, flags []string) (map[string]string, error) {
+	if len(flags) == 0 {
+		return nil, nil
+	}
+	out := map[string]string{}
+	has := func(p *patches.Patch, name string) bool {
+		for _, v := range p.Variants {
+			if v.Name == name || (v.Versions != "" && v.Versions == name) {
+				return true
+			}
+		}
+		return false
+	}
+	list := func(p *patches.Patch) string {
+		var names []string
+		for _, v := range p.Variants {
+			names = append(names, patches.VariantLabel(v))
+		}
+		return p.Name + ": " + strings.Join(names, ", ")
+	}
+	for _, f := range flags {
+		patch, name, scoped := strings.Cut(f, "=")
+		if !scoped {
+			name, patch = patch, ""
+		}
+		if name == "" {
+			return nil, withCode(exitUsage, fmt.Errorf("apply: --variant %q: name a variant (NAME or PATCH=NAME)", f))
+		}
+		found := false
+		var lists []string
+		for _, p := range ps {
+			if patch != "" && p.Name != patch {
+				continue
+			}
+			lists = append(lists, list(p))
+			if has(p, name) {
+				if prev, ok := out[p.Name]; ok && prev != name {
+					return nil, withCode(exitUsage, fmt.Errorf("apply: --variant: two variants named for %s (%s and %s)", p.Name, prev, name))
+				}
+				out[p.Name], found = name, true
+			}
+		}
+		switch {
+		case patch != "" && len(lists) == 0:
+			return nil, withCode(exitUsage, fmt.Errorf("apply: --variant %s: %s is not one of the patches named", f, patch))
+		case !found:
+			return nil, withCode(exitUsage, fmt.Errorf("apply: --variant %s: no patch named has a variant %q (%s)", f, name, strings.Join(lists, "; ")))
+		}
+	}
+	return out, nil
+}
+
+// printPlanned says, for a dry run, what each patch of the set would do:
+// its variant and why, and every hunk's state (one already there, by this
+// patch or by an equivalent change, is reported as such).
+func printPlanned(w io.Writer, s *patches.Set) {
+	for _, pl := range s.Plans {
+		if pl.Outcome() == patches.OutcomeAlreadyApplied {
+			why := "already applied: the tree already has every change"
+			if pl.Retired != "" {
+				why = "already upstream: " + pl.Retired
+			}
+			fmt.Fprintf(w, "%s: %s\n", pl.Patch.Name, why)
+			continue
+		}
+		fmt.Fprintf(w, "%s: would apply (variant %s", pl.Patch.Name, patches.VariantLabel(pl.Variant))
+		if pl.VariantReason != "" {
+			fmt.Fprintf(w, ": %s", pl.VariantReason)
+		}
+		fmt.Fprintln(w, ")")
+		for _, f := range pl.Files {
+			var hs []string
+			for _, h := range f.Hunks {
+				hs = append(hs, fmt.Sprintf("#%d %s", h.Index+1, hunkWords(h)))
+			}
+			fmt.Fprintf(w, "  %s: %s\n", pl.Shown(f.Path), strings.Join(hs, "; "))
+		}
+	}
 }
 
 // printApplied prints what an apply wrote, patch by patch and file by file.
@@ -197,12 +297,12 @@ func printApplied(ctx context.Context, w io.Writer, t source.Tree, res *patches.
 			for _, h := range f.Hunks {
 				hs = append(hs, fmt.Sprintf("#%d %s", h.Index+1, hunkWords(h)))
 			}
-			fmt.Fprintf(w, "  %s: %s\n", f.Path, strings.Join(hs, "; "))
+			fmt.Fprintf(w, "  %s: %s\n", source.ShownPath(t, f.Path), strings.Join(hs, "; "))
 			if f.Note != "" {
 				fmt.Fprintf(w, "    %s\n", f.Note)
 			}
 			for _, pyc := range f.PycRemoved {
-				fmt.Fprintf(w, "    removed stale bytecode %s\n", pyc)
+				fmt.Fprintf(w, "    removed stale bytecode %s\n", source.ShownPath(t, pyc))
 			}
 		}
 	}

@@ -24,6 +24,7 @@ type archGateOptions struct {
 	Paint        painter  // colours ok and FAIL
 	Python       string   // the interpreter whose environment is probed
 	SitePackages []string // explicit site-packages dirs
+	TP           int      // --tp: the launch's tensor parallel size (0: no launch known)
 	// Findings, when set, collects every requirement checked (for --json).
 	Findings *[]archFinding
 	// Probe probes this machine when no --probe-file is given (probe.Run
@@ -86,7 +87,7 @@ func checkArch(ctx context.Context, w io.Writer, opts archGateOptions, ps []*pat
 			fmt.Fprintf(w, "check-arch: %s: no requirements\n", opts.Paint.text(p.Name))
 			continue
 		}
-		fs := probe.CheckRequirements(r, p.Requires, opts.SM)
+		fs := probe.CheckLaunchRequirements(r, p.Requires, probe.Launch{SM: opts.SM, TP: opts.TP})
 		if f, ok := pinFinding(ctx, opts.Tree, p, r, opts.SM); ok {
 			fs = append(fs, f)
 		}

@@ -6,7 +6,9 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,6 +20,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/smpatch/smpatch/internal/interrupt"
+	"github.com/smpatch/smpatch/internal/testkit/synth"
 )
 
 // TestMain registers the program, so every script runs smpatch as users
@@ -56,7 +59,7 @@ func scriptParams(dir string, more func(*testscript.Env) error) testscript.Param
 	return testscript.Params{
 		Dir:                 dir,
 		RequireExplicitExec: true,
-		Cmds:                map[string]func(ts *testscript.TestScript, neg bool, args []string){"exitcode": cmdExitCode, "gitcommit": cmdGitCommit},
+		Cmds:                map[string]func(ts *testscript.TestScript, neg bool, args []string){"exitcode": cmdExitCode, "gitcommit": cmdGitCommit, "synthtree": cmdSynthTree},
 		Setup: func(e *testscript.Env) error {
 			e.Setenv("SMPATCH_CATALOG", "")
 			e.Setenv("SMPATCH_REPO", "")
@@ -98,6 +101,26 @@ func cmdExitCode(ts *testscript.TestScript, neg bool, args []string) {
 	if got != want {
 		ts.Fatalf("exit code %d, want %d", got, want)
 	}
+}
+
+// synthtree SHAPE DIR: writes the synthetic sglang tree of an upstream
+// shape (testdata/shapes/SHAPE.txtar, through internal/testkit/synth) into
+// DIR, so that scripts run on the same fixtures as the engine's tests.
+func cmdSynthTree(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: synthtree SHAPE DIR")
+	}
+	files := synth.SGLangTree(args[0], false)
+	if files == nil {
+		ts.Fatalf("synthtree: no shape %q (%s)", args[0], strings.Join(synth.Shapes(), ", "))
+	}
+	dir := ts.MkAbs(args[1])
+	for name, data := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		ts.Check(os.MkdirAll(filepath.Dir(p), 0o755))
+		ts.Check(os.WriteFile(p, data, 0o644))
+	}
+	ts.Check(os.WriteFile(filepath.Join(dir, "python", "sglang", "__init__.py"), nil, 0o644))
 }
 
 // gitcommit DIR [TAG]: commits every file of DIR (a git repository is

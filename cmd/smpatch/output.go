@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/smpatch/smpatch/patches"
 	"github.com/smpatch/smpatch/patches/catalog"
@@ -60,12 +61,14 @@ type variantJSON struct {
 	Diffs    []string `json:"diffs"`
 	Files    []string `json:"files"`
 	Search   []string `json:"search"`
+	// Predicted says why the variant is not measured on a tree ("": it is).
+	Predicted string `json:"predicted"`
 }
 
 func variantsJSON(p *patches.Patch) []variantJSON {
 	out := []variantJSON{}
 	for _, v := range p.Variants {
-		vj := variantJSON{Name: v.Name, Versions: v.Versions, Diffs: orEmpty(v.Diffs), Search: orEmpty(v.Search), Files: []string{}}
+		vj := variantJSON{Name: v.Name, Versions: v.Versions, Diffs: orEmpty(v.Diffs), Search: orEmpty(v.Search), Files: []string{}, Predicted: v.Predicted}
 		for _, fd := range v.Files {
 			vj.Files = append(vj.Files, fd.Path())
 		}
@@ -175,7 +178,7 @@ func printPlan(w io.Writer, pl *patches.Plan) {
 		}
 	}
 	for _, fp := range pl.Files {
-		fmt.Fprintf(w, "  %s\n", fp.Path)
+		fmt.Fprintf(w, "  %s\n", pl.Shown(fp.Path))
 		if fp.Note != "" {
 			fmt.Fprintf(w, "    %s\n", fp.Note)
 		}
@@ -195,6 +198,9 @@ func hunkWords(h patches.HunkResult) string {
 	case patches.Fuzzy:
 		return fmt.Sprintf("fuzzy at line %d (similarity %.2f)", h.Line, h.Score)
 	case patches.AlreadyApplied:
+		if strings.HasPrefix(h.Reason, "an equivalent change") {
+			return fmt.Sprintf("already applied at line %d (%s)", h.Line, h.Reason)
+		}
 		return fmt.Sprintf("already applied at line %d", h.Line)
 	case patches.Conflict:
 		s := "conflict"

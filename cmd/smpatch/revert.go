@@ -95,7 +95,7 @@ func runRevert(ctx context.Context, o *revertOptions) error {
 		for _, po := range res.Patches {
 			for _, f := range po.Files {
 				if f.State == "changed" {
-					fmt.Fprintf(w, "%s: %s changed since it was applied:\n", po.Name, f.Path)
+					fmt.Fprintf(w, "%s: %s changed since it was applied:\n", po.Name, source.ShownPath(t, f.Path))
 					fmt.Fprint(w, f.Diff)
 				}
 			}
@@ -113,14 +113,17 @@ func runRevert(ctx context.Context, o *revertOptions) error {
 		for _, f := range po.Files {
 			switch f.State {
 			case "restored":
-				fmt.Fprintf(w, "  %s: original restored\n", f.Path)
+				fmt.Fprintf(w, "  %s: original restored\n", source.ShownPath(t, f.Path))
 			case "already-original":
-				fmt.Fprintf(w, "  %s: already original\n", f.Path)
+				fmt.Fprintf(w, "  %s: already original\n", source.ShownPath(t, f.Path))
 			case "forced":
-				fmt.Fprintf(w, "  %s: patch hunks reverse-applied, other edits kept\n", f.Path)
+				fmt.Fprintf(w, "  %s: patch hunks reverse-applied, other edits kept\n", source.ShownPath(t, f.Path))
 			}
 			for _, pyc := range f.PycRemoved {
-				fmt.Fprintf(w, "    removed stale bytecode %s\n", pyc)
+				fmt.Fprintf(w, "    removed stale bytecode %s\n", source.ShownPath(t, pyc))
+			}
+			for _, pyc := range f.PycRestored {
+				fmt.Fprintf(w, "    restored bytecode %s\n", source.ShownPath(t, pyc))
 			}
 		}
 	}

@@ -36,16 +36,21 @@ func requiresJSON(r requires.Set) requires.Set {
 
 type verifyJSON struct {
 	File        string `json:"file"`
+	What        string `json:"what"`
+	When        string `json:"when"`
 	Contains    string `json:"contains"`
 	NotContains string `json:"not_contains"`
+	Regex       string `json:"regex"`
+	NotRegex    string `json:"not_regex"`
 }
 
 type upstreamJSON struct {
-	Status     string `json:"status"`
-	PR         string `json:"pr"`
-	MergedIn   string `json:"merged_in"`
-	Marker     string `json:"marker"`
-	MarkerFile string `json:"marker_file"`
+	Status      string   `json:"status"`
+	PR          string   `json:"pr"`
+	MergedIn    string   `json:"merged_in"`
+	Marker      string   `json:"marker"`
+	MarkerFile  string   `json:"marker_file"`
+	MarkerFiles []string `json:"marker_files"`
 }
 
 // showOptions are smpatch show's flags, streams and dependencies.
@@ -173,11 +178,11 @@ func showJSON(ctx context.Context, w io.Writer, sh *shown) error {
 		Name: p.Name, Project: string(p.Project), Summary: p.Summary, Links: orEmpty(p.Links), Origin: p.Origin,
 		File: p.File, Overrides: p.Overrides,
 		Requires: requiresJSON(p.Requires),
-		Upstream: upstreamJSON{p.Upstream.Status, p.Upstream.PR, p.Upstream.MergedIn, p.Upstream.Marker, p.Upstream.MarkerFile},
+		Upstream: upstreamJSON{p.Upstream.Status, p.Upstream.PR, p.Upstream.MergedIn, p.Upstream.Marker, p.Upstream.MarkerFile, orEmpty(p.Upstream.MarkerFiles)},
 		Variants: variantsJSON(p), Verify: []verifyJSON{}, Uncovered: uncoveredJSON(p), Needs: orEmpty(p.Needs), Digest: p.Digest,
 	}
 	for _, v := range p.Verify {
-		out.Verify = append(out.Verify, verifyJSON{v.File, v.Contains, v.NotContains})
+		out.Verify = append(out.Verify, verifyJSON{v.File, v.What, v.When, v.Contains, v.NotContains, v.Regex, v.NotRegex})
 	}
 	if t != nil {
 		out.Tree = newTreeJSON(ctx, t)
@@ -207,9 +212,9 @@ func showText(ctx context.Context, o *showOptions, sh *shown) {
 	if len(p.Needs) > 0 {
 		fmt.Fprintf(w, "needs: %s (applied first, or named before it in the same apply)\n", strings.Join(p.Needs, ", "))
 	}
-	if u := p.Upstream; u != (patches.Upstream{}) {
+	if u := p.Upstream; u.Status != "" || u.PR != "" || u.MergedIn != "" || u.Marker != "" {
 		fmt.Fprintln(w, "upstream:")
-		for _, kv := range [][2]string{{"status", u.Status}, {"pr", u.PR}, {"merged_in", u.MergedIn}, {"marker", u.Marker}, {"marker_file", u.MarkerFile}} {
+		for _, kv := range [][2]string{{"status", u.Status}, {"pr", u.PR}, {"merged_in", u.MergedIn}, {"marker", u.Marker}, {"marker_file", u.MarkerFile}, {"marker_files", strings.Join(u.MarkerFiles, ", ")}} {
 			if kv[1] != "" {
 				fmt.Fprintf(w, "  %s: %s\n", kv[0], kv[1])
 			}
@@ -259,16 +264,34 @@ func showText(ctx context.Context, o *showOptions, sh *shown) {
 		if len(v.Search) > 0 {
 			fmt.Fprintf(w, "    search: %s\n", strings.Join(v.Search, ", "))
 		}
+		if v.Predicted != "" {
+			fmt.Fprintf(w, "    predicted: %s\n", v.Predicted)
+		}
 	}
 	if len(p.Verify) > 0 {
 		fmt.Fprintln(w, "verify:")
 		for _, v := range p.Verify {
+			line := v.File
+			if v.What != "" {
+				line += ": " + v.What
+			}
+			var checks []string
 			if v.Contains != "" {
-				fmt.Fprintf(w, "  %s contains %q\n", v.File, v.Contains)
+				checks = append(checks, fmt.Sprintf("contains %q", v.Contains))
 			}
 			if v.NotContains != "" {
-				fmt.Fprintf(w, "  %s does not contain %q\n", v.File, v.NotContains)
+				checks = append(checks, fmt.Sprintf("does not contain %q", v.NotContains))
 			}
+			if v.Regex != "" {
+				checks = append(checks, "matches /"+v.Regex+"/")
+			}
+			if v.NotRegex != "" {
+				checks = append(checks, "does not match /"+v.NotRegex+"/")
+			}
+			if v.When != "" {
+				checks = append(checks, "where it matches /"+v.When+"/")
+			}
+			fmt.Fprintf(w, "  %s (%s)\n", line, strings.Join(checks, "; "))
 		}
 	}
 	if len(p.Uncovered) > 0 {

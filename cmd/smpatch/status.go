@@ -87,7 +87,7 @@ func runStatus(ctx context.Context, o *statusOptions) error {
 			fmt.Fprintf(w, "  note: %s\n", n)
 		}
 		for _, f := range ps.Files {
-			fmt.Fprintf(w, "  %s: %s\n", f.Path, f.State)
+			fmt.Fprintf(w, "  %s: %s\n", source.ShownPath(t, f.Path), f.State)
 		}
 	}
 	return nil

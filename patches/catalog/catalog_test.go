@@ -110,7 +110,7 @@ func TestLoadCatalogFSErrors(t *testing.T) {
 		{"target absolute", map[string]string{"demo.toml": head + variant("", "demo/a.diff"), "demo/a.diff": abs}, "cat/demo/a.diff:"},
 		{"corrupt hunk", map[string]string{"demo.toml": head + variant("", "demo/a.diff"), "demo/a.diff": badCount}, "cat/demo/a.diff:"},
 		{"verify outside", map[string]string{"demo.toml": head + variant("", "demo/a.diff") + "[[verify]]\nfile = \"setup.py\"\ncontains = \"x\"\n", "demo/a.diff": testDiff}, "cat/demo.toml:7: [[verify]] file: setup.py is outside"},
-		{"verify empty", map[string]string{"demo.toml": head + variant("", "demo/a.diff") + "[[verify]]\nfile = \"python/sglang/x.py\"\n", "demo/a.diff": testDiff}, "needs contains or not_contains"},
+		{"verify empty", map[string]string{"demo.toml": head + variant("", "demo/a.diff") + "[[verify]]\nfile = \"python/sglang/x.py\"\n", "demo/a.diff": testDiff}, "needs contains, not_contains, regex or not_regex"},
 		{"bad sm", map[string]string{"demo.toml": head + "[requires]\ngpu_sm_major = [0]\n"}, "cat/demo.toml:4: gpu_sm_major"},
 		{"bad status", map[string]string{"demo.toml": head + "[upstream]\nstatus = \"maybe\"\n"}, "cat/demo.toml:4: upstream status"},
 		{"bad tp", map[string]string{"demo.toml": head + "[requires]\ntp = [2, 0]\n" + variant("", "demo/a.diff"), "demo/a.diff": testDiff}, "cat/demo.toml:4: requires.tp: 0 is not a tensor-parallel size"},

@@ -38,14 +38,17 @@ type upstreamFile struct {
 	MergedIn   string `toml:"merged_in"`
 	Marker     string `toml:"marker"`
 	MarkerFile string `toml:"marker_file"`
+	// MarkerFiles are more files the marker may be in (code that moved).
+	MarkerFiles []string `toml:"marker_files"`
 }
 
 // variantFile is one [[variant]].
 type variantFile struct {
-	Name     string   `toml:"name"`
-	Versions string   `toml:"versions"`
-	Diffs    []string `toml:"diffs"`
-	Search   []string `toml:"search"`
+	Name      string   `toml:"name"`
+	Versions  string   `toml:"versions"`
+	Diffs     []string `toml:"diffs"`
+	Search    []string `toml:"search"`
+	Predicted string   `toml:"predicted"`
 }
 
 // uncoveredFile is one entry of "uncovered": a plain string (a note,
@@ -72,6 +75,10 @@ func (u *uncoveredFile) UnmarshalTOML(v any) error {
 // verifyFile is one [[verify]].
 type verifyFile struct {
 	File        string `toml:"file"`
+	What        string `toml:"what"`
+	When        string `toml:"when"`
 	Contains    string `toml:"contains"`
 	NotContains string `toml:"not_contains"`
+	Regex       string `toml:"regex"`
+	NotRegex    string `toml:"not_regex"`
 }

@@ -198,7 +198,15 @@ func (l *loader) upstream(p *Patch, u upstreamFile) error {
 			return l.errf(l.line("upstream", -1, "marker_file"), "marker_file without marker")
 		}
 	}
-	p.Upstream = Upstream{Status: u.Status, PR: u.PR, MergedIn: u.MergedIn, Marker: u.Marker, MarkerFile: u.MarkerFile}
+	for _, f := range u.MarkerFiles {
+		if err := inProject(p.Project, f); err != nil {
+			return l.errf(l.line("upstream", -1, "marker_files"), "marker_files: %v", err)
+		}
+	}
+	if len(u.MarkerFiles) > 0 && (u.MarkerFile == "" || u.Marker == "") {
+		return l.errf(l.line("upstream", -1, "marker_files"), "marker_files without marker and marker_file")
+	}
+	p.Upstream = Upstream{Status: u.Status, PR: u.PR, MergedIn: u.MergedIn, Marker: u.Marker, MarkerFile: u.MarkerFile, MarkerFiles: u.MarkerFiles}
 	return nil
 }
 
@@ -286,10 +294,24 @@ func (l *loader) verify(p *Patch, vs []verifyFile) error {
 		if err := inProject(p.Project, v.File); err != nil {
 			return l.errf(l.line("verify", i, "file"), "[[verify]] file: %v", err)
 		}
-		if v.Contains == "" && v.NotContains == "" {
-			return l.errf(l.line("verify", i, ""), "[[verify]] #%d: needs contains or not_contains", i+1)
+		if v.Contains == "" && v.NotContains == "" && v.Regex == "" && v.NotRegex == "" {
+			return l.errf(l.line("verify", i, ""), "[[verify]] #%d: needs contains, not_contains, regex or not_regex", i+1)
 		}
-		p.Verify = append(p.Verify, VerifyRule{File: v.File, Contains: v.Contains, NotContains: v.NotContains})
+		r := VerifyRule{File: v.File, What: strings.TrimSpace(v.What), When: v.When, Contains: v.Contains, NotContains: v.NotContains, Regex: v.Regex, NotRegex: v.NotRegex}
+		for _, k := range []struct {
+			key, src string
+			dst      **regexp.Regexp
+		}{{"when", v.When, &r.when}, {"regex", v.Regex, &r.re}, {"not_regex", v.NotRegex, &r.notRe}} {
+			if k.src == "" {
+				continue
+			}
+			re, err := regexp.Compile(k.src)
+			if err != nil {
+				return l.errf(l.line("verify", i, k.key), "[[verify]] #%d: %s: %v", i+1, k.key, err)
+			}
+			*k.dst = re
+		}
+		p.Verify = append(p.Verify, r)
 	}
 	return nil
 }
@@ -300,7 +322,7 @@ func (l *loader) variants(p *Patch, vs []variantFile) error {
 	}
 	names := map[string]int{}
 	for i, vf := range vs {
-		v := &Variant{Name: vf.Name, Versions: strings.TrimSpace(vf.Versions), Diffs: vf.Diffs}
+		v := &Variant{Name: vf.Name, Versions: strings.TrimSpace(vf.Versions), Diffs: vf.Diffs, Predicted: strings.TrimSpace(vf.Predicted)}
 		if v.Name == "" {
 			v.Name = v.Versions
 			if v.Name == "" {

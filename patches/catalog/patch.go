@@ -51,6 +51,9 @@ type Upstream struct {
 	MergedIn   string // first upstream version that carries the change
 	Marker     string // text whose presence in a target file shows the change is upstream
 	MarkerFile string
+	// MarkerFiles are more files the marker is looked for in, after
+	// MarkerFile (upstream code that moved between releases).
+	MarkerFiles []string
 }
 
 // Variant is one version range of a patch and the diffs for it.
@@ -65,13 +68,10 @@ type Variant struct {
 	// is missing at its path is looked for by anchor (the first hunk), for
 	// code that moved to another file ("search = [...]" in a [[variant]]).
 	Search []string
-}
-
-// VerifyRule is a post-condition on a written file.
-type VerifyRule struct {
-	File        string // repository-relative
-	Contains    string
-	NotContains string
+	// Predicted, when set, says why the variant is not measured: no tree
+	// of the versions it is for was reachable when it was written (it was
+	// read from single files of later revisions, say).
+	Predicted string
 }
 
 // Uncovered is an upstream shape a patch knows it does not cover. An entry

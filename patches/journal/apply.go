@@ -155,8 +155,8 @@ func (j *Journal) recordItem(it *Item, now time.Time) (*Entry, error) {
 	e := it.Entry
 	e.State, e.AppliedAt, e.Files, e.CreatedDirs = Pending, now, nil, nil
 	j.dropCopies(e.Name)
-	orig, patched := map[string][]byte{}, map[string][]byte{}
-	var origOrder, patchedOrder, created []string
+	orig, patched, bytecode := map[string][]byte{}, map[string][]byte{}, map[string][]byte{}
+	var origOrder, patchedOrder, bytecodeOrder, created []string
 	add := func(rec *FileRecord, o, p []byte) {
 		e.Files = append(e.Files, rec)
 		if o != nil {
@@ -169,13 +169,22 @@ func (j *Journal) recordItem(it *Item, now time.Time) (*Entry, error) {
 		}
 	}
 	for _, w := range it.Writes {
-		add(&FileRecord{Path: w.Path, Original: Hash(w.Old), Patched: Hash(w.New)}, w.Old, w.New)
+		rec := &FileRecord{Path: w.Path, Original: Hash(w.Old), Patched: Hash(w.New)}
+		order, pycs := recordBytecode(j.t, rec, w.Old)
+		for _, p := range order {
+			bytecode[p] = pycs[p]
+		}
+		bytecodeOrder = append(bytecodeOrder, order...)
+		add(rec, w.Old, w.New)
 		if w.Old == nil && w.New != nil {
 			created = append(created, w.Path)
 		}
 	}
 	e.CreatedDirs = NewDirs(j.t, created)
 	for _, k := range it.Kept {
+		// The kept file was not written again: its bytecode was removed
+		// by the apply that made the stale entry, and no copy is kept now.
+		k.Record.Bytecode = nil
 		add(k.Record, k.Orig, k.Patched)
 	}
 	if it.Replaces != nil {
@@ -188,6 +197,10 @@ func (j *Journal) recordItem(it *Item, now time.Time) (*Entry, error) {
 		return nil, err
 	}
 	if err := j.writeCopies(kindPatched, e.Name, patchedOrder, patched, false); err != nil {
+		j.dropCopies(e.Name)
+		return nil, err
+	}
+	if err := j.writeCopies(kindBytecode, e.Name, bytecodeOrder, bytecode, false); err != nil {
 		j.dropCopies(e.Name)
 		return nil, err
 	}

@@ -24,16 +24,20 @@ import (
 //	orig     the bytes before apply: what a revert or a rollback writes back (synced)
 //	patched  the bytes apply wrote: to show what changed since, and to reverse-apply (not synced)
 //	target   the bytes a forced revert writes, while it is in flight (synced)
+//	bytecode the .pyc files apply removed beside a .py it wrote, at their
+//	         __pycache__ paths: put back with the original (not synced:
+//	         one lost costs a recompilation)
 //
 // A copy is written back only when it has the sha256 the entry recorded.
 
 const (
-	kindOrig    = "orig"
-	kindPatched = "patched"
-	kindTarget  = "target"
+	kindOrig     = "orig"
+	kindPatched  = "patched"
+	kindTarget   = "target"
+	kindBytecode = "bytecode"
 )
 
-var copyKinds = []string{kindOrig, kindPatched, kindTarget}
+var copyKinds = []string{kindOrig, kindPatched, kindTarget, kindBytecode}
 
 func (j *Journal) tarPath(kind, name string) string {
 	return filepath.Join(j.dir, name+"."+kind+".tar")
@@ -54,6 +58,10 @@ func (j *Journal) copySet(kind, name string) (map[string][]byte, error) {
 		for _, f := range e.Files {
 			want[f.Path] = true
 			want[f.Path+".deleted"] = true
+			for _, b := range f.Bytecode {
+				want[b.Path] = true
+				files++
+			}
 		}
 	}
 	f, err := openInJournal(j.dir, name+"."+kind+".tar")
@@ -140,6 +148,15 @@ func (j *Journal) readCopy(kind, name, rel string) ([]byte, error) {
 				want = f.Patched
 			case kindTarget:
 				want = f.Target
+			}
+		}
+		if kind == kindBytecode {
+			for _, f := range e.Files {
+				for _, b := range f.Bytecode {
+					if b.Path == rel {
+						want = b.SHA256
+					}
+				}
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 // Package journal is the record smpatch keeps in a tree of what it changed
 // there (.smpatch/): the state of every applied patch, signed with the
-// user's key, and copies of the bytes before and after; the lock that keeps
+// user's key, and copies of the bytes before and after (and of the
+// bytecode apply removed, which revert puts back); the lock that keeps
 // two commands apart; the transactions that write a tree's files under it
 // (Apply, Revert), so that a process stopped or killed at any moment leaves
 // every file original or patched as the journal says; the recovery that

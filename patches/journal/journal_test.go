@@ -397,3 +397,35 @@ func TestBounds(t *testing.T) {
 		}
 	})
 }
+
+// A bytecode record outside the __pycache__ beside its file (here: the
+// git config) is a damaged journal: nothing is written there.
+func TestBytecodeRecordOutsideCache(t *testing.T) {
+	root, tr := testTree(t)
+	os.MkdirAll(filepath.Join(root, ".git"), 0o755)
+	cfg := []byte("[core]\n\tbare = false\n")
+	os.WriteFile(filepath.Join(root, ".git", "config"), cfg, 0o644)
+	forged := []byte("[core]\n\tfsmonitor = \"id\"\n")
+	orig := []byte("x = 1\n")
+	rel := "python/sglang/x.py"
+	os.MkdirAll(filepath.Join(root, "python", "sglang"), 0o755)
+	os.WriteFile(filepath.Join(root, filepath.FromSlash(rel)), orig, 0o644)
+	s := pendingState(&FileRecord{Path: rel, Original: Hash(orig), Patched: Hash(orig),
+		Bytecode: []Bytecode{{Path: ".git/config", SHA256: Hash(forged)}}})
+	dir := filepath.Join(root, source.StateDirName)
+	os.MkdirAll(dir, 0o755)
+	data, err := encodeState(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, stateName), data, 0o644)
+	os.WriteFile(filepath.Join(dir, "demo.orig.tar"), tarOf(map[string][]byte{rel: orig}), 0o644)
+	os.WriteFile(filepath.Join(dir, "demo.bytecode.tar"), tarOf(map[string][]byte{".git/config": forged}), 0o644)
+	_, err = recoverTree(tr)
+	if err == nil || !strings.Contains(err.Error(), "journal damaged") || !strings.Contains(err.Error(), "bytecode record") {
+		t.Fatalf("recover: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, ".git", "config")); !bytes.Equal(b, cfg) {
+		t.Fatalf(".git/config: %q", b)
+	}
+}

@@ -119,7 +119,11 @@ func (j *Journal) restore(e *Entry, revert bool) error {
 		return err
 	}
 	for _, p := range order {
-		RemovePyc(j.t, p)
+		if f := e.file(p); f != nil && !(revert && (f.Target != "" || f.TargetDelete)) {
+			j.restoreBytecode(e, f)
+		} else {
+			RemovePyc(j.t, p)
+		}
 	}
 	removeCreatedDirs(j.t, e)
 	return nil

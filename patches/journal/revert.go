@@ -17,6 +17,10 @@ type RevertStep struct {
 	// Forced are the paths of Writes whose new bytes are not the original
 	// ones: the patch's hunks taken back out of a file edited since.
 	Forced map[string]bool
+	// PycRemoved and PycRestored are filled by Revert: per path written,
+	// the bytecode it removed (compiled from the patched bytes) and the
+	// bytecode it put back (what apply removed, beside the original).
+	PycRemoved, PycRestored map[string][]string
 }
 
 // Revert writes steps (entries that write different files) as one journal
@@ -84,6 +88,16 @@ func (j *Journal) Revert(ctx context.Context, steps []*RevertStep) error {
 		}
 		if want := files[p]; !bytes.Equal(cur, want) || (cur == nil) != (want == nil) {
 			return fmt.Errorf("reading back %s: not the bytes written (the journal keeps the revert in flight; the next smpatch command finishes it)", p)
+		}
+	}
+	for _, st := range steps {
+		st.PycRemoved, st.PycRestored = map[string][]string{}, map[string][]string{}
+		for _, w := range st.Writes {
+			if f := st.Entry.file(w.Path); f != nil && !st.Forced[w.Path] {
+				st.PycRemoved[w.Path], st.PycRestored[w.Path] = j.restoreBytecode(st.Entry, f)
+			} else {
+				st.PycRemoved[w.Path] = RemovePyc(j.t, w.Path)
+			}
 		}
 	}
 	var names []string

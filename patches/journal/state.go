@@ -24,11 +24,14 @@ const stateFormat = 3
 // input like any other file, read with bounds, and every path in it is
 // checked before it becomes a file name.
 const (
-	maxStateBytes   = 16 << 20  // state.json
-	maxJournalFiles = 100_000   // file records, all entries together
-	maxCopyBytes    = 64 << 20  // one journal copy
-	maxTarBytesKept = 512 << 20 // the copies kept from one tar file
-	maxTarHeaders   = 200_000   // headers read from one tar file
+	maxStateBytes   = 16 << 20 // state.json
+	maxJournalFiles = 100_000  // file records, all entries together
+	maxCopyBytes    = 64 << 20 // one journal copy
+	// maxBytecodePerFile bounds the .pyc records of one file (one per
+	// interpreter tag and optimisation level).
+	maxBytecodePerFile = 64
+	maxTarBytesKept    = 512 << 20 // the copies kept from one tar file
+	maxTarHeaders      = 200_000   // headers read from one tar file
 )
 
 // EntryState is where a journal entry stands.
@@ -83,6 +86,17 @@ type FileRecord struct {
 	Target       string
 	TargetDelete bool
 	Before       string
+	// Bytecode is the cached bytecode of the file that apply removed
+	// (__pycache__/STEM.TAG.pyc): revert and a rollback put it back beside
+	// the original bytes.
+	Bytecode []Bytecode
+}
+
+// Bytecode is one .pyc file apply removed: its repository path (in the
+// __pycache__ beside its source) and the sha256 of its copy.
+type Bytecode struct {
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
 }
 
 // Get returns the entry called name, or nil.
@@ -210,6 +224,14 @@ func checkFiles(e *Entry) string {
 		if f.Target != "" && f.TargetDelete {
 			return fmt.Sprintf("%q has a target both written and deleted", f.Path)
 		}
+		if len(f.Bytecode) > maxBytecodePerFile {
+			return fmt.Sprintf("%q: more than %d bytecode records", f.Path, maxBytecodePerFile)
+		}
+		for _, b := range f.Bytecode {
+			if !IsBytecodeOf(b.Path, f.Path) || b.SHA256 == "" || !validHash(b.SHA256) {
+				return fmt.Sprintf("%q: bytecode record %q is not a hashed .pyc in the __pycache__ beside it", f.Path, b.Path)
+			}
+		}
 	}
 	for _, d := range e.CreatedDirs {
 		if _, err := source.CleanRel(d); err != nil || !dirOfAny(d, e.Files) || source.ReservedPath(d) != "" {
@@ -249,18 +271,19 @@ func dirOfAny(d string, files []*FileRecord) bool {
 // "path_b64", the exact bytes, which readers use.
 
 type fileRecordJSON struct {
-	Path         string `json:"path"`
-	PathB64      string `json:"path_b64,omitempty"`
-	Original     string `json:"original_sha256,omitempty"`
-	Patched      string `json:"patched_sha256,omitempty"`
-	Target       string `json:"target_sha256,omitempty"`
-	TargetDelete bool   `json:"target_delete,omitempty"`
-	Before       string `json:"before_sha256,omitempty"`
+	Path         string     `json:"path"`
+	PathB64      string     `json:"path_b64,omitempty"`
+	Original     string     `json:"original_sha256,omitempty"`
+	Patched      string     `json:"patched_sha256,omitempty"`
+	Target       string     `json:"target_sha256,omitempty"`
+	TargetDelete bool       `json:"target_delete,omitempty"`
+	Before       string     `json:"before_sha256,omitempty"`
+	Bytecode     []Bytecode `json:"bytecode,omitempty"`
 }
 
 // MarshalJSON stores the path losslessly.
 func (f *FileRecord) MarshalJSON() ([]byte, error) {
-	j := fileRecordJSON{Path: f.Path, Original: f.Original, Patched: f.Patched, Target: f.Target, TargetDelete: f.TargetDelete, Before: f.Before}
+	j := fileRecordJSON{Path: f.Path, Original: f.Original, Patched: f.Patched, Target: f.Target, TargetDelete: f.TargetDelete, Before: f.Before, Bytecode: f.Bytecode}
 	j.Path, j.PathB64 = lossless(f.Path)
 	return json.Marshal(&j)
 }
@@ -275,7 +298,7 @@ func (f *FileRecord) UnmarshalJSON(b []byte) error {
 	if err != nil {
 		return fmt.Errorf("path_b64 of %q: %v", j.Path, err)
 	}
-	*f = FileRecord{Path: p, Original: j.Original, Patched: j.Patched, Target: j.Target, TargetDelete: j.TargetDelete, Before: j.Before}
+	*f = FileRecord{Path: p, Original: j.Original, Patched: j.Patched, Target: j.Target, TargetDelete: j.TargetDelete, Before: j.Before, Bytecode: j.Bytecode}
 	return nil
 }
 
