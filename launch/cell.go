@@ -99,6 +99,7 @@ type Options struct {
 	HeartbeatEvery time.Duration
 
 	pos map[string]int // cell id -> 1-based position among the cells to run
+	out *outDir        // the results directory, held by Run
 }
 
 // tag names a cell in progress lines: "[2/6] ID".

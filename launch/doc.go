@@ -15,6 +15,11 @@
 // back as typed errors (CellsFailedError, DryRunConflictError,
 // UnknownRunnerError).
 //
+// A run holds its results directory (a marker, a lock; every file written
+// through an os.Root of it, never through a link) and, with the local
+// runner, the trees its cells run from (a lock per tree in the user's
+// state directory: exclusive to patch, shared to run from).
+//
 // Triage names why a server died: Signatures (TOML, built-in plus the user's)
 // map a log line to a label, its meaning and what to try; the first fatal line
 // of a log is its verdict. The main types are Signatures, Verdict, Runner,

@@ -15,8 +15,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
+
 	"github.com/smpatch/smpatch/internal/lazyre"
 	"github.com/smpatch/smpatch/internal/runner"
+	"github.com/smpatch/smpatch/matrix"
 )
 
 // Docker runs each cell's image through the docker CLI (which honours
@@ -141,6 +144,9 @@ func (d Docker) RunArgs(c *Cell) ([]string, error) {
 	if !isRegistryRef(c.Image) {
 		return nil, fmt.Errorf("cell %s: image %s is not in a registry, and docker runs only registry images (build with smpatch matrix build --push REPO, then pass those refs)", c.ID, c.Image)
 	}
+	if err := registryRefErr(c.Image); err != nil {
+		return nil, fmt.Errorf("cell %s: %w", c.ID, err)
+	}
 	shm := d.ShmSize
 	if shm == "" {
 		shm = "32g"
@@ -153,9 +159,11 @@ func (d Docker) RunArgs(c *Cell) ([]string, error) {
 		// The quotes keep docker from splitting the list at its commas.
 		gpus = `"device=` + strings.Join(c.gpus, ",") + `"`
 	}
-	args := []string{"run", "--rm", "--name", d.ContainerName(c)}
+	// Every option carries its value in the same word, and "--" ends the
+	// options: nothing from the matrix or the refs can be read as one.
+	args := []string{"run", "--rm", "--name=" + d.ContainerName(c)}
 	if gpus != "none" {
-		args = append(args, "--gpus", gpus)
+		args = append(args, "--gpus="+gpus)
 	}
 	args = append(args, "--ipc=host")
 	switch d.Network {
@@ -166,20 +174,33 @@ func (d Docker) RunArgs(c *Cell) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		args = append(args, "--network=bridge", "--publish", "127.0.0.1:"+p+":"+p)
+		args = append(args, "--network=bridge", "--publish=127.0.0.1:"+p+":"+p)
 	default:
 		return nil, fmt.Errorf("docker runner: network %q: want host or bridge", d.Network)
 	}
-	args = append(args, "--shm-size", shm)
+	args = append(args, "--shm-size="+shm)
 	keys := slices.Sorted(maps.Keys(c.Env))
 	for _, k := range keys {
-		args = append(args, "-e", k+"="+c.Env[k])
+		args = append(args, "--env="+k+"="+c.Env[k])
 	}
 	if c.Workdir != "" {
-		args = append(args, "-w", c.Workdir)
+		args = append(args, "--workdir="+c.Workdir)
 	}
-	args = append(args, c.Image)
+	args = append(args, "--", c.Image)
 	return append(args, c.Command...), nil
+}
+
+// registryRefErr refuses what is not a registry image reference: one that
+// starts with '-' (docker would read it as an option: "--volume=/:/host"
+// mounts the host's root), or that does not parse as one.
+func registryRefErr(s string) error {
+	if err := matrix.ImageRefErr(s); err != nil {
+		return err
+	}
+	if _, err := name.ParseReference(s); err != nil {
+		return fmt.Errorf("%q is not an image reference: %v", s, err)
+	}
+	return nil
 }
 
 // Start implements Runner: "docker run" in the foreground, its output to

@@ -165,9 +165,15 @@ func (s *kubeSandbox) run(t *testing.T, toml string, during func(context.Context
 	if err := k.Check(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(filepath.Join(dir, LogsDir), 0o755); err != nil {
+	od, err := holdOut(dir)
+	if err != nil {
 		t.Fatal(err)
 	}
+	defer od.close()
+	if err := od.mkdirAll(LogsDir); err != nil {
+		t.Fatal(err)
+	}
+	o.out = od
 	var mu sync.Mutex
 	var progress strings.Builder
 	o.Progress = func(format string, args ...any) {

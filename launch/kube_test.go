@@ -157,7 +157,13 @@ bench = ["fakeserver", "bench", "-url", "http://127.0.0.1:30000"]
 	k := &Kube{Client: kubeClientFor(kc, "default"), Jobs: map[string]*batchv1.Job{x.Cells[0].ID: job}, Poll: 100 * time.Millisecond}
 	o := &Options{Out: dir}
 	o.defaults()
-	os.MkdirAll(filepath.Join(dir, LogsDir), 0o755)
+	od, err := holdOut(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer od.close()
+	od.mkdirAll(LogsDir)
+	o.out = od
 	watcher, err := NewKubeClient(kc, "default")
 	if err != nil {
 		t.Fatal(err)

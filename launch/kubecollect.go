@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 	"time"
@@ -23,7 +22,7 @@ func (k *Kube) collect(ctx context.Context, t *kubeTask, job *batchv1.Job, end *
 	cell := t.cell
 	r := newResult(cell, *o)
 	r.Started = t.created.UTC().Format(time.RFC3339)
-	f, err := os.Create(r.Log)
+	f, err := o.out.createLog(r.Log)
 	if err != nil {
 		r.Status, r.Reason = StatusFailed, oneLineErr(err)
 		return r

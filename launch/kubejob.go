@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"maps"
 	"math"
 	"net/url"
@@ -146,7 +147,7 @@ func healthProbe(health string, startup time.Duration) *corev1.Probe {
 	}
 	if p := u.Port(); p != "" {
 		n, err := strconv.Atoi(p)
-		if err != nil {
+		if err != nil || n < 1 || n > 65535 {
 			return nil
 		}
 		port = n
@@ -175,12 +176,34 @@ func healthProbe(health string, startup time.Duration) *corev1.Probe {
 // JobYAML is a cell's Job as the YAML matrix render writes into job.yaml
 // (matrix.RenderOptions.Job).
 func JobYAML(x *matrix.Expansion, c *matrix.Cell, image string) ([]byte, error) {
-	b, err := yaml.Marshal(Job(x, c, image))
+	job := Job(x, c, image)
+	if err := checkJob(job); err != nil {
+		return nil, err
+	}
+	b, err := yaml.Marshal(job)
 	if err != nil {
 		return nil, err
 	}
 	// A Job to create has no status.
 	return bytes.TrimSuffix(b, []byte("status: {}\n")), nil
+}
+
+// checkJob refuses a Job the API server would refuse, or worse, read as
+// something else: a deadline that is not positive, a probe's port out of
+// 1..65535. (The matrix bounds both; this is the Job's own check.)
+func checkJob(j *batchv1.Job) error {
+	pod := &j.Spec.Template.Spec
+	if d := pod.ActiveDeadlineSeconds; d != nil && *d <= 0 {
+		return fmt.Errorf("job %s: activeDeadlineSeconds %d is not positive", j.Name, *d)
+	}
+	for _, c := range append(append([]corev1.Container{}, pod.InitContainers...), pod.Containers...) {
+		if p := c.StartupProbe; p != nil && p.HTTPGet != nil {
+			if n := p.HTTPGet.Port.IntValue(); n < 1 || n > 65535 {
+				return fmt.Errorf("job %s: container %s: probe port %d is not 1 to 65535", j.Name, c.Name, n)
+			}
+		}
+	}
+	return nil
 }
 
 // jobName is "smpatch-<id>" as a DNS label: dots become dashes, and a name

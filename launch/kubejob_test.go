@@ -299,3 +299,29 @@ workdir = "scripts"
 		}
 	}
 }
+
+// A Job is never rendered with a deadline that is not positive or a probe
+// port out of 1..65535: the matrix refuses the timeouts and the port, and
+// the Job checks them again for an expansion made otherwise.
+func TestJobRefusesBadDeadlineAndPort(t *testing.T) {
+	m, err := matrix.Parse("m.toml", []byte("name = \"j\"\n[base]\nimage = \"registry.example/s:1\"\n[axes]\nmode = [\"a\"]\n[launch]\ncommand = [\"python3\"]\nbench = [\"b\"]\nhealth = \"http://127.0.0.1:30000/health\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := m.Expand(matrix.ExpandOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := x.Cells[0]
+	if _, err := JobYAML(x, c, "registry.example/s:1"); err != nil {
+		t.Fatal(err)
+	}
+	m.Launch.StartupTimeout, m.Launch.BenchTimeout = time.Duration(1<<62), time.Duration(1<<62)
+	if _, err := JobYAML(x, c, "registry.example/s:1"); err == nil || !strings.Contains(err.Error(), "activeDeadlineSeconds") {
+		t.Errorf("an overflowing deadline: %v", err)
+	}
+	m.Launch.StartupTimeout, m.Launch.BenchTimeout = time.Minute, time.Minute
+	if p := healthProbe("http://127.0.0.1:99999/health", time.Minute); p != nil {
+		t.Errorf("port 99999 made a probe: %+v", p)
+	}
+}

@@ -15,6 +15,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 
+	"github.com/smpatch/smpatch/internal/shell"
 	"github.com/smpatch/smpatch/matrix"
 	"github.com/smpatch/smpatch/patches"
 	"github.com/smpatch/smpatch/source"
@@ -142,6 +143,13 @@ func RunMatrix(ctx context.Context, r MatrixRun) (*MatrixResult, error) {
 	if opts.Out == "" {
 		opts.Out = filepath.Join(r.ResultsDir, x.Matrix.Slug())
 	}
+	if r.Runner == RunnerSlurm {
+		// The array script names the results directory: refused here,
+		// before anything is submitted or written (RunBatch checks again).
+		if err := shell.Check(opts.Out); err != nil {
+			return nil, fmt.Errorf("slurm runner: the results directory %w; the array script carries it on one line: choose another --out", err)
+		}
+	}
 	opts.Runner = r.runner(x, cells, opts.Out)
 	python := r.Python
 	if python == "" {
@@ -172,13 +180,33 @@ func RunMatrix(ctx context.Context, r MatrixRun) (*MatrixResult, error) {
 		}
 		return res, err
 	}
+	// A results directory that would be refused is refused before any
+	// tree is opened or waited for (Run checks it again, and holds it).
+	if err := checkOut(opts.Out); err != nil {
+		return nil, err
+	}
+	if err := probeOut(opts.Out); err != nil {
+		return nil, err
+	}
 	if r.Runner == RunnerLocal {
+		var tp *TreePatcher
 		if names := patchesToRun(cells, opts.Only); len(names) > 0 {
-			tp, err := r.treePatcher(ctx, python, names)
-			if err != nil {
+			if tp, err = r.treePatcher(ctx, python, names); err != nil {
 				return nil, err
 			}
 			opts.Patcher = tp
+		}
+		trees, err := r.holdTrees(ctx, source.Project(x.Matrix.Project), python, cells, tp, &opts)
+		if err != nil {
+			return nil, err
+		}
+		defer trees.release()
+		if tp != nil {
+			// Read again now that the trees are this run's: a run that
+			// held them may have left patches behind.
+			if err := tp.Check(ctx, patchesToRun(cells, opts.Only)); err != nil {
+				return nil, err
+			}
 			warnAppliedBefore(tp.AppliedBefore(), cells, opts.Warn)
 		}
 	}
@@ -305,6 +333,12 @@ func patchesToRun(cells []*Cell, only []string) []string {
 // says what each cell would do. An error with a plan is the refusal of
 // cells whose patches do not apply.
 func (r *MatrixRun) dryRun(ctx context.Context, python string, cells []*Cell, opts Options) (*DryRun, error) {
+	if err := checkOut(opts.Out); err != nil {
+		return nil, err
+	}
+	if err := probeOut(opts.Out); err != nil {
+		return nil, err
+	}
 	var prev map[string]*Result
 	if opts.Resume {
 		var err error
@@ -336,8 +370,11 @@ func (r *MatrixRun) dryRun(ctx context.Context, python string, cells []*Cell, op
 		}
 		if r.Runner == RunnerDocker || r.Runner == RunnerKubernetes {
 			dc.Image = c.Image
-			if dk, ok := opts.Runner.(Docker); ok {
-				dc.Docker, _ = dk.RunArgs(c)
+			if dk, ok := opts.Runner.(Docker); ok && c.Pruned == "" && c.Image != "" {
+				var err error
+				if dc.Docker, err = dk.RunArgs(c); err != nil && isRegistryRef(c.Image) {
+					return nil, err // what the run would refuse, refused here
+				}
 			}
 		}
 		switch {

@@ -69,6 +69,7 @@ func (tp *TreePatcher) Check(ctx context.Context, names []string) error {
 	// A patch an earlier matrix run applied and never reverted (it was
 	// killed) would be taken for one applied by hand and left in place, so
 	// that cells without it ran with it.
+	tp.before = nil
 	for _, proj := range sortedProjects(tp.trees) {
 		t := tp.trees[proj]
 		st, err := patches.ReadState(ctx, t)

@@ -253,7 +253,7 @@ func TestRunInterruptRestoresTree(t *testing.T) {
 			t.Errorf("%s: %s %q, want %s", r.ID, r.Status, r.Reason, want[r.ID])
 		}
 	}
-	prev, err := readJSONL(filepath.Join(o.Out, ResultsJSONL))
+	prev, err := readJSONL(nil, filepath.Join(o.Out, ResultsJSONL))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/smpatch/smpatch/internal/bounded"
+	"github.com/smpatch/smpatch/internal/confined"
 	"github.com/smpatch/smpatch/internal/junit"
 	"io"
 	"io/fs"
@@ -19,8 +20,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/google/renameio/v2"
 )
 
 // Status is how a cell ended.
@@ -149,12 +148,13 @@ const (
 	CellsDir     = "cells" // per cell, the rendered run.sh, env and sitecustomize.py the local runner started
 )
 
-// readJSONL reads the results an earlier run appended; the last line for a
-// cell wins. A torn last line (a run killed mid-write) is ignored.
-func readJSONL(path string) (map[string]*Result, error) {
+// readJSONL reads the results an earlier run appended, path in fsys (the
+// file system when nil); the last line for a cell wins. A torn last line
+// (a run killed mid-write) is ignored.
+func readJSONL(fsys fs.FS, path string) (map[string]*Result, error) {
 	// A regular file, bounded like results.json (a link to /dev/zero must
 	// not grow until memory runs out).
-	data, err := bounded.ReadFile(nil, path, MaxSummarySize)
+	data, err := bounded.ReadFile(fsys, path, MaxSummarySize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return map[string]*Result{}, nil
 	}
@@ -187,8 +187,8 @@ func readJSONL(path string) (map[string]*Result, error) {
 // when it is a whole result, and is cut when it is not (readJSONL skipped
 // it, so its cell runs again). Otherwise the next result would be glued to
 // it and the following --resume would stop at that line.
-func repairTail(path string) error {
-	data, err := bounded.ReadFile(nil, path, MaxSummarySize)
+func repairTail(od *outDir) error {
+	data, err := bounded.ReadFile(od.root.FS(), ResultsJSONL, MaxSummarySize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -201,32 +201,26 @@ func repairTail(path string) error {
 	i := bytes.LastIndexByte(data, '\n') + 1
 	var r Result
 	if json.Unmarshal(data[i:], &r) == nil && r.ID != "" {
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
-		if err != nil {
-			return err
-		}
-		if _, err := f.Write([]byte{'\n'}); err != nil {
-			f.Close()
-			return err
-		}
-		return f.Close()
+		data = append(data, '\n')
+	} else {
+		data = data[:i]
 	}
-	return os.Truncate(path, int64(i))
+	return od.writeFile(ResultsJSONL, data, 0o644)
 }
 
 // ReadResults reads the results an earlier run left in dir's results.jsonl
 // (cell id -> its last result); an absent file is no results.
 func ReadResults(dir string) (map[string]*Result, error) {
-	return readJSONL(filepath.Join(dir, ResultsJSONL))
+	return readJSONL(nil, filepath.Join(dir, ResultsJSONL))
 }
 
-// appendJSONL appends one result as a line and syncs it.
-func appendJSONL(path string, r *Result) error {
+// appendJSONL appends one result as a line to results.jsonl and syncs it.
+func appendJSONL(od *outDir, r *Result) error {
 	line, err := json.Marshal(r)
 	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	f, err := od.appendTo(ResultsJSONL)
 	if err != nil {
 		return err
 	}
@@ -243,7 +237,26 @@ func appendJSONL(path string, r *Result) error {
 
 // WriteFiles writes results.json, results.csv, results.md and junit.xml into
 // dir, each atomically, and appends the markdown to stepSummary when set.
+// Nothing is written through a symbolic link found in dir.
 func (s *Summary) WriteFiles(dir, stepSummary string) error {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	if err := s.writeFiles(root); err != nil {
+		return err
+	}
+	if stepSummary != "" {
+		var md bytes.Buffer
+		s.WriteMarkdown(&md)
+		return appendStepSummary(stepSummary, md.Bytes())
+	}
+	return nil
+}
+
+// writeFiles writes the results files into the directory root is.
+func (s *Summary) writeFiles(root *os.Root) error {
 	s.ab = nil // the results may have changed since the last write
 	var js bytes.Buffer
 	enc := json.NewEncoder(&js)
@@ -263,12 +276,9 @@ func (s *Summary) WriteFiles(dir, stepSummary string) error {
 		return err
 	}
 	for name, data := range map[string][]byte{ResultsJSON: js.Bytes(), ResultsCSV: c.Bytes(), ResultsMD: md.Bytes(), ResultsJUnit: ju.Bytes(), ResultsHTML: ht.Bytes()} {
-		if err := renameio.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+		if err := confined.WriteFile(root, name, data, 0o644); err != nil {
 			return err
 		}
-	}
-	if stepSummary != "" {
-		return appendStepSummary(stepSummary, md.Bytes())
 	}
 	return nil
 }
@@ -356,6 +366,9 @@ func (s *Summary) WriteCSV(w io.Writer) error {
 	for _, m := range s.Metrics {
 		head = append(head, m, m+"_delta_pct")
 	}
+	for i := range head {
+		head[i] = csvText(head[i])
+	}
 	if err := cw.Write(head); err != nil {
 		return err
 	}
@@ -383,12 +396,29 @@ func (s *Summary) WriteCSV(w io.Writer) error {
 			}
 			row = append(row, v, d)
 		}
+		for i := range row {
+			row[i] = csvText(row[i])
+		}
 		if err := cw.Write(row); err != nil {
 			return err
 		}
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// csvText keeps a cell from being read as a formula when results.csv is
+// opened in a spreadsheet (OWASP's CSV injection advice): text starting
+// with =, +, -, @, a tab or a carriage return gets a leading single quote.
+// A number ("-3.5", a metric or its change) stays as it is.
+func csvText(s string) string {
+	if s == "" || strings.IndexByte("=+-@\t\r", s[0]) < 0 {
+		return s
+	}
+	if _, err := strconv.ParseFloat(s, 64); err == nil {
+		return s
+	}
+	return "'" + s
 }
 
 func (s *Summary) axes() []string {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/smpatch/smpatch/internal/bounded"
+	"github.com/smpatch/smpatch/internal/termsafe"
 )
 
 // Alpha is the significance level of the A/B test: a difference is called
@@ -220,10 +221,12 @@ func ReadSummary(path string) (*Summary, error) {
 const compareMethod = "Change: ratio of medians, 95% percentile-bootstrap interval (4,000 resamples); " +
 	"verdict: two-sided Mann-Whitney U test (exact without ties), distinguishable when p < 0.05."
 
-// WriteComparisonsText prints one verdict per line.
+// WriteComparisonsText prints one verdict per line: the names in it (from
+// a results.json that may come from elsewhere) have their control
+// characters escaped, so that none starts a line of its own.
 func WriteComparisonsText(w io.Writer, cs []*Comparison) {
 	for _, c := range cs {
-		fmt.Fprintf(w, "%s: %s\n", c.Metric, c.Text)
+		fmt.Fprintf(w, "%s: %s\n", termsafe.Line(c.Metric), termsafe.Line(c.Text))
 	}
 	fmt.Fprintln(w, compareMethod)
 }

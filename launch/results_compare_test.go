@@ -132,3 +132,19 @@ func TestCompareErrors(t *testing.T) {
 		t.Errorf("one run: %+v", cs[0])
 	}
 }
+
+// matrix compare reads a results.json that may come from elsewhere: a cell
+// id holding a line break does not start a line of its own in its text.
+func TestComparisonsTextOneLineEach(t *testing.T) {
+	s := &Summary{Metrics: []string{"t"}, Baseline: "b", Results: []*Result{
+		{ID: "a\nfake line: ok", Status: StatusOK, Metrics: map[string]float64{"t": 1}},
+		{ID: "b", Status: StatusOK, Metrics: map[string]float64{"t": 2}},
+	}}
+	var b strings.Builder
+	WriteComparisonsText(&b, s.baselineComparisons())
+	for _, l := range strings.Split(b.String(), "\n") {
+		if strings.HasPrefix(l, "fake line") {
+			t.Errorf("a spoofed line: %q\n%s", l, b.String())
+		}
+	}
+}

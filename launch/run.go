@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"net/http"
 	"net/url"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/smpatch/smpatch/internal/bounded"
+	"github.com/smpatch/smpatch/internal/shell"
 )
 
 // Run runs the cells and writes the results into o.Out. Cells run in order,
@@ -37,26 +39,12 @@ func Run(ctx context.Context, cells []*Cell, o Options) (*Summary, error) {
 	if err := checkCells(ctx, cells, o); err != nil {
 		return nil, err
 	}
-	// Read what --resume keeps before writing anything: a results file
-	// that does not parse leaves the directory as it was.
-	jsonl := filepath.Join(o.Out, ResultsJSONL)
-	prev := map[string]*Result{}
-	if o.Resume {
-		var err error
-		if prev, err = readJSONL(jsonl); err != nil {
-			return nil, err
-		}
-	}
-	if err := os.MkdirAll(filepath.Join(o.Out, LogsDir), 0o755); err != nil {
+	od, prev, err := openResults(o)
+	if err != nil {
 		return nil, err
 	}
-	if o.Resume {
-		if err := repairTail(jsonl); err != nil {
-			return nil, err
-		}
-	} else if err := os.WriteFile(jsonl, nil, 0o644); err != nil {
-		return nil, err
-	}
+	defer od.close()
+	o.out = od
 
 	s := &Summary{Name: o.Name, Runner: o.Runner.Kind(), Baseline: o.Baseline}
 	if o.Repeat > 1 {
@@ -72,7 +60,7 @@ func Run(ctx context.Context, cells []*Cell, o Options) (*Summary, error) {
 	var todo []*Cell
 	index := map[string]int{}
 	for i, c := range cells {
-		r := &Result{ID: c.ID, Values: c.Values, Patches: nonNil(c.Patches), Warnings: c.Warnings, Launch: shellLine(c.Command)}
+		r := &Result{ID: c.ID, Values: c.Values, Patches: nonNil(c.Patches), Warnings: c.Warnings, Launch: shell.Join(c.Command)}
 		switch p := prev[c.ID]; {
 		case c.Pruned != "":
 			r.Status, r.Reason = StatusPruned, c.Pruned
@@ -105,11 +93,11 @@ func Run(ctx context.Context, cells []*Cell, o Options) (*Summary, error) {
 			r = addSample(s.Results[index[c.ID]], r, c.repeat)
 		}
 		s.Results[index[c.ID]] = r
-		return appendJSONL(jsonl, r)
+		return appendJSONL(od, r)
 	}
 	for _, c := range todo {
 		if o.Repeat > 1 {
-			s.Results[index[c.ID]] = &Result{ID: c.ID, Values: c.Values, Patches: nonNil(c.Patches), Warnings: c.Warnings, Launch: shellLine(c.Command)}
+			s.Results[index[c.ID]] = &Result{ID: c.ID, Values: c.Values, Patches: nonNil(c.Patches), Warnings: c.Warnings, Launch: shell.Join(c.Command)}
 		}
 	}
 
@@ -162,7 +150,7 @@ run:
 	}
 	s.count()
 	s.computeDeltas()
-	if err := s.WriteFiles(o.Out, ""); err != nil && runErr == nil {
+	if err := s.writeFiles(od.root); err != nil && runErr == nil {
 		runErr = err
 	}
 	if o.StepSummary != "" {
@@ -180,17 +168,37 @@ run:
 	return s, runErr
 }
 
-// shellLine quotes a command for a shell, for people to copy.
-func shellLine(argv []string) string {
-	out := make([]string, len(argv))
-	for i, a := range argv {
-		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=,+@%") == "" {
-			out[i] = a
-		} else {
-			out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+// openResults checks the results directory, reads what --resume keeps
+// before writing anything (a results file that does not parse leaves the
+// directory as it was), then holds the directory for the run and starts
+// results.jsonl.
+func openResults(o Options) (*outDir, map[string]*Result, error) {
+	if err := checkOut(o.Out); err != nil {
+		return nil, nil, err
+	}
+	prev := map[string]*Result{}
+	if o.Resume {
+		var err error
+		if prev, err = readJSONL(nil, filepath.Join(o.Out, ResultsJSONL)); err != nil {
+			return nil, nil, err
 		}
 	}
-	return strings.Join(out, " ")
+	od, err := holdOut(o.Out)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err = od.mkdirAll(LogsDir); err == nil {
+		if o.Resume {
+			err = repairTail(od)
+		} else {
+			err = od.writeFile(ResultsJSONL, nil, 0o644)
+		}
+	}
+	if err != nil {
+		od.close()
+		return nil, nil, err
+	}
+	return od, prev, nil
 }
 
 func btoi(b bool) int {
@@ -414,25 +422,26 @@ func oneLineErr(err error) string {
 
 func newResult(c *Cell, o Options) *Result {
 	return &Result{ID: c.ID, Values: c.Values, Patches: nonNil(c.Patches), Runner: o.Runner.Kind(),
-		Warnings: c.Warnings, Log: repeatLogPath(o.Out, c), Launch: shellLine(c.Command)}
+		Warnings: c.Warnings, Log: repeatLogPath(o.Out, c), Launch: shell.Join(c.Command)}
 }
 
-// writeCellFiles writes a cell's rendered launch files into dir and returns
-// the path of its run.sh.
-func writeCellFiles(dir string, files map[string][]byte) (string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+// writeCellFiles writes a cell's rendered launch files into the results
+// directory's cells/<id>/ and returns the path of its run.sh.
+func writeCellFiles(od *outDir, id string, files map[string][]byte) (string, error) {
+	dir := CellsDir + "/" + id
+	if err := od.mkdirAll(dir); err != nil {
 		return "", err
 	}
-	for name, data := range files {
+	for _, name := range slices.Sorted(maps.Keys(files)) {
 		mode := os.FileMode(0o644)
 		if strings.HasSuffix(name, ".sh") {
 			mode = 0o755
 		}
-		if err := os.WriteFile(filepath.Join(dir, name), data, mode); err != nil {
+		if err := od.writeFile(dir+"/"+name, files[name], mode); err != nil {
 			return "", err
 		}
 	}
-	abs, err := filepath.Abs(filepath.Join(dir, "run.sh"))
+	abs, err := filepath.Abs(od.name(dir + "/run.sh"))
 	if err != nil {
 		return "", err
 	}
@@ -447,16 +456,16 @@ func runCell(ctx context.Context, c *Cell, o Options) *Result {
 	r.Started = start.UTC().Format(time.RFC3339)
 	o.Progress("%s: start", o.tag(c.ID))
 
-	f, err := os.Create(r.Log)
+	f, err := o.out.createLog(r.Log)
 	if err != nil {
 		r.Status, r.Reason = StatusFailed, oneLineErr(err)
 		return r
 	}
 	defer f.Close()
 	sink := newLogSink(f, o.Signatures)
-	sink.Note(fmt.Sprintf("cell %s (runner %s): %s", c.ID, o.Runner.Kind(), strings.Join(c.Command, " ")))
+	sink.Note(fmt.Sprintf("cell %s (runner %s): %s", c.ID, o.Runner.Kind(), shell.Join(c.Command)))
 	if o.Runner.Kind() == RunnerLocal && c.Files["run.sh"] != nil {
-		script, err := writeCellFiles(filepath.Join(o.Out, CellsDir, c.ID), c.Files)
+		script, err := writeCellFiles(o.out, c.ID, c.Files)
 		if err != nil {
 			r.Status, r.Reason = StatusFailed, oneLineErr(err)
 			return r
@@ -699,12 +708,56 @@ func readTail(path string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	if off := fi.Size() - max; off > 0 {
-		if _, err := f.Seek(off, io.SeekStart); err != nil {
+	return tailOf(f, fi.Size(), max, path)
+}
+
+// readTailFS is readTail of name in fsys.
+func readTailFS(fsys fs.FS, name string, max int64) ([]byte, error) {
+	f, err := openRegular(fsys, name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	return tailOf(f, fi.Size(), max, name)
+}
+
+func tailOf(f fs.File, size, max int64, what string) ([]byte, error) {
+	if off := size - max; off > 0 {
+		s, ok := f.(io.Seeker)
+		if !ok {
+			return nil, fmt.Errorf("%s: cannot seek", what)
+		}
+		if _, err := s.Seek(off, io.SeekStart); err != nil {
 			return nil, err
 		}
 	}
-	return bounded.ReadAll(f, int(max), path)
+	return bounded.ReadAll(f, int(max), what)
+}
+
+// openRegular opens name in fsys when it is a regular file (a named pipe
+// there would block the open; fs.FS cannot open without blocking, so it
+// looks first).
+func openRegular(fsys fs.FS, name string) (fs.File, error) {
+	fi, err := fs.Stat(fsys, name)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file (%s): not read", name, bounded.Kind(fi.Mode()))
+	}
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s: not a regular file: not read", name)
+	}
+	return f, nil
 }
 
 func captureMetrics(metrics []Metric, out []byte) (map[string]float64, error) {

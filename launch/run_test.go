@@ -398,15 +398,15 @@ func TestRunRefusesBadInput(t *testing.T) {
 }
 
 func TestDockerRunArgs(t *testing.T) {
-	c := &Cell{ID: "sm120-fusion.fewchan.cgbs128", Image: "reg.example/sglang@sha256:abc", Workdir: "/sgl-workspace",
+	c := &Cell{ID: "sm120-fusion.fewchan.cgbs128", Image: "reg.example/sglang@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", Workdir: "/sgl-workspace",
 		Env:     map[string]string{"NCCL_MAX_NCHANNELS": "2", "NCCL_MIN_NCHANNELS": "1"},
 		Command: []string{"python3", "-m", "sglang.launch_server", "--tp", "8"}}
 	got, err := Docker{ShmSize: "64g"}.RunArgs(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "run --rm --name smpatch-sm120-fusion.fewchan.cgbs128 --gpus all --ipc=host --network=host --shm-size 64g " +
-		"-e NCCL_MAX_NCHANNELS=2 -e NCCL_MIN_NCHANNELS=1 -w /sgl-workspace reg.example/sglang@sha256:abc python3 -m sglang.launch_server --tp 8"
+	want := "run --rm --name=smpatch-sm120-fusion.fewchan.cgbs128 --gpus=all --ipc=host --network=host --shm-size=64g " +
+		"--env=NCCL_MAX_NCHANNELS=2 --env=NCCL_MIN_NCHANNELS=1 --workdir=/sgl-workspace -- reg.example/sglang@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef python3 -m sglang.launch_server --tp 8"
 	if strings.Join(got, " ") != want {
 		t.Errorf("got  %s\nwant %s", strings.Join(got, " "), want)
 	}
@@ -467,7 +467,7 @@ func TestRunDocker(t *testing.T) {
 	o.Baseline = "ok"
 	mk := func(id, mode string, extra ...string) *Cell {
 		c := fakeCell(t, id, mode, pids, extra...)
-		c.Image = "reg.example/sglang@sha256:0123"
+		c.Image = "reg.example/sglang@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 		c.Env = map[string]string{"NCCL_MAX_NCHANNELS": "2"}
 		return c
 	}
@@ -492,7 +492,7 @@ func TestRunDocker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "run --rm --name test-ok --gpus all --ipc=host --network=host --shm-size 1g -e NCCL_MAX_NCHANNELS=2 reg.example/sglang@sha256:0123 " + fakeServer; !strings.HasPrefix(string(run), want) {
+	if want := "run --rm --name=test-ok --gpus=all --ipc=host --network=host --shm-size=1g --env=NCCL_MAX_NCHANNELS=2 -- reg.example/sglang@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef " + fakeServer; !strings.HasPrefix(string(run), want) {
 		t.Errorf("docker %s\nwant prefix %s", run, want)
 	}
 }
@@ -545,11 +545,12 @@ func TestResumeAfterTornLine(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(bad, ResultsJSONL), []byte("garbage\n{}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	os.WriteFile(filepath.Join(bad, ResultsMarker), []byte(resultsMarkerText), 0o644)
 	o.Out = bad
 	if _, err := Run(context.Background(), cells, o); err == nil || !strings.Contains(err.Error(), ResultsJSONL+":1:") {
 		t.Fatalf("bad results file: %v", err)
 	}
-	if ents, _ := os.ReadDir(bad); len(ents) != 1 {
+	if ents, _ := os.ReadDir(bad); len(ents) != 2 {
 		t.Errorf("a refused --resume left %d entries in the results directory", len(ents))
 	}
 }

@@ -6,15 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/smpatch/smpatch/internal/bounded"
 	"github.com/smpatch/smpatch/internal/runner"
+	"github.com/smpatch/smpatch/internal/shell"
 )
 
 // Slurm submits the cells as a Slurm job array (one array per GPU count,
@@ -102,7 +101,21 @@ func (s Slurm) RunBatch(ctx context.Context, cells []*Cell, o *Options, record f
 		return err
 	}
 	base := filepath.Join(out, SlurmDir)
-	if err := os.MkdirAll(filepath.Join(base, "tasks"), 0o755); err != nil {
+	// The array script quotes every word, and holds each on one line.
+	if err := shell.Check(out); err != nil {
+		return fmt.Errorf("slurm runner: the results directory %w; the array script carries it on one line: choose another --out", err)
+	}
+	for _, a := range s.Command {
+		if err := shell.Check(a); err != nil {
+			return fmt.Errorf("slurm runner: the node command's argument %w; the array script carries it on one line", err)
+		}
+	}
+	for _, c := range cells {
+		if err := shell.Check(c.ID); err != nil {
+			return fmt.Errorf("slurm runner: cell id %w", err)
+		}
+	}
+	if err := o.out.mkdirAll(SlurmDir + "/tasks"); err != nil {
 		return err
 	}
 	poll := s.Poll
@@ -198,32 +211,25 @@ func (s Slurm) ArrayScript(base string, ids []string) []byte {
 	b.WriteString("#!/bin/bash\n")
 	b.WriteString("# Written by smpatch matrix run --runner slurm: array task N runs cell N below\n")
 	b.WriteString("# on its node with the local runner (patch, run.sh, health, bench, stop,\n")
-	b.WriteString("# revert) and leaves its result and log in " + filepath.Join(base, "tasks", "ID") + ".\n")
+	b.WriteString("# revert) and leaves its result and log in " + shell.Comment(filepath.Join(base, "tasks", "ID")) + ".\n")
 	b.WriteString("set -u\n")
 	b.WriteString("cells=(\n")
 	for _, id := range ids {
-		b.WriteString("  " + shellQuote(id) + "\n")
+		b.WriteString("  " + shell.Quote(id) + "\n")
 	}
 	b.WriteString(")\n")
 	b.WriteString("id=${cells[$SLURM_ARRAY_TASK_ID]}\n")
-	b.WriteString("dir=" + shellQuote(filepath.Join(base, "tasks")) + "/$id\n")
+	b.WriteString("dir=" + shell.Quote(filepath.Join(base, "tasks")) + "/$id\n")
 	b.WriteString("rm -rf -- \"$dir\" && mkdir -p -- \"$dir\" || exit 1\n")
 	b.WriteString("# The summary is this host's to write, once, from the whole run.\n")
 	b.WriteString("unset GITHUB_STEP_SUMMARY\n")
 	b.WriteString("echo \"smpatch: cell $id: job ${SLURM_JOB_ID:-?} on $(hostname) with CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES-}\"\n")
 	b.WriteString("exec")
 	for _, a := range s.Command {
-		b.WriteString(" " + shellQuote(a))
+		b.WriteString(" " + shell.Quote(a))
 	}
 	b.WriteString(" --runner local --only \"$id\" --out \"$dir\"\n")
 	return b.Bytes()
-}
-
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/=:,+@") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // SbatchArgs is the sbatch command line (without the executable) that
@@ -252,15 +258,16 @@ func (s Slurm) submit(ctx context.Context, base string, grp []*Cell, o *Options)
 		ids[i] = c.ID
 	}
 	gpus := max(grp[0].TP, 1)
-	script := filepath.Join(base, fmt.Sprintf("array-gpu%d.sh", gpus))
-	if err := os.WriteFile(script, s.ArrayScript(base, ids), 0o755); err != nil {
+	name := fmt.Sprintf("array-gpu%d.sh", gpus)
+	script := filepath.Join(base, name)
+	if err := o.out.writeFile(SlurmDir+"/"+name, s.ArrayScript(base, ids), 0o755); err != nil {
 		return "", err
 	}
-	name := o.Name
-	if name == "" {
-		name = "matrix"
+	job := o.Name
+	if job == "" {
+		job = "matrix"
 	}
-	res, err := runner.Run(ctx, slurmTimeout, s.tool("sbatch"), s.SbatchArgs(base, script, name, len(grp), gpus, o)...)
+	res, err := runner.Run(ctx, slurmTimeout, s.tool("sbatch"), s.SbatchArgs(base, script, job, len(grp), gpus, o)...)
 	if err != nil {
 		msg := strings.TrimSpace(string(res.Stderr))
 		if msg == "" {
@@ -429,8 +436,12 @@ func slurmFinal(state string) bool {
 // write them) the Slurm state and the task's output.
 func (s Slurm) collect(base string, t *slurmTask, o *Options) *Result {
 	c := t.cell
-	dir := filepath.Join(base, "tasks", c.ID)
+	// What the task wrote is read through the results directory's root:
+	// nothing outside it, whatever links the nodes left.
+	dir := SlurmDir + "/tasks/" + c.ID
+	outRel := SlurmDir + "/" + t.name() + ".out"
 	outFile := filepath.Join(base, t.name()+".out")
+	fsys := o.out.root.FS()
 	r := newResult(c, *o)
 	where := fmt.Sprintf("slurm job %s", t.name())
 	if t.job != "" {
@@ -449,13 +460,13 @@ func (s Slurm) collect(base string, t *slurmTask, o *Options) *Result {
 	fmt.Fprintf(&log, "%stask output: %s\n", NotePrefix, outFile)
 	// The task's own output: smpatch's progress on the node and whatever
 	// Slurm said; notes, never triaged.
-	if data, err := readTail(outFile, 1<<20); err == nil {
+	if data, err := readTailFS(fsys, outRel, 1<<20); err == nil {
 		for _, l := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {
 			fmt.Fprintf(&log, "%stask: %s\n", NotePrefix, l)
 		}
 	}
-	nodeResults, rerr := readJSONL(filepath.Join(dir, ResultsJSONL))
-	if err := writeNodeLog(r.Log, log.Bytes(), filepath.Join(dir, LogsDir, c.ID+".log")); err != nil {
+	nodeResults, rerr := readJSONL(fsys, dir+"/"+ResultsJSONL)
+	if err := writeNodeLog(o.out, r.Log, log.Bytes(), dir+"/"+LogsDir+"/"+c.ID+".log"); err != nil {
 		o.Progress("%s: %s", o.tag(c.ID), err)
 	}
 	if got := nodeResults[c.ID]; rerr == nil && got != nil && got.Finished() {
@@ -475,7 +486,7 @@ func (s Slurm) collect(base string, t *slurmTask, o *Options) *Result {
 		r.Started = t.started.UTC().Format(time.RFC3339)
 		r.Seconds = secondsSince(t.started)
 	}
-	if v, err := o.Signatures.TriageFile(outFile); err == nil {
+	if v, err := triageFS(o.Signatures, fsys, outRel, outFile); err == nil {
 		if v.Known {
 			r.Triage = v.Cause
 		} else {
@@ -499,10 +510,10 @@ func progressResult(o *Options, c *Cell, r *Result) {
 }
 
 // writeNodeLog writes the cell's log here: the notes, then the log the task
-// wrote on the node, copied as a stream (a server's log may be gigabytes),
-// at most MaxCellLog of it.
-func writeNodeLog(path string, notes []byte, nodeLog string) error {
-	f, err := os.Create(path)
+// wrote on the node (nodeLog, under the results directory), copied as a
+// stream (a server's log may be gigabytes), at most MaxCellLog of it.
+func writeNodeLog(od *outDir, path string, notes []byte, nodeLog string) error {
+	f, err := od.createLog(path)
 	if err != nil {
 		return err
 	}
@@ -510,7 +521,7 @@ func writeNodeLog(path string, notes []byte, nodeLog string) error {
 		f.Close()
 		return err
 	}
-	if in, _, err := bounded.Open(nodeLog); err == nil {
+	if in, err := openRegular(od.root.FS(), nodeLog); err == nil {
 		_, err = io.Copy(f, io.LimitReader(in, MaxCellLog))
 		in.Close()
 		if err != nil {

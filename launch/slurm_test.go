@@ -2,7 +2,9 @@ package launch
 
 import (
 	"bytes"
+	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -163,6 +165,12 @@ func TestSlurmCollectWithoutResult(t *testing.T) {
 	os.WriteFile(filepath.Join(base, "7_1.out"), []byte("slurmstepd: error: *** JOB 9 ON n1 CANCELLED AT 2026-01-01T00:00:00 DUE TO TIME LIMIT ***\n"), 0o644)
 	o := &Options{Out: out}
 	o.defaults()
+	od, err := holdOut(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer od.close()
+	o.out = od
 	c := &Cell{ID: "c1"}
 	r := Slurm{}.collect(base, &slurmTask{cell: c, array: "7", index: 1, job: "9", state: "TIMEOUT", exit: "signal 9", node: "n1"}, o)
 	if r.Status != StatusFailed || r.Reason != "slurm job 7_1 (job 9) on n1: TIMEOUT, signal 9" {
@@ -174,5 +182,50 @@ func TestSlurmCollectWithoutResult(t *testing.T) {
 	data, _ := os.ReadFile(r.Log)
 	if !bytes.Contains(data, []byte("### smpatch: task: slurmstepd: error:")) {
 		t.Errorf("log:\n%s", data)
+	}
+}
+
+// A results directory whose name holds line breaks and shell text
+// ("r\ntouch PWNED\n#", from --out) never runs as a command in the array
+// script: not from the comment that names it, not from the quoted paths.
+func TestArrayScriptHostileOut(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	work := t.TempDir()
+	base := filepath.Join(work, "r\ntouch PWNED\n#", SlurmDir)
+	echo := filepath.Join(work, "echo-args")
+	os.WriteFile(echo, []byte("#!/bin/sh\nprintf '%s\\n' \"$@\" > \"$(dirname \"$0\")/args\"\n"), 0o755)
+	s := Slurm{Command: []string{echo, "matrix", "run", "m'; touch PWNED2; #.toml"}}
+	// The run refuses such a directory before anything is submitted...
+	o := &Options{Out: filepath.Dir(base)}
+	o.defaults()
+	err = s.RunBatch(context.Background(), []*Cell{{ID: "a.b"}}, o, func(*Cell, *Result) error { return nil })
+	if err == nil || !strings.HasPrefix(err.Error(), "slurm runner: the results directory ") || !strings.Contains(err.Error(), `r\ntouch PWNED\n#" holds a control character`) {
+		t.Errorf("RunBatch: %v", err)
+	}
+	// ...and the script quotes it, comment included, all the same.
+	script := s.ArrayScript(base, []string{"a.b"})
+	if !strings.Contains(string(script), `# revert) and leaves its result and log in `+filepath.Join(work, `r\ntouch PWNED\n#`, SlurmDir, "tasks", "ID")+".\n") {
+		t.Errorf("the comment:\n%s", script)
+	}
+	p := filepath.Join(work, "array.sh")
+	os.WriteFile(p, script, 0o755)
+	cmd := exec.Command(bash, p)
+	cmd.Dir = work
+	cmd.Env = append(os.Environ(), "SLURM_ARRAY_TASK_ID=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, f := range []string{"PWNED", "PWNED2"} {
+		if _, err := os.Stat(filepath.Join(work, f)); err == nil {
+			t.Errorf("%s was created: the script ran text from a path", f)
+		}
+	}
+	args, _ := os.ReadFile(filepath.Join(work, "args"))
+	want := "matrix\nrun\nm'; touch PWNED2; #.toml\n--runner\nlocal\n--only\na.b\n--out\n" + filepath.Join(base, "tasks", "a.b") + "\n"
+	if string(args) != want {
+		t.Errorf("args %q, want %q", args, want)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"embed"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"regexp"
 	"regexp/syntax"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/smpatch/smpatch/internal/ctxio"
 	"github.com/smpatch/smpatch/internal/lazyre"
+	"github.com/smpatch/smpatch/internal/shell"
 	"github.com/smpatch/smpatch/internal/tomlfile"
 )
 
@@ -122,6 +124,13 @@ func ParseSignatures(name string, data []byte) (*Signatures, error) {
 			return nil, fmt.Errorf("%s:%d: signature without a label", name, line)
 		case s.Pattern == "":
 			return nil, fmt.Errorf("%s:%d: signature %q without a pattern", name, line, s.Label)
+		}
+		// Printed one to a line by triage, into pipes too: a label, meaning
+		// or advice holding a line break would spoof a line of its own.
+		for _, f := range []struct{ key, v string }{{"label", s.Label}, {"meaning", s.Meaning}, {"try", s.Try}} {
+			if err := shell.Check(f.v); err != nil {
+				return nil, fmt.Errorf("%s:%d: signature %q: %s: %v", name, lineOf(i, f.key), s.Label, f.key, err)
+			}
 		}
 		if prev, ok := seen[s.Label]; ok {
 			return nil, fmt.Errorf("%s:%d: label %q already used at line %d", name, line, s.Label, prev)
@@ -333,11 +342,22 @@ func (s *Signatures) TriageFileContext(ctx context.Context, path string) (*Verdi
 	defer f.Close()
 	stop := context.AfterFunc(ctx, func() { f.Close() })
 	defer stop()
-	v, err := s.Triage(path, ctxio.Reader(ctx, f))
+	v, err := s.triage(ctx, path, ctxio.Reader(ctx, f))
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("%s: %w", path, ctx.Err())
 	}
 	return v, err
+}
+
+// triageFS triages name in fsys (a task's output under the results
+// directory), reported as path.
+func triageFS(s *Signatures, fsys fs.FS, name, path string) (*Verdict, error) {
+	f, err := openRegular(fsys, name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return s.Triage(path, f)
 }
 
 // WriteText prints a verdict for people.

@@ -2,6 +2,7 @@ package launch
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/smpatch/smpatch/internal/lazyre"
+	"github.com/smpatch/smpatch/matrix"
 )
 
 // Verdict is what triage concludes about one log.
@@ -125,6 +127,16 @@ type Scanner struct {
 	ctxStamp stamp
 	ctxTime  string
 	ctxRank  string
+	// stop, when set, reports that the scan was cancelled; the loops over a
+	// block ask it every few thousand pieces, so a stop is heard within a
+	// block and not only between reads.
+	stop func() bool
+}
+
+// stopped reports whether the scan was cancelled, asking stop once every
+// 1024 calls.
+func (sc *Scanner) stopped(i int) bool {
+	return sc.stop != nil && i&1023 == 0 && sc.stop()
 }
 
 // NewScanner starts a scan of one log.
@@ -132,7 +144,7 @@ func (s *Signatures) NewScanner() *Scanner { return &Scanner{sigs: s} }
 
 // NotePrefix starts the lines the matrix runner writes into a cell's log;
 // triage never matches them.
-const NotePrefix = "### smpatch: "
+const NotePrefix = matrix.NotePrefix
 
 // Line feeds the next line (without its newline). It returns the match when
 // this line holds the log's first fatal one, else nil. A line redrawn with
@@ -434,7 +446,15 @@ func (p *prefilter) next(b []byte, from int) int {
 // reported. It reads the log once, in blocks, and matches only the pieces
 // of lines where some signature's literal occurs.
 func (s *Signatures) Triage(name string, r io.Reader) (*Verdict, error) {
+	return s.triage(context.Background(), name, r)
+}
+
+// triage is Triage that stops within a block when ctx is done.
+func (s *Signatures) triage(ctx context.Context, name string, r io.Reader) (*Verdict, error) {
 	sc := s.NewScanner()
+	if ctx.Done() != nil {
+		sc.stop = func() bool { return ctx.Err() != nil }
+	}
 	pre := s.prefilter()
 	var tw tailWindow
 	err := scanBlocks(r, func(region []byte, cont bool) {
@@ -445,6 +465,9 @@ func (s *Signatures) Triage(name string, r io.Reader) (*Verdict, error) {
 		}
 		sc.hits(pre, region, cont)
 	})
+	if err == nil {
+		err = ctx.Err()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -455,7 +478,10 @@ func (s *Signatures) Triage(name string, r io.Reader) (*Verdict, error) {
 
 // everyLine matches every line of a block (no prefilter).
 func (sc *Scanner) everyLine(region []byte, cont bool) {
-	for first := true; len(region) > 0; first = false {
+	for i, first := 0, true; len(region) > 0; i, first = i+1, false {
+		if sc.stopped(i) {
+			return
+		}
 		line := region
 		if i := bytes.IndexByte(region, '\n'); i >= 0 {
 			line, region = region[:i], region[i+1:]
@@ -474,11 +500,20 @@ func (sc *Scanner) everyLine(region []byte, cont bool) {
 	}
 }
 
-// hits matches the pieces of lines where a literal occurs.
+// hits matches the pieces of lines where a literal occurs. It reads the
+// block once: where the next piece's line begins and how many lines came
+// before it are carried forward from the piece before, never searched for
+// again from the block's start (a line redrawn 80,000 times with carriage
+// returns once took each piece a scan back over the line).
 func (sc *Scanner) hits(p *prefilter, region []byte, cont bool) {
 	base := sc.n // lines before the block
 	pos, counted := 0, 0
-	for {
+	ls := 0     // where the line of the next piece begins
+	ctxAt := -1 // the line whose context (time, rank) is set
+	for i := 1; ; i++ {
+		if sc.stopped(i) {
+			return
+		}
 		at := p.next(region, pos)
 		if at < 0 {
 			break
@@ -498,7 +533,9 @@ func (sc *Scanner) hits(p *prefilter, region []byte, cont bool) {
 		if !atStart {
 			n = base // still the line an earlier block began
 		}
-		ls := bytes.LastIndexByte(region[:s], '\n') + 1
+		if i := bytes.LastIndexByte(region[pos:s], '\n'); i >= 0 {
+			ls = pos + i + 1
+		}
 		if !(atStart && bytes.HasPrefix(region[ls:], []byte(NotePrefix))) {
 			seg := region[s:e]
 			if len(seg) > maxLineBytes {
@@ -506,8 +543,11 @@ func (sc *Scanner) hits(p *prefilter, region []byte, cont bool) {
 				seg = region[lo:min(e, lo+maxLineBytes)]
 			}
 			if m := sc.sigs.MatchLine(n, string(seg)); m != nil {
-				if m.Fatal {
+				// The context of a line is read once, and only while
+				// its fatal lines are still kept.
+				if m.Fatal && ctxAt != ls && len(sc.fatals) < maxFatals {
 					sc.contextOf(region, ls, atStart)
+					ctxAt = ls
 				}
 				sc.record(m)
 			}
@@ -541,10 +581,15 @@ func (sc *Scanner) contextOf(region []byte, ls int, atStart bool) {
 				return
 			}
 		}
-		if start == 0 {
+		if start <= lo {
 			return
 		}
-		start = bytes.LastIndexByte(region[:start-1], '\n') + 1
+		// The line before, looked for only within the window.
+		i := bytes.LastIndexByte(region[lo:start-1], '\n')
+		if i < 0 && lo > 0 {
+			return // it begins before the window
+		}
+		start = lo + i + 1
 	}
 }
 

@@ -3,6 +3,7 @@ package launch
 import (
 	"bytes"
 	"context"
+	"encoding/csv"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -69,15 +70,15 @@ func TestReadJSONL(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "r.jsonl")
 	os.WriteFile(p, []byte(`{"id":"a","status":"failed"}`+"\n"+`{"id":"a","status":"ok"}`+"\n"+`{"id":"b","sta`), 0o644)
-	got, err := readJSONL(p)
+	got, err := readJSONL(nil, p)
 	if err != nil || len(got) != 1 || got["a"].Status != StatusOK {
 		t.Fatalf("got %v %v, want a=ok and the torn last line ignored", got, err)
 	}
 	os.WriteFile(p, []byte("{oops\n"+`{"id":"a","status":"ok"}`+"\n"), 0o644)
-	if _, err := readJSONL(p); err == nil || !strings.HasPrefix(err.Error(), p+":1: ") {
+	if _, err := readJSONL(nil, p); err == nil || !strings.HasPrefix(err.Error(), p+":1: ") {
 		t.Errorf("bad line: %v", err)
 	}
-	if got, err := readJSONL(filepath.Join(dir, "none")); err != nil || len(got) != 0 {
+	if got, err := readJSONL(nil, filepath.Join(dir, "none")); err != nil || len(got) != 0 {
 		t.Errorf("missing file: %v %v", got, err)
 	}
 }
@@ -139,7 +140,7 @@ func FuzzReadJSONL(f *testing.F) {
 		if err := os.WriteFile(p, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		got, err := readJSONL(p)
+		got, err := readJSONL(nil, p)
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), p+":") {
 				t.Fatalf("error does not name the file and line: %v", err)
@@ -212,7 +213,7 @@ func TestRunLendsGPUs(t *testing.T) {
 		}
 	}
 	args, _ := Docker{}.RunArgs(&Cell{ID: "d", Image: "i", Command: []string{"x"}, gpus: []string{"1", "2"}})
-	if got := strings.Join(args, " "); !strings.Contains(got, ` --gpus "device=1,2" `) {
+	if got := strings.Join(args, " "); !strings.Contains(got, ` --gpus="device=1,2" `) {
 		t.Errorf("docker: %s", got)
 	}
 }
@@ -283,7 +284,40 @@ func TestReadTailAndFIFO(t *testing.T) {
 	if _, err := readTail(fifo, 100); err == nil || !strings.Contains(err.Error(), "not a regular file") {
 		t.Fatalf("readTail(fifo) = %v", err)
 	}
-	if _, err := readJSONL(fifo); err == nil || !strings.Contains(err.Error(), "not a regular file") {
-		t.Fatalf("readJSONL(fifo) = %v", err)
+	if _, err := readJSONL(nil, fifo); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Fatalf("readJSONL(nil, fifo) = %v", err)
+	}
+}
+
+// results.csv never holds a live spreadsheet formula: matrix values and
+// reasons starting with = + - @ (or a tab, a carriage return) get a
+// leading quote; numbers, negative ones included, stay numbers.
+func TestCSVFormulasNeutralised(t *testing.T) {
+	d := -3.5
+	s := &Summary{Metrics: []string{"throughput"}, Results: []*Result{{
+		ID: "c", Status: StatusFailed, Reason: "=HYPERLINK(\"http://x\",\"y\")", Log: "@SUM(1)",
+		Values:   []AxisValue{{Axis: "a", Value: "+cmd|' /C calc'!A0"}, {Axis: "b", Value: "-2+3"}, {Axis: "c", Value: "\t=1"}, {Axis: "d", Value: "-1"}},
+		Metrics:  map[string]float64{"throughput": -1.25},
+		DeltaPct: map[string]float64{"throughput": d},
+	}}}
+	var b bytes.Buffer
+	if err := s.WriteCSV(&b); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(&b).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := map[string]string{}
+	for i, h := range rows[0] {
+		row[h] = rows[1][i]
+	}
+	for col, want := range map[string]string{
+		"reason": "'=HYPERLINK(\"http://x\",\"y\")", "log": "'@SUM(1)", "axis:a": "'+cmd|' /C calc'!A0", "axis:b": "'-2+3",
+		"axis:c": "'\t=1", "axis:d": "-1", "throughput": "-1.25", "throughput_delta_pct": "-3.5",
+	} {
+		if row[col] != want {
+			t.Errorf("%s = %q, want %q", col, row[col], want)
+		}
 	}
 }

@@ -156,15 +156,14 @@ func (m *Matrix) Expand(opts ExpandOptions) (*Expansion, error) {
 	if err := x.ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := m.render(cells); err != nil {
+	if err := m.render(x.ctx, cells); err != nil {
 		return nil, err
 	}
 	if err := x.ctx.Err(); err != nil {
 		return nil, err
 	}
 
-	applyRules(m, x, rules, cells, opts.Probe)
-	if err := x.ctx.Err(); err != nil {
+	if err := applyRules(m, x, rules, cells, opts.Probe); err != nil {
 		return nil, err
 	}
 
@@ -403,7 +402,7 @@ func (m *Matrix) applyIncludes(x *Expansion, cells []*Cell, limit int) ([]*Cell,
 
 // applyRules evaluates every rule on every cell, in rule order; the first
 // prune ends a cell's evaluation.
-func applyRules(m *Matrix, x *Expansion, rules []*Rule, cells []*Cell, pf *ProbeFacts) {
+func applyRules(m *Matrix, x *Expansion, rules []*Rule, cells []*Cell, pf *ProbeFacts) error {
 	// rules
 	evals, ft := prepareRules(m, rules, cells)
 	var probeMajors []int
@@ -419,7 +418,13 @@ func applyRules(m *Matrix, x *Expansion, rules []*Rule, cells []*Cell, pf *Probe
 		decisions[i] = Decision{Rule: r.Name, Action: r.Action, Reason: r.Reason, Source: r.Source, Where: r.Where}
 	}
 	var scratch, chunk []Decision
-	for _, c := range cells {
+	warnText := 0 // the rules' text the cells' warnings carry, together
+	for ci, c := range cells {
+		if ci%256 == 0 {
+			if err := x.ctx.Err(); err != nil {
+				return err
+			}
+		}
 		e.reset(c)
 		e.majors = probeMajors
 		if c.SM != "" {
@@ -461,6 +466,14 @@ func applyRules(m *Matrix, x *Expansion, rules []*Rule, cells []*Cell, pf *Probe
 			n := len(chunk)
 			chunk = append(chunk, scratch...)
 			c.Warnings = chunk[n:len(chunk):len(chunk)]
+			for _, d := range scratch {
+				warnText += len(d.Rule) + len(d.Reason) + len(d.Source) + len(d.Where)
+			}
+			if warnText > MaxExpansionText {
+				// Every warning is written out per cell (run.sh,
+				// index.json, --json): bounded like the cells' own text.
+				return fmt.Errorf("%s: %w: the rules' warnings on the cells hold more than %d MiB of text (cell %s)", m.File, ErrTooMuch, MaxExpansionText>>20, c.ID)
+			}
 		}
 		if c.Pruned != nil {
 			x.Steps.Pruned++
@@ -480,7 +493,7 @@ func applyRules(m *Matrix, x *Expansion, rules []*Rule, cells []*Cell, pf *Probe
 			x.Notes = append(x.Notes, fmt.Sprintf("rule %s (%s) could not be judged on %d cell(s), first %s: the probe report says unknown for %s", r.Name, r.Where, r.unknown, r.unknownFirst, r.unknownWhy))
 		}
 	}
-
+	return x.ctx.Err()
 }
 
 // describeMatch shows an exclude entry as "nccl=default|tree
@@ -546,6 +559,9 @@ func (m *Matrix) allRules(opts ExpandOptions) ([]*Rule, error) {
 				}
 			}
 		}
+	}
+	if len(rules) > MaxRules {
+		return nil, fmt.Errorf("%s: more than %d rules in all (built-in, the matrix's rules files, --rules): each is tried on every cell", rules[MaxRules].Where, MaxRules)
 	}
 	seen := map[string]string{}
 	for _, r := range rules {

@@ -1,7 +1,9 @@
 package matrix
 
 import (
+	"context"
 	"fmt"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,12 +13,13 @@ import (
 // rendered from the templates, its TP, and the baseline.
 
 // render fills Command, Env (launch.env), Workdir, Health, Bench and TP.
-func (m *Matrix) render(cells []*Cell) error {
+func (m *Matrix) render(ctx context.Context, cells []*Cell) error {
 	l := &m.Launch
+	bud := newBudget(ctx)
 	compile := func(ss []string) ([]*tmpl, error) {
 		out := make([]*tmpl, len(ss))
 		for i, s := range ss {
-			t, err := newTmpl(s, m.axis)
+			t, err := newTmpl(s, m.axis, bud)
 			if err != nil {
 				return nil, err
 			}
@@ -67,9 +70,16 @@ func (m *Matrix) render(cells []*Cell) error {
 	}
 	tpFlags := []string{"--tp", "--tp-size", "--tensor-parallel-size"}
 	for _, c = range cells {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		bud.cell()
 		out, err := run(cmd, make([]string, 0, len(cmd)+len(c.Args)+1))
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		if err != nil {
-			return m.errf(m.line("launch", "command"), "launch.command for %s: %v", c.ID, err)
+			return m.errf(m.line("launch", "command"), "launch.command for %s: %w", c.ID, err)
 		}
 		c.Command = append(out, c.Args...)
 		if c.Args == nil {
@@ -77,27 +87,114 @@ func (m *Matrix) render(cells []*Cell) error {
 		}
 		if len(bench) > 0 {
 			if c.Bench, err = run(bench, nil); err != nil {
-				return m.errf(m.line("launch", "bench"), "launch.bench for %s: %v", c.ID, err)
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				return m.errf(m.line("launch", "bench"), "launch.bench for %s: %w", c.ID, err)
 			}
 		}
 		for i, k := range envKeys {
 			v, err := env[i].exec(c, data, &b)
 			if err != nil {
-				return m.errf(m.line("launch", "env", k), "launch.env.%s for %s: %v", k, c.ID, err)
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				return m.errf(m.line("launch", "env", k), "launch.env.%s for %s: %w", k, c.ID, err)
 			}
 			c.Env[k] = v
 		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		if c.Workdir, err = one[0].exec(c, data, &b); err != nil {
-			return m.errf(m.line("launch", "workdir"), "launch.workdir for %s: %v", c.ID, err)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return m.errf(m.line("launch", "workdir"), "launch.workdir for %s: %w", c.ID, err)
 		}
 		if c.Health, err = one[1].exec(c, data, &b); err != nil {
-			return m.errf(m.line("launch", "health"), "launch.health for %s: %v", c.ID, err)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return m.errf(m.line("launch", "health"), "launch.health for %s: %w", c.ID, err)
+		}
+		if err := m.checkRendered(c, bud); err != nil {
+			return err
 		}
 		if c.TP == 0 {
 			c.TP = l.TP
 		}
 		if c.TP == 0 {
 			c.TP = tpFromCommand(c.Command, tpFlags)
+		}
+	}
+	return nil
+}
+
+// checkRendered refuses, naming the cell and the launch key, what a
+// template produced that no script can carry (the file's own text was
+// checked at load), and a health URL that is not one.
+func (m *Matrix) checkRendered(c *Cell, bud *budget) error {
+	n := len(c.Workdir) + len(c.Health)
+	for _, a := range c.Command {
+		n += len(a)
+	}
+	for _, a := range c.Bench {
+		n += len(a)
+	}
+	for k, v := range c.Env {
+		n += len(k) + len(v)
+	}
+	if err := bud.done(n); err != nil {
+		return m.errf(m.line("launch"), "cell %s: %w", c.ID, err)
+	}
+	for i, a := range c.Command {
+		if err := textErr(a); err != nil {
+			return m.errf(m.line("launch", "command"), "launch.command for %s: argument %d: %v", c.ID, i, err)
+		}
+	}
+	for i, a := range c.Bench {
+		if err := textErr(a); err != nil {
+			return m.errf(m.line("launch", "bench"), "launch.bench for %s: argument %d: %v", c.ID, i, err)
+		}
+	}
+	for _, k := range sortedKeys(c.Env) {
+		if err := envValueErr(c.Env[k]); err != nil {
+			line := m.line("launch", "env", k)
+			if _, own := m.Launch.Env[k]; !own {
+				line = 0 // a preset's or an include's, checked at load
+			}
+			return m.errf(line, "cell %s: env %s: %v", c.ID, k, err)
+		}
+	}
+	if err := textErr(c.Workdir); err != nil {
+		return m.errf(m.line("launch", "workdir"), "launch.workdir for %s: %w", c.ID, err)
+	}
+	if c.Health != bud.health { // most cells share one URL: parsed once
+		if err := healthErr(c.Health); err != nil {
+			return m.errf(m.line("launch", "health"), "launch.health for %s: %w", c.ID, err)
+		}
+		bud.health = c.Health
+	}
+	return nil
+}
+
+// healthErr refuses a health URL that is not http(s) with a host, or
+// whose port is not 1 to 65535.
+func healthErr(h string) error {
+	if h == "" {
+		return nil
+	}
+	if err := textErr(h); err != nil {
+		return err
+	}
+	u, err := url.Parse(h)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%q is not an http(s) URL", h)
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("%q: port %s is not 1 to 65535", h, p)
 		}
 	}
 	return nil

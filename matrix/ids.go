@@ -91,7 +91,7 @@ func (m *Matrix) assignIDs(cells []*Cell) error {
 		for i, c := range cells {
 			c.ID = slugs[i]
 		}
-		return nil
+		return m.checkIDLengths(cells)
 	}
 	explicit := map[*Cell]*Include{}
 	for _, inc := range m.Include {
@@ -123,6 +123,41 @@ func (m *Matrix) assignIDs(cells []*Cell) error {
 		}
 		c.ID = id
 		seen[id] = c
+	}
+	return m.checkIDLengths(cells)
+}
+
+// MaxIDBytes bounds a cell id: it names the cell's directory and its log
+// (<id>/<id>.log, logs/<id>.r12.log and the temporary names beside them),
+// and a file name has at most 255 bytes.
+const MaxIDBytes = 200
+
+// checkIDLengths refuses an id past MaxIDBytes, naming the line of the
+// include that set it or of the axis whose value made it longest.
+func (m *Matrix) checkIDLengths(cells []*Cell) error {
+	for _, c := range cells {
+		if len(c.ID) <= MaxIDBytes {
+			continue
+		}
+		line, why := 0, "shorten the values or give the axis an id_prefix"
+		for _, inc := range m.Include {
+			if inc.ID == c.ID {
+				line, why = inc.Line, "shorten the include's id"
+			}
+		}
+		if line == 0 {
+			long := -1
+			for ai, a := range m.Axes {
+				if long < 0 || len(m.valueSlug(a, c.Values[ai].Value)) > len(m.valueSlug(m.Axes[long], c.Values[long].Value)) {
+					long = ai
+				}
+			}
+			if long >= 0 {
+				line = m.Axes[long].Line
+				why = fmt.Sprintf("axis %s makes most of it; shorten its values, or set an include id", m.Axes[long].Name)
+			}
+		}
+		return m.errf(line, "cell id %.40q... is %d bytes, more than %d (it names the cell's directory and log files): %s", c.ID, len(c.ID), MaxIDBytes, why)
 	}
 	return nil
 }

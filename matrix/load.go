@@ -17,6 +17,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/smpatch/smpatch/internal/lazyre"
+	"github.com/smpatch/smpatch/internal/shell"
 	"github.com/smpatch/smpatch/internal/smver"
 	"github.com/smpatch/smpatch/internal/tomlfile"
 )
@@ -82,7 +83,12 @@ func Parse(file string, data []byte) (*Matrix, error) {
 		return nil, m.errf(m.lines.Line(k), "unknown key %q (keys are lower case)", k.String())
 	}
 	if hasControl(m.Name) {
-		return nil, m.errf(m.line("name"), "name %q: control characters (newline, tab, escape) are not allowed", m.Name)
+		return nil, m.errf(m.line("name"), "name %q: control characters (newline, tab, escape) are not allowed", shortText(m.Name))
+	}
+	if len(m.Name) > MaxNameBytes {
+		// It goes into every cell's run.sh, its Job and the results: a
+		// name of a megabyte once made a render of 2,000 cells 1.9 GB.
+		return nil, m.errf(m.line("name"), "name %q is %d bytes, more than %d", shortText(m.Name), len(m.Name), MaxNameBytes)
 	}
 	if err := tomlfile.UnknownError(file, md, [][]string{{"axes"}, {"presets"}, {"exclude"}, {"include"}, {"launch", "baseline"}}, m.lines.Line); err != nil {
 		return nil, err
@@ -100,6 +106,12 @@ func Parse(file string, data []byte) (*Matrix, error) {
 	}
 	if m.Base.Image != "" && m.Base.Python != "" {
 		return nil, m.errf(m.line("base"), "base: set image or python, not both")
+	}
+	if err := ImageRefErr(m.Base.Image); err != nil {
+		return nil, m.errf(m.line("base", "image"), "base.image: %v", err)
+	}
+	if err := textErr(m.Base.Python); err != nil {
+		return nil, m.errf(m.line("base", "python"), "base.python: %v", err)
 	}
 	m.Base.Python = resolvePython(file, m.Base.Python)
 	if err := m.loadAxes(md, fm.Axes); err != nil {
@@ -200,9 +212,9 @@ func caseMismatch(md toml.MetaData, t reflect.Type) toml.Key {
 
 func (m *Matrix) errf(line int, format string, args ...any) error {
 	if line > 0 {
-		return fmt.Errorf("%s:%d: %s", m.File, line, fmt.Sprintf(format, args...))
+		return fmt.Errorf("%s:%d: "+format, append([]any{m.File, line}, args...)...)
 	}
-	return fmt.Errorf("%s: %s", m.File, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%s: "+format, append([]any{m.File}, args...)...)
 }
 
 func (m *Matrix) axisHint() string {
@@ -274,6 +286,9 @@ func toValue(axis string, x any) (Value, error) {
 			if t == "" {
 				return Value{}, fmt.Errorf("empty patch name")
 			}
+			if err := textErr(t); err != nil {
+				return Value{}, err
+			}
 			return Value{Text: t, List: []string{t}, Kind: "list"}, nil
 		case []any:
 			v := Value{Kind: "list", List: []string{}}
@@ -282,6 +297,9 @@ func toValue(axis string, x any) (Value, error) {
 				s, ok := e.(string)
 				if !ok || s == "" {
 					return Value{}, fmt.Errorf("a patch set is a list of patch names, got %v", e)
+				}
+				if err := textErr(s); err != nil {
+					return Value{}, err
 				}
 				if seen[s] {
 					return Value{}, fmt.Errorf("patch %q twice in one set", s)
@@ -296,6 +314,9 @@ func toValue(axis string, x any) (Value, error) {
 	}
 	switch t := x.(type) {
 	case string:
+		if err := textErr(t); err != nil {
+			return Value{}, err
+		}
 		return Value{Text: t, Kind: "string"}, nil
 	case int64:
 		return Value{Text: strconv.FormatInt(t, 10), Kind: "int"}, nil
@@ -606,6 +627,9 @@ func (m *Matrix) parseInclude(e map[string]any, i int) (*Include, error) {
 				if !ok {
 					return nil, m.errf(kl, "include[%d].args: want a list of strings", i)
 				}
+				if err := textErr(s); err != nil {
+					return nil, m.errf(kl, "include[%d].args: %v", i, err)
+				}
 				inc.Args = append(inc.Args, s)
 			}
 			continue
@@ -743,6 +767,34 @@ func resolvePython(file, py string) string {
 		return py
 	}
 	return filepath.Join(base, py)
+}
+
+// MaxNameBytes bounds a matrix's name.
+const MaxNameBytes = 256
+
+// textErr refuses a value that no line of a script can carry: a NUL, a
+// line break or another control character but a tab (shell.Check).
+func textErr(s string) error {
+	if err := shell.Check(s); err != nil {
+		return fmt.Errorf("value %w: a script carries each value on its line", err)
+	}
+	return nil
+}
+
+// ImageRefErr refuses an image reference that a program taking it as an
+// argument could read as an option or as more than one word: one that
+// starts with '-', or holds a space or a control character. What a
+// reference is beyond that is the image package's to say.
+func ImageRefErr(s string) error {
+	switch {
+	case s == "":
+		return nil
+	case strings.HasPrefix(s, "-"):
+		return fmt.Errorf("%q is not an image reference (it starts with '-', as an option does)", shortText(s))
+	case strings.IndexFunc(s, func(r rune) bool { return r <= ' ' || r == 0x7f || (r >= 0x80 && r < 0xa0) }) >= 0:
+		return fmt.Errorf("%q is not an image reference (it holds a space or a control character)", shortText(s))
+	}
+	return nil
 }
 
 // hasControl reports whether s holds a control character (C0, DEL or C1).

@@ -47,6 +47,22 @@ func (m *Matrix) loadLaunch(fl fileLaunch) error {
 		l.Env[k] = fl.Env[k]
 	}
 	l.Workdir, l.Health, l.Bench = fl.Workdir, fl.Health, fl.Bench
+	// What reaches run.sh is refused here, with its line, when no line of
+	// a script can carry it; a template's output is checked per cell.
+	for _, f := range []struct {
+		key  string
+		list []string
+	}{{"command", l.Command}, {"bench", l.Bench}, {"workdir", []string{l.Workdir}}, {"health", []string{l.Health}}} {
+		for i, s := range f.list {
+			if err := textErr(s); err != nil {
+				where := "launch." + f.key
+				if len(f.list) > 1 || f.key == "command" || f.key == "bench" {
+					where = fmt.Sprintf("%s[%d]", where, i)
+				}
+				return m.errf(m.lineOf(m.line("launch", f.key), s), "%s: %v", where, err)
+			}
+		}
+	}
 	if fl.Metric != "" {
 		if fl.Metrics == nil {
 			fl.Metrics = map[string]string{}
@@ -151,16 +167,24 @@ func duration(s string, def time.Duration) (time.Duration, error) {
 	if d <= 0 {
 		return 0, fmt.Errorf("%s is not a positive duration", s)
 	}
+	if d > MaxLaunchTimeout {
+		return 0, fmt.Errorf("%s is longer than %s", s, MaxLaunchTimeout)
+	}
 	return d, nil
 }
+
+// MaxLaunchTimeout bounds startup_timeout and bench_timeout (30 days):
+// their sum is a pod's activeDeadlineSeconds and a Slurm task's --time,
+// and past about 290 years it would overflow into a negative one.
+const MaxLaunchTimeout = 30 * 24 * time.Hour
 
 // envValueErr refuses what an environment file (KEY=VALUE per line, as
 // docker --env-file reads it) cannot hold: a line break or a NUL.
 func envValueErr(v string) error {
 	if strings.ContainsAny(v, "\n\r\x00") {
-		return fmt.Errorf("value %q has a line break or NUL: an environment file cannot hold it", v)
+		return fmt.Errorf("value %q has a line break or NUL: an environment file cannot hold it", shortText(v))
 	}
-	return nil
+	return textErr(v)
 }
 
 // loadRequires turns [requires.PATCH] tables into prune rules that run

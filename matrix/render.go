@@ -3,14 +3,12 @@ package matrix
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/smpatch/smpatch/internal/bounded"
+	"github.com/smpatch/smpatch/internal/shell"
 )
 
 // GitHubMatrixLimit is the most jobs a GitHub Actions matrix may hold.
@@ -53,6 +51,7 @@ func Render(x *Expansion, opts RenderOptions) (map[string][]byte, error) {
 		Cells    []indexCell `json:"cells"`
 	}{Name: x.Matrix.Name, File: filepath.ToSlash(x.Matrix.File), Baseline: x.Baseline, Shard: x.Shard, Steps: x.Steps, Cells: []indexCell{}}
 
+	total := 0
 	for _, c := range x.Cells {
 		ic := indexCell{ID: c.ID, Runnable: c.Pruned == nil, Values: map[string]string{}, Patches: c.Patches, Pruned: c.Pruned, Warnings: c.Warnings}
 		for _, v := range c.Values {
@@ -70,6 +69,10 @@ func Render(x *Expansion, opts RenderOptions) (map[string][]byte, error) {
 			}
 			for name, data := range CellFiles(x, c) {
 				files[c.ID+"/"+name] = data
+				total += len(data)
+			}
+			if total > MaxRenderBytes {
+				return nil, fmt.Errorf("%s: %w: the render would write more than %d MiB (cell %s and those before it)", x.Matrix.File, ErrTooMuch, MaxRenderBytes>>20, c.ID)
 			}
 			image, why := cellImage(x.Matrix, c, opts.Refs)
 			ic.Image = image
@@ -96,7 +99,25 @@ func Render(x *Expansion, opts RenderOptions) (map[string][]byte, error) {
 	}
 	files["SUMMARY.md"] = summary(x, opts)
 	files["slurm.sbatch"] = slurm(x)
+	if err := renderSize(files); err != nil {
+		return nil, fmt.Errorf("%s: %w", x.Matrix.File, err)
+	}
 	return files, nil
+}
+
+// MaxRenderBytes bounds what one render writes (it is built in memory
+// first): a natural matrix of 65536 cells renders to a few hundred MiB.
+const MaxRenderBytes = 1 << 30
+
+func renderSize(files map[string][]byte) error {
+	n := 0
+	for _, d := range files {
+		n += len(d)
+	}
+	if n > MaxRenderBytes {
+		return fmt.Errorf("%w: the render would write %d MiB, more than %d MiB", ErrTooMuch, n>>20, MaxRenderBytes>>20)
+	}
+	return nil
 }
 
 // CellFiles are the files a runnable cell runs from, by name: run.sh, env
@@ -122,25 +143,6 @@ func envNameOK(k string) bool {
 	}) < 0
 }
 
-// shellComment makes s safe inside a "# ..." line of a script: control
-// characters (a newline would end the comment and start a command) are
-// written as Go escapes.
-func shellComment(s string) string {
-	if !hasControl(s) {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			q := strconv.QuoteRune(r)
-			b.WriteString(q[1 : len(q)-1])
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
 // MaxRefsSize bounds a refs file: a few hundred bytes per cell.
 const MaxRefsSize = 4 << 20
 
@@ -155,6 +157,11 @@ func ReadRefs(path string) (map[string]string, error) {
 	var refs map[string]string
 	if err := json.Unmarshal(data, &refs); err != nil {
 		return nil, fmt.Errorf("%s: want a JSON object of cell id to image reference: %v", path, err)
+	}
+	for _, id := range sortedKeys(refs) {
+		if err := ImageRefErr(refs[id]); err != nil {
+			return nil, fmt.Errorf("%s: cell %s: %v", path, id, err)
+		}
 	}
 	return refs, nil
 }
@@ -189,43 +196,6 @@ func isLocalImage(s string) bool {
 	return strings.HasPrefix(s, "oci:") || strings.HasSuffix(s, ".tar") || strings.HasSuffix(s, ".tar.gz") || strings.HasPrefix(s, "/") || strings.HasPrefix(s, ".")
 }
 
-// shellQuote quotes s for bash when it needs it: single quotes, or
-// bash's $'...' (control characters as \xHH) when s holds a control
-// character, so that every quoted word stays on its line.
-func shellQuote(s string) string {
-	if hasControl(s) {
-		var b strings.Builder
-		b.WriteString("$'")
-		for i := 0; i < len(s); i++ {
-			switch c := s[i]; {
-			case c == '\\' || c == '\'':
-				b.WriteByte('\\')
-				b.WriteByte(c)
-			case c < 0x20 || c == 0x7f:
-				fmt.Fprintf(&b, "\\x%02x", c)
-			default:
-				b.WriteByte(c)
-			}
-		}
-		b.WriteString("'")
-		return b.String()
-	}
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=,+@%", r))
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-func shellJoin(args []string) string {
-	q := make([]string, len(args))
-	for i, a := range args {
-		q[i] = shellQuote(a)
-	}
-	return strings.Join(q, " ")
-}
-
 // hostWorkdir is where run.sh changes to on this host: a relative workdir
 // is relative to the matrix file's directory, as for matrix run, so that
 // run.sh (by hand, or from slurm.sbatch) works from any directory. Jobs use
@@ -245,41 +215,50 @@ func runScript(x *Expansion, c *Cell) []byte {
 	m := x.Matrix
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "#!/usr/bin/env bash\n")
-	fmt.Fprintf(&b, "# Cell %s of matrix %s (%s), written by smpatch matrix render.\n", shellComment(c.ID), shellComment(m.Name), shellComment(filepath.ToSlash(m.File)))
+	fmt.Fprintf(&b, "# Cell %s of matrix %s (%s), written by smpatch matrix render.\n", shell.Comment(c.ID), shell.Comment(m.Name), shell.Comment(filepath.ToSlash(m.File)))
 	if len(c.Patches) > 0 {
-		ps := shellComment(strings.Join(c.Patches, " "))
+		ps := shell.Comment(strings.Join(c.Patches, " "))
 		fmt.Fprintf(&b, "# Patches: %s (the environment must have them: smpatch apply %s).\n", ps, ps)
 	} else {
 		fmt.Fprintf(&b, "# Patches: none.\n")
 	}
 	for _, d := range c.Warnings {
-		fmt.Fprintf(&b, "# %s %s: %s\n", shellComment(d.Action), shellComment(d.Rule), shellComment(d.Reason))
+		fmt.Fprintf(&b, "# %s %s: %s\n", shell.Comment(d.Action), shell.Comment(d.Rule), shell.Comment(d.Reason))
 	}
 	b.WriteString("set -euo pipefail\n")
 	b.WriteString("here=\"$(cd \"$(dirname \"${BASH_SOURCE[0]}\")\" && pwd)\"\n")
 	for _, k := range sortedKeys(c.Env) {
-		fmt.Fprintf(&b, "export %s=%s\n", k, shellQuote(c.Env[k]))
+		fmt.Fprintf(&b, "export %s=%s\n", k, shell.Quote(c.Env[k]))
 	}
 	b.WriteString("# sitecustomize.py sets the NCCL variables again inside Python, before torch loads.\n")
 	b.WriteString("export PYTHONPATH=\"$here${PYTHONPATH:+:$PYTHONPATH}\"\n")
 	if m.Base.Python != "" {
-		fmt.Fprintf(&b, "export PATH=%s\"${PATH:+:$PATH}\"\n", shellQuote(filepath.Dir(m.Base.Python)))
+		fmt.Fprintf(&b, "export PATH=%s\"${PATH:+:$PATH}\"\n", shell.Quote(filepath.Dir(m.Base.Python)))
 	}
-	fmt.Fprintf(&b, "log=\"${SMPATCH_LOG_DIR:-$here}\"/%s\n", shellQuote(c.ID+".log"))
+	fmt.Fprintf(&b, "log=\"${SMPATCH_LOG_DIR:-$here}\"/%s\n", shell.Quote(c.ID+".log"))
 	if c.Workdir != "" {
-		fmt.Fprintf(&b, "cd %s\n", shellQuote(hostWorkdir(m, c.Workdir)))
+		fmt.Fprintf(&b, "cd %s\n", shell.Quote(hostWorkdir(m, c.Workdir)))
 	}
-	fmt.Fprintf(&b, "echo %s\"$log\" >&2\n", shellQuote("cell "+c.ID+": log "))
+	// run.sh's own lines start like smpatch's notes in a cell's log, which
+	// triage never takes for the server's.
+	fmt.Fprintf(&b, "echo %s\"$log\" >&2\n", shell.Quote(NotePrefix+"cell "+c.ID+": log "))
 	b.WriteString("rc=0\n")
-	fmt.Fprintf(&b, "%s >\"$log\" 2>&1 || rc=$?\n", shellJoin(c.Command))
-	fmt.Fprintf(&b, "echo %s\"$rc\" >&2\n", shellQuote("cell "+c.ID+": exit "))
+	fmt.Fprintf(&b, "%s >\"$log\" 2>&1 || rc=$?\n", shell.Join(c.Command))
+	fmt.Fprintf(&b, "echo %s\"$rc\" >&2\n", shell.Quote(NotePrefix+"cell "+c.ID+": exit "))
 	b.WriteString("exit \"$rc\"\n")
 	return b.Bytes()
 }
 
-// envFile is KEY=VALUE per line, as docker --env-file and systemd read it.
+// NotePrefix starts every line smpatch's own scripts and runs write into
+// a cell's log; triage never matches such a line.
+const NotePrefix = "### smpatch: "
+
+// envFile is KEY=VALUE per line, as docker --env-file and systemd read it:
+// the values as they are, not shell words (docker would keep the quotes).
+// It is not a script: run.sh, which is, quotes them.
 func envFile(c *Cell) []byte {
 	var b bytes.Buffer
+	b.WriteString("# KEY=VALUE per line for docker --env-file; values are verbatim, not shell words: not for sourcing (run.sh sets them).\n")
 	for _, k := range sortedKeys(c.Env) {
 		fmt.Fprintf(&b, "%s=%s\n", k, c.Env[k]) // Render refused line breaks
 	}
@@ -288,7 +267,7 @@ func envFile(c *Cell) []byte {
 
 func sitecustomize(c *Cell) []byte {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "# Cell %s, written by smpatch matrix render: sets the cell's NCCL\n", shellComment(c.ID))
+	fmt.Fprintf(&b, "# Cell %s, written by smpatch matrix render: sets the cell's NCCL\n", shell.Comment(c.ID))
 	b.WriteString("# variables when Python starts, before anything imports torch or NCCL.\n")
 	b.WriteString("# run.sh puts this directory first on PYTHONPATH.\n")
 	b.WriteString("import os\n")
@@ -431,9 +410,9 @@ func slurm(x *Expansion) []byte {
 	}
 	var b bytes.Buffer
 	b.WriteString("#!/usr/bin/env bash\n")
-	fmt.Fprintf(&b, "# Matrix %s as a Slurm job array, one task per runnable cell:\n", shellComment(x.Matrix.Name))
+	fmt.Fprintf(&b, "# Matrix %s as a Slurm job array, one task per runnable cell:\n", shell.Comment(x.Matrix.Name))
 	b.WriteString("#   sbatch slurm.sbatch   (from this directory)\n")
-	fmt.Fprintf(&b, "#SBATCH --job-name=%s\n", shellQuote(SlugOr(x.Matrix.Name, "smpatch")))
+	fmt.Fprintf(&b, "#SBATCH --job-name=%s\n", shell.Quote(SlugOr(x.Matrix.Name, "smpatch")))
 	if len(ids) > 0 {
 		fmt.Fprintf(&b, "#SBATCH --array=0-%d\n", len(ids)-1)
 	}
@@ -442,7 +421,7 @@ func slurm(x *Expansion) []byte {
 	b.WriteString("set -euo pipefail\n")
 	b.WriteString("cells=(\n")
 	for _, id := range ids {
-		fmt.Fprintf(&b, "  %s\n", shellQuote(id))
+		fmt.Fprintf(&b, "  %s\n", shell.Quote(id))
 	}
 	b.WriteString(")\n")
 	b.WriteString("dir=\"${SLURM_SUBMIT_DIR:-$(pwd)}\"\n")
@@ -468,119 +447,4 @@ func SlugOr(s, def string) string {
 		return t
 	}
 	return def
-}
-
-// RenderMarker is the file that marks a directory smpatch matrix render
-// wrote; renderMarkerText is its content (a format and its version).
-const (
-	RenderMarker     = ".smpatch-render"
-	renderMarkerText = "{\"format\": \"smpatch-render\", \"version\": 1}\n"
-)
-
-// maxMarkerSize bounds what is read of a render marker.
-const maxMarkerSize = 4096
-
-// ErrNotRendered is returned by WriteRender for an existing directory it
-// must not replace.
-var ErrNotRendered = errors.New("not written by smpatch matrix render")
-
-// checkRendered reports whether dir holds the marker of an earlier render
-// in a format this version writes.
-func checkRendered(dir string) error {
-	b, err := bounded.ReadFile(nil, filepath.Join(dir, RenderMarker), maxMarkerSize)
-	if err != nil {
-		return fmt.Errorf("%s is not empty and was %w (no %s marker); choose another --out or remove it", dir, ErrNotRendered, RenderMarker)
-	}
-	var mk struct {
-		Format  string `json:"format"`
-		Version int    `json:"version"`
-	}
-	if json.Unmarshal(b, &mk) != nil || mk.Format != "smpatch-render" || mk.Version < 1 {
-		return fmt.Errorf("%s: %s is not a render marker; %w: choose another --out or remove it", dir, RenderMarker, ErrNotRendered)
-	}
-	if mk.Version > 1 {
-		return fmt.Errorf("%s: written by a newer smpatch (render format %d); choose another --out", dir, mk.Version)
-	}
-	return nil
-}
-
-// WriteRender puts rendered files under dir. It writes a fresh tree next to
-// dir and swaps it in, so a failed render leaves dir as it was. An existing
-// dir is replaced only when empty or when it holds the marker an earlier
-// render wrote (RenderMarker); any other directory is refused.
-func WriteRender(dir string, files map[string][]byte) error {
-	if fi, err := os.Lstat(dir); err == nil {
-		if fi.Mode()&os.ModeSymlink != 0 {
-			return fmt.Errorf("%s is a symbolic link; name the directory itself", dir)
-		}
-		if !fi.IsDir() {
-			return fmt.Errorf("%s exists and is not a directory", dir)
-		}
-		entries, err := os.ReadDir(dir)
-		if err != nil {
-			return err
-		}
-		if len(entries) > 0 {
-			if err := checkRendered(dir); err != nil {
-				return err
-			}
-		}
-	} else if !os.IsNotExist(err) {
-		return err
-	}
-	parent := filepath.Dir(filepath.Clean(dir))
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".tmp-")
-	if err != nil {
-		return err
-	}
-	ok := false
-	defer func() {
-		if !ok {
-			os.RemoveAll(tmp)
-		}
-	}()
-	if _, ok := files[RenderMarker]; ok {
-		return fmt.Errorf("%s: a rendered file may not be named %s", dir, RenderMarker)
-	}
-	if err := os.WriteFile(filepath.Join(tmp, RenderMarker), []byte(renderMarkerText), 0o644); err != nil {
-		return err
-	}
-	names := sortedKeys(files)
-	for _, name := range names {
-		p := filepath.Join(tmp, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return err
-		}
-		mode := os.FileMode(0o644)
-		if strings.HasSuffix(name, ".sh") || strings.HasSuffix(name, ".sbatch") {
-			mode = 0o755
-		}
-		if err := os.WriteFile(p, files[name], mode); err != nil {
-			return err
-		}
-	}
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return err
-	}
-	old := ""
-	if _, err := os.Stat(dir); err == nil {
-		old = tmp + ".old"
-		if err := os.Rename(dir, old); err != nil {
-			return err
-		}
-	}
-	if err := os.Rename(tmp, dir); err != nil {
-		if old != "" {
-			os.Rename(old, dir)
-		}
-		return err
-	}
-	ok = true
-	if old != "" {
-		return os.RemoveAll(old)
-	}
-	return nil
 }

@@ -108,6 +108,15 @@ func DefaultRules(m *Matrix) ([]*Rule, error) {
 	return ParseRules(DefaultRulesName, defaultRules, m)
 }
 
+// maxRuleText bounds a rule's name, reason and source.
+const maxRuleText = 2048
+
+// MaxRules bounds the rules of one expansion (the built-in ones, the
+// matrix's rules files and the user's, together) and of one file: each is
+// tried on every cell, and 20,000 rules over 64,000 cells once took four
+// minutes.
+const MaxRules = 1024
+
 // ParseRules parses rules file bytes.
 func ParseRules(file string, data []byte, m *Matrix) ([]*Rule, error) {
 	var rf rulesFile
@@ -134,6 +143,9 @@ func ParseRules(file string, data []byte, m *Matrix) ([]*Rule, error) {
 	}
 	if rf.Version != RulesVersion {
 		return nil, errf(lineOf("version"), "rules version %d is not supported (this smpatch reads version %d)", rf.Version, RulesVersion)
+	}
+	if len(rf.Rule) > MaxRules {
+		return nil, errf(lineOf("rule", strconv.Itoa(MaxRules)), "more than %d rules in one file (each is tried on every cell)", MaxRules)
 	}
 	var out []*Rule
 	names := map[string]bool{}
@@ -166,6 +178,16 @@ func ParseRules(file string, data []byte, m *Matrix) ([]*Rule, error) {
 		}
 		if r.Source == "" {
 			return nil, errf(line, "rule %q: source is missing (a link to where the fact comes from)", r.Name)
+		}
+		// A rule's text goes into every cell it matches (run.sh, index.json,
+		// SUMMARY.md): bounded, and one line each.
+		for _, f := range []struct{ key, v string }{{"name", r.Name}, {"reason", r.Reason}, {"source", r.Source}} {
+			if len(f.v) > maxRuleText {
+				return nil, errf(lineOf("rule", idx, f.key), "rule %q: %s of %d bytes, more than %d", shortText(r.Name), f.key, len(f.v), maxRuleText)
+			}
+			if hasControl(f.v) {
+				return nil, errf(lineOf("rule", idx, f.key), "rule %q: %s %q holds a control character", shortText(r.Name), f.key, shortText(f.v))
+			}
 		}
 		c, err := parseCond(fr.When, m, func(key string) int { return lineOf("rule", idx, "when", key) })
 		if err != nil {

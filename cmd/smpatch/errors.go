@@ -6,7 +6,9 @@ import (
 	"fmt"
 
 	"github.com/smpatch/smpatch/doctor"
+	"github.com/smpatch/smpatch/internal/confined"
 	"github.com/smpatch/smpatch/launch"
+	"github.com/smpatch/smpatch/matrix"
 	"github.com/smpatch/smpatch/patches"
 	"github.com/smpatch/smpatch/patches/journal"
 )
@@ -34,6 +36,9 @@ func exitCodeOf(err error) int {
 		return exitCellsFailed
 	case isA[*doctor.InputError](err), isA[*doctor.NotSGLangError](err):
 		return exitFailure // doctor's bad input: a config.json, an architecture, a launch, a tree's version
+	case isA[*launch.OutBusyError](err), isA[*launch.NotResultsError](err), isA[*confined.EntryError](err),
+		isA[*confined.TooManyEntriesError](err), errors.Is(err, matrix.ErrTooMuch):
+		return exitFailure // bad input: a results directory refused, a template past its bounds
 	}
 	return exitFailure
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/smpatch/smpatch/image"
+	"github.com/smpatch/smpatch/internal/termsafe"
 	"github.com/smpatch/smpatch/patches"
 )
 
@@ -175,19 +176,22 @@ func printImageApply(w io.Writer, r *imageApplyResult, asJSON bool) error {
 	if asJSON {
 		return WriteJSON(w, r)
 	}
+	// One record a line, piped or not: names from the base image (a file
+	// named "a\nwrote ...") have their control characters escaped.
+	l := termsafe.Line
 	for _, p := range r.Patches {
-		fmt.Fprintf(w, "%s: %s, variant %s (%s)\n", p.Name, p.Outcome, p.Variant, p.VariantReason)
+		fmt.Fprintf(w, "%s: %s, variant %s (%s)\n", l(p.Name), p.Outcome, l(p.Variant), l(p.VariantReason))
 	}
 	for _, f := range r.Files {
-		fmt.Fprintf(w, "  %s\n", f.ImagePath)
+		fmt.Fprintf(w, "  %s\n", l(f.ImagePath))
 	}
 	for _, x := range r.Whiteouts {
-		fmt.Fprintf(w, "  removed %s\n", x)
+		fmt.Fprintf(w, "  removed %s\n", l(x))
 	}
 	verb := "wrote"
 	if r.Status == image.StatusSkipped {
 		verb = "already there:"
 	}
-	fmt.Fprintf(w, "%s %s\n", verb, r.Ref)
+	fmt.Fprintf(w, "%s %s\n", verb, l(r.Ref))
 	return nil
 }

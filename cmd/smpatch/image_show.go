@@ -14,6 +14,7 @@ import (
 
 	"github.com/smpatch/smpatch/image"
 	"github.com/smpatch/smpatch/internal/bounded"
+	"github.com/smpatch/smpatch/internal/termsafe"
 )
 
 // smpatch image show REF: the projects and patches an image holds.
@@ -113,29 +114,32 @@ func printImageShow(w io.Writer, r *imageShowResult, asJSON bool) error {
 	if asJSON {
 		return WriteJSON(w, r)
 	}
-	fmt.Fprintf(w, "%s %s, %d layers\n", r.Ref, r.Digest, len(r.Layers))
+	// One record a line, piped or not: what the image's config and
+	// manifest say has its control characters escaped.
+	l := termsafe.Line
+	fmt.Fprintf(w, "%s %s, %d layers\n", l(r.Ref), r.Digest, len(r.Layers))
 	if r.Platform != "" {
-		fmt.Fprintf(w, "platform %s\n", r.Platform)
+		fmt.Fprintf(w, "platform %s\n", l(r.Platform))
 	}
 	for _, kv := range r.Env {
-		fmt.Fprintf(w, "env %s\n", kv)
+		fmt.Fprintf(w, "env %s\n", l(kv))
 	}
 	keys := slices.Sorted(maps.Keys(r.Labels))
 	for _, k := range keys {
-		fmt.Fprintf(w, "label %s=%s\n", k, r.Labels[k])
+		fmt.Fprintf(w, "label %s=%s\n", l(k), l(r.Labels[k]))
 	}
 	if r.Manifest == nil {
 		fmt.Fprintln(w, "no smpatch manifest")
 		return nil
 	}
 	for _, p := range r.Manifest.Patches {
-		fmt.Fprintf(w, "patch %s %s (%s)\n", p.Name, p.Variant, p.Outcome)
+		fmt.Fprintf(w, "patch %s %s (%s)\n", l(p.Name), l(p.Variant), l(p.Outcome))
 	}
 	for _, f := range r.Manifest.Files {
-		fmt.Fprintf(w, "file %s %s -> %s\n", f.ImagePath, short(f.Original), short(f.New))
+		fmt.Fprintf(w, "file %s %s -> %s\n", l(f.ImagePath), l(short(f.Original)), l(short(f.New)))
 	}
 	for _, x := range r.Manifest.Whiteouts {
-		fmt.Fprintf(w, "removed %s\n", x)
+		fmt.Fprintf(w, "removed %s\n", l(x))
 	}
 	return nil
 }

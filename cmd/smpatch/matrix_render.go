@@ -26,7 +26,7 @@ type matrixRenderOptions struct {
 
 func (o *matrixRenderOptions) AddFlags(c *cobra.Command) {
 	o.matrixOptions.AddFlags(c)
-	c.Flags().StringVar(&o.Out, "out", "", "directory to write (replaced when it holds an earlier render)")
+	c.Flags().StringVar(&o.Out, "out", "", "directory to write: new, empty or an earlier render (whose files are replaced; nothing else in it is touched)")
 	c.Flags().StringVar(&o.Refs, "refs", "", "JSON file of cell id -> image reference pinned by digest (from matrix build)")
 	c.Flags().BoolVar(&o.JSON, "json", false, "print what was written as JSON")
 	addOnlyFlag(c, &o.Only, "render")

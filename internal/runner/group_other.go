@@ -5,6 +5,7 @@ package runner
 import (
 	"os"
 	"os/exec"
+	"syscall"
 )
 
 // Where process groups are not available, the leader stands for its group.
@@ -23,3 +24,8 @@ func killGroup(pid int) error {
 
 // groupAlive is false: the leader's own exit is all that can be waited for.
 func groupAlive(int) bool { return false }
+
+// Processes that left the group are not looked for.
+func signalMarked(string, syscall.Signal) []int { return nil }
+
+func anyAlive([]int) bool { return false }

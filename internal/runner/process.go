@@ -2,12 +2,16 @@ package runner
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -52,6 +56,9 @@ type Process struct {
 	copied  chan struct{} // closed when every copy from pipes ended
 	dropped int64         // bytes read past MaxOutput, once copied is closed
 
+	mark   string // the environment entry every descendant inherits: MarkPrefix + a token
+	marked []int  // processes carrying the mark outside the group, once stop signalled them
+
 	stopOnce sync.Once
 	stopErr  error
 	whyMu    sync.Mutex  // guards why and unwatch
@@ -76,9 +83,13 @@ func Start(ctx context.Context, c Command) (*Process, error) {
 		max = MaxOutput
 	}
 	cmd := exec.Command(c.Argv[0], c.Argv[1:]...)
-	cmd.Env, cmd.Dir = c.Env, c.Dir
+	p := &Process{cmd: cmd, grace: c.Grace, exited: make(chan struct{}), copied: make(chan struct{}), mark: newMark()}
+	env := c.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	cmd.Env, cmd.Dir = append(slices.Clip(env), p.mark), c.Dir
 	setGroupOnly(cmd)
-	p := &Process{cmd: cmd, grace: c.Grace, exited: make(chan struct{}), copied: make(chan struct{})}
 
 	var writes []*os.File // write ends, closed here once the child has them
 	var copies []func() int64
@@ -250,19 +261,43 @@ func (p *Process) Stop(grace time.Duration) error {
 	return p.stopErr
 }
 
+// stop ends the group and every process that carries the command's mark
+// in its environment, also those that left the group (setsid, a double
+// fork: a daemonizing server): SIGTERM, up to grace for all to end, then
+// SIGKILL; processes the marked ones start meanwhile are found again
+// before the end.
 func (p *Process) stop(grace time.Duration) error {
 	defer p.drain()
 	if grace > 0 {
 		_ = terminateGroup(p.pgid)
-		if p.waitGone(grace) {
+		p.marked = signalMarked(p.mark, syscall.SIGTERM)
+		if p.waitGone(grace) && len(signalMarked(p.mark, syscall.SIGKILL)) == 0 {
 			return nil
 		}
 	}
 	_ = killGroup(p.pgid)
-	if p.waitGone(5 * time.Second) {
-		return nil
+	for range 5 {
+		p.marked = signalMarked(p.mark, syscall.SIGKILL)
+		if !p.waitGone(time.Second) {
+			continue
+		}
+		if len(signalMarked(p.mark, syscall.SIGKILL)) == 0 {
+			return nil
+		}
 	}
-	return fmt.Errorf("process group %d still has processes after SIGKILL", p.pgid)
+	return fmt.Errorf("process group %d (or a process it started) still runs after SIGKILL", p.pgid)
+}
+
+// MarkPrefix starts the name of the environment entry Start gives each
+// command (MarkPrefix + a token of its own, "=1"), which everything it
+// starts inherits unless it clears its environment: Stop finds by it the
+// processes that left the command's process group.
+const MarkPrefix = "SMPATCH_RUN_"
+
+func newMark() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return MarkPrefix + hex.EncodeToString(b[:]) + "=1"
 }
 
 // drain waits for the output copies to end, cutting them off after
@@ -293,7 +328,7 @@ func (p *Process) waitGone(d time.Duration) bool {
 	for {
 		select {
 		case <-p.exited:
-			if !groupAlive(p.pgid) {
+			if !groupAlive(p.pgid) && !anyAlive(p.marked) {
 				return true
 			}
 		default:

@@ -209,3 +209,53 @@ func TestStartRefusesNothing(t *testing.T) {
 		t.Fatal("started a missing program")
 	}
 }
+
+// A server that daemonizes (setsid, a double fork) leaves the process
+// group: Stop finds it by the mark its environment inherited and ends it
+// with the group, so it never outlives the run holding GPUs and a port.
+func TestStopEndsProcessesThatLeftTheGroup(t *testing.T) {
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("no setsid")
+	}
+	dir := t.TempDir()
+	script := `setsid sleep 60 & echo $! > ` + dir + `/a
+(setsid sh -c 'trap "" TERM; sleep 60 & echo $! > ` + dir + `/b; wait' &)
+sleep 60`
+	p, err := Start(context.Background(), Command{Argv: []string{"sh", "-c", script}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := readPid(t, filepath.Join(dir, "a")), readPid(t, filepath.Join(dir, "b"))
+	if pg, _ := syscall.Getpgid(a); pg == p.Pid() {
+		t.Fatal("the daemon did not leave the group: the test proves nothing")
+	}
+	start := time.Now()
+	if err := p.Stop(300 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range []int{a, b} {
+		if !gone(pid) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Errorf("process %d, which left the group, outlived Stop", pid)
+		}
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Stop took %s", d)
+	}
+}
+
+// A short command whose helper detaches (nvidia-smi's grandchild, say) is
+// not left behind by Run.
+func TestRunEndsDetachedGrandchild(t *testing.T) {
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("no setsid")
+	}
+	dir := t.TempDir()
+	if _, err := Run(context.Background(), 10*time.Second, "sh", "-c", "setsid sleep 60 & echo $! > "+dir+"/a; echo done"); err != nil {
+		t.Fatal(err)
+	}
+	if pid := readPid(t, filepath.Join(dir, "a")); !gone(pid) {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Errorf("the detached grandchild %d outlived Run", pid)
+	}
+}

@@ -22,7 +22,7 @@ import (
 // command line it was run with (NAME.run).
 //
 //	docker version [--format F]
-//	docker run --rm --name N [--gpus G] [--ipc=host] [--network=host] [--shm-size S] [-e K=V]... [-w DIR] IMAGE CMD...
+//	docker run --rm --name N [--gpus G] [--ipc=host] [--network=host] [--shm-size S] [-e K=V]... [-w DIR] [--] IMAGE CMD...
 //	docker exec N CMD...
 //	docker stop -t SECONDS N
 //	docker rm -f N
@@ -58,6 +58,10 @@ func dockerRun(state string, args []string) int {
 	env := map[string]string{}
 	i := 0
 	for ; i < len(args) && strings.HasPrefix(args[i], "-"); i++ {
+		if args[i] == "--" { // the end of the options: the image comes next
+			i++
+			break
+		}
 		flag, val, hasVal := strings.Cut(args[i], "=")
 		value := func() string {
 			if hasVal {

@@ -14,8 +14,8 @@ export NCCL_PROTO=LL
 # sitecustomize.py sets the NCCL variables again inside Python, before torch loads.
 export PYTHONPATH="$here${PYTHONPATH:+:$PYTHONPATH}"
 log="${SMPATCH_LOG_DIR:-$here}"/sm120-fusion.fewchan.cgbs128.tp4.qwen-qwen3-235b-a22b-fp8.log
-echo 'cell sm120-fusion.fewchan.cgbs128.tp4.qwen-qwen3-235b-a22b-fp8: log '"$log" >&2
+echo '### smpatch: cell sm120-fusion.fewchan.cgbs128.tp4.qwen-qwen3-235b-a22b-fp8: log '"$log" >&2
 rc=0
 python3 -m sglang.launch_server --model-path Qwen/Qwen3-235B-A22B-FP8 --tp 4 --trust-remote-code --mem-fraction-static 0.55 --cuda-graph-max-bs 128 --num-continuous-decode-steps 4 --disable-custom-all-reduce --host 127.0.0.1 --port 30000 --enable-flashinfer-allreduce-fusion >"$log" 2>&1 || rc=$?
-echo 'cell sm120-fusion.fewchan.cgbs128.tp4.qwen-qwen3-235b-a22b-fp8: exit '"$rc" >&2
+echo '### smpatch: cell sm120-fusion.fewchan.cgbs128.tp4.qwen-qwen3-235b-a22b-fp8: exit '"$rc" >&2
 exit "$rc"

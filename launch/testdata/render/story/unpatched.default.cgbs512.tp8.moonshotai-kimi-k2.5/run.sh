@@ -11,8 +11,8 @@ export NCCL_NTHREADS=512
 # sitecustomize.py sets the NCCL variables again inside Python, before torch loads.
 export PYTHONPATH="$here${PYTHONPATH:+:$PYTHONPATH}"
 log="${SMPATCH_LOG_DIR:-$here}"/unpatched.default.cgbs512.tp8.moonshotai-kimi-k2.5.log
-echo 'cell unpatched.default.cgbs512.tp8.moonshotai-kimi-k2.5: log '"$log" >&2
+echo '### smpatch: cell unpatched.default.cgbs512.tp8.moonshotai-kimi-k2.5: log '"$log" >&2
 rc=0
 python3 -m sglang.launch_server --model-path moonshotai/Kimi-K2.5 --tp 8 --trust-remote-code --mem-fraction-static 0.55 --cuda-graph-max-bs 512 --num-continuous-decode-steps 4 --disable-custom-all-reduce --host 127.0.0.1 --port 30000 >"$log" 2>&1 || rc=$?
-echo 'cell unpatched.default.cgbs512.tp8.moonshotai-kimi-k2.5: exit '"$rc" >&2
+echo '### smpatch: cell unpatched.default.cgbs512.tp8.moonshotai-kimi-k2.5: exit '"$rc" >&2
 exit "$rc"

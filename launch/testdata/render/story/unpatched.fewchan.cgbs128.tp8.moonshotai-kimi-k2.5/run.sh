@@ -14,8 +14,8 @@ export NCCL_PROTO=LL
 # sitecustomize.py sets the NCCL variables again inside Python, before torch loads.
 export PYTHONPATH="$here${PYTHONPATH:+:$PYTHONPATH}"
 log="${SMPATCH_LOG_DIR:-$here}"/unpatched.fewchan.cgbs128.tp8.moonshotai-kimi-k2.5.log
-echo 'cell unpatched.fewchan.cgbs128.tp8.moonshotai-kimi-k2.5: log '"$log" >&2
+echo '### smpatch: cell unpatched.fewchan.cgbs128.tp8.moonshotai-kimi-k2.5: log '"$log" >&2
 rc=0
 python3 -m sglang.launch_server --model-path moonshotai/Kimi-K2.5 --tp 8 --trust-remote-code --mem-fraction-static 0.55 --cuda-graph-max-bs 128 --num-continuous-decode-steps 4 --disable-custom-all-reduce --host 127.0.0.1 --port 30000 >"$log" 2>&1 || rc=$?
-echo 'cell unpatched.fewchan.cgbs128.tp8.moonshotai-kimi-k2.5: exit '"$rc" >&2
+echo '### smpatch: cell unpatched.fewchan.cgbs128.tp8.moonshotai-kimi-k2.5: exit '"$rc" >&2
 exit "$rc"

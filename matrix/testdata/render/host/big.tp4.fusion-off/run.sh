@@ -11,8 +11,8 @@ export PYTHONPATH="$here${PYTHONPATH:+:$PYTHONPATH}"
 export PATH=/opt/venv/bin"${PATH:+:$PATH}"
 log="${SMPATCH_LOG_DIR:-$here}"/big.tp4.fusion-off.log
 cd /runs/big.tp4.fusion-off
-echo 'cell big.tp4.fusion-off: log '"$log" >&2
+echo '### smpatch: cell big.tp4.fusion-off: log '"$log" >&2
 rc=0
 python3 -m sglang.launch_server --model-path /models/big --tp 4 --disable-cuda-graph >"$log" 2>&1 || rc=$?
-echo 'cell big.tp4.fusion-off: exit '"$rc" >&2
+echo '### smpatch: cell big.tp4.fusion-off: exit '"$rc" >&2
 exit "$rc"

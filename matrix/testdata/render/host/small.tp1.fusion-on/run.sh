@@ -10,8 +10,8 @@ export PYTHONPATH="$here${PYTHONPATH:+:$PYTHONPATH}"
 export PATH=/opt/venv/bin"${PATH:+:$PATH}"
 log="${SMPATCH_LOG_DIR:-$here}"/small.tp1.fusion-on.log
 cd /runs/small.tp1.fusion-on
-echo 'cell small.tp1.fusion-on: log '"$log" >&2
+echo '### smpatch: cell small.tp1.fusion-on: log '"$log" >&2
 rc=0
 python3 -m sglang.launch_server --model-path /models/small --tp 1 --disable-cuda-graph --enable-flashinfer-allreduce-fusion --flashinfer-allreduce-fusion-backend trtllm >"$log" 2>&1 || rc=$?
-echo 'cell small.tp1.fusion-on: exit '"$rc" >&2
+echo '### smpatch: cell small.tp1.fusion-on: exit '"$rc" >&2
 exit "$rc"

@@ -1,0 +1,1 @@
+old a/sitecustomize.py

@@ -1,0 +1,1 @@
+old gone/sitecustomize.py
