@@ -37,6 +37,11 @@ type Inputs struct {
 	// Env is the environment the launch runs in; the launch's own
 	// NAME=VALUE words are laid over it.
 	Env map[string]string
+	// PatchFit, when set, says in a few words how a catalog patch a
+	// remedy names fares on Tree ("applies (variant gate)", "already
+	// applied", "does not apply: ..."); it is asked once per patch, only
+	// for findings. Doctor knows no engine: the command supplies it.
+	PatchFit func(ctx context.Context, patch string) string
 }
 
 // Report is one doctor pass: what it read, what the launch will meet
@@ -131,6 +136,16 @@ func Run(ctx context.Context, in Inputs, rules []*Rule) (*Report, error) {
 	var e *evaluator
 	if in.Tree != nil {
 		e = newEvaluator(f, in.Tree, "")
+		if in.PatchFit != nil {
+			fits := map[string]string{}
+			e.patchFit = func(name string) string {
+				if v, ok := fits[name]; ok {
+					return v
+				}
+				fits[name] = in.PatchFit(ctx, name)
+				return fits[name]
+			}
+		}
 	} else {
 		e = newEvaluator(f, nil, in.NoTree)
 	}

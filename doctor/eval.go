@@ -52,6 +52,8 @@ type evaluator struct {
 	why     string      // why there is no tree
 	files   map[string]fileText
 	matches map[string]int // file, text, pattern → the line of the first match (0: none)
+	// patchFit says how a remedy's patch fares on the tree (nil: not asked)
+	patchFit func(name string) string
 }
 
 type fileText struct {
@@ -95,7 +97,13 @@ func (e *evaluator) rule(r *Rule) (*Finding, *Undecided) {
 	f := &Finding{Rule: r.ID, Title: r.Title, Severity: r.Severity, Happens: e.fill(r.Happens), Evidence: dedupe(evidence), Sources: r.Sources, Note: e.fill(r.Note)}
 	for _, rm := range r.Remedy {
 		rm.Flag, rm.Env, rm.Install, rm.Setting, rm.Run, rm.Text = e.fill(rm.Flag), e.fill(rm.Env), e.fill(rm.Install), e.fill(rm.Setting), e.fill(rm.Run), e.fill(rm.Text)
-		f.Remedies = append(f.Remedies, rm.Line())
+		line := rm.Line()
+		if rm.Patch != "" && e.patchFit != nil {
+			if fit := e.patchFit(rm.Patch); fit != "" {
+				line += " [on this tree: " + fit + "]"
+			}
+		}
+		f.Remedies = append(f.Remedies, line)
 	}
 	return f, nil
 }

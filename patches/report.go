@@ -35,3 +35,33 @@ func ConflictReport(p *Plan) string {
 	}
 	return b.String()
 }
+
+// FitLine says in a few words how plan p fares on its tree, for a line
+// that names the patch elsewhere (doctor's remedies): "applies (variant
+// gate)", "already applied", "refused: ...", "does not apply: ...".
+func FitLine(p *Plan) string {
+	v := VariantLabel(p.Variant)
+	switch o := p.Outcome(); o {
+	case OutcomeApplies, OutcomeFuzzy:
+		s := "applies"
+		if o == OutcomeFuzzy {
+			s = "applies with fuzz"
+		}
+		if v != "" {
+			s += " (variant " + v + ")"
+		}
+		return s
+	case OutcomeAlreadyApplied:
+		if p.Retired != "" {
+			return "nothing to do: " + p.Retired
+		}
+		return "already applied"
+	case OutcomeRefused:
+		return "refused: " + p.Refused
+	default:
+		if p.Reason != "" {
+			return "does not apply: " + p.Reason
+		}
+		return "does not apply"
+	}
+}

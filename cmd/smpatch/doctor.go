@@ -12,6 +12,7 @@ import (
 
 	"github.com/smpatch/smpatch/doctor"
 	"github.com/smpatch/smpatch/image"
+	"github.com/smpatch/smpatch/patches"
 	"github.com/smpatch/smpatch/probe"
 	"github.com/smpatch/smpatch/source"
 )
@@ -27,6 +28,8 @@ type doctorOptions struct {
 	Tree  func(ctx context.Context, repo string, project source.Project) (source.WritableTree, error)
 	Probe func(ctx context.Context, o probe.Options) (*probe.Report, error)
 	image *imageProbe // --image's registry access and flags
+	// Catalog is the catalog whose patches the remedies name.
+	Catalog func() (*patches.Catalog, error)
 	// Python is the interpreter whose environment the live probe reads.
 	Python  string
 	Verbose bool
@@ -55,7 +58,7 @@ func (o *doctorOptions) AddFlags(c *cobra.Command) {
 
 func newDoctorCmd(f *Factory) *cobra.Command {
 	g := f.Globals
-	o := &doctorOptions{Tree: f.Tree, Probe: probe.Run, image: newImageProbe(f)}
+	o := &doctorOptions{Tree: f.Tree, Probe: probe.Run, image: newImageProbe(f), Catalog: f.Catalog}
 	c := &cobra.Command{
 		Use:   "doctor [--repo DIR | --site-packages DIR | --image REF] [--probe-file F] [--model DIR] [-- LAUNCH COMMAND...]",
 		Short: "Find every known SM12x obstacle of a launch before the model loads, with evidence and remedies",
@@ -213,7 +216,30 @@ func (o *doctorOptions) inputs(ctx context.Context) (doctor.Inputs, error) {
 		host, from = static, "image "+o.Image+" on "+from
 	}
 	in.Host, in.HostFrom = host, from
+	if in.Tree != nil {
+		in.PatchFit = o.patchFit(in.Tree)
+	}
 	return in, nil
+}
+
+// patchFit plans a remedy's patch on t, writing nothing, and says how it
+// fares there in a few words.
+func (o *doctorOptions) patchFit(t source.Tree) func(context.Context, string) string {
+	return func(ctx context.Context, name string) string {
+		cat, err := o.Catalog()
+		if err != nil {
+			return "unknown (the catalog: " + err.Error() + ")"
+		}
+		p, err := cat.Get(name)
+		if err != nil {
+			return "unknown (" + err.Error() + ")"
+		}
+		pl, err := patches.PlanWithNeeds(ctx, p, t, patches.PlanOptions{})
+		if err != nil {
+			return "unknown (" + err.Error() + ")"
+		}
+		return patches.FitLine(pl)
+	}
 }
 
 // host is the saved report, or a live probe of this machine (of the
