@@ -49,6 +49,12 @@ if "$py" -c 'import sglang.srt.server_args' >/dev/null 2>&1; then
   imp_s=$(median_of "$py" -c 'import sglang.srt.server_args')
   echo "  python -c 'import sglang.srt.server_args':       ${imp_s}s"
   echo "  ratio (import / doctor with the live probe): $(ratio "$live_s" "$imp_s")"
+elif "$py" -c 'import torch' >/dev/null 2>&1; then
+  # sglang's dependencies are not all here; its server imports torch first.
+  imp_s=$(median_of "$py" -c 'import torch')
+  echo "  python -c 'import sglang.srt.server_args': sglang is not importable with $py"
+  echo "  python -c 'import torch' (the first import of a server start): ${imp_s}s"
+  echo "  ratio (import torch / doctor with the live probe): $(ratio "$live_s" "$imp_s")"
 else
   echo "  python -c 'import sglang.srt.server_args': sglang is not importable with $py; no comparison"
 fi
