@@ -31,6 +31,11 @@ type ExpandOptions struct {
 	// when.patches names (the catalog lookup, with its did-you-mean);
 	// an error names the rules file and line.
 	CheckPatch func(name string) error
+	// PatchTP, when set, gives the tensor-parallel sizes a catalog patch
+	// is for (its [requires] tp; nil for any) and the file that says so:
+	// a cell with the patch at another TP is pruned, as by the matrix's
+	// own [requires.PATCH] tp.
+	PatchTP func(name string) (sizes []int, where string)
 	// Context stops a long expansion (a signal): Expand returns its error.
 	// Nil means none.
 	Context context.Context
@@ -532,6 +537,9 @@ func satMul(a, b int64) int64 {
 
 func (m *Matrix) allRules(opts ExpandOptions) ([]*Rule, error) {
 	rules := append([]*Rule{}, m.requireRules...)
+	if opts.PatchTP != nil {
+		rules = append(rules, m.catalogTPRules(opts.PatchTP)...)
+	}
 	if !opts.NoDefaultRules {
 		d, err := DefaultRules(m)
 		if err != nil {

@@ -3,6 +3,7 @@ package matrix
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -185,6 +186,33 @@ func envValueErr(v string) error {
 		return fmt.Errorf("value %q has a line break or NUL: an environment file cannot hold it", shortText(v))
 	}
 	return textErr(v)
+}
+
+// catalogTPRules are prune rules for the [requires] tp of the catalog
+// patches the matrix uses (sizes names them): a cell with such a patch at
+// another TP is pruned before every other rule, whatever the host has.
+func (m *Matrix) catalogTPRules(sizes func(string) ([]int, string)) []*Rule {
+	seen := map[string]bool{}
+	var names []string
+	_ = m.CheckPatches(func(p string) error {
+		if !seen[p] {
+			seen[p] = true
+			names = append(names, p)
+		}
+		return nil
+	})
+	slices.Sort(names)
+	var rules []*Rule
+	for _, p := range names {
+		tp, where := sizes(p)
+		if len(tp) == 0 {
+			continue
+		}
+		rules = append(rules, &Rule{Name: "catalog-requires-" + p + "-tp", Action: "prune",
+			Reason: fmt.Sprintf("%s is for tensor parallel %v only (its [requires] tp)", p, tp),
+			Source: where, Where: where, when: cond{patches: []string{p}, tpOutside: tp}, file: where})
+	}
+	return rules
 }
 
 // loadRequires turns [requires.PATCH] tables into prune rules that run

@@ -66,6 +66,17 @@ func (o *matrixOptions) expandOptions(ctx context.Context) (matrix.ExpandOptions
 		_, err = cat.Get(name)
 		return err
 	}
+	opts.PatchTP = func(name string) ([]int, string) {
+		cat, err := catalog()
+		if err != nil {
+			return nil, ""
+		}
+		p, err := cat.Get(name)
+		if err != nil {
+			return nil, ""
+		}
+		return p.Requires.TP, p.File
+	}
 	return opts, nil
 }
 
