@@ -77,6 +77,7 @@ var commandBuilders = []func(*Factory) *cobra.Command{
 	newApplyCmd,
 	newRevertCmd,
 	newStatusCmd,
+	newNewCmd,
 	newProbeCmd,
 	newJournalCmd,
 	newCheckCmd,
