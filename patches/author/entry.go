@@ -33,9 +33,9 @@ type Meta struct {
 
 // entryVariant is one [[variant]] written.
 type entryVariant struct {
-	Name     string `toml:"name"`
-	Versions string `toml:"versions,omitempty"`
-	Base     string `toml:"base,omitempty"`
+	Name     string   `toml:"name"`
+	Versions string   `toml:"versions,omitempty"`
+	Base     string   `toml:"base,omitempty"`
 	Diffs    []string `toml:"diffs"`
 }
 
