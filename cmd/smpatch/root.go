@@ -78,6 +78,7 @@ var commandBuilders = []func(*Factory) *cobra.Command{
 	newRevertCmd,
 	newStatusCmd,
 	newNewCmd,
+	newImportCmd,
 	newProbeCmd,
 	newJournalCmd,
 	newCheckCmd,

@@ -93,51 +93,63 @@ func New(ctx context.Context, t source.WritableTree, opts NewOptions) (*Result, 
 	m := Meta{Summary: summary, Source: "tree", Comment: []string{
 		fmt.Sprintf("%s: made by smpatch new from %s against %s.", opts.Name, t.Root(), pr.Desc),
 	}}
-	res, err := writeAndRecord(ctx, t, opts.Into, opts.Name, ver, pr.Base, d, m, opts.ToolVersion, opts.Waiting, true)
+	res, e, wrote, p, err := writeEntry(opts.Into, opts.Name, t.Project(), ver, pr.Base, d, m, func(rel string) string { return source.ShownPath(t, rel) })
 	if err != nil {
 		return nil, err
 	}
+	if err := recordApplied(ctx, t, p, d, e, wrote, opts.ToolVersion, opts.Waiting); err != nil {
+		return nil, err
+	}
+	res.Recorded = true
 	res.Pristine = pr.Desc
 	res.Elapsed = time.Since(start)
 	return res, nil
 }
 
-// writeAndRecord writes a new entry from d's changes and, with record,
-// records the tree as having it applied; a failure to record removes the
-// entry again.
-func writeAndRecord(ctx context.Context, t source.WritableTree, into, name, ver, base string, d *Diffed, m Meta, tool string, waiting func(string), record bool) (*Result, error) {
+// writeEntry writes a new entry from d's changes; shown names a
+// repository path for people (nil: as it is).
+func writeEntry(into, name string, project source.Project, ver, base string, d *Diffed, m Meta, shown func(string) string) (*Result, *Entry, []string, *catalog.Patch, error) {
 	diff := MakeDiff(d.Changes)
 	src := filepath.Join(into, diffName(name, variantName(ver)))
 	if err := checkDiff(src, diff, d.Changes); err != nil {
-		return nil, err
+		return nil, nil, nil, nil, err
 	}
-	e, err := newEntry(into, name, t.Project(), ver, base, diff, m)
+	e, err := newEntry(into, name, project, ver, base, diff, m)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, nil, err
 	}
 	p, err := e.Load()
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, nil, err
 	}
 	wrote, err := e.Write(true)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, nil, err
 	}
 	res := &Result{Name: name, TOML: filepath.Join(into, name+".toml"), Variant: p.Variants[0].Name, Versions: p.Variants[0].Versions, Version: ver, Skipped: d.Skipped}
 	for k := range e.Diffs {
 		res.Diffs = append(res.Diffs, filepath.Join(into, k))
 	}
 	for _, c := range d.Changes {
-		res.Files = append(res.Files, source.ShownPath(t, c.Path))
-	}
-	if record {
-		if _, err := patches.Adopt(ctx, t, p, p.Variants[0].Name, d.Originals(), patches.ApplyOptions{ToolVersion: tool, Waiting: waiting}); err != nil {
-			e.remove(wrote)
-			return nil, err
+		if shown != nil {
+			res.Files = append(res.Files, shown(c.Path))
+		} else {
+			res.Files = append(res.Files, c.Path)
 		}
-		res.Recorded = true
 	}
-	return res, nil
+	return res, e, wrote, p, nil
+}
+
+// record records the tree as having p applied with d's originals; a
+// failure removes the entry e again (its files wrote).
+func recordApplied(ctx context.Context, t source.WritableTree, p *catalog.Patch, d *Diffed, e *Entry, wrote []string, tool string, waiting func(string)) error {
+	if _, err := patches.Adopt(ctx, t, p, p.Variants[0].Name, d.Originals(), patches.ApplyOptions{ToolVersion: tool, Waiting: waiting}); err != nil {
+		if e != nil {
+			e.remove(wrote)
+		}
+		return err
+	}
+	return nil
 }
 
 func builtinName(name string) bool {

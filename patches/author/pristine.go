@@ -75,13 +75,9 @@ func GitPristine(t source.Tree, rev string) (*Pristine, error) {
 	if rev == "" {
 		rev = "HEAD"
 	}
-	h, err := repo.ResolveRevision(plumbing.Revision(rev))
+	c, err := resolveCommit(context.Background(), repo, t.Root(), rev)
 	if err != nil {
-		return nil, inputf("%s: revision %q: %v", t.Root(), rev, err)
-	}
-	c, err := repo.CommitObject(*h)
-	if err != nil {
-		return nil, inputf("%s: revision %q is not a commit: %v", t.Root(), rev, err)
+		return nil, err
 	}
 	tree, err := c.Tree()
 	if err != nil {
