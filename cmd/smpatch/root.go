@@ -79,6 +79,7 @@ var commandBuilders = []func(*Factory) *cobra.Command{
 	newStatusCmd,
 	newNewCmd,
 	newImportCmd,
+	newRefreshCmd,
 	newProbeCmd,
 	newJournalCmd,
 	newCheckCmd,
