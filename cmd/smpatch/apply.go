@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/smpatch/smpatch/patches"
+	"github.com/smpatch/smpatch/patches/author"
 	"github.com/smpatch/smpatch/source"
 )
 
@@ -43,6 +44,8 @@ type applyOptions struct {
 	Strict       bool     // --strict: fuzzy matches do not apply
 	Variants     []string // --variant [PATCH=]NAME: the variant to use instead of choosing one
 	JSON         bool     // --json
+	Merge        bool     // --merge: on a conflict, write three-way conflict markers
+	Reject       bool     // --reject: on a conflict, write the hunks that do not apply to FILE.rej
 }
 
 func (o *applyOptions) AddFlags(c *cobra.Command) {
@@ -59,6 +62,9 @@ func (o *applyOptions) AddFlags(c *cobra.Command) {
 	f.BoolVar(&o.Force, "warn-only", false, "with --check-arch: warn about an unmet requirement instead of refusing")
 	HiddenAlias(c, "force", "warn-only")
 	f.BoolVar(&o.JSON, "json", false, "print JSON")
+	f.BoolVar(&o.Merge, "merge", false, "on a conflict: apply the hunks that fit and write each other one as three-way conflict markers, to finish by hand (then smpatch refresh)")
+	f.BoolVar(&o.Reject, "reject", false, "on a conflict: apply the hunks that fit and write the others to FILE.rej, to finish by hand (then smpatch refresh)")
+	c.MarkFlagsMutuallyExclusive("merge", "reject", "dry-run")
 }
 
 // validate refuses the gate's flags without --check-arch: they would be
@@ -177,6 +183,9 @@ func runApply(ctx context.Context, o *applyOptions) error {
 			fmt.Fprintf(w, "%s on %s:\n", ce.Problem.Plan.Patch.Name, ce.Problem.Tree)
 			printPlan(w, ce.Problem.Plan)
 			fmt.Fprint(w, patches.ConflictReport(ce.Problem.Plan))
+		}
+		if !o.JSON {
+			return finishConflict(ctx, o, t, ce, err)
 		}
 		return err
 	case err != nil:
@@ -346,4 +355,34 @@ func applyPlansJSON(t source.Tree, plans []*patches.Plan, dryRun bool, status st
 		out.Patches = append(out.Patches, &applyPatchJSON{Name: pl.Patch.Name, Status: st, planJSON: planToJSON(pl)})
 	}
 	return out
+}
+
+// finishConflict leaves a conflicting patch for the user to finish, with
+// --merge or --reject, or says how; the exit code stays the conflict's.
+func finishConflict(ctx context.Context, o *applyOptions, t source.WritableTree, ce *patches.ConflictError, err error) error {
+	pl := ce.Problem.Plan
+	if pl == nil || pl.Outcome() != patches.OutcomeConflict {
+		return err
+	}
+	name := pl.Patch.Name
+	if !o.Merge && !o.Reject {
+		fmt.Fprintf(o.IO.ErrOut, "smpatch: to finish %s by hand: smpatch apply %s --merge (conflict markers) or --reject (.rej files), edit, then smpatch refresh %s\n", name, name, name)
+		return err
+	}
+	mode := author.Merge
+	if o.Reject {
+		mode = author.Reject
+	}
+	fin, ferr := author.Finish(ctx, t, pl, mode)
+	if ferr != nil {
+		return ferr
+	}
+	for _, f := range fin.Files {
+		fmt.Fprintf(o.IO.Out, "%s: %s\n", name, f)
+	}
+	for _, r := range fin.Rejects {
+		fmt.Fprintf(o.IO.Out, "%s: rejected hunks in %s\n", name, r)
+	}
+	fmt.Fprintf(o.IO.Out, "%s: finish the edit, then `smpatch refresh %s --repo %s` records it as a variant for this tree (the journal has nothing of it until then)\n", name, name, t.Root())
+	return silentCode(exitConflict)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/smpatch/smpatch/launch"
 	"github.com/smpatch/smpatch/matrix"
 	"github.com/smpatch/smpatch/patches"
+	"github.com/smpatch/smpatch/patches/author"
 	"github.com/smpatch/smpatch/patches/journal"
 )
 
@@ -34,6 +35,8 @@ func exitCodeOf(err error) int {
 		return exitRevertRefused
 	case isA[*launch.CellsFailedError](err):
 		return exitCellsFailed
+	case isA[*author.InputError](err), isA[*patches.AdoptError](err), isA[*author.OfflineError](err):
+		return exitFailure // new, import, refresh: bad input (a binary file, no pristine source, an entry that exists)
 	case isA[*doctor.InputError](err), isA[*doctor.NotSGLangError](err):
 		return exitFailure // doctor's bad input: a config.json, an architecture, a launch, a tree's version
 	case isA[*launch.OutBusyError](err), isA[*launch.NotResultsError](err), isA[*confined.EntryError](err),

@@ -23,6 +23,13 @@ var examples = map[string]string{
   smpatch apply sm120-fusion --check-arch --sm 12.0         # for a GPU this machine does not have`,
 	"revert": `  smpatch revert --repo examples/sample/sglang
   smpatch revert sm120-fusion --repo examples/sample/sglang --json`,
+	"new": `  smpatch new my-fusion --repo ~/src/my-sglang --into ~/my-patches
+  smpatch new my-fusion --repo ~/src/my-sglang --base v0.5.17 --into ~/my-patches
+  smpatch new my-fusion --repo .venv/lib/python3.12/site-packages --wheel sglang-0.5.17-py3-none-any.whl --into ~/my-patches`,
+	"import": `  smpatch import fix-gate --git ~/src/sglang --commit 1a2b3c4d5e6f --into ~/my-patches
+  smpatch import fix-gate --file 0001-fix-gate.patch --into ~/my-patches
+  smpatch import fix-gate --url https://github.com/sgl-project/sglang/pull/32330 --into ~/my-patches`,
+	"refresh": `  smpatch refresh my-fusion --repo ~/src/sglang-0.5.18 --catalog ~/my-patches`,
 	"status": `  smpatch status --repo examples/sample/sglang
   smpatch status --json`,
 	"probe": `  smpatch probe

@@ -166,8 +166,10 @@ func TestReadme(t *testing.T) {
 		"GORACE=atexit_sleep_ms=0",
 		"NO_COLOR=1",
 	)
-	if gc, err := exec.Command("go", "env", "GOCACHE").Output(); err == nil {
-		env = append(env, "GOCACHE="+strings.TrimSpace(string(gc)))
+	for _, v := range []string{"GOCACHE", "GOMODCACHE"} {
+		if gc, err := exec.Command("go", "env", v).Output(); err == nil {
+			env = append(env, v+"="+strings.TrimSpace(string(gc)))
+		}
 	}
 	ran := 0
 	for _, b := range blocks {

@@ -40,6 +40,13 @@ type upstreamFile struct {
 	MarkerFile string `toml:"marker_file"`
 	// MarkerFiles are more files the marker may be in (code that moved).
 	MarkerFiles []string `toml:"marker_files"`
+	// Where a patch made by smpatch new or import came from: "tree",
+	// "git", "file" or "url"; the commit's author and link; the sha256 of
+	// the fetched or read content.
+	Source string `toml:"source"`
+	Author string `toml:"author"`
+	Link   string `toml:"link"`
+	SHA256 string `toml:"sha256"`
 }
 
 // variantFile is one [[variant]].
@@ -49,6 +56,9 @@ type variantFile struct {
 	Diffs     []string `toml:"diffs"`
 	Search    []string `toml:"search"`
 	Predicted string   `toml:"predicted"`
+	// Base is the revision the variant's diff was made against (a commit,
+	// or "wheel NAME sha256:..."), for a three-way result on conflict.
+	Base string `toml:"base"`
 }
 
 // uncoveredFile is one entry of "uncovered": a plain string (a note,

@@ -206,7 +206,16 @@ func (l *loader) upstream(p *Patch, u upstreamFile) error {
 	if len(u.MarkerFiles) > 0 && (u.MarkerFile == "" || u.Marker == "") {
 		return l.errf(l.line("upstream", -1, "marker_files"), "marker_files without marker and marker_file")
 	}
-	p.Upstream = Upstream{Status: u.Status, PR: u.PR, MergedIn: u.MergedIn, Marker: u.Marker, MarkerFile: u.MarkerFile, MarkerFiles: u.MarkerFiles}
+	switch u.Source {
+	case "", "tree", "git", "file", "url":
+	default:
+		return l.errf(l.line("upstream", -1, "source"), "upstream source %q: one of tree, git, file, url", u.Source)
+	}
+	if u.SHA256 != "" && !isHex64(u.SHA256) {
+		return l.errf(l.line("upstream", -1, "sha256"), "upstream sha256 %q: 64 hex digits", u.SHA256)
+	}
+	p.Upstream = Upstream{Status: u.Status, PR: u.PR, MergedIn: u.MergedIn, Marker: u.Marker, MarkerFile: u.MarkerFile, MarkerFiles: u.MarkerFiles,
+		Source: u.Source, Author: u.Author, Link: u.Link, SHA256: u.SHA256}
 	return nil
 }
 
@@ -322,7 +331,7 @@ func (l *loader) variants(p *Patch, vs []variantFile) error {
 	}
 	names := map[string]int{}
 	for i, vf := range vs {
-		v := &Variant{Name: vf.Name, Versions: strings.TrimSpace(vf.Versions), Diffs: vf.Diffs, Predicted: strings.TrimSpace(vf.Predicted)}
+		v := &Variant{Name: vf.Name, Versions: strings.TrimSpace(vf.Versions), Diffs: vf.Diffs, Predicted: strings.TrimSpace(vf.Predicted), Base: vf.Base}
 		if v.Name == "" {
 			v.Name = v.Versions
 			if v.Name == "" {
@@ -407,6 +416,18 @@ func (l *loader) variants(p *Patch, vs []variantFile) error {
 		}
 	}
 	return nil
+}
+
+func isHex64(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 func orAny(s string) string {

@@ -54,6 +54,9 @@ type Upstream struct {
 	// MarkerFiles are more files the marker is looked for in, after
 	// MarkerFile (upstream code that moved between releases).
 	MarkerFiles []string
+	// Source, Author, Link and SHA256 say where a patch made by smpatch
+	// new or import came from (see the upstreamFile keys).
+	Source, Author, Link, SHA256 string
 }
 
 // Variant is one version range of a patch and the diffs for it.
@@ -72,6 +75,8 @@ type Variant struct {
 	// of the versions it is for was reachable when it was written (it was
 	// read from single files of later revisions, say).
 	Predicted string
+	// Base is the revision the diffs were made against, when known.
+	Base string
 }
 
 // Uncovered is an upstream shape a patch knows it does not cover. An entry

@@ -38,6 +38,7 @@ var layers = []struct {
 	{"catalog", []string{"patches/catalog"}, "the built-in catalog and catalog directories"},
 	{"journal", []string{"patches/journal"}, "what was written to a tree, and how to undo it"},
 	{"patches", []string{"patches"}, "the patch set: plan, apply, revert, status"},
+	{"authoring", []string{"patches/author"}, "your own patches: new, import, refresh, a conflict finished by hand"},
 	{"probe", []string{"probe"}, "what the host and its Python environment can run"},
 	{"upstream, matrix", []string{"upstream", "matrix"}, "patches on upstream history; matrices of experiments"},
 	{"doctor", []string{"doctor", "doctor/"}, "what a launch will hit on this host, before the model loads"},
