@@ -16,6 +16,7 @@ type patchFile struct {
 	Summary   string          `toml:"summary"`
 	Links     []string        `toml:"links"`
 	Overrides bool            `toml:"overrides"`
+	Order     int64           `toml:"order"`
 	Uncovered []uncoveredFile `toml:"uncovered"`
 	Needs     []string        `toml:"needs"`
 	Requires  requiresFile    `toml:"requires"`
@@ -35,6 +36,7 @@ type requiresFile struct {
 type upstreamFile struct {
 	Status     string `toml:"status"`
 	PR         string `toml:"pr"`
+	Link       string `toml:"link"`
 	MergedIn   string `toml:"merged_in"`
 	Marker     string `toml:"marker"`
 	MarkerFile string `toml:"marker_file"`
