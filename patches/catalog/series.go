@@ -154,9 +154,8 @@ func (c *Catalog) Series() []Series {
 }
 
 // SeriesSet is the set `apply` with no names applies: every directory's
-// series in the order the directories were given, each patch once, with
-// the patches they need that no series names (built-in ones, say) placed
-// before the first that needs them. Needed lists those added. It is an
+// series in the order the directories were given, each patch once, after
+// the patches they need that no series names (built-in ones, say). Needed lists those added. It is an
 // error when no directory has a series (the error lists the patches that
 // could be named) and when the series are of different projects.
 func (c *Catalog) SeriesSet() (set []*Patch, needed []*Patch, err error) {
@@ -183,15 +182,16 @@ func (c *Catalog) SeriesSet() (set []*Patch, needed []*Patch, err error) {
 			}
 		}
 	}
+	// What the series need from elsewhere goes first, under the whole
+	// series: reverting the series newest first then leaves it in place.
 	for _, p := range listed {
 		for _, q := range p.Needed() {
 			if !in[q] {
 				in[q] = true
-				set = append(set, q)
 				needed = append(needed, q)
 			}
 		}
-		set = append(set, p)
 	}
+	set = append(append(set, needed...), listed...)
 	return NeedsFirst(set), needed, nil
 }

@@ -130,8 +130,8 @@ func TestSeries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := names(set); got != "y x c b a" {
-		t.Fatalf("set %s, want y x c b a (the directories in order)", got)
+	if got := names(set); got != "c y x b a" {
+		t.Fatalf("set %s, want c y x b a (what they need first, then the directories in order)", got)
 	}
 
 	// No series anywhere: the error lists the names.
