@@ -105,6 +105,9 @@ func loadPatch(fsys fs.FS, display, origin, name string, bud *budget) (*Patch, e
 		nameLine:  func() int { return l.line("", -1, "name") },
 		orderLine: func() int { return l.line("", -1, "order") },
 	}
+	if u := pf.Upstream; u.Status != "" || u.PR != "" || u.Link != "" || u.MergedIn != "" || u.Marker != "" {
+		p.upstreamLine = func() int { return l.line("upstream", -1, "") }
+	}
 	if pf.Order < 0 || pf.Order > 1_000_000 {
 		return nil, l.errf(l.line("", -1, "order"), "order = %d: a place in the directory's series, 1 to 1000000", pf.Order)
 	}

@@ -42,7 +42,7 @@ type Patch struct {
 	needed []*Patch
 	// needsLine finds the line of "needs" in the patch's file, for errors;
 	// nameLine and orderLine those of "name" and "order".
-	needsLine, nameLine, orderLine func() int
+	needsLine, nameLine, orderLine, upstreamLine func() int
 	// Order is the patch's place in its directory's series when the
 	// directory orders its patches by `order` keys (0: none).
 	Order int
@@ -142,6 +142,15 @@ func (u Upstream) MergedInCommit() bool {
 
 // IsMerged reports whether the catalog says upstream took the change.
 func (u Upstream) IsMerged() bool { return u.Status == "merged" }
+
+// UpstreamAt is where the patch's [upstream] table is: its file and the
+// table's line (0 when it has none).
+func (p *Patch) UpstreamAt() (string, int) {
+	if p.upstreamLine == nil {
+		return p.File, 0
+	}
+	return p.File, p.upstreamLine()
+}
 
 // nameAt is where the patch's name is: "FILE:LINE".
 func (p *Patch) nameAt() string {
