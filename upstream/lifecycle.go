@@ -19,6 +19,10 @@ type Lifecycle struct {
 	// Retire is set when the revision already carries the change: every
 	// hunk is there (or upstream's marker is, past merged_in).
 	Retire bool `json:"retire"`
+	// Moved is set, with Retire, when the patch conflicts but every line
+	// it adds is already in the revision: upstream has the change and has
+	// since changed the lines around it.
+	Moved bool `json:"moved,omitempty"`
 	// Stale is set when the entry disagrees with the revision: it says
 	// merged, at or before the revision's version, and the patch still
 	// applies there (the lines it changes are upstream's as they were).
@@ -75,6 +79,13 @@ func lifecycleOf(r *Result, pl *patches.Plan) *Lifecycle {
 		if n > maxEvidence {
 			lc.Evidence = append(lc.Evidence, fmt.Sprintf("and %d more hunks", n-maxEvidence))
 		}
+	case r.Status == Conflict:
+		// Upstream may have taken the change and then moved the lines
+		// around it: every hunk's added lines are there, in order.
+		if ev := addedLinesThere(pl); ev != nil {
+			lc.Retire, lc.Moved = true, true
+			lc.Evidence = ev
+		}
 	case u.IsMerged() && u.MergedIn != "" && !u.MergedInCommit() && r.Version != "" && (r.Status == Applies || r.Status == Fuzzy):
 		// The patch's old lines are there: the revision lacks the change
 		// (a conflict or no variant says nothing either way).
@@ -113,6 +124,8 @@ func (rp *Report) settle() {
 			continue
 		}
 		if lc.Retire && lc.Since == nil && r.Range != nil {
+			// The last time the patch became already-upstream: for a patch
+			// that conflicts now, the commit that took the change.
 			for j := len(r.Range.Changes) - 1; j >= 0; j-- {
 				if c := r.Range.Changes[j]; c.To == AlreadyUpstream {
 					lc.Since = &c
@@ -129,20 +142,28 @@ func (rp *Report) settle() {
 			rev += ", version " + r.Version
 		}
 		switch {
+		case lc.Retire && lc.Moved:
+			lc.Verdict = fmt.Sprintf("upstream has the change at %s: every line the patch adds is there, and the lines around it changed since (hence the conflict): the patch may be retired", rev)
 		case lc.Retire:
 			lc.Verdict = fmt.Sprintf("already applied upstream at %s: the patch may be retired", rev)
 			if lc.Status != "merged" {
-				rec := "merged_in = \"" + r.Version + "\""
-				if lc.Since != nil {
-					rec = "merged_in = \"" + short(lc.Since.Commit) + "\""
-				} else if r.Version == "" && r.Commit != "" {
-					rec = "merged_in = \"" + short(r.Commit) + "\""
+				rec := ""
+				switch {
+				case lc.Since != nil:
+					rec = short(lc.Since.Commit)
+				case r.Version != "":
+					rec = r.Version
+				case r.Commit != "":
+					rec = short(r.Commit)
+				}
+				if rec != "" {
+					rec = ", merged_in = \"" + rec + "\""
 				}
 				was := "says nothing of upstream"
 				if lc.Status != "" {
 					was = fmt.Sprintf("says status = %q", lc.Status)
 				}
-				lc.Verdict += fmt.Sprintf(" (its entry %s: record status = \"merged\", %s)", was, rec)
+				lc.Verdict += fmt.Sprintf(" (its entry %s: record status = \"merged\"%s)", was, rec)
 			}
 		case lc.Stale:
 			lc.Verdict = fmt.Sprintf("the entry says merged upstream in %s, but %s does not carry the change: the patch still %s", lc.MergedIn, rev, r.Status)
@@ -159,4 +180,61 @@ func (rp *Report) verdicts() []Result {
 		}
 	}
 	return out
+}
+
+// addedLinesThere is the evidence that the revision carries every line a
+// conflicting plan's hunks add (at least one that is not blank per hunk),
+// each hunk's added lines consecutive and in order in the file; nil when
+// one is missing or a hunk only removes lines.
+func addedLinesThere(pl *patches.Plan) []string {
+	var ev []string
+	for _, f := range pl.Files {
+		if f.Diff == nil || f.Old == nil {
+			return nil
+		}
+		lines := strings.Split(strings.ReplaceAll(string(f.Old), "\r\n", "\n"), "\n")
+		for i, h := range f.Diff.Hunks {
+			var block []string
+			nonBlank := false
+			for k, op := range h.Ops {
+				if op == '+' {
+					l := strings.TrimRight(h.Lines[k], "\r")
+					block = append(block, l)
+					nonBlank = nonBlank || strings.TrimSpace(l) != ""
+				}
+			}
+			if !nonBlank {
+				return nil
+			}
+			at := findBlock(lines, block)
+			if at < 0 {
+				return nil
+			}
+			if len(ev) < maxEvidence {
+				ev = append(ev, fmt.Sprintf("%s:%d: the %d line(s) hunk %d (%s:%d) adds are there", f.Path, at+1, len(block), i+1, f.Diff.Source, h.Line))
+			}
+		}
+	}
+	if len(ev) == 0 {
+		return nil
+	}
+	return ev
+}
+
+// findBlock is the index of the first line of lines where block's lines
+// follow one another (whitespace at the ends of a line aside), or -1.
+func findBlock(lines, block []string) int {
+	for i := 0; i+len(block) <= len(lines); i++ {
+		ok := true
+		for k, b := range block {
+			if strings.TrimSpace(lines[i+k]) != strings.TrimSpace(b) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return i
+		}
+	}
+	return -1
 }
