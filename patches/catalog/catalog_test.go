@@ -256,6 +256,7 @@ func FuzzLoadCatalog(f *testing.F) {
 	f.Add(testTOML, testDiff)
 	f.Add("name = \"demo\"\nproject = \"sglang\"\n[[variant]]\nversions = \">= 1\"\ndiffs = [\"demo/a.diff\"]\n[[variant]]\nversions = \"< 1\"\ndiffs = [\"demo/a.diff\"]\n", testDiff)
 	f.Add("name = \"demo\"\nverison = 1\n", "")
+	f.Add("name = \"demo\"\nproject = \"sglang\"\nsummary = \"\"\"a\n\tb\"\"\"\n[[variant]]\nname = \"x\"\npredicted = \"p\\nq\"\ndiffs = [\"demo/a.diff\"]\n", testDiff)
 	f.Add("[[variant]]\n[[variant]]\nx=1\n", "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n")
 	f.Add("name = \"demo\"\nproject = \"sglang\"\n[upstream]\nmarker_file=\"python/sglang/x.py\"\n", "")
 	f.Fuzz(func(t *testing.T, toml, diff string) {
@@ -269,6 +270,23 @@ func FuzzLoadCatalog(f *testing.F) {
 		for _, p := range ps {
 			if p.Name != "demo" || len(p.Variants) == 0 {
 				t.Fatalf("loaded an invalid patch: %+v", p)
+			}
+			// What the catalog shows holds no control character, not
+			// even a line break.
+			shown := append([]string{p.Summary, p.Upstream.PR, p.Upstream.Link}, p.Links...)
+			for _, v := range p.Variants {
+				shown = append(shown, v.Name, v.Predicted)
+			}
+			for _, u := range p.Uncovered {
+				shown = append(shown, u.String())
+			}
+			for _, r := range p.Verify {
+				shown = append(shown, r.What)
+			}
+			for _, x := range shown {
+				if r, _, bad := badRune(x, false); bad {
+					t.Fatalf("loaded text %q holds %U", x, r)
+				}
 			}
 		}
 	})
