@@ -167,7 +167,7 @@ func (c *Catalog) SeriesSet() (set []*Patch, needed []*Patch, err error) {
 		if len(names) == 0 {
 			return nil, nil, errors.New("no patch named, and the catalog is empty")
 		}
-		return nil, nil, fmt.Errorf("no patch named, and no catalog directory orders its patches (a series file or order keys, docs/catalog.md); name one or more of: %s", strings.Join(names, ", "))
+		return nil, nil, fmt.Errorf("no patch named, and no catalog directory orders its patches (a series file or order keys: docs/engine.md); name one or more of: %s (run 'smpatch apply --help')", strings.Join(names, ", "))
 	}
 	in := map[*Patch]bool{}
 	var listed []*Patch
