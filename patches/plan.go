@@ -339,8 +339,8 @@ func newPlan(ctx context.Context, p *Patch, t source.Tree, opts PlanOptions) (*P
 // version alone. "" when neither holds.
 func retiredBy(p *Patch, v *version.Version, t source.Tree) string {
 	u := p.Upstream
-	if u.MergedIn == "" {
-		return ""
+	if u.MergedIn == "" || u.MergedInCommit() {
+		return "" // a commit says when, not which releases
 	}
 	m, err := source.ParseVersion(u.MergedIn)
 	if err != nil || (v != nil && v.LessThan(m)) || (v == nil && u.Marker == "") {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/smpatch/smpatch/patches/journal"
@@ -122,6 +123,9 @@ func Revert(ctx context.Context, t source.WritableTree, cat *Catalog, names []st
 	if err := neededBy(st, cat, sel); err != nil {
 		return res, err
 	}
+	if err := stackedOn(st, sel); err != nil {
+		return res, err
+	}
 	steps, err := revertSteps(t, j, sel, opts.Force, res)
 	if err != nil {
 		return res, err
@@ -152,6 +156,32 @@ func notApplied(cat *Catalog, names []string, st *journal.State, res *RevertResu
 			}
 		}
 		res.NotApplied = append(res.NotApplied, n)
+	}
+	return nil
+}
+
+// stackedOn refuses to revert a patch under another one: a later applied
+// patch, not reverted with it, that changed one of its files again (a
+// series to one file comes out newest first).
+func stackedOn(st *journal.State, sel []*journal.Entry) error {
+	in := map[*journal.Entry]bool{}
+	for _, e := range sel {
+		in[e] = true
+	}
+	for i, e := range st.Patches {
+		if !in[e] {
+			continue
+		}
+		for _, g := range st.Patches[i+1:] {
+			if in[g] || g.State != journal.Applied {
+				continue
+			}
+			for _, f := range e.Files {
+				if slices.ContainsFunc(g.Files, func(gf *journal.FileRecord) bool { return gf.Path == f.Path }) {
+					return &RevertRefusedError{Msg: fmt.Sprintf("revert refused: %s, applied after %s, changed %s again: revert it first, or both (smpatch revert %s %s)", g.Name, e.Name, f.Path, g.Name, e.Name)}
+				}
+			}
+		}
 	}
 	return nil
 }

@@ -52,6 +52,10 @@ type PatchStatus struct {
 type FileStatus struct {
 	Path  string `json:"path"`
 	State string `json:"state"`
+	// Under names the patches applied after this one that changed the
+	// file again, when its bytes are theirs on top of this patch's (a
+	// series of patches to one file): the file is still patched.
+	Under []string `json:"under,omitempty"`
 }
 
 // Status reads the journal of t and compares every journaled file with
@@ -77,11 +81,14 @@ func Status(ctx context.Context, t source.WritableTree, cat *Catalog, opts journ
 		}
 		res.VersionFrom = from
 	}
+	applied := []*journal.Entry{}
 	for _, e := range j.State().Patches {
-		if e.State != journal.Applied {
-			continue
+		if e.State == journal.Applied {
+			applied = append(applied, e)
 		}
-		ps, err := patchStatus(t, j, cat, e)
+	}
+	for i, e := range applied {
+		ps, err := patchStatus(t, j, cat, e, applied[i+1:])
 		if err != nil {
 			return nil, err
 		}
@@ -91,7 +98,7 @@ func Status(ctx context.Context, t source.WritableTree, cat *Catalog, opts journ
 }
 
 // patchStatus is the status of the applied entry e.
-func patchStatus(t source.Tree, j *journal.Journal, cat *Catalog, e *journal.Entry) (*PatchStatus, error) {
+func patchStatus(t source.Tree, j *journal.Journal, cat *Catalog, e *journal.Entry, later []*journal.Entry) (*PatchStatus, error) {
 	ps := &PatchStatus{
 		Name: e.Name, Variant: e.Variant, VariantReason: e.VariantReason, AppliedAt: e.AppliedAt,
 		ToolVersion: e.ToolVersion, Origin: e.Origin, PatchDigest: e.PatchDigest,
@@ -114,8 +121,12 @@ func patchStatus(t source.Tree, j *journal.Journal, cat *Catalog, e *journal.Ent
 			return nil, err
 		}
 		fs := &FileStatus{Path: f.Path}
+		top, under := Stacked(f.Path, f.Patched, later)
 		switch {
 		case h == f.Patched:
+			fs.State = "patched"
+		case len(under) > 0 && h == top:
+			fs.State, fs.Under = "patched", under
 			fs.State = "patched"
 		case h == "":
 			fs.State = "missing"
@@ -130,6 +141,23 @@ func patchStatus(t source.Tree, j *journal.Journal, cat *Catalog, e *journal.Ent
 		ps.Files = append(ps.Files, fs)
 	}
 	return ps, nil
+}
+
+// Stacked follows a file through the entries applied after one whose
+// result for it hashed patched: each later entry that found exactly those
+// bytes and patched them again. It returns the hash the last of them left
+// and their names (none: patched itself).
+func Stacked(path, patched string, later []*journal.Entry) (string, []string) {
+	var names []string
+	for _, g := range later {
+		for _, gf := range g.Files {
+			if gf.Path == path && gf.Original == patched {
+				patched = gf.Patched
+				names = append(names, g.Name)
+			}
+		}
+	}
+	return patched, names
 }
 
 // UpstreamMarker reports whether t already carries the patch's change

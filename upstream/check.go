@@ -63,8 +63,12 @@ type Result struct {
 	Shape string `json:"shape,omitempty"`
 	// With --range: the status at the start of the range and every change
 	// after it, oldest first.
-	Range   *RangeInfo `json:"range,omitempty"`
-	Summary string     `json:"-"`
+	Range *RangeInfo `json:"range,omitempty"`
+	// Lifecycle is where the patch stands upstream: its entry's
+	// [upstream] and whether the revision already carries it (retire) or
+	// contradicts the entry (stale), with the evidence.
+	Lifecycle *Lifecycle `json:"upstream,omitempty"`
+	Summary   string     `json:"-"`
 }
 
 // Options tune a check.
@@ -197,6 +201,7 @@ func describe(r *Result, pl *patches.Plan) {
 	if r.Detail == "" {
 		r.Detail = string(r.Status)
 	}
+	r.Lifecycle = lifecycleOf(r, pl)
 }
 
 // Report is the outcome of one smpatch check run.

@@ -16,6 +16,7 @@ var Formats = []string{"text", "json", "junit", "github"}
 
 // Write writes the report in format.
 func (rp *Report) Write(w io.Writer, format string) error {
+	rp.settle()
 	switch format {
 	case "text", "":
 		return rp.WriteText(w)
@@ -74,6 +75,15 @@ func (rp *Report) WriteText(w io.Writer) error {
 		fmt.Fprintln(w)
 		for _, c := range ri.Changes {
 			fmt.Fprintf(w, "  %s %s  %s -> %s  %s\n", short(c.Commit), c.Date.Format("2006-01-02"), c.From, c.To, c.Subject)
+		}
+	}
+	for _, r := range rp.verdicts() {
+		fmt.Fprintf(w, "\n%s %s: %s\n", r.Project, rp.name(r), r.Lifecycle.Verdict)
+		for _, e := range r.Lifecycle.Evidence {
+			fmt.Fprintf(w, "  %s\n", e)
+		}
+		if pr := r.Lifecycle.PR; pr != "" {
+			fmt.Fprintf(w, "  pr: %s\n", pr)
 		}
 	}
 	fmt.Fprintln(w)
@@ -225,6 +235,14 @@ func (rp *Report) WriteGitHub(w io.Writer) error {
 		case r.Status == Fuzzy || r.Status == AlreadyUpstream:
 			a.kind = "warning"
 			warns = append(warns, a)
+		case r.Lifecycle != nil && r.Lifecycle.Stale:
+			// The entry is what to fix: point at its [upstream].
+			a.kind, a.title = "warning", fmt.Sprintf("smpatch check: %s (%s) upstream entry stale", rp.name(r), r.Project)
+			if f, n, ok := strings.Cut(r.Lifecycle.entry, ":"); ok {
+				fmt.Sscan(n, &a.line)
+				a.file = f
+			}
+			warns = append(warns, a)
 		}
 	}
 	emit := func(list []ann) {
@@ -267,9 +285,18 @@ func githubMessage(r Result) string {
 	if r.Variant != "" {
 		fmt.Fprintf(&b, "\nvariant %s, version %s", r.Variant, dash(r.Version))
 	}
-	if ri := r.Range; ri != nil && len(ri.Changes) > 0 {
+	if ri := r.Range; ri != nil && len(ri.Changes) > 0 && (r.Lifecycle == nil || r.Lifecycle.Since == nil) {
 		c := ri.Changes[len(ri.Changes)-1]
 		fmt.Fprintf(&b, "\nsince %s %s: %s", short(c.Commit), c.Date.Format("2006-01-02"), c.Subject)
+	}
+	if lc := r.Lifecycle; lc != nil && lc.Verdict != "" {
+		fmt.Fprintf(&b, "\n%s", lc.Verdict)
+		for _, e := range lc.Evidence {
+			fmt.Fprintf(&b, "\n  %s", e)
+		}
+	}
+	if lc := r.Lifecycle; lc != nil && lc.PR != "" {
+		fmt.Fprintf(&b, "\npr %s (%s)", lc.PR, dash(lc.Status))
 	}
 	return b.String()
 }
@@ -285,10 +312,46 @@ func escapeProperty(s string) string {
 
 // WriteStepSummary writes a Markdown table for $GITHUB_STEP_SUMMARY.
 func (rp *Report) WriteStepSummary(w io.Writer) error {
-	fmt.Fprintf(w, "### smpatch check\n\n%s\n\n| project | patch | status | variant | version | detail |\n| --- | --- | --- | --- | --- | --- |\n", rp.summary())
+	rp.settle()
+	fmt.Fprintf(w, "### smpatch check\n\n%s\n\n| project | patch | status | variant | version | upstream | detail |\n| --- | --- | --- | --- | --- | --- | --- |\n", rp.summary())
 	for _, r := range rp.Results {
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", r.Project, rp.name(r), r.Status, dash(r.Variant), dash(r.Version),
-			strings.ReplaceAll(oneLine(r.Detail), "|", "\\|"))
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n", md(string(r.Project)), md(rp.name(r)), r.Status, md(dash(r.Variant)), md(dash(r.Version)),
+			upstreamCell(r), md(oneLine(r.Detail)))
+	}
+	if vs := rp.verdicts(); len(vs) > 0 {
+		fmt.Fprintf(w, "\n#### Upstream\n\n")
+		for _, r := range vs {
+			fmt.Fprintf(w, "- **%s** (%s): %s\n", md(rp.name(r)), r.Project, md(r.Lifecycle.Verdict))
+			for _, e := range r.Lifecycle.Evidence {
+				fmt.Fprintf(w, "  - %s\n", md(e))
+			}
+		}
 	}
 	return nil
+}
+
+// upstreamCell is a summary's upstream column: the entry's status, with
+// its pull request as a link, and "retire" or "stale" from the revision.
+func upstreamCell(r Result) string {
+	lc := r.Lifecycle
+	if lc == nil {
+		return "-"
+	}
+	s := dash(lc.Status)
+	if lc.PR != "" {
+		s = fmt.Sprintf("[%s](%s)", s, strings.NewReplacer("(", "%28", ")", "%29", " ", "%20").Replace(lc.PR))
+	}
+	switch {
+	case lc.Retire:
+		s += ", **retire**"
+	case lc.Stale:
+		s += ", **stale**"
+	}
+	return s
+}
+
+// md makes text from elsewhere one inert Markdown table cell: no line
+// break, no cell separator, no HTML or link syntax GitHub would render.
+func md(s string) string {
+	return strings.NewReplacer("\n", " ", "\r", " ", "|", "\\|", "<", "&lt;", ">", "&gt;", "[", "\\[", "]", "\\]", "`", "\\`").Replace(s)
 }

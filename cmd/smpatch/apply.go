@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -14,7 +15,8 @@ import (
 	"github.com/smpatch/smpatch/source"
 )
 
-// smpatch apply NAME...: plan the named patches as one set and write it.
+// smpatch apply [NAME...]: plan the named patches (with no name, the
+// series of the catalog directories) as one set and write it.
 
 // applyOptions are apply's flags, streams and dependencies.
 type applyOptions struct {
@@ -89,9 +91,16 @@ func newApplyCmd(f *Factory) *cobra.Command {
 	o := &applyOptions{Catalog: f.Catalog, Tree: f.Tree, Detail: g.Detail, Info: g.Info, Color: g.colorTarget, Gate: checkArch,
 		Verbose: func() bool { return g.Verbose }, Quiet: func() bool { return g.Quiet }, Python: g.PythonPath}
 	c := &cobra.Command{
-		Use:   "apply NAME...",
+		Use:   "apply [NAME...]",
 		Short: "Apply patches to a checkout or an installed package, journaled and all-or-nothing",
-		Args:  cobra.MinimumNArgs(1),
+		Long: `Plan the named patches as one set on the tree, each on the result of those
+before it (a patch after the patches it needs), and write them all or none.
+
+With no NAME, apply the series of the --catalog directories: each
+directory's series file (or its patches' order keys) in order, the
+directories in the order given, with the patches they need from other
+catalogs (built-in ones too) before them.`,
+		Args: cobra.ArbitraryArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := o.validate(c); err != nil {
 				return err
@@ -113,7 +122,7 @@ func runApply(ctx context.Context, o *applyOptions) error {
 	if err != nil {
 		return err
 	}
-	ps, err := cat.GetAll(o.Names)
+	ps, err := applySet(o, cat)
 	if err != nil {
 		return err
 	}
@@ -203,6 +212,40 @@ func runApply(ctx context.Context, o *applyOptions) error {
 	}
 	printApplied(ctx, w, t, res)
 	return nil
+}
+
+// applySet is the set apply plans: the patches named, or with no name
+// the catalog's series, said on the info stream.
+func applySet(o *applyOptions, cat *patches.Catalog) ([]*patches.Patch, error) {
+	if len(o.Names) > 0 {
+		return cat.GetAll(o.Names)
+	}
+	ps, needed, err := cat.SeriesSet()
+	if err != nil {
+		return nil, withCode(exitUsage, fmt.Errorf("apply: %w", err))
+	}
+	info := o.Info(o.IO.ErrOut)
+	for _, s := range cat.Series() {
+		from := s.File
+		if from == "" {
+			from = s.Dir + " (order keys)"
+		}
+		var names []string
+		for _, p := range s.Patches {
+			names = append(names, p.Name)
+		}
+		fmt.Fprintf(info, "smpatch: series of %s: %s\n", from, strings.Join(names, ", "))
+	}
+	for _, p := range needed {
+		var by []string
+		for _, q := range ps {
+			if slices.Contains(q.Needs, p.Name) {
+				by = append(by, q.Name)
+			}
+		}
+		fmt.Fprintf(info, "smpatch: with %s (%s), needed by %s\n", p.Name, p.Origin, strings.Join(by, ", "))
+	}
+	return ps, nil
 }
 
 // namedVariants reads --variant: PATCH=NAME names the variant of one of

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/smpatch/smpatch/patches"
+	"github.com/smpatch/smpatch/patches/catalog"
 	"github.com/smpatch/smpatch/source"
 	"github.com/smpatch/smpatch/source/gitrepo"
 	"github.com/smpatch/smpatch/upstream"
@@ -33,6 +34,8 @@ type checkOptions struct {
 	FormatSet bool // --format given
 	Strict    bool
 	JSON      bool
+	// CatalogOnly: only the patches of the --catalog directories.
+	CatalogOnly bool
 }
 
 func (o *checkOptions) AddFlags(c *cobra.Command) {
@@ -43,6 +46,7 @@ func (o *checkOptions) AddFlags(c *cobra.Command) {
 	fl.StringVar(&o.Format, "format", "text", "report format: "+strings.Join(upstream.Formats, ", "))
 	fl.BoolVar(&o.Strict, "strict", false, "count fuzzy matches as failures")
 	fl.BoolVar(&o.JSON, "json", false, "same as --format json")
+	fl.BoolVar(&o.CatalogOnly, "catalog-only", false, "check only the patches of the --catalog directories, not the built-in ones (those they need are still planned first)")
 }
 
 func newCheckCmd(f *Factory) *cobra.Command {
@@ -109,7 +113,7 @@ func runCheck(ctx context.Context, o *checkOptions) error {
 	}
 	var rc *gitrepo.RepoCache
 	for _, t := range targets {
-		ps := cat.ForProject(t.Project)
+		ps := o.patchesOf(cat, t.Project)
 		if len(ps) == 0 {
 			fmt.Fprintf(o.IO.ErrOut, "smpatch: check: the catalog has no %s patches; nothing to check on %s\n", t.Project, t)
 			continue
@@ -171,13 +175,29 @@ func (o *checkOptions) parse() ([]upstream.Target, [2]string, error) {
 	return targets, rng, nil
 }
 
+// patchesOf are the patches of project p the check plans: every one, or
+// with --catalog-only those of the --catalog directories.
+func (o *checkOptions) patchesOf(cat *patches.Catalog, p source.Project) []*patches.Patch {
+	ps := cat.ForProject(p)
+	if !o.CatalogOnly {
+		return ps
+	}
+	var out []*patches.Patch
+	for _, x := range ps {
+		if x.Origin != catalog.BuiltinOrigin {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
 // checkRepo checks a local checkout, or with a range its git history.
 func (r *checkRun) checkRepo(ctx context.Context, cat *patches.Catalog, dir string, rng [2]string) error {
 	tree, err := source.OpenCheckout(dir)
 	if err != nil {
 		return fmt.Errorf("check: %w", err)
 	}
-	ps := cat.ForProject(tree.Project())
+	ps := r.o.patchesOf(cat, tree.Project())
 	if len(ps) == 0 {
 		fmt.Fprintf(r.o.IO.ErrOut, "smpatch: check: the catalog has no %s patches\n", tree.Project())
 		return nil

@@ -104,6 +104,22 @@ var hostileGenerators = map[string]func(path string, args []string) error{
 		w.Close()
 		return os.WriteFile(path, b.Bytes(), 0o644)
 	},
+	// files DIR N: a directory of N empty files.
+	"files": func(path string, args []string) error {
+		n, err := strconv.Atoi(args[0])
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(path, 0o755); err != nil {
+			return err
+		}
+		for i := 0; i < n; i++ {
+			if err := os.WriteFile(filepath.Join(path, fmt.Sprintf("f%d", i)), nil, 0o644); err != nil {
+				return err
+			}
+		}
+		return nil
+	},
 	// fifo PATH: a named pipe nobody writes to.
 	"fifo": func(path string, args []string) error {
 		return syscall.Mkfifo(path, 0o644)

@@ -22,10 +22,11 @@ type revertOptions struct {
 	// alone serves a revert of no name nothing).
 	CatalogDirs func() []string
 
-	Names []string
-	Repo  string
-	Force bool
-	JSON  bool
+	Names  []string
+	Repo   string
+	Force  bool
+	JSON   bool
+	Series bool // --series: the patches of the catalog's series
 }
 
 func (o *revertOptions) AddFlags(c *cobra.Command) {
@@ -33,6 +34,7 @@ func (o *revertOptions) AddFlags(c *cobra.Command) {
 	f.StringVar(&o.Repo, "repo", "", "the patched tree (default: $SMPATCH_REPO, the current checkout, or the installed package)")
 	f.BoolVar(&o.Force, "force", false, "for files changed since apply: reverse-apply only the patch's hunks, keeping other edits")
 	f.BoolVar(&o.JSON, "json", false, "print JSON")
+	f.BoolVar(&o.Series, "series", false, "revert the patches of the --catalog directories' series that are applied (newest first), and no other")
 }
 
 func newRevertCmd(f *Factory) *cobra.Command {
@@ -52,6 +54,24 @@ func newRevertCmd(f *Factory) *cobra.Command {
 func runRevert(ctx context.Context, o *revertOptions) error {
 	w, errw := o.IO.Out, o.IO.ErrOut
 	args := o.Names
+	if o.Series {
+		if len(args) > 0 {
+			return withCode(exitUsage, errors.New("revert: --series or names, not both"))
+		}
+		cat, err := o.Catalog()
+		if err != nil {
+			return err
+		}
+		ss := cat.Series()
+		if len(ss) == 0 {
+			return withCode(exitUsage, errors.New("revert: --series: no catalog directory orders its patches (a series file or order keys)"))
+		}
+		for _, s := range ss {
+			for _, p := range s.Patches {
+				args = append(args, p.Name)
+			}
+		}
+	}
 	// The journal has all a revert needs: the catalog serves names
 	// (their project, the did-you-mean, what needs what) and warns about
 	// a broken --catalog directory. With neither names nor directories,

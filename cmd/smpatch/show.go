@@ -47,6 +47,7 @@ type verifyJSON struct {
 type upstreamJSON struct {
 	Status      string   `json:"status"`
 	PR          string   `json:"pr"`
+	Link        string   `json:"link"`
 	MergedIn    string   `json:"merged_in"`
 	Marker      string   `json:"marker"`
 	MarkerFile  string   `json:"marker_file"`
@@ -178,7 +179,7 @@ func showJSON(ctx context.Context, w io.Writer, sh *shown) error {
 		Name: p.Name, Project: string(p.Project), Summary: p.Summary, Links: orEmpty(p.Links), Origin: p.Origin,
 		File: p.File, Overrides: p.Overrides,
 		Requires: requiresJSON(p.Requires),
-		Upstream: upstreamJSON{p.Upstream.Status, p.Upstream.PR, p.Upstream.MergedIn, p.Upstream.Marker, p.Upstream.MarkerFile, orEmpty(p.Upstream.MarkerFiles)},
+		Upstream: upstreamJSON{p.Upstream.Status, p.Upstream.PR, p.Upstream.Link, p.Upstream.MergedIn, p.Upstream.Marker, p.Upstream.MarkerFile, orEmpty(p.Upstream.MarkerFiles)},
 		Variants: variantsJSON(p), Verify: []verifyJSON{}, Uncovered: uncoveredJSON(p), Needs: orEmpty(p.Needs), Digest: p.Digest,
 	}
 	for _, v := range p.Verify {
@@ -212,9 +213,9 @@ func showText(ctx context.Context, o *showOptions, sh *shown) {
 	if len(p.Needs) > 0 {
 		fmt.Fprintf(w, "needs: %s (applied first, or named before it in the same apply)\n", strings.Join(p.Needs, ", "))
 	}
-	if u := p.Upstream; u.Status != "" || u.PR != "" || u.MergedIn != "" || u.Marker != "" {
+	if u := p.Upstream; u.Status != "" || u.PR != "" || u.Link != "" || u.MergedIn != "" || u.Marker != "" {
 		fmt.Fprintln(w, "upstream:")
-		for _, kv := range [][2]string{{"status", u.Status}, {"pr", u.PR}, {"merged_in", u.MergedIn}, {"marker", u.Marker}, {"marker_file", u.MarkerFile}, {"marker_files", strings.Join(u.MarkerFiles, ", ")}} {
+		for _, kv := range [][2]string{{"status", u.Status}, {"pr", u.PR}, {"link", u.Link}, {"merged_in", u.MergedIn}, {"marker", u.Marker}, {"marker_file", u.MarkerFile}, {"marker_files", strings.Join(u.MarkerFiles, ", ")}} {
 			if kv[1] != "" {
 				fmt.Fprintf(w, "  %s: %s\n", kv[0], kv[1])
 			}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -87,6 +88,10 @@ func runStatus(ctx context.Context, o *statusOptions) error {
 			fmt.Fprintf(w, "  note: %s\n", n)
 		}
 		for _, f := range ps.Files {
+			if len(f.Under) > 0 {
+				fmt.Fprintf(w, "  %s: %s (under %s)\n", source.ShownPath(t, f.Path), f.State, strings.Join(f.Under, ", "))
+				continue
+			}
 			fmt.Fprintf(w, "  %s: %s\n", source.ShownPath(t, f.Path), f.State)
 		}
 	}

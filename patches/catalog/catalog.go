@@ -26,6 +26,7 @@ const builtinDisplay = "patches/catalog"
 type Catalog struct {
 	byName map[string]*Patch
 	all    []*Patch
+	series []*Series // of the directories that have one, in their order
 	digest string
 }
 
@@ -40,13 +41,19 @@ func Load(dirs []string) (*Catalog, error) { return New(Builtin(), dirs) }
 func New(builtin fs.FS, dirs []string) (*Catalog, error) {
 	c := &Catalog{byName: map[string]*Patch{}}
 	if builtin != nil {
-		ps, err := LoadFS(builtin, builtinDisplay, BuiltinOrigin)
+		ps, s, err := loadFS(builtin, builtinDisplay, BuiltinOrigin)
 		if err != nil {
 			return nil, err
 		}
 		for _, p := range ps {
 			c.byName[p.Name] = p
 		}
+		if s != nil {
+			c.series = append(c.series, s)
+		}
+	}
+	if len(dirs) > MaxCatalogs {
+		return nil, fmt.Errorf("catalog: %d directories, more than the %d one command loads", len(dirs), MaxCatalogs)
 	}
 	var loaded []os.FileInfo
 	for _, d := range dirs {
@@ -63,20 +70,23 @@ func New(builtin fs.FS, dirs []string) (*Catalog, error) {
 			continue
 		}
 		loaded = append(loaded, st)
-		ps, err := LoadFS(os.DirFS(d), strings.TrimSuffix(d, "/"), d)
+		ps, s, err := loadDir(d)
 		if err != nil {
 			return nil, err
 		}
 		for _, p := range ps {
 			if old, ok := c.byName[p.Name]; ok {
 				if old.Origin != BuiltinOrigin {
-					return nil, fmt.Errorf("%s: patch %q is also defined in %s", p.File, p.Name, old.File)
+					return nil, fmt.Errorf("%s: patch %q is also defined in %s: one name, one patch (rename one, or leave one directory out)", p.nameAt(), p.Name, old.nameAt())
 				}
 				if !p.Overrides {
-					return nil, fmt.Errorf("%s: patch %q has the name of a built-in patch; add `overrides = true` to replace it", p.File, p.Name)
+					return nil, fmt.Errorf("%s: patch %q has the name of a built-in patch; add `overrides = true` to replace it", p.nameAt(), p.Name)
 				}
 			}
 			c.byName[p.Name] = p
+		}
+		if s != nil {
+			c.series = append(c.series, s)
 		}
 	}
 	for _, p := range c.byName {
@@ -164,20 +174,52 @@ func (c *Catalog) suggest(name string) string {
 // LoadFS loads every NAME.toml at the top of fsys. display is how errors
 // name the directory; origin goes into Patch.Origin.
 func LoadFS(fsys fs.FS, display, origin string) ([]*Patch, error) {
-	names, err := fs.Glob(fsys, "*.toml")
+	ps, _, err := loadFS(fsys, display, origin)
+	return ps, err
+}
+
+// loadDir loads the catalog directory d through an os.Root: no name it
+// holds (a diff's path, a symbolic link) reaches outside it.
+func loadDir(d string) ([]*Patch, *Series, error) {
+	root, err := os.OpenRoot(d)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", display, err)
+		return nil, nil, fmt.Errorf("catalog %s: %w", d, err)
+	}
+	defer root.Close()
+	return loadFS(root.FS(), strings.TrimSuffix(d, "/"), d)
+}
+
+// loadFS loads the patches of one catalog directory and its series (nil
+// when it has none), within the bounds of bounds.go.
+func loadFS(fsys fs.FS, display, origin string) ([]*Patch, *Series, error) {
+	all, err := topNames(fsys, display)
+	if err != nil {
+		return nil, nil, err
+	}
+	var names []string
+	for _, n := range all {
+		if strings.HasSuffix(n, ".toml") {
+			names = append(names, n)
+		}
+	}
+	if len(names) > MaxPatches {
+		return nil, nil, fmt.Errorf("%s: %d NAME.toml files, more than the %d a catalog directory may have", display, len(names), MaxPatches)
 	}
 	sort.Strings(names)
+	bud := &budget{dir: display, left: MaxCatalogBytes}
 	var out []*Patch
 	for _, n := range names {
-		p, err := loadPatch(fsys, display, origin, n)
+		p, err := loadPatch(fsys, display, origin, n, bud)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		out = append(out, p)
 	}
-	return out, nil
+	s, err := dirSeries(fsys, display, out, bud)
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, s, nil
 }
 
 // resolveNeeds points every patch's needs at the patches of the catalog

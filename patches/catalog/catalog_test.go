@@ -112,11 +112,26 @@ func TestLoadCatalogFSErrors(t *testing.T) {
 		{"verify outside", map[string]string{"demo.toml": head + variant("", "demo/a.diff") + "[[verify]]\nfile = \"setup.py\"\ncontains = \"x\"\n", "demo/a.diff": testDiff}, "cat/demo.toml:7: [[verify]] file: setup.py is outside"},
 		{"verify empty", map[string]string{"demo.toml": head + variant("", "demo/a.diff") + "[[verify]]\nfile = \"python/sglang/x.py\"\n", "demo/a.diff": testDiff}, "needs contains, not_contains, regex or not_regex"},
 		{"bad sm", map[string]string{"demo.toml": head + "[requires]\ngpu_sm_major = [0]\n"}, "cat/demo.toml:4: gpu_sm_major"},
-		{"bad status", map[string]string{"demo.toml": head + "[upstream]\nstatus = \"maybe\"\n"}, "cat/demo.toml:4: upstream status"},
+		{"bad status", map[string]string{"demo.toml": head + "[upstream]\nstatus = \"maybe\"\n"}, "cat/demo.toml:4: [upstream] status \"maybe\": one of local, open, closed, merged"},
 		{"bad tp", map[string]string{"demo.toml": head + "[requires]\ntp = [2, 0]\n" + variant("", "demo/a.diff"), "demo/a.diff": testDiff}, "cat/demo.toml:4: requires.tp: 0 is not a tensor-parallel size"},
 		{"p2p false", map[string]string{"demo.toml": head + "[requires]\np2p = false\n" + variant("", "demo/a.diff"), "demo/a.diff": testDiff}, "cat/demo.toml:4: requires.p2p = false"},
 		{"wrong type", map[string]string{"demo.toml": head + "links = \"x\"\n"}, "cat/demo.toml:3:"},
 		{"huge diff", map[string]string{"demo.toml": head + variant("", "demo/a.diff"), "demo/a.diff": testDiff + strings.Repeat("+x\n", MaxDiffSize/3)}, "cat/demo.toml:5: variant \"any\": diff cat/demo/a.diff: larger than 16 MiB: not read"},
+		{"summary with an escape", map[string]string{"demo.toml": "name = \"demo\"\nproject = \"sglang\"\nsummary = \"a\\u001b[2Jb\"\n"}, `cat/demo.toml:3: summary: control character U+001B at byte 1: not allowed in catalog text`},
+		{"summary with a carriage return", map[string]string{"demo.toml": "name = \"demo\"\nproject = \"sglang\"\nsummary = \"ok\\rspoof\"\n"}, `cat/demo.toml:3: summary: control character U+000D`},
+		{"summary with a bidi override", map[string]string{"demo.toml": "name = \"demo\"\nproject = \"sglang\"\nsummary = \"a\\u202eb\"\n"}, `cat/demo.toml:3: summary: control character U+202E`},
+		{"variant name with a newline", map[string]string{"demo.toml": head + "[[variant]]\nname = \"a\\nb\"\ndiffs = [\"demo/a.diff\"]\n", "demo/a.diff": testDiff}, `cat/demo.toml:4: variant name: control character U+000A`},
+		{"verify what with an escape", map[string]string{"demo.toml": head + variant("", "demo/a.diff") + "[[verify]]\nfile = \"python/sglang/x.py\"\nwhat = \"\\u001b]52;c;x\\u0007\"\ncontains = \"x\"\n", "demo/a.diff": testDiff}, `cat/demo.toml:8: [[verify]] #1: what: control character U+001B`},
+		{"link not a URL", map[string]string{"demo.toml": head + "links = [\"javascript:alert(1)\"]\n"}, `cat/demo.toml:3: links[0] "javascript:alert(1)": not an http(s) URL`},
+		{"pr not a URL", map[string]string{"demo.toml": head + "[upstream]\npr = \"#123\"\n"}, `cat/demo.toml:4: [upstream] pr "#123": not an http(s) URL`},
+		{"link with a newline", map[string]string{"demo.toml": head + "[upstream]\nlink = \"https://x.org/\\nspoof\"\n"}, `cat/demo.toml:4: [upstream] link: control character U+000A in a URL`},
+		{"merged_in neither", map[string]string{"demo.toml": head + "[upstream]\nstatus = \"merged\"\nmerged_in = \"last week\"\n"}, `cat/demo.toml:5: [upstream] merged_in "last week": neither a version nor a commit`},
+		{"merged_in while open", map[string]string{"demo.toml": head + "[upstream]\nstatus = \"open\"\nmerged_in = \"0.5.20\"\n"}, `cat/demo.toml:5: [upstream] merged_in with status = "open"`},
+		{"upstream unknown key", map[string]string{"demo.toml": head + "[upstream]\nstatus = \"open\"\nmerged = true\n"}, `cat/demo.toml:5: unknown key "upstream.merged"`},
+		{"bad dist name", map[string]string{"demo.toml": head + "[requires.packages]\n\"tor\\u001bch\" = \">= 2\"\n"}, `requires.packages: "tor\x1bch" is not a distribution name`},
+		{"path with a newline", map[string]string{"demo.toml": head + variant("", "demo/a.diff"), "demo/a.diff": strings.ReplaceAll(testDiff, "layers/comm.py", "layers/comm\x1b[2Jx.py")}, `control character U+001B in a path`},
+		{"order negative", map[string]string{"demo.toml": head + "order = -1\n"}, `cat/demo.toml:3: order = -1: a place in the directory's series`},
+		{"too many variants", map[string]string{"demo.toml": head + strings.Repeat("[[variant]]\ndiffs = [\"demo/a.diff\"]\n", MaxVariants+1), "demo/a.diff": testDiff}, `65 variants, more than the 64 a patch may have`},
 		{"diff is a directory", map[string]string{"demo.toml": head + variant("", "demo/a.diff"), "demo/a.diff/x": testDiff}, "diff cat/demo/a.diff: not a regular file (a directory): not read"},
 	}
 	for _, tt := range tests {
@@ -241,6 +256,7 @@ func FuzzLoadCatalog(f *testing.F) {
 	f.Add(testTOML, testDiff)
 	f.Add("name = \"demo\"\nproject = \"sglang\"\n[[variant]]\nversions = \">= 1\"\ndiffs = [\"demo/a.diff\"]\n[[variant]]\nversions = \"< 1\"\ndiffs = [\"demo/a.diff\"]\n", testDiff)
 	f.Add("name = \"demo\"\nverison = 1\n", "")
+	f.Add("name = \"demo\"\nproject = \"sglang\"\nsummary = \"\"\"a\n\tb\"\"\"\n[[variant]]\nname = \"x\"\npredicted = \"p\\nq\"\ndiffs = [\"demo/a.diff\"]\n", testDiff)
 	f.Add("[[variant]]\n[[variant]]\nx=1\n", "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n")
 	f.Add("name = \"demo\"\nproject = \"sglang\"\n[upstream]\nmarker_file=\"python/sglang/x.py\"\n", "")
 	f.Fuzz(func(t *testing.T, toml, diff string) {
@@ -254,6 +270,23 @@ func FuzzLoadCatalog(f *testing.F) {
 		for _, p := range ps {
 			if p.Name != "demo" || len(p.Variants) == 0 {
 				t.Fatalf("loaded an invalid patch: %+v", p)
+			}
+			// What the catalog shows holds no control character, not
+			// even a line break.
+			shown := append([]string{p.Summary, p.Upstream.PR, p.Upstream.Link}, p.Links...)
+			for _, v := range p.Variants {
+				shown = append(shown, v.Name, v.Predicted)
+			}
+			for _, u := range p.Uncovered {
+				shown = append(shown, u.String())
+			}
+			for _, r := range p.Verify {
+				shown = append(shown, r.What)
+			}
+			for _, x := range shown {
+				if r, _, bad := badRune(x, false); bad {
+					t.Fatalf("loaded text %q holds %U", x, r)
+				}
 			}
 		}
 	})

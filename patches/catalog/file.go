@@ -16,6 +16,7 @@ type patchFile struct {
 	Summary   string          `toml:"summary"`
 	Links     []string        `toml:"links"`
 	Overrides bool            `toml:"overrides"`
+	Order     int64           `toml:"order"`
 	Uncovered []uncoveredFile `toml:"uncovered"`
 	Needs     []string        `toml:"needs"`
 	Requires  requiresFile    `toml:"requires"`
@@ -35,17 +36,17 @@ type requiresFile struct {
 type upstreamFile struct {
 	Status     string `toml:"status"`
 	PR         string `toml:"pr"`
+	Link       string `toml:"link"`
 	MergedIn   string `toml:"merged_in"`
 	Marker     string `toml:"marker"`
 	MarkerFile string `toml:"marker_file"`
 	// MarkerFiles are more files the marker may be in (code that moved).
 	MarkerFiles []string `toml:"marker_files"`
 	// Where a patch made by smpatch new or import came from: "tree",
-	// "git", "file" or "url"; the commit's author and link; the sha256 of
-	// the fetched or read content.
+	// "git", "file" or "url"; the commit's author (its link is Link); the
+	// sha256 of the fetched or read content.
 	Source string `toml:"source"`
 	Author string `toml:"author"`
-	Link   string `toml:"link"`
 	SHA256 string `toml:"sha256"`
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	neturl "net/url"
 	"regexp"
 	"slices"
 	"sort"
@@ -16,13 +17,16 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/hashicorp/go-version"
 
-	"github.com/smpatch/smpatch/internal/bounded"
 	"github.com/smpatch/smpatch/internal/tomlfile"
 	"github.com/smpatch/smpatch/patches/udiff"
 	"github.com/smpatch/smpatch/source"
 )
 
-var upstreamStat = map[string]bool{"": true, "proposed": true, "merged": true, "rejected": true, "local": true}
+// UpstreamStatuses are the values of [upstream] status: local (never
+// proposed upstream), open (a pull request is open), closed (closed
+// without merging), merged; proposed and rejected are older words for
+// open and closed.
+var UpstreamStatuses = []string{"local", "open", "closed", "merged", "proposed", "rejected"}
 
 // loader carries one file's context for error messages.
 type loader struct {
@@ -32,6 +36,7 @@ type loader struct {
 	data    []byte
 	// lines places data's keys, read once when an error needs a line.
 	lines *tomlfile.Lines
+	bud   *budget // what the directory may still have read
 	// digested are the texts the patch's digest covers, in order:
 	// name, then text, for the TOML and each diff.
 	digested [][]byte
@@ -70,11 +75,14 @@ func (l *loader) line(table string, idx int, key string) int {
 
 // loadPatch reads the NAME.toml called name, decodes it, refusing a key
 // it has no place for, then checks it and derives the patch.
-func loadPatch(fsys fs.FS, display, origin, name string) (*Patch, error) {
-	l := &loader{fsys: fsys, display: display, file: display + "/" + name}
-	data, err := tomlfile.ReadFile(fsys, name)
+func loadPatch(fsys fs.FS, display, origin, name string, bud *budget) (*Patch, error) {
+	l := &loader{fsys: fsys, display: display, file: display + "/" + name, bud: bud}
+	data, err := readEntry(fsys, name, l.file, tomlfile.MaxSize)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", l.file, err)
+		return nil, err
+	}
+	if err := bud.take(len(data), l.file); err != nil {
+		return nil, err
 	}
 	l.data = data
 	var pf patchFile
@@ -94,6 +102,23 @@ func loadPatch(fsys fs.FS, display, origin, name string) (*Patch, error) {
 		Origin:    origin,
 		File:      l.file,
 		Overrides: pf.Overrides,
+		nameLine:  func() int { return l.line("", -1, "name") },
+		orderLine: func() int { return l.line("", -1, "order") },
+	}
+	if u := pf.Upstream; u.Status != "" || u.PR != "" || u.Link != "" || u.MergedIn != "" || u.Marker != "" {
+		p.upstreamLine = func() int { return l.line("upstream", -1, "") }
+	}
+	if pf.Order < 0 || pf.Order > 1_000_000 {
+		return nil, l.errf(l.line("", -1, "order"), "order = %d: a place in the directory's series, 1 to 1000000", pf.Order)
+	}
+	p.Order = int(pf.Order)
+	if p.Summary, err = l.text(l.line("", -1, "summary"), "summary", pf.Summary, false); err != nil {
+		return nil, err
+	}
+	for i, u := range pf.Links {
+		if err := l.url(l.line("", -1, "links"), fmt.Sprintf("links[%d]", i), u); err != nil {
+			return nil, err
+		}
 	}
 	if pf.Name == "" {
 		return nil, l.errf(1, "missing key \"name\"")
@@ -160,6 +185,9 @@ func (l *loader) requirements(p *Patch, r requiresFile) error {
 	}
 	sort.Strings(dists) // the first bad one, the same every time
 	for _, dist := range dists {
+		if !distNameRE().MatchString(dist) {
+			return l.errf(l.line("requires", -1, "packages"), "requires.packages: %q is not a distribution name", dist)
+		}
 		if _, err := source.ParseConstraints(r.Packages[dist]); err != nil {
 			n := l.line("requires.packages", -1, dist)
 			if n == 0 { // an inline table: packages = { torch = "..." }
@@ -182,12 +210,28 @@ func (l *loader) requirements(p *Patch, r requiresFile) error {
 }
 
 func (l *loader) upstream(p *Patch, u upstreamFile) error {
-	if !upstreamStat[u.Status] {
-		return l.errf(l.line("upstream", -1, "status"), "upstream status %q: one of proposed, merged, rejected, local", u.Status)
+	at := func(k string) int { return l.line("upstream", -1, k) }
+	if u.Status != "" && !slices.Contains(UpstreamStatuses, u.Status) {
+		return l.errf(at("status"), "[upstream] status %q: one of %s", u.Status, strings.Join(UpstreamStatuses, ", "))
+	}
+	for _, k := range []struct{ key, v string }{{"pr", u.PR}, {"link", u.Link}} {
+		if k.v != "" {
+			if err := l.url(at(k.key), "[upstream] "+k.key, k.v); err != nil {
+				return err
+			}
+		}
 	}
 	if u.MergedIn != "" {
-		if _, err := source.ParseVersion(u.MergedIn); err != nil {
-			return l.errf(l.line("upstream", -1, "merged_in"), "merged_in %q: %v", u.MergedIn, err)
+		if r, _, bad := badRune(u.MergedIn, false); bad {
+			return l.errf(at("merged_in"), "[upstream] merged_in: control character %U", r)
+		}
+		if !commitRE().MatchString(u.MergedIn) {
+			if _, err := source.ParseVersion(u.MergedIn); err != nil {
+				return l.errf(at("merged_in"), "[upstream] merged_in %q: neither a version nor a commit (7 to 64 lower-case hex digits): %v", u.MergedIn, err)
+			}
+		}
+		if u.Status != "" && u.Status != "merged" {
+			return l.errf(at("merged_in"), "[upstream] merged_in with status = %q: a change merged upstream has status = \"merged\"", u.Status)
 		}
 	}
 	if u.MarkerFile != "" {
@@ -214,8 +258,12 @@ func (l *loader) upstream(p *Patch, u upstreamFile) error {
 	if u.SHA256 != "" && !isHex64(u.SHA256) {
 		return l.errf(l.line("upstream", -1, "sha256"), "upstream sha256 %q: 64 hex digits", u.SHA256)
 	}
-	p.Upstream = Upstream{Status: u.Status, PR: u.PR, MergedIn: u.MergedIn, Marker: u.Marker, MarkerFile: u.MarkerFile, MarkerFiles: u.MarkerFiles,
-		Source: u.Source, Author: u.Author, Link: u.Link, SHA256: u.SHA256}
+	author, err := l.text(l.line("upstream", -1, "author"), "upstream author", u.Author, false)
+	if err != nil {
+		return err
+	}
+	p.Upstream = Upstream{Status: u.Status, PR: u.PR, Link: u.Link, MergedIn: u.MergedIn, Marker: u.Marker, MarkerFile: u.MarkerFile, MarkerFiles: u.MarkerFiles,
+		Source: u.Source, Author: author, SHA256: u.SHA256}
 	return nil
 }
 
@@ -227,7 +275,11 @@ func (l *loader) uncovered(p *Patch, us []uncoveredFile) error {
 			if strings.TrimSpace(u.Text) == "" {
 				return l.errf(l.line("", -1, "uncovered"), "empty entry in uncovered")
 			}
-			p.Uncovered = append(p.Uncovered, Uncovered{Text: u.Text})
+			t, err := l.text(l.line("", -1, "uncovered"), fmt.Sprintf("uncovered[%d]", i), u.Text, false)
+			if err != nil {
+				return err
+			}
+			p.Uncovered = append(p.Uncovered, Uncovered{Text: t})
 			continue
 		}
 		// The entry's line is looked for only when it is wrong: finding
@@ -244,6 +296,12 @@ func (l *loader) uncovered(p *Patch, us []uncoveredFile) error {
 			v, ok := u.Table[k].(string)
 			if !ok {
 				return l.errf(l.line("uncovered", i, k), "[[uncovered]] #%d: %s must be a string", i+1, k)
+			}
+			if k == "name" || k == "window" || k == "why" {
+				var err error
+				if v, err = l.text(l.line("uncovered", i, k), fmt.Sprintf("[[uncovered]] #%d: %s", i+1, k), v, k == "name"); err != nil {
+					return err
+				}
 			}
 			*dst = v
 		}
@@ -306,7 +364,11 @@ func (l *loader) verify(p *Patch, vs []verifyFile) error {
 		if v.Contains == "" && v.NotContains == "" && v.Regex == "" && v.NotRegex == "" {
 			return l.errf(l.line("verify", i, ""), "[[verify]] #%d: needs contains, not_contains, regex or not_regex", i+1)
 		}
-		r := VerifyRule{File: v.File, What: strings.TrimSpace(v.What), When: v.When, Contains: v.Contains, NotContains: v.NotContains, Regex: v.Regex, NotRegex: v.NotRegex}
+		what, err := l.text(l.line("verify", i, "what"), fmt.Sprintf("[[verify]] #%d: what", i+1), strings.TrimSpace(v.What), false)
+		if err != nil {
+			return err
+		}
+		r := VerifyRule{File: v.File, What: what, When: v.When, Contains: v.Contains, NotContains: v.NotContains, Regex: v.Regex, NotRegex: v.NotRegex}
 		for _, k := range []struct {
 			key, src string
 			dst      **regexp.Regexp
@@ -329,8 +391,22 @@ func (l *loader) variants(p *Patch, vs []variantFile) error {
 	if len(vs) == 0 {
 		return l.errf(1, "no [[variant]]: a patch needs at least one")
 	}
+	if len(vs) > MaxVariants {
+		return l.errf(l.line("variant", MaxVariants, ""), "%d variants, more than the %d a patch may have", len(vs), MaxVariants)
+	}
 	names := map[string]int{}
 	for i, vf := range vs {
+		if _, err := l.text(l.line("variant", i, "name"), "variant name", vf.Name, true); err != nil {
+			return err
+		}
+		pred, err := l.text(l.line("variant", i, "predicted"), "variant predicted", vf.Predicted, false)
+		if err != nil {
+			return err
+		}
+		vf.Predicted = pred
+		if len(vf.Diffs) > MaxDiffs {
+			return l.errf(l.line("variant", i, "diffs"), "variant %q: %d diffs, more than the %d a variant may name", vf.Name, len(vf.Diffs), MaxDiffs)
+		}
 		v := &Variant{Name: vf.Name, Versions: strings.TrimSpace(vf.Versions), Diffs: vf.Diffs, Predicted: strings.TrimSpace(vf.Predicted), Base: vf.Base}
 		if v.Name == "" {
 			v.Name = v.Versions
@@ -368,6 +444,9 @@ func (l *loader) variants(p *Patch, vs []variantFile) error {
 				return l.errf(l.line("variant", i, "diffs"), "variant %q: diff %v", v.Name, err)
 			}
 			data, err := readDiff(l.fsys, c, "diff "+l.display+"/"+c)
+			if err == nil {
+				err = l.bud.take(len(data), "diff "+l.display+"/"+c)
+			}
 			if err != nil {
 				if errors.Is(err, fs.ErrNotExist) {
 					return l.errf(l.line("variant", i, "diffs"), "variant %q: diff %s: file not found", v.Name, l.display+"/"+c)
@@ -440,6 +519,9 @@ func orAny(s string) string {
 // inProject checks that a repository-relative path is clean and inside the
 // project's tree.
 func inProject(p source.Project, rel string) error {
+	if r, bad := badPathRune(rel); bad {
+		return fmt.Errorf("%q: control character %U in a path", rel, r)
+	}
 	dir := strings.HasSuffix(rel, "/")
 	c, err := source.CleanRel(strings.TrimSuffix(rel, "/"))
 	if err != nil {
@@ -464,17 +546,21 @@ const MaxDiffSize = 16 << 20
 // readDiff reads a catalog diff: a regular file (a named pipe would block
 // forever) of at most MaxDiffSize bytes. what names it in errors.
 func readDiff(fsys fs.FS, name, what string) ([]byte, error) {
-	fi, err := fs.Stat(fsys, name)
-	if err != nil {
-		return nil, err
+	return readEntry(fsys, name, what, MaxDiffSize)
+}
+
+// url checks a URL the catalog shows: http or https, with a host, and no
+// control character.
+func (l *loader) url(line int, key, s string) error {
+	if r, _, bad := badRune(s, false); bad {
+		return l.errf(line, "%s: control character %U in a URL", key, r)
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file (%s): not read", what, bounded.Kind(fi.Mode()))
+	u, err := neturl.Parse(s)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return l.errf(line, "%s %q: not an http(s) URL", key, s)
 	}
-	f, err := fsys.Open(name)
-	if err != nil {
-		return nil, err
+	if len(s) > MaxTextLen {
+		return l.errf(line, "%s: %d bytes, more than the %d a URL may have", key, len(s), MaxTextLen)
 	}
-	defer f.Close()
-	return bounded.ReadAll(f, MaxDiffSize, what)
+	return nil
 }

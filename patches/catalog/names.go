@@ -5,6 +5,9 @@ import "github.com/smpatch/smpatch/internal/lazyre"
 var (
 	patchNameRE  = lazyre.New(`^[a-z0-9][a-z0-9._-]*$`)
 	moduleNameRE = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	commitRE     = lazyre.New(`^[0-9a-f]{7,64}$`)
+	// distNameRE is a Python distribution name (PEP 508).
+	distNameRE = lazyre.New(`^(?i:[a-z0-9]|[a-z0-9][a-z0-9._-]*[a-z0-9])$`)
 )
 
 // ValidName reports whether s is a patch name: a lower-case ASCII letter

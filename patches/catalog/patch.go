@@ -1,6 +1,8 @@
 package catalog
 
 import (
+	"fmt"
+
 	"github.com/hashicorp/go-version"
 
 	"github.com/smpatch/smpatch/internal/requires"
@@ -38,25 +40,33 @@ type Patch struct {
 	Needs []string
 	// needed are the patches Needs names, resolved when the catalog loads.
 	needed []*Patch
-	// needsLine finds the line of "needs" in the patch's file, for errors.
-	needsLine func() int
+	// needsLine finds the line of "needs" in the patch's file, for errors;
+	// nameLine and orderLine those of "name" and "order".
+	needsLine, nameLine, orderLine, upstreamLine func() int
+	// Order is the patch's place in its directory's series when the
+	// directory orders its patches by `order` keys (0: none).
+	Order int
 	// Digest is the sha256 of the patch's TOML and diff files.
 	Digest string
 }
 
 // Upstream says where a patch stands in its upstream project.
 type Upstream struct {
-	Status     string // "proposed", "merged", "rejected", "local"
-	PR         string // forwarded pull request URL
-	MergedIn   string // first upstream version that carries the change
+	// Status is one of UpstreamStatuses: local (never proposed), open (a
+	// pull request is open; "proposed" is the older word), closed (closed
+	// without merging; "rejected"), merged; "" when not said.
+	Status     string
+	PR         string // the pull request URL
+	Link       string // another URL: the upstream commit, issue or discussion
+	MergedIn   string // the first upstream version, or the commit, that carries the change
 	Marker     string // text whose presence in a target file shows the change is upstream
 	MarkerFile string
 	// MarkerFiles are more files the marker is looked for in, after
 	// MarkerFile (upstream code that moved between releases).
 	MarkerFiles []string
-	// Source, Author, Link and SHA256 say where a patch made by smpatch
-	// new or import came from (see the upstreamFile keys).
-	Source, Author, Link, SHA256 string
+	// Source, Author and SHA256 say where a patch made by smpatch new or
+	// import came from (see the upstreamFile keys); its link is Link.
+	Source, Author, SHA256 string
 }
 
 // Variant is one version range of a patch and the diffs for it.
@@ -127,6 +137,34 @@ func (c *Variant) Admits(v *version.Version) bool {
 		}
 	}
 	return source.Satisfies(cs, v)
+}
+
+// MergedInCommit reports whether MergedIn names a commit (hex digits)
+// rather than a version.
+func (u Upstream) MergedInCommit() bool {
+	return u.MergedIn != "" && commitRE().MatchString(u.MergedIn)
+}
+
+// IsMerged reports whether the catalog says upstream took the change.
+func (u Upstream) IsMerged() bool { return u.Status == "merged" }
+
+// UpstreamAt is where the patch's [upstream] table is: its file and the
+// table's line (0 when it has none).
+func (p *Patch) UpstreamAt() (string, int) {
+	if p.upstreamLine == nil {
+		return p.File, 0
+	}
+	return p.File, p.upstreamLine()
+}
+
+// nameAt is where the patch's name is: "FILE:LINE".
+func (p *Patch) nameAt() string {
+	if p.nameLine != nil {
+		if n := p.nameLine(); n > 0 {
+			return fmt.Sprintf("%s:%d", p.File, n)
+		}
+	}
+	return p.File
 }
 
 // Needed is every patch p needs, directly or through another, each after
