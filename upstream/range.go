@@ -40,6 +40,25 @@ type RangeInfo struct {
 	Changes []Change `json:"changes"` // oldest first
 	Commits int      `json:"commits"` // commits walked
 	Planned int      `json:"planned"` // commits where the targets changed and a plan ran
+	// Variants are the runs of commits over which one variant was chosen
+	// (none when no variant resolved), oldest first: where each variant
+	// of the patch holds on this history.
+	Variants []VariantWindow `json:"variants"`
+}
+
+// VariantWindow is a run of consecutive first-parent commits of a walk on
+// which a patch resolved with one variant ("" for none).
+type VariantWindow struct {
+	Variant string `json:"variant"`
+	// Status is the status over the run when the variant does not
+	// resolve there (conflict, refused, ...); "" when it does.
+	Status  Status `json:"status,omitempty"`
+	First   string `json:"first"` // the oldest commit of the run (the walk's base for the first run)
+	Last    string `json:"last"`  // the newest
+	Commits int    `json:"commits"`
+	// Versions are the tree's versions at First and Last ("" when unknown).
+	FirstVersion string `json:"first_version,omitempty"`
+	LastVersion  string `json:"last_version,omitempty"`
 }
 
 // Change is a commit where a patch's status changed.
@@ -238,6 +257,28 @@ func (w *rangeWalk) shown(brief []map[string]Result) []job {
 func (w *rangeWalk) result(i int, brief, full map[string]Result, ri RangeInfo) Result {
 	start := brief[w.keyAt[0][i]]
 	ri.Start, ri.Changes, ri.Planned = start.Status, []Change{}, len(w.seen[i])
+	ri.Variants = []VariantWindow{}
+	at := func(n int) Result {
+		if r, ok := full[w.keyAt[n][i]]; ok {
+			return r
+		}
+		return brief[w.keyAt[n][i]]
+	}
+	for n := range w.commits {
+		r := at(n)
+		st := r.Status
+		if st == Applies || st == Fuzzy || st == AlreadyUpstream {
+			st = ""
+		}
+		if m := len(ri.Variants); m > 0 && ri.Variants[m-1].Variant == r.Variant && ri.Variants[m-1].Status == st {
+			vw := &ri.Variants[m-1]
+			vw.Last, vw.LastVersion = w.commits[n].Hash.String(), r.Version
+			vw.Commits++
+			continue
+		}
+		h := w.commits[n].Hash.String()
+		ri.Variants = append(ri.Variants, VariantWindow{Variant: r.Variant, Status: st, First: h, Last: h, Commits: 1, FirstVersion: r.Version, LastVersion: r.Version})
+	}
 	cur, last := start, w.keyAt[0][i]
 	for n := 1; n < len(w.commits); n++ {
 		k := w.keyAt[n][i]
@@ -245,10 +286,7 @@ func (w *rangeWalk) result(i int, brief, full map[string]Result, ri RangeInfo) R
 			continue
 		}
 		last = k
-		r, ok := full[k]
-		if !ok {
-			r = brief[k]
-		}
+		r := at(n)
 		if r.Status != cur.Status {
 			c := w.commits[n]
 			ri.Changes = append(ri.Changes, Change{

@@ -82,8 +82,25 @@ func TestRangeMatchesPlainPlanning(t *testing.T) {
 			start := plain(base)
 			want := &RangeInfo{From: "v0.6.0", To: tg.Ref, Base: base.String(), Start: start.Status, Changes: []Change{}, Commits: len(chain)}
 			cur := start
+			// The variant windows, each commit planned on its own: a new
+			// window where the variant, or whether it resolves, changes.
+			window := func(h plumbing.Hash, r Result) {
+				st := r.Status
+				if st == Applies || st == Fuzzy || st == AlreadyUpstream {
+					st = ""
+				}
+				if n := len(want.Variants); n > 0 && want.Variants[n-1].Variant == r.Variant && want.Variants[n-1].Status == st {
+					want.Variants[n-1].Last, want.Variants[n-1].LastVersion = h.String(), r.Version
+					want.Variants[n-1].Commits++
+					return
+				}
+				want.Variants = append(want.Variants, VariantWindow{Variant: r.Variant, Status: st, First: h.String(), Last: h.String(), Commits: 1, FirstVersion: r.Version, LastVersion: r.Version})
+			}
+			want.Variants = []VariantWindow{}
+			window(base, start)
 			for _, c := range chain {
 				r := plain(c.Hash)
+				window(c.Hash, r)
 				if r.Status != cur.Status {
 					want.Changes = append(want.Changes, Change{Commit: c.Hash.String(), Date: c.Committer.When.UTC(), Subject: subject(c.Message), From: cur.Status, To: r.Status, Detail: r.Detail})
 				}

@@ -70,12 +70,13 @@ func (rp *Report) WriteText(w io.Writer) error {
 			r.Project, rp.name(r), ri.From, ri.To, ri.Commits, ri.Planned, ri.Start, short(ri.Base))
 		if len(ri.Changes) == 0 {
 			fmt.Fprintf(w, ", unchanged\n")
-			continue
+		} else {
+			fmt.Fprintln(w)
 		}
-		fmt.Fprintln(w)
 		for _, c := range ri.Changes {
 			fmt.Fprintf(w, "  %s %s  %s -> %s  %s\n", short(c.Commit), c.Date.Format("2006-01-02"), c.From, c.To, c.Subject)
 		}
+		writeVariantWindows(w, ri.Variants)
 	}
 	for _, r := range rp.verdicts() {
 		fmt.Fprintf(w, "\n%s %s: %s\n", r.Project, rp.name(r), r.Lifecycle.Verdict)
@@ -354,4 +355,39 @@ func upstreamCell(r Result) string {
 // break, no cell separator, no HTML or link syntax GitHub would render.
 func md(s string) string {
 	return strings.NewReplacer("\n", " ", "\r", " ", "|", "\\|", "<", "&lt;", ">", "&gt;", "[", "\\[", "]", "\\]", "`", "\\`").Replace(s)
+}
+
+// writeVariantWindows prints where each variant held over a walk, one run
+// a line ("variant resolver: 7b1a20344c84..fdebc938f7f4, 0.5.14 to 0.5.16,
+// 1314 commits"), when the walk met more than one variant or a variant
+// with a name.
+func writeVariantWindows(w io.Writer, vs []VariantWindow) {
+	if len(vs) == 0 || len(vs) == 1 && vs[0].Variant == "" && vs[0].Status == "" {
+		return
+	}
+	for _, v := range vs {
+		name := "variant " + v.Variant
+		if v.Variant == "" {
+			name = "no variant"
+		}
+		if v.Status != "" && v.Variant != "" {
+			name += " (" + string(v.Status) + ")"
+		}
+		span := short(v.First)
+		if v.Last != v.First {
+			span += ".." + short(v.Last)
+		}
+		vers := ""
+		switch {
+		case v.FirstVersion != "" && v.LastVersion != "" && v.FirstVersion != v.LastVersion:
+			vers = ", " + v.FirstVersion + " to " + v.LastVersion
+		case v.FirstVersion != "":
+			vers = ", " + v.FirstVersion
+		}
+		unit := "commits"
+		if v.Commits == 1 {
+			unit = "commit"
+		}
+		fmt.Fprintf(w, "  %s: %s%s, %d %s\n", name, span, vers, v.Commits, unit)
+	}
 }
