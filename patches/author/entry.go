@@ -82,10 +82,10 @@ func diffName(name, v string) string {
 }
 
 // newEntry is the entry of a new patch with one variant.
-func newEntry(dir, name string, p source.Project, ver, base string, diff []byte, m Meta) (*Entry, error) {
-	v := entryVariant{Name: variantName(ver), Base: base}
-	if ver != "" {
-		v.Versions = ">= " + ver
+func newEntry(dir, name string, p source.Project, vr *verRange, base string, diff []byte, m Meta) (*Entry, error) {
+	v := entryVariant{Name: vr.Name, Versions: vr.Range, Base: base}
+	if vr.Comment != "" {
+		m.Comment = append(m.Comment, vr.Comment+".")
 	}
 	v.Diffs = []string{diffName(name, v.Name)}
 	f := entryFile{Name: name, Project: string(p), Summary: m.Summary,
