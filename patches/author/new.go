@@ -81,6 +81,11 @@ func New(ctx context.Context, t source.WritableTree, opts NewOptions) (*Result, 
 	if builtinName(opts.Name) {
 		return nil, inputf("%q is the name of a built-in patch: choose another", opts.Name)
 	}
+	ver, from := versionOf(ctx, t)
+	vr, err := rangeOf(ver, from, opts.Versions, "the tree")
+	if err != nil {
+		return nil, err
+	}
 	pr, err := PristineOf(t, opts.Base, opts.Wheel)
 	if err != nil {
 		return nil, err
@@ -91,11 +96,6 @@ func New(ctx context.Context, t source.WritableTree, opts NewOptions) (*Result, 
 	}
 	if len(d.Changes) == 0 {
 		return nil, inputf("%s: no change against %s: nothing to make a patch of", t.Root(), pr.Desc)
-	}
-	ver, from := versionOf(ctx, t)
-	vr, err := rangeOf(ver, from, opts.Versions, "the tree")
-	if err != nil {
-		return nil, err
 	}
 	summary := opts.Summary
 	if summary == "" {

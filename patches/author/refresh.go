@@ -272,11 +272,6 @@ func newVariant(p *catalog.Patch, old []byte, ver, given, base string) (entryVar
 		return entryVariant{}, nil, -1, "", err
 	}
 	v := entryVariant{Name: vr.Name, Base: base}
-	for _, o := range p.Variants {
-		if o.Name == v.Name {
-			return v, nil, -1, "", inputf("%s: a variant %s exists already (%s)", p.File, v.Name, orAny(o.Versions))
-		}
-	}
 	narrow, narrowTo := -1, ""
 	if ver != "" {
 		n, to, newRange, err := splitRange(p, ver)
@@ -284,6 +279,11 @@ func newVariant(p *catalog.Patch, old []byte, ver, given, base string) (entryVar
 			return v, nil, -1, "", err
 		}
 		narrow, narrowTo, v.Versions = n, to, newRange
+	}
+	for _, o := range p.Variants {
+		if o.Name == v.Name {
+			return v, nil, -1, "", inputf("%s: a variant %s exists already (%s): `smpatch refresh %s --replace` replaces the diffs of the variant that holds this version", p.File, v.Name, orAny(o.Versions), p.Name)
+		}
 	}
 	if given != "" {
 		v.Versions = vr.Range

@@ -42,6 +42,7 @@ func versionOf(ctx context.Context, t source.Tree) (ver, from string) {
 // which is checked as the catalog checks one. what names the tree or the
 // parent commit in the entry's comment.
 func rangeOf(ver, from, given, what string) (*verRange, error) {
+	from = strings.TrimPrefix(from, "unknown: ")
 	r := &verRange{Ver: ver, From: from, Name: variantName(ver)}
 	if given != "" {
 		given = strings.TrimSpace(given)
