@@ -185,7 +185,7 @@ func importGit(ctx context.Context, opts ImportOptions) (*Result, error) {
 	if from.Hash != firstParent(to) {
 		what = fmt.Sprintf("commits %s..%s", from.Hash.String()[:12], to.Hash.String()[:12])
 	}
-	m := Meta{Summary: orElse(opts.Summary, subject), Source: "git", Author: fmt.Sprintf("%s <%s>", to.Author.Name, to.Author.Email),
+	m := Meta{Summary: orElse(opts.Summary, subject), Source: "git", Clone: cloneDir(repo, opts.Git), Author: fmt.Sprintf("%s <%s>", to.Author.Name, to.Author.Email),
 		Link: commitLink(repo, to.Hash.String()), Comment: []string{fmt.Sprintf("%s: imported by smpatch import from %s of %s.", opts.Name, what, opts.Git)}}
 	res, _, _, _, err := writeEntry(opts.Into, opts.Name, project, vr, from.Hash.String(), d, m, nil)
 	if err != nil {
@@ -454,4 +454,18 @@ func truncate(s string, n int) string {
 		s = s[:len(s)-1]
 	}
 	return s + "..."
+}
+
+// cloneDir is the absolute path of the clone at dir: its work tree's root,
+// or the repository directory of a bare one.
+func cloneDir(repo *git.Repository, dir string) string {
+	if wt, err := repo.Worktree(); err == nil {
+		if p, err := filepath.EvalSymlinks(wt.Filesystem.Root()); err == nil {
+			return p
+		}
+	}
+	if p, err := filepath.Abs(dir); err == nil {
+		return p
+	}
+	return ""
 }

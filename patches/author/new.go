@@ -101,7 +101,7 @@ func New(ctx context.Context, t source.WritableTree, opts NewOptions) (*Result, 
 	if summary == "" {
 		summary = "Local change to " + changedList(t, d.Changes)
 	}
-	m := Meta{Summary: summary, Source: "tree", Comment: []string{
+	m := Meta{Summary: summary, Source: "tree", Clone: pr.Clone, Comment: []string{
 		fmt.Sprintf("%s: made by smpatch new from %s against %s.", opts.Name, t.Root(), pr.Desc),
 	}}
 	res, e, wrote, p, err := writeEntry(opts.Into, opts.Name, t.Project(), vr, pr.Base, d, m, func(rel string) string { return source.ShownPath(t, rel) })

@@ -45,6 +45,8 @@ type Pristine struct {
 	// Base is recorded in the variant: a commit, or the wheel's file name
 	// and sha256.
 	Base string
+	// Clone is the git repository Base is a commit of ("" for a wheel).
+	Clone string
 	// read reads a repository path of the pristine source (nil, nil:
 	// absent).
 	read func(rel string) ([]byte, error)
@@ -88,6 +90,7 @@ func GitPristine(t source.Tree, rev string) (*Pristine, error) {
 		return nil, err
 	}
 	pr.ignored = gitIgnored(t.Root(), prefix)
+	pr.Clone = strings.TrimSuffix(t.Root(), "/"+strings.TrimSuffix(prefix, "/"))
 	return pr, nil
 }
 

@@ -47,6 +47,8 @@ type upstreamFile struct {
 	Author string `toml:"author"`
 	Link   string `toml:"link"`
 	SHA256 string `toml:"sha256"`
+	// Clone is the local repository the base commits were read from.
+	Clone string `toml:"clone"`
 }
 
 // variantFile is one [[variant]].
