@@ -72,6 +72,9 @@ func Import(ctx context.Context, opts ImportOptions) (*Result, error) {
 	case opts.File != "":
 		data, rerr := readRegular(opts.File, catalog.MaxDiffSize)
 		if rerr != nil {
+			if strings.HasPrefix(rerr.Error(), opts.File+":") {
+				return nil, &InputError{rerr.Error()}
+			}
 			return nil, inputf("%s: %v", opts.File, rerr)
 		}
 		res, err = importPatch(opts, opts.File, data, "file", "")
