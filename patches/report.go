@@ -19,7 +19,7 @@ func ConflictReport(p *Plan) string {
 			hdr := ""
 			if fp.Diff != nil && h.Index < len(fp.Diff.Hunks) && fp.Diff.Hunks[h.Index] != nil {
 				hk := fp.Diff.Hunks[h.Index]
-				hdr = fmt.Sprintf(" @@ -%d,%d +%d,%d @@%s", hk.OldStart, hk.OldLines, hk.NewStart, hk.NewLines, termsafe.Line(hk.Section))
+				hdr = fmt.Sprintf(" @@ -%d,%d +%d,%d @@%s", hk.OldStart, hk.OldLines, hk.NewStart, hk.NewLines, sectionText(hk.Section))
 			}
 			fmt.Fprintf(&b, "conflict: %s hunk #%d%s\n", p.Shown(fp.Path), h.Index+1, hdr)
 			if h.Reason != "" {
@@ -64,4 +64,13 @@ func FitLine(p *Plan) string {
 		}
 		return "does not apply"
 	}
+}
+
+// sectionText is a hunk header's context as shown after "@@" (a space
+// first, as git writes it).
+func sectionText(s string) string {
+	if s == "" {
+		return ""
+	}
+	return " " + termsafe.Line(s)
 }

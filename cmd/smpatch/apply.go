@@ -416,7 +416,7 @@ func finishConflict(ctx context.Context, o *applyOptions, t source.WritableTree,
 	if o.Reject {
 		mode = author.Reject
 	}
-	fin, ferr := author.Finish(ctx, t, pl, mode)
+	fin, ferr := author.Finish(ctx, t, pl, author.FinishOptions{Mode: mode, ToolVersion: Version, Waiting: waitingLine(o.IO.ErrOut)})
 	if ferr != nil {
 		return ferr
 	}
@@ -426,6 +426,6 @@ func finishConflict(ctx context.Context, o *applyOptions, t source.WritableTree,
 	for _, r := range fin.Rejects {
 		fmt.Fprintf(o.IO.Out, "%s: rejected hunks in %s\n", name, r)
 	}
-	fmt.Fprintf(o.IO.Out, "%s: finish the edit, then `smpatch refresh %s --repo %s` records it as a variant for this tree (the journal has nothing of it until then)\n", name, name, t.Root())
+	fmt.Fprintf(o.IO.Out, "%s: finish the edit, then `smpatch refresh %s --repo %s` records it as a variant for this tree; `smpatch revert %s` puts back the bytes before (the journal has them)\n", name, name, t.Root(), name)
 	return silentCode(exitConflict)
 }

@@ -15,14 +15,15 @@ type importOptions struct {
 	IO          IOStreams
 	CatalogDirs func() []string
 
-	Name    string
-	Into    string
-	Git     string
-	Commit  string
-	File    string
-	URL     string
-	Summary string
-	JSON    bool
+	Name     string
+	Into     string
+	Git      string
+	Commit   string
+	File     string
+	URL      string
+	Summary  string
+	Versions string
+	JSON     bool
 }
 
 func (o *importOptions) AddFlags(c *cobra.Command) {
@@ -33,6 +34,7 @@ func (o *importOptions) AddFlags(c *cobra.Command) {
 	f.StringVar(&o.File, "file", "", "a git format-patch file or a plain unified diff")
 	f.StringVar(&o.URL, "url", "", "a pull request, commit or .patch URL, fetched once; its sha256 goes into the entry")
 	f.StringVar(&o.Summary, "summary", "", "the entry's one-line summary (default: the commit's subject)")
+	f.StringVar(&o.Versions, "versions", "", "the variant's range, e.g. \">= 0.5.14\" (default: from the parent commit's version on, when it is known)")
 	f.BoolVar(&o.JSON, "json", false, "print JSON")
 	c.MarkFlagsMutuallyExclusive("git", "file", "url")
 	c.MarkFlagsOneRequired("git", "file", "url")
@@ -59,7 +61,7 @@ func runImport(ctx context.Context, o *importOptions) error {
 	if err != nil {
 		return err
 	}
-	res, err := author.Import(ctx, author.ImportOptions{Name: o.Name, Into: into, Git: o.Git, Commit: o.Commit, File: o.File, URL: o.URL, Summary: o.Summary})
+	res, err := author.Import(ctx, author.ImportOptions{Name: o.Name, Into: into, Git: o.Git, Commit: o.Commit, File: o.File, URL: o.URL, Summary: o.Summary, Versions: o.Versions})
 	if err != nil {
 		return err
 	}

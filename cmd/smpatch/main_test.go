@@ -59,7 +59,7 @@ func scriptParams(dir string, more func(*testscript.Env) error) testscript.Param
 	return testscript.Params{
 		Dir:                 dir,
 		RequireExplicitExec: true,
-		Cmds:                map[string]func(ts *testscript.TestScript, neg bool, args []string){"exitcode": cmdExitCode, "gitcommit": cmdGitCommit, "synthtree": cmdSynthTree},
+		Cmds:                map[string]func(ts *testscript.TestScript, neg bool, args []string){"exitcode": cmdExitCode, "gitcommit": cmdGitCommit, "synthtree": cmdSynthTree, "mkwheel": cmdMkWheel},
 		Setup: func(e *testscript.Env) error {
 			e.Setenv("SMPATCH_CATALOG", "")
 			e.Setenv("SMPATCH_REPO", "")
@@ -67,6 +67,7 @@ func scriptParams(dir string, more func(*testscript.Env) error) testscript.Param
 			e.Setenv("XDG_CACHE_HOME", e.WorkDir+"/.cache")
 			e.Setenv("XDG_CONFIG_HOME", e.WorkDir+"/.config")
 			e.Setenv("SMPATCH_PYTHON", "")
+			e.Setenv("PIP_CACHE_DIR", "")
 			e.Setenv("NO_COLOR", "")
 			e.Setenv("XDG_STATE_HOME", e.WorkDir+"/.state")
 			// A race-enabled binary sleeps a second at exit by default.

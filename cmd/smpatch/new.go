@@ -19,13 +19,14 @@ type newOptions struct {
 	Tree        func(ctx context.Context, repo string, project source.Project) (source.WritableTree, error)
 	CatalogDirs func() []string
 
-	Name    string
-	Repo    string
-	Into    string
-	Base    string
-	Wheel   string
-	Summary string
-	JSON    bool
+	Name     string
+	Repo     string
+	Into     string
+	Base     string
+	Wheel    string
+	Versions string
+	Summary  string
+	JSON     bool
 }
 
 func (o *newOptions) AddFlags(c *cobra.Command) {
@@ -34,6 +35,7 @@ func (o *newOptions) AddFlags(c *cobra.Command) {
 	f.StringVar(&o.Into, "into", "", "the catalog directory to write NAME.toml and its diff in (default: the first --catalog, $SMPATCH_CATALOG or config file directory)")
 	f.StringVar(&o.Base, "base", "", "for a checkout: the revision the edit is measured against (default HEAD)")
 	f.StringVar(&o.Wheel, "wheel", "", "for site-packages: the wheel it was installed from (default: pip's cache, when it holds it)")
+	f.StringVar(&o.Versions, "versions", "", "the variant's range, e.g. \">= 0.5.14, < 0.5.16\" (default: from the tree's version on)")
 	f.StringVar(&o.Summary, "summary", "", "the entry's one-line summary")
 	f.BoolVar(&o.JSON, "json", false, "print JSON")
 }
@@ -73,7 +75,7 @@ func runNew(ctx context.Context, o *newOptions) error {
 	if err != nil {
 		return err
 	}
-	res, err := author.New(ctx, t, author.NewOptions{Name: o.Name, Into: into, Base: o.Base, Wheel: o.Wheel, Summary: o.Summary,
+	res, err := author.New(ctx, t, author.NewOptions{Name: o.Name, Into: into, Base: o.Base, Wheel: o.Wheel, Versions: o.Versions, Summary: o.Summary,
 		ToolVersion: Version, Waiting: waitingLine(o.IO.ErrOut)})
 	if err != nil {
 		return err
@@ -98,6 +100,12 @@ func printAuthored(io IOStreams, res *author.Result, asJSON bool, verb string) e
 	fmt.Fprintf(w, "%s: %s %s, variant %s (%s)\n", res.Name, verb, res.TOML, res.Variant, rng)
 	for _, d := range res.Diffs {
 		fmt.Fprintf(w, "  diff: %s\n", d)
+	}
+	if res.VersionNote != "" {
+		fmt.Fprintf(w, "  %s\n", res.VersionNote)
+	}
+	if res.Replaced {
+		fmt.Fprintf(w, "  variant %s's diffs replaced, its range kept\n", res.Variant)
 	}
 	if res.Pristine != "" {
 		fmt.Fprintf(w, "  against: %s\n", res.Pristine)

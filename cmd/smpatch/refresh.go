@@ -19,15 +19,20 @@ type refreshOptions struct {
 	Catalog func() (*patches.Catalog, error)
 	Tree    func(ctx context.Context, repo string, project source.Project) (source.WritableTree, error)
 
-	Name string
-	Repo string
-	JSON bool
+	Name     string
+	Repo     string
+	Versions string
+	Replace  bool
+	JSON     bool
 }
 
 func (o *refreshOptions) AddFlags(c *cobra.Command) {
 	f := c.Flags()
 	f.StringVar(&o.Repo, "repo", "", "the newer tree (default: $SMPATCH_REPO, the current checkout, or the installed package)")
+	f.StringVar(&o.Versions, "versions", "", "the new variant's range (default: from the tree's version on, the older variant cut there)")
+	f.BoolVar(&o.Replace, "replace", false, "replace the diffs of the variant whose range holds the tree's version (its range kept) instead of adding a variant")
 	f.BoolVar(&o.JSON, "json", false, "print JSON")
+	c.MarkFlagsMutuallyExclusive("versions", "replace")
 }
 
 func newRefreshCmd(f *Factory) *cobra.Command {
@@ -58,7 +63,7 @@ func runRefresh(ctx context.Context, o *refreshOptions) error {
 	if err != nil {
 		return err
 	}
-	res, err := author.Refresh(ctx, t, p, author.RefreshOptions{ToolVersion: Version, Waiting: waitingLine(o.IO.ErrOut)})
+	res, err := author.Refresh(ctx, t, p, author.RefreshOptions{ToolVersion: Version, Waiting: waitingLine(o.IO.ErrOut), Versions: o.Versions, Replace: o.Replace})
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,8 @@
 // a format-patch or unified diff file, a URL fetched once and pinned by
 // its sha256), refresh (the shape a patch has on a newer tree, written as
 // a new variant beside the old ones) and the finishing of a conflict by
-// hand (three-way markers or .rej files).
+// hand (a three-way merge against the base file, or markers per hunk, or
+// .rej files; journaled, so revert undoes it).
 //
 // Every diff it writes has the least context that places each change
 // once in its file, and is checked by applying it to its own base before

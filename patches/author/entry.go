@@ -28,6 +28,7 @@ type Meta struct {
 	Author  string
 	Link    string
 	SHA256  string
+	Clone   string   // the local repository the base commit is in
 	Comment []string // the header comment, one line each
 }
 
@@ -45,6 +46,7 @@ type entryUpstream struct {
 	Author string `toml:"author,omitempty"`
 	Link   string `toml:"link,omitempty"`
 	SHA256 string `toml:"sha256,omitempty"`
+	Clone  string `toml:"clone,omitempty"`
 }
 
 type entryFile struct {
@@ -82,14 +84,14 @@ func diffName(name, v string) string {
 }
 
 // newEntry is the entry of a new patch with one variant.
-func newEntry(dir, name string, p source.Project, ver, base string, diff []byte, m Meta) (*Entry, error) {
-	v := entryVariant{Name: variantName(ver), Base: base}
-	if ver != "" {
-		v.Versions = ">= " + ver
+func newEntry(dir, name string, p source.Project, vr *verRange, base string, diff []byte, m Meta) (*Entry, error) {
+	v := entryVariant{Name: vr.Name, Versions: vr.Range, Base: base}
+	if vr.Comment != "" {
+		m.Comment = append(m.Comment, vr.Comment+".")
 	}
 	v.Diffs = []string{diffName(name, v.Name)}
 	f := entryFile{Name: name, Project: string(p), Summary: m.Summary,
-		Upstream: entryUpstream{Status: "local", Source: m.Source, Author: m.Author, Link: m.Link, SHA256: m.SHA256},
+		Upstream: entryUpstream{Status: "local", Source: m.Source, Author: m.Author, Link: m.Link, SHA256: m.SHA256, Clone: m.Clone},
 		Variant:  []entryVariant{v}}
 	if m.Link != "" {
 		f.Links = []string{m.Link}

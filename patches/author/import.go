@@ -13,12 +13,14 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/smpatch/smpatch/internal/bounded"
+	"github.com/smpatch/smpatch/internal/termsafe"
 	"github.com/smpatch/smpatch/patches/catalog"
 	"github.com/smpatch/smpatch/patches/udiff"
 	"github.com/smpatch/smpatch/source"
@@ -33,6 +35,9 @@ type ImportOptions struct {
 	File       string // a .patch or .diff file
 	URL        string // a pull request, a commit or a .patch URL
 	Summary    string
+	// Versions is the variant's range (default ">= " the parent's
+	// version, when known).
+	Versions string
 	// Timeout bounds the fetch of URL (30s when 0).
 	Timeout time.Duration
 	// Client fetches URL (http.DefaultClient's transport when nil).
@@ -67,6 +72,9 @@ func Import(ctx context.Context, opts ImportOptions) (*Result, error) {
 	case opts.File != "":
 		data, rerr := readRegular(opts.File, catalog.MaxDiffSize)
 		if rerr != nil {
+			if strings.HasPrefix(rerr.Error(), opts.File+":") {
+				return nil, &InputError{rerr.Error()}
+			}
 			return nil, inputf("%s: %v", opts.File, rerr)
 		}
 		res, err = importPatch(opts, opts.File, data, "file", "")
@@ -165,18 +173,24 @@ func importGit(ctx context.Context, opts ImportOptions) (*Result, error) {
 	if len(d.Changes) == 0 {
 		return nil, inputf("%s: %s changes no file of %s's tree (%s)", opts.Git, opts.Commit, project, strings.Join(source.ProjectRoots(project), ", "))
 	}
-	ver := ""
+	ver, vfrom := "", ""
 	if rt, err := gitrepo.OpenRevisionOf(repo, from, project, ""); err == nil {
-		ver = treeVersion(ctx, rt)
+		ver, vfrom = versionOf(ctx, rt)
+	} else {
+		vfrom = err.Error()
+	}
+	vr, err := rangeOf(ver, vfrom, opts.Versions, "the parent "+from.Hash.String()[:12])
+	if err != nil {
+		return nil, err
 	}
 	subject, _, _ := strings.Cut(strings.TrimSpace(to.Message), "\n")
 	what := "commit " + to.Hash.String()
 	if from.Hash != firstParent(to) {
 		what = fmt.Sprintf("commits %s..%s", from.Hash.String()[:12], to.Hash.String()[:12])
 	}
-	m := Meta{Summary: orElse(opts.Summary, subject), Source: "git", Author: fmt.Sprintf("%s <%s>", to.Author.Name, to.Author.Email),
+	m := Meta{Summary: orElse(opts.Summary, subject), Source: "git", Clone: cloneDir(repo, opts.Git), Author: fmt.Sprintf("%s <%s>", to.Author.Name, to.Author.Email),
 		Link: commitLink(repo, to.Hash.String()), Comment: []string{fmt.Sprintf("%s: imported by smpatch import from %s of %s.", opts.Name, what, opts.Git)}}
-	res, _, _, _, err := writeEntry(opts.Into, opts.Name, project, ver, from.Hash.String(), d, m, nil)
+	res, _, _, _, err := writeEntry(opts.Into, opts.Name, project, vr, from.Hash.String(), d, m, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -271,7 +285,11 @@ func importPatch(opts ImportOptions, src string, data []byte, kind, link string)
 	if pf.Commit != "" {
 		m.Comment = append(m.Comment, "commit "+pf.Commit)
 	}
-	e, err := newEntry(opts.Into, opts.Name, project, "", "", b.Bytes(), m)
+	vr, err := rangeOf("", "a patch file carries no version", opts.Versions, src)
+	if err != nil {
+		return nil, err
+	}
+	e, err := newEntry(opts.Into, opts.Name, project, vr, "", b.Bytes(), m)
 	if err != nil {
 		return nil, err
 	}
@@ -282,7 +300,7 @@ func importPatch(opts ImportOptions, src string, data []byte, kind, link string)
 	if _, err := e.Write(true); err != nil {
 		return nil, err
 	}
-	res := &Result{Name: opts.Name, TOML: filepath.Join(opts.Into, opts.Name+".toml"), Variant: p.Variants[0].Name, Skipped: d.Skipped, Pristine: src}
+	res := &Result{Name: opts.Name, TOML: filepath.Join(opts.Into, opts.Name+".toml"), Variant: p.Variants[0].Name, Versions: p.Variants[0].Versions, VersionNote: vr.Note, Skipped: d.Skipped, Pristine: src}
 	for k := range e.Diffs {
 		res.Diffs = append(res.Diffs, filepath.Join(opts.Into, k))
 	}
@@ -352,42 +370,105 @@ func fetch(ctx context.Context, opts ImportOptions) ([]byte, string, error) {
 	return data, link, nil
 }
 
-var shortSHA = regexp.MustCompile(`^[0-9a-f]{7,39}$`)
+var shortSHA = regexp.MustCompile(`^[0-9a-fA-F]{4,39}$`)
 
-// resolveCommit resolves rev in repo as git rev-parse would: a name (with
-// ~N, ^N), a full SHA, or a short one, which go-git finds only among loose
-// objects, so the history of every ref is searched for it (unique, or
-// refused).
+// maxCandidates is how many commits an ambiguous short SHA's error names.
+const maxCandidates = 10
+
+// resolveCommit resolves rev in repo as git rev-parse would: a short SHA
+// (looked up by prefix in the loose objects and pack indexes of the
+// repository and its alternates: unique among commits, or refused with
+// the candidates), else a name (with ~N, ^N) or a full SHA.
 func resolveCommit(ctx context.Context, repo *git.Repository, where, rev string) (*object.Commit, error) {
-	if h, err := gitrepo.ResolveRevision(repo, rev); err == nil {
-		return repo.CommitObject(h)
+	if shortSHA.MatchString(rev) {
+		hs, err := gitrepo.HashesWithPrefix(repo, rev)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", where, err)
+		}
+		var commits []*object.Commit
+		for _, h := range hs {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			if c, ok := commitOf(repo, h); ok && !hasCommit(commits, c) {
+				commits = append(commits, c)
+			}
+		}
+		switch {
+		case len(commits) == 1:
+			return commits[0], nil
+		case len(commits) > 1:
+			var names []string
+			for i, c := range commits {
+				if i == maxCandidates {
+					names = append(names, fmt.Sprintf("and %d more", len(commits)-maxCandidates))
+					break
+				}
+				subject, _, _ := strings.Cut(strings.TrimSpace(c.Message), "\n")
+				names = append(names, fmt.Sprintf("%s %q", short(c), termsafe.Line(truncate(subject, 60))))
+			}
+			return nil, inputf("%s: %q names %d commits: give more digits (%s)", where, rev, len(commits), strings.Join(names, "; "))
+		case len(hs) > 0:
+			if _, err := gitrepo.ResolveRevision(repo, rev); err != nil {
+				return nil, inputf("%s: %q names %d objects and no commit (%s)", where, rev, len(hs), hs[0].String()[:12])
+			}
+		}
 	}
-	if !shortSHA.MatchString(rev) {
+	h, err := gitrepo.ResolveRevision(repo, rev)
+	if err != nil {
+		if shortSHA.MatchString(rev) {
+			return nil, inputf("%s: no commit starts with %s (its objects and its alternates' read) and no branch or tag has that name", where, rev)
+		}
 		return nil, inputf("%s: unknown revision %q", where, rev)
 	}
-	iter, err := repo.Log(&git.LogOptions{All: true})
-	if err != nil {
-		return nil, err
-	}
-	defer iter.Close()
-	var hits []*object.Commit
-	err = iter.ForEach(func(c *object.Commit) error {
-		if err := ctx.Err(); err != nil {
-			return err
+	return repo.CommitObject(h)
+}
+
+// commitOf is the commit h is, or that the annotated tag h points at.
+func commitOf(repo *git.Repository, h plumbing.Hash) (*object.Commit, bool) {
+	for range 10 {
+		if c, err := repo.CommitObject(h); err == nil {
+			return c, true
 		}
-		if strings.HasPrefix(c.Hash.String(), rev) {
-			hits = append(hits, c)
+		t, err := repo.TagObject(h)
+		if err != nil {
+			return nil, false
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
+		h = t.Target
 	}
-	switch len(hits) {
-	case 0:
-		return nil, inputf("%s: unknown revision %q", where, rev)
-	case 1:
-		return hits[0], nil
+	return nil, false
+}
+
+func hasCommit(cs []*object.Commit, c *object.Commit) bool {
+	for _, o := range cs {
+		if o.Hash == c.Hash {
+			return true
+		}
 	}
-	return nil, inputf("%s: %q names %d commits: give more digits", where, rev, len(hits))
+	return false
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s + "..."
+}
+
+// cloneDir is the absolute path of the clone at dir: its work tree's root,
+// or the repository directory of a bare one.
+func cloneDir(repo *git.Repository, dir string) string {
+	if wt, err := repo.Worktree(); err == nil {
+		if p, err := filepath.EvalSymlinks(wt.Filesystem.Root()); err == nil {
+			return p
+		}
+	}
+	if p, err := filepath.Abs(dir); err == nil {
+		return p
+	}
+	return ""
 }

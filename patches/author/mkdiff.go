@@ -3,9 +3,12 @@ package author
 import (
 	"bytes"
 	"fmt"
+	"path"
+	"regexp"
 	"sort"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/smpatch/smpatch/patches/udiff"
 )
@@ -43,6 +46,12 @@ func MakeDiff(changes []Change) []byte {
 			fd.Hunks = udiff.Hunks(c.Old, nil, 0)
 		default:
 			fd.Hunks = minimalHunks(c.Old, c.New)
+			if pythonFile(c.Path) {
+				lines := splitLines(c.Old)
+				for _, h := range fd.Hunks {
+					h.Section = pySection(lines, h)
+				}
+			}
 		}
 		if len(fd.Hunks) == 0 && !fd.IsCreate() && !fd.IsDelete() {
 			continue
@@ -220,4 +229,76 @@ func checkDiff(src string, diff []byte, changes []Change) error {
 		}
 	}
 	return nil
+}
+
+// maxSectionScan bounds how far back a hunk's enclosing def or class is
+// looked for.
+const maxSectionScan = 20000
+
+// maxSection is the most bytes of a hunk header's context (git's limit).
+const maxSection = 80
+
+var pyDef = regexp.MustCompile(`^[ \t]*((?:async[ \t]+)?def[ \t]|class[ \t])`)
+
+func pythonFile(p string) bool {
+	switch path.Ext(p) {
+	case ".py", ".pyi":
+		return true
+	}
+	return false
+}
+
+// pySection is the context git writes after a Python hunk's "@@": the
+// nearest "def " or "class " line before the hunk that is indented less
+// than every line of the hunk (its enclosing function or class, through
+// the if, for or with blocks between), without its indentation, at most 80
+// bytes; "" when the hunk is at the top level or under a top-level
+// statement that is not a def or class.
+func pySection(lines []string, h *udiff.Hunk) string {
+	ind := -1
+	for _, l := range h.Lines {
+		l = strings.TrimRight(l, "\r")
+		if strings.TrimSpace(l) == "" {
+			continue
+		}
+		if n := indentOf(l); ind < 0 || n < ind {
+			ind = n
+		}
+	}
+	if ind <= 0 {
+		return ""
+	}
+	from := h.OldStart - 1 // index of the hunk's first old line
+	if h.OldLines == 0 {
+		from = h.OldStart
+	}
+	for i := min(from, len(lines)) - 1; i >= 0 && from-i <= maxSectionScan; i-- {
+		l := strings.TrimRight(lines[i], "\r")
+		t := strings.TrimSpace(l)
+		if t == "" || strings.HasPrefix(t, "#") || indentOf(l) >= ind {
+			continue
+		}
+		if !pyDef.MatchString(l) {
+			// An enclosing block (if, for, with): its own block may be a
+			// function's; a top-level statement ends the search.
+			if ind = indentOf(l); ind == 0 {
+				return ""
+			}
+			continue
+		}
+		s := strings.TrimSpace(l)
+		if len(s) > maxSection {
+			s = s[:maxSection]
+			for len(s) > 0 && !utf8.ValidString(s) {
+				s = s[:len(s)-1]
+			}
+		}
+		return s
+	}
+	return ""
+}
+
+// indentOf is the count of leading spaces and tabs of l.
+func indentOf(l string) int {
+	return len(l) - len(strings.TrimLeft(l, " \t"))
 }

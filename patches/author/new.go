@@ -19,6 +19,8 @@ type NewOptions struct {
 	// Base is the revision of a checkout the change is measured against
 	// (HEAD when ""); Wheel the wheel of a site-packages tree.
 	Base, Wheel string
+	// Versions is the variant's range (default ">= " the tree's version).
+	Versions    string
 	Summary     string
 	ToolVersion string
 	Waiting     func(line string)
@@ -33,10 +35,15 @@ type Result struct {
 	Versions string   `json:"versions"`
 	Pristine string   `json:"pristine"`
 	Version  string   `json:"version"`
-	Files    []string `json:"files"`
-	Skipped  []string `json:"skipped"`
+	// VersionNote says why the variant has no range (the version is
+	// unknown).
+	VersionNote string   `json:"version_note,omitempty"`
+	Files       []string `json:"files"`
+	Skipped     []string `json:"skipped"`
 	// Narrowed says which older variant's range was cut at this one.
 	Narrowed string `json:"narrowed,omitempty"`
+	// Replaced: refresh --replace replaced the diffs of the variant named.
+	Replaced bool `json:"replaced,omitempty"`
 	// Recorded: the tree's journal now has the patch applied.
 	Recorded bool `json:"recorded"`
 	// Note says what refresh found ("applies exactly: nothing to write").
@@ -74,6 +81,11 @@ func New(ctx context.Context, t source.WritableTree, opts NewOptions) (*Result, 
 	if builtinName(opts.Name) {
 		return nil, inputf("%q is the name of a built-in patch: choose another", opts.Name)
 	}
+	ver, from := versionOf(ctx, t)
+	vr, err := rangeOf(ver, from, opts.Versions, "the tree")
+	if err != nil {
+		return nil, err
+	}
 	pr, err := PristineOf(t, opts.Base, opts.Wheel)
 	if err != nil {
 		return nil, err
@@ -85,15 +97,14 @@ func New(ctx context.Context, t source.WritableTree, opts NewOptions) (*Result, 
 	if len(d.Changes) == 0 {
 		return nil, inputf("%s: no change against %s: nothing to make a patch of", t.Root(), pr.Desc)
 	}
-	ver := treeVersion(ctx, t)
 	summary := opts.Summary
 	if summary == "" {
 		summary = "Local change to " + changedList(t, d.Changes)
 	}
-	m := Meta{Summary: summary, Source: "tree", Comment: []string{
+	m := Meta{Summary: summary, Source: "tree", Clone: pr.Clone, Comment: []string{
 		fmt.Sprintf("%s: made by smpatch new from %s against %s.", opts.Name, t.Root(), pr.Desc),
 	}}
-	res, e, wrote, p, err := writeEntry(opts.Into, opts.Name, t.Project(), ver, pr.Base, d, m, func(rel string) string { return source.ShownPath(t, rel) })
+	res, e, wrote, p, err := writeEntry(opts.Into, opts.Name, t.Project(), vr, pr.Base, d, m, func(rel string) string { return source.ShownPath(t, rel) })
 	if err != nil {
 		return nil, err
 	}
@@ -108,13 +119,13 @@ func New(ctx context.Context, t source.WritableTree, opts NewOptions) (*Result, 
 
 // writeEntry writes a new entry from d's changes; shown names a
 // repository path for people (nil: as it is).
-func writeEntry(into, name string, project source.Project, ver, base string, d *Diffed, m Meta, shown func(string) string) (*Result, *Entry, []string, *catalog.Patch, error) {
+func writeEntry(into, name string, project source.Project, vr *verRange, base string, d *Diffed, m Meta, shown func(string) string) (*Result, *Entry, []string, *catalog.Patch, error) {
 	diff := MakeDiff(d.Changes)
-	src := filepath.Join(into, diffName(name, variantName(ver)))
+	src := filepath.Join(into, diffName(name, vr.Name))
 	if err := checkDiff(src, diff, d.Changes); err != nil {
 		return nil, nil, nil, nil, err
 	}
-	e, err := newEntry(into, name, project, ver, base, diff, m)
+	e, err := newEntry(into, name, project, vr, base, diff, m)
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
@@ -126,7 +137,7 @@ func writeEntry(into, name string, project source.Project, ver, base string, d *
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
-	res := &Result{Name: name, TOML: filepath.Join(into, name+".toml"), Variant: p.Variants[0].Name, Versions: p.Variants[0].Versions, Version: ver, Skipped: d.Skipped}
+	res := &Result{Name: name, TOML: filepath.Join(into, name+".toml"), Variant: p.Variants[0].Name, Versions: p.Variants[0].Versions, Version: vr.Ver, VersionNote: vr.Note, Skipped: d.Skipped}
 	for k := range e.Diffs {
 		res.Diffs = append(res.Diffs, filepath.Join(into, k))
 	}

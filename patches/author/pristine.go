@@ -45,6 +45,8 @@ type Pristine struct {
 	// Base is recorded in the variant: a commit, or the wheel's file name
 	// and sha256.
 	Base string
+	// Clone is the git repository Base is a commit of ("" for a wheel).
+	Clone string
 	// read reads a repository path of the pristine source (nil, nil:
 	// absent).
 	read func(rel string) ([]byte, error)
@@ -88,6 +90,7 @@ func GitPristine(t source.Tree, rev string) (*Pristine, error) {
 		return nil, err
 	}
 	pr.ignored = gitIgnored(t.Root(), prefix)
+	pr.Clone = strings.TrimSuffix(t.Root(), "/"+strings.TrimSuffix(prefix, "/"))
 	return pr, nil
 }
 
@@ -206,7 +209,13 @@ func (d *Diffed) Originals() map[string][]byte {
 // another patch owns are left out (Skipped). only, when set, keeps the
 // paths it names. A binary file is refused.
 func Compare(ctx context.Context, t source.WritableTree, pr *Pristine, only map[string]bool) (*Diffed, error) {
-	owned, err := journalOwned(ctx, t)
+	return compare(ctx, t, pr, only, "")
+}
+
+// compare is Compare; the files of mine's own entry left by apply --merge
+// or --reject are read as the tree's (the edit being finished).
+func compare(ctx context.Context, t source.WritableTree, pr *Pristine, only map[string]bool, mine string) (*Diffed, error) {
+	owned, err := journalOwned(ctx, t, mine)
 	if err != nil {
 		return nil, err
 	}
@@ -300,7 +309,7 @@ func isBinary(b []byte) bool {
 
 // journalOwned maps each file of an applied journal entry that still has
 // the entry's bytes to the entry's patch.
-func journalOwned(ctx context.Context, t source.WritableTree) (map[string]string, error) {
+func journalOwned(ctx context.Context, t source.WritableTree, mine string) (map[string]string, error) {
 	out := map[string]string{}
 	ok, err := journal.Exists(t)
 	if err != nil || !ok {
@@ -312,6 +321,9 @@ func journalOwned(ctx context.Context, t source.WritableTree) (map[string]string
 	}
 	defer j.Close()
 	for _, e := range j.State().Patches {
+		if e.Name == mine && IsFinishEntry(e) {
+			continue
+		}
 		for _, f := range e.Files {
 			out[f.Path] = e.Name
 		}

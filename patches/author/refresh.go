@@ -19,6 +19,12 @@ import (
 type RefreshOptions struct {
 	ToolVersion string
 	Waiting     func(line string)
+	// Versions is the new variant's range (default: from the tree's
+	// version on, the older variant cut there).
+	Versions string
+	// Replace replaces the diffs of the variant whose range admits the
+	// tree's version, keeping its name and range, instead of adding one.
+	Replace bool
 }
 
 // Refresh writes the shape user patch p has on tree t as a new variant of
@@ -42,13 +48,16 @@ func Refresh(ctx context.Context, t source.WritableTree, p *catalog.Patch, opts 
 	if p.Project != t.Project() {
 		return nil, inputf("%s is a %s patch; %s is a %s tree", p.Name, p.Project, t.Root(), t.Project())
 	}
-	ver := treeVersion(ctx, t)
-	if ver == "" {
-		return nil, inputf("%s: the tree's version is unknown: the new variant needs it for its range", t.Root())
+	ver, from := versionOf(ctx, t)
+	if ver == "" && (opts.Replace || opts.Versions == "") {
+		return nil, inputf("%s: the tree's version is unknown (%s): give --versions RANGE for the new variant", t.Root(), orElse(from, "not read"))
+	}
+	if opts.Replace && opts.Versions != "" {
+		return nil, inputf("--replace keeps the variant's range: --versions is for a new variant")
 	}
 	if e, err := journalEntry(ctx, t, p.Name); err != nil {
 		return nil, err
-	} else if e != nil {
+	} else if e != nil && !IsFinishEntry(e) {
 		return nil, inputf("%s: the journal has %s applied (variant %s): `smpatch revert %s` first, then refresh it on the tree as released", t.Root(), p.Name, e.Variant, p.Name)
 	}
 	pl, err := patches.NewPlan(ctx, p, t, patches.PlanOptions{})
@@ -91,7 +100,7 @@ func Refresh(ctx context.Context, t source.WritableTree, p *catalog.Patch, opts 
 		for _, fp := range pl.Files {
 			only[fp.Path] = true
 		}
-		if d, err = Compare(ctx, t, pr, only); err != nil {
+		if d, err = compare(ctx, t, pr, only, p.Name); err != nil {
 			return nil, err
 		}
 		if len(d.Changes) == 0 {
@@ -100,36 +109,37 @@ func Refresh(ctx context.Context, t source.WritableTree, p *catalog.Patch, opts 
 		res.Pristine = pr.Desc
 		byHand = true
 	}
-	v := entryVariant{Name: variantName(ver)}
-	for _, o := range p.Variants {
-		if o.Name == v.Name {
-			return nil, inputf("%s: a variant %s exists already (%s)", p.File, v.Name, orAny(o.Versions))
-		}
-	}
+	base := ""
 	if byHand {
-		pr, _ := PristineOf(t, "", "")
-		if pr != nil {
-			v.Base = pr.Base
+		if pr, _ := PristineOf(t, "", ""); pr != nil {
+			base = pr.Base
 		}
 	}
-	narrow, narrowTo, newRange, err := splitRange(p, ver)
-	if err != nil {
-		return nil, err
-	}
-	v.Versions = newRange
-	v.Diffs = []string{diffName(p.Name, v.Name)}
-	diff := MakeDiff(d.Changes)
 	dir := p.Origin
-	if err := checkDiff(filepath.Join(dir, v.Diffs[0]), diff, d.Changes); err != nil {
-		return nil, err
-	}
 	old, err := readEntry(dir, p.Name)
 	if err != nil {
 		return nil, err
 	}
-	data, err := addVariant(old, v, narrow, narrowTo)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %v", p.File, err)
+	diff := MakeDiff(d.Changes)
+	var (
+		v        entryVariant
+		data     []byte
+		narrow   = -1
+		narrowTo string
+		undoDiff = map[string][]byte{} // diffs overwritten: their bytes before
+	)
+	if opts.Replace {
+		if v, data, undoDiff, err = replaceVariant(p, old, ver, base); err != nil {
+			return nil, err
+		}
+		res.Replaced = true
+	} else {
+		if v, data, narrow, narrowTo, err = newVariant(p, old, ver, opts.Versions, base); err != nil {
+			return nil, err
+		}
+	}
+	if err := checkDiff(filepath.Join(dir, v.Diffs[0]), diff, d.Changes); err != nil {
+		return nil, err
 	}
 	e := &Entry{Dir: dir, Name: p.Name, TOML: data, Diffs: map[string][]byte{v.Diffs[0]: diff}}
 	np, err := e.Load()
@@ -141,11 +151,14 @@ func Refresh(ctx context.Context, t source.WritableTree, p *catalog.Patch, opts 
 		return nil, err
 	}
 	if byHand {
-		if _, err := patches.Adopt(ctx, t, np, v.Name, d.Originals(), patches.ApplyOptions{ToolVersion: opts.ToolVersion, Waiting: opts.Waiting}); err != nil {
-			undo := &Entry{Dir: dir, Name: p.Name, TOML: old}
+		if err := dropFinishEntry(ctx, t, p.Name); err == nil {
+			_, err = patches.Adopt(ctx, t, np, v.Name, d.Originals(), patches.ApplyOptions{ToolVersion: opts.ToolVersion, Waiting: opts.Waiting})
+		}
+		if err != nil {
+			undo := &Entry{Dir: dir, Name: p.Name, TOML: old, Diffs: undoDiff}
 			_, _ = undo.Write(false)
 			for _, w := range wrote {
-				if w != p.Name+".toml" {
+				if _, kept := undoDiff[w]; w != p.Name+".toml" && !kept {
 					_ = os.Remove(filepath.Join(dir, w))
 				}
 			}
@@ -207,13 +220,13 @@ func splitRange(p *catalog.Patch, ver string) (int, string, string, error) {
 		case rangeFrom.MatchString(r):
 			a := rangeFrom.FindStringSubmatch(r)[1]
 			if a == ver {
-				return -1, "", "", inputf("%s: variant %s starts at %s, this tree's version: a second variant for one release cannot be told apart; edit its diff instead", p.File, o.Name, ver)
+				return -1, "", "", sameVersion(p, o.Name, ver)
 			}
 			return i, ">= " + a + ", < " + ver, ">= " + ver, nil
 		case rangeWindow.MatchString(r):
 			m := rangeWindow.FindStringSubmatch(r)
 			if m[1] == ver {
-				return -1, "", "", inputf("%s: variant %s starts at %s, this tree's version: a second variant for one release cannot be told apart; edit its diff instead", p.File, o.Name, ver)
+				return -1, "", "", sameVersion(p, o.Name, ver)
 			}
 			return i, ">= " + m[1] + ", < " + ver, ">= " + ver + ", < " + m[2], nil
 		default:
@@ -242,4 +255,43 @@ func journalEntry(ctx context.Context, t source.WritableTree, name string) (*jou
 	}
 	defer j.Close()
 	return j.State().Get(name), nil
+}
+
+// sameVersion refuses a second variant for the release a variant starts
+// at.
+func sameVersion(p *catalog.Patch, variant, ver string) error {
+	return inputf("%s: variant %s starts at %s, this tree's version: a second variant for one release cannot be told apart; `smpatch refresh %s --replace` replaces its diffs (its range kept)", p.File, variant, ver, p.Name)
+}
+
+// newVariant is the variant refresh adds for version ver (or the range
+// given), and the entry old with it, first; narrow is the older variant
+// cut at ver (-1: none) and narrowTo its new range.
+func newVariant(p *catalog.Patch, old []byte, ver, given, base string) (entryVariant, []byte, int, string, error) {
+	vr, err := rangeOf(ver, "", given, "the tree")
+	if err != nil {
+		return entryVariant{}, nil, -1, "", err
+	}
+	v := entryVariant{Name: vr.Name, Base: base}
+	narrow, narrowTo := -1, ""
+	if ver != "" {
+		n, to, newRange, err := splitRange(p, ver)
+		if err != nil {
+			return v, nil, -1, "", err
+		}
+		narrow, narrowTo, v.Versions = n, to, newRange
+	}
+	for _, o := range p.Variants {
+		if o.Name == v.Name {
+			return v, nil, -1, "", inputf("%s: a variant %s exists already (%s): `smpatch refresh %s --replace` replaces the diffs of the variant that holds this version", p.File, v.Name, orAny(o.Versions), p.Name)
+		}
+	}
+	if given != "" {
+		v.Versions = vr.Range
+	}
+	v.Diffs = []string{diffName(p.Name, v.Name)}
+	data, err := addVariant(old, v, narrow, narrowTo)
+	if err != nil {
+		return v, nil, -1, "", fmt.Errorf("%s: %v", p.File, err)
+	}
+	return v, data, narrow, narrowTo, nil
 }

@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/smpatch/smpatch/internal/bounded"
+	"github.com/smpatch/smpatch/internal/termsafe"
 	"github.com/smpatch/smpatch/source"
 )
 
@@ -68,10 +69,10 @@ func parseRecord(src string, data []byte) (record, error) {
 // sha256 its installed RECORD lists, so a wheel of another build is
 // refused. Without a wheel, only the RECORD's hashes are known: a changed
 // file then has no pristine bytes and is refused with a line.
-func WheelPristine(t source.Tree, wheel string) (*Pristine, error) {
-	dist, err := source.FindDist([]string{t.Root()}, source.DistName(t.Project()))
-	if err != nil {
-		return nil, inputf("%s: no dist-info of %s (%v): its RECORD hashes are needed to check a pristine source", t.Root(), source.DistName(t.Project()), err)
+func WheelPristine(t source.Tree, wheel string) (pr *Pristine, err error) {
+	dist, ferr := source.FindDist([]string{t.Root()}, source.DistName(t.Project()))
+	if ferr != nil {
+		return nil, inputf("%s: no dist-info of %s (%v): its RECORD hashes are needed to check a pristine source", t.Root(), source.DistName(t.Project()), ferr)
 	}
 	recPath := filepath.Join(dist.DistInfo, "RECORD")
 	data, err := readRegular(recPath, maxRecord)
@@ -85,11 +86,24 @@ func WheelPristine(t source.Tree, wheel string) (*Pristine, error) {
 	if wheel == "" {
 		wheel = findCachedWheel(dist.Name, dist.Version)
 	}
-	pr := &Pristine{Desc: fmt.Sprintf("%s %s's RECORD (no wheel)", dist.Name, dist.Version)}
+	pr = &Pristine{Desc: fmt.Sprintf("%s %s's RECORD (no wheel)", dist.Name, dist.Version)}
 	var zr *zip.ReadCloser
 	if wheel != "" {
+		if fi, err := os.Stat(wheel); err != nil {
+			return nil, inputf("%s: %v", wheel, err)
+		} else if !fi.Mode().IsRegular() {
+			return nil, inputf("%s: not a regular file (%s): not a wheel", wheel, bounded.Kind(fi.Mode()))
+		}
 		if zr, err = zip.OpenReader(wheel); err != nil {
 			return nil, inputf("%s: not a wheel: %v", wheel, err)
+		}
+		defer func() {
+			if pr == nil {
+				zr.Close()
+			}
+		}()
+		if err := checkMembers(wheel, zr.File); err != nil {
+			return nil, err
 		}
 		sum, err := fileSHA256(wheel)
 		if err != nil {
@@ -224,4 +238,28 @@ func readRegular(p string, max int) ([]byte, error) {
 	}
 	defer f.Close()
 	return bounded.ReadAll(f, max, p)
+}
+
+// maxWheelMembers bounds the members of a wheel read.
+const maxWheelMembers = 200000
+
+// checkMembers refuses a wheel with a member outside it (an absolute path,
+// "..", a backslash path), a name twice, or too many members.
+func checkMembers(wheel string, fs []*zip.File) error {
+	if len(fs) > maxWheelMembers {
+		return inputf("%s: %d members, more than %d: not a wheel smpatch reads", wheel, len(fs), maxWheelMembers)
+	}
+	seen := map[string]bool{}
+	for i, f := range fs {
+		n := f.Name
+		c := path.Clean(n)
+		if n == "" || path.IsAbs(n) || strings.Contains(n, "\\") || c == ".." || strings.HasPrefix(c, "../") || strings.ContainsRune(n, 0) {
+			return inputf("%s: member #%d %q is outside the wheel: not read", wheel, i+1, termsafe.Line(n))
+		}
+		if seen[c] {
+			return inputf("%s: member %q twice: not read", wheel, termsafe.Line(n))
+		}
+		seen[c] = true
+	}
+	return nil
 }

@@ -48,6 +48,8 @@ type upstreamFile struct {
 	Source string `toml:"source"`
 	Author string `toml:"author"`
 	SHA256 string `toml:"sha256"`
+	// Clone is the local repository the base commits were read from.
+	Clone string `toml:"clone"`
 }
 
 // variantFile is one [[variant]].

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"maps"
 	neturl "net/url"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -255,6 +256,9 @@ func (l *loader) upstream(p *Patch, u upstreamFile) error {
 	default:
 		return l.errf(l.line("upstream", -1, "source"), "upstream source %q: one of tree, git, file, url", u.Source)
 	}
+	if u.Clone != "" && (!filepath.IsAbs(u.Clone) || strings.ContainsAny(u.Clone, "\x00\n")) {
+		return l.errf(l.line("upstream", -1, "clone"), "upstream clone %q: an absolute path", u.Clone)
+	}
 	if u.SHA256 != "" && !isHex64(u.SHA256) {
 		return l.errf(l.line("upstream", -1, "sha256"), "upstream sha256 %q: 64 hex digits", u.SHA256)
 	}
@@ -263,7 +267,7 @@ func (l *loader) upstream(p *Patch, u upstreamFile) error {
 		return err
 	}
 	p.Upstream = Upstream{Status: u.Status, PR: u.PR, Link: u.Link, MergedIn: u.MergedIn, Marker: u.Marker, MarkerFile: u.MarkerFile, MarkerFiles: u.MarkerFiles,
-		Source: u.Source, Author: author, SHA256: u.SHA256}
+		Source: u.Source, Author: author, SHA256: u.SHA256, Clone: u.Clone}
 	return nil
 }
 

@@ -67,6 +67,9 @@ type Upstream struct {
 	// Source, Author and SHA256 say where a patch made by smpatch new or
 	// import came from (see the upstreamFile keys); its link is Link.
 	Source, Author, SHA256 string
+	// Clone is the local git repository the variants' base commits were
+	// read from, for a three-way merge on conflict.
+	Clone string
 }
 
 // Variant is one version range of a patch and the diffs for it.
