@@ -3,6 +3,7 @@ package main
 // Command file: journal trust.
 
 import (
+	"io"
 	"context"
 	"fmt"
 
@@ -18,6 +19,8 @@ import (
 type journalTrustOptions struct {
 	IO   IOStreams
 	Tree func(ctx context.Context, repo string, project source.Project) (source.WritableTree, error)
+	// Lock is how the command waits for the tree's journal lock, saying so on w.
+	Lock func(w io.Writer) journal.Options
 
 	Repo string
 	JSON bool
@@ -30,7 +33,7 @@ func (o *journalTrustOptions) AddFlags(c *cobra.Command) {
 }
 
 func newJournalTrustCmd(f *Factory) *cobra.Command {
-	o := &journalTrustOptions{Tree: f.Tree}
+	o := &journalTrustOptions{Tree: f.Tree, Lock: f.lockOptions}
 	c := &cobra.Command{
 		Use:   "trust",
 		Short: "Adopt the tree's journal as this user's (after reading it): checks it and signs it",
@@ -50,7 +53,7 @@ func runJournalTrust(ctx context.Context, o *journalTrustOptions) error {
 	if err != nil {
 		return err
 	}
-	res, err := journal.Trust(ctx, t, journal.Options{Waiting: waitingLine(o.IO.ErrOut)})
+	res, err := journal.Trust(ctx, t, o.Lock(o.IO.ErrOut))
 	if err != nil {
 		return err
 	}

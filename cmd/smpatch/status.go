@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"context"
 	"fmt"
 
@@ -19,6 +20,8 @@ type statusOptions struct {
 	IO      IOStreams
 	Catalog func() (*patches.Catalog, error)
 	Tree    func(ctx context.Context, repo string, project source.Project) (source.WritableTree, error)
+	// Lock is how the command waits for the tree's journal lock, saying so on w.
+	Lock func(w io.Writer) journal.Options
 
 	Repo string
 	JSON bool
@@ -31,7 +34,7 @@ func (o *statusOptions) AddFlags(c *cobra.Command) {
 }
 
 func newStatusCmd(f *Factory) *cobra.Command {
-	o := &statusOptions{Catalog: f.Catalog, Tree: f.Tree}
+	o := &statusOptions{Catalog: f.Catalog, Tree: f.Tree, Lock: f.lockOptions}
 	c := &cobra.Command{
 		Use:   "status",
 		Short: "Show the patches applied to a tree and whether their files changed since",
@@ -56,7 +59,7 @@ func runStatus(ctx context.Context, o *statusOptions) error {
 	if err != nil {
 		return err
 	}
-	res, err := patches.Status(ctx, t, cat, journal.Options{Waiting: waitingLine(errw)})
+	res, err := patches.Status(ctx, t, cat, o.Lock(errw))
 	if err != nil {
 		return err
 	}

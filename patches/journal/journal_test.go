@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"sync"
 	"testing"
 	"time"
@@ -367,6 +368,41 @@ func TestLockWait(t *testing.T) {
 	}
 }
 
+// A reader waiting for the lock ends with the context as a writer does
+// (a stop, not the context's bare error), and every wait ends at its
+// timeout with a line naming the holder.
+func TestLockWaitBounded(t *testing.T) {
+	_, tr := testTree(t)
+	applyDemo(t, tr)
+	held, err := Open(context.Background(), tr, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err = Read(ctx, tr, Options{})
+	var se *StoppedError
+	if !errors.As(err, &se) || !strings.HasPrefix(se.What, "stopped before writing: nothing was changed") || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("read stopped: %v", err)
+	}
+	for name, open := range map[string]func(context.Context, source.WritableTree, Options) (*Journal, error){"Open": Open, "Read": Read} {
+		start := time.Now()
+		var lines []string
+		_, err := open(context.Background(), tr, Options{LockTimeout: waitNotice + 200*time.Millisecond, Waiting: func(l string) { lines = append(lines, l) }})
+		var le *LockTimeoutError
+		if !errors.As(err, &le) || !strings.Contains(err.Error(), "is locked by another smpatch (pid ") || !strings.Contains(err.Error(), "nothing was changed") {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if d := time.Since(start); d < waitNotice || d > 5*time.Second {
+			t.Fatalf("%s: gave up after %s", name, d)
+		}
+		if len(lines) != 1 || !strings.Contains(lines[0], "giving up after 700ms") {
+			t.Fatalf("%s: waiting lines %q", name, lines)
+		}
+	}
+}
+
 // The reader's bounds: a huge state.json and a tar header that claims
 // gigabytes are refused as damaged, before they are read into memory.
 func TestBounds(t *testing.T) {
@@ -427,5 +463,46 @@ func TestBytecodeRecordOutsideCache(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(root, ".git", "config")); !bytes.Equal(b, cfg) {
 		t.Fatalf(".git/config: %q", b)
+	}
+}
+
+// A lock file that is a named pipe (or any file but a regular one) is
+// refused in one line by every command; opening it once blocked in
+// open(2) for good, deaf to signals.
+func TestLockNotRegular(t *testing.T) {
+	for _, kind := range []string{"fifo", "directory"} {
+		t.Run(kind, func(t *testing.T) {
+			root, tr := testTree(t)
+			applyDemo(t, tr)
+			lock := filepath.Join(root, source.StateDirName, lockName)
+			os.Remove(lock)
+			var err error
+			if kind == "fifo" {
+				err = syscall.Mkfifo(lock, 0o644)
+			} else {
+				err = os.Mkdir(lock, 0o755)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, open := range map[string]func(context.Context, source.WritableTree, Options) (*Journal, error){"Open": Open, "Read": Read} {
+				done := make(chan error, 1)
+				go func() {
+					j, err := open(context.Background(), tr, Options{})
+					if err == nil {
+						j.Close()
+					}
+					done <- err
+				}()
+				select {
+				case err := <-done:
+					if err == nil || !strings.Contains(err.Error(), "not a regular file: "+kind+"; refusing (remove it)") {
+						t.Fatalf("%s: %v", name, err)
+					}
+				case <-time.After(5 * time.Second):
+					t.Fatalf("%s: still opening the lock after 5s", name)
+				}
+			}
+		})
 	}
 }

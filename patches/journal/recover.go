@@ -78,11 +78,14 @@ func (j *Journal) restore(e *Entry, revert bool) error {
 	var edited []string
 	for _, f := range e.Files {
 		cleanTemps(j.t, f.Path)
-		h, err := HashCurrent(j.t, f.Path)
+		h, other, err := Look(j.t, f.Path)
 		if err != nil {
 			return err
 		}
-		if !couldLeave(f, h, revert) {
+		switch {
+		case other != "":
+			edited = append(edited, f.Path+" ("+other+")")
+		case !couldLeave(f, h, revert):
 			edited = append(edited, f.Path)
 		}
 	}
@@ -206,11 +209,13 @@ func (j *Journal) Interrupted() ([]*Interrupted, error) {
 			in.Operation = "revert"
 		}
 		for _, f := range e.Files {
-			h, err := HashCurrent(j.t, f.Path)
+			h, other, err := Look(j.t, f.Path)
 			if err != nil {
 				return nil, err
 			}
 			switch {
+			case other != "":
+				in.Edited = append(in.Edited, f.Path+" ("+other+")")
 			case !couldLeave(f, h, revert):
 				in.Edited = append(in.Edited, f.Path)
 			case !revert && h == f.Patched && h != f.Original:
