@@ -506,3 +506,56 @@ func TestLockNotRegular(t *testing.T) {
 		})
 	}
 }
+
+// A key open to others is refused with the advice that mends it (chmod
+// 600 the key), never one that would delete the journal and its original
+// bytes; a key directory or journal directory other users may write is
+// refused before anything is read in it; a journal this user did not sign
+// that records patches is never to be removed.
+func TestKeyAndDirectoryAdvice(t *testing.T) {
+	root, tr := testTree(t)
+	applyDemo(t, tr)
+	dir, err := stateHome()
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := filepath.Join(dir, keyFileName)
+	forgetKeys := func() { keys.Lock(); keys.m = nil; keys.Unlock() }
+	defer forgetKeys()
+	try := func(what string, want ...string) {
+		t.Helper()
+		forgetKeys()
+		for name, open := range map[string]func(context.Context, source.WritableTree, Options) (*Journal, error){"Open": Open, "Read": Read} {
+			j, err := open(context.Background(), tr, Options{})
+			if err == nil {
+				j.Close()
+				t.Fatalf("%s: %s: accepted", what, name)
+			}
+			for _, w := range want {
+				if !strings.Contains(err.Error(), w) {
+					t.Fatalf("%s: %s: %v, want %q", what, name, err, w)
+				}
+			}
+			if strings.Contains(err.Error(), "remove "+filepath.Join(root, source.StateDirName)) || strings.Contains(err.Error(), "or remove") {
+				t.Fatalf("%s: %s: advice that deletes the journal: %v", what, name, err)
+			}
+		}
+	}
+	os.Chmod(key, 0o620)
+	try("key 0620", "writable by its group (mode 0620)", "chmod 600 "+key)
+	os.Chmod(key, 0o600)
+	os.Chmod(dir, 0o777)
+	try("key directory 0777", "the directory is writable by others (mode 0777)", "chmod 700 "+dir)
+	os.Chmod(dir, 0o700)
+	sd := filepath.Join(root, source.StateDirName)
+	os.Chmod(sd, 0o777)
+	try("journal directory 0777", "writable by every user (mode 0777)", "chmod go-w "+sd)
+	os.Chmod(sd, 0o755)
+	// Signed with another key: untrusted, and never "remove it".
+	os.Remove(key)
+	forgetKeys()
+	if _, err := journalKey(true); err != nil {
+		t.Fatal(err)
+	}
+	try("another key", "journal not written by this user", "their original bytes may be kept only there")
+}

@@ -397,7 +397,7 @@ func (j *Journal) load(adopting bool) error {
 		return err
 	}
 	if why != "" && !adopting {
-		return &UntrustedError{Path: j.statePath(), Tree: j.t.Root(), Reason: why}
+		return &UntrustedError{Path: j.statePath(), Tree: j.t.Root(), Reason: why, Entries: len(s.Patches)}
 	}
 	j.state = s
 	return nil
@@ -476,6 +476,20 @@ func lstatStateDir(dir string) (bool, error) {
 	}
 	if !st.IsDir() {
 		return false, fmt.Errorf("%s: not a directory (remove it)", dir)
+	}
+	// Another user who may write the journal directory may plant a lock,
+	// a copy or a temporary file in it, or remove the copies: refused
+	// before anything in it is opened.
+	perm := st.Mode().Perm()
+	owner := os.Geteuid()
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		owner = int(sys.Uid)
+	}
+	switch {
+	case perm&0o002 != 0:
+		return false, fmt.Errorf("%s: writable by every user (mode %04o); smpatch keeps a journal only where other users cannot change it: chmod go-w %s (it holds the original bytes of the files patched: keep it)", dir, perm, dir)
+	case perm&0o020 != 0 && owner != os.Geteuid():
+		return false, fmt.Errorf("%s: writable by its group and owned by uid %d, not this user (mode %04o); smpatch keeps a journal only where other users cannot change it: its owner can chmod g-w %s", dir, owner, perm, dir)
 	}
 	return true, nil
 }
