@@ -70,11 +70,11 @@ func TestOwnership(t *testing.T) {
 	if !sameHashes(patched, hashes(t, root, true)) {
 		t.Fatal("a refused journal was changed")
 	}
-	res, err := Trust(ctx, tr, Options{})
+	res, err := Trust(ctx, tr, TrustOptions{})
 	if err != nil || len(res.Entries) != 1 || res.Already {
 		t.Fatalf("trust: %+v %v", res, err)
 	}
-	if res, err := Trust(ctx, tr, Options{}); err != nil || !res.Already {
+	if res, err := Trust(ctx, tr, TrustOptions{}); err != nil || !res.Already {
 		t.Fatalf("trust again: %+v %v", res, err)
 	}
 	// Edited by hand: one byte of the signed state.
@@ -93,7 +93,7 @@ func TestOwnership(t *testing.T) {
 	if _, err := recoverTree(tr); !errors.As(err, &ue) || !strings.Contains(ue.Reason, "no signature") {
 		t.Fatalf("bare: %v", err)
 	}
-	if _, err := Trust(ctx, tr, Options{}); err != nil {
+	if _, err := Trust(ctx, tr, TrustOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := revertAll(t, tr); err != nil {

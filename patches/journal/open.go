@@ -178,6 +178,9 @@ func open(ctx context.Context, t source.WritableTree, opts Options, adopting boo
 		j.Close()
 		return nil, err
 	}
+	if !adopting {
+		j.cleanStale() // proved this user's: what a kill left is ours
+	}
 	return j, nil
 }
 
