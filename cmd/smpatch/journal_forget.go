@@ -3,9 +3,9 @@ package main
 // Command file: journal forget.
 
 import (
-	"io"
 	"context"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 

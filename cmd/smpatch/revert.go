@@ -1,10 +1,10 @@
 package main
 
 import (
-	"io"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 

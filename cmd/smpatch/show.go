@@ -59,8 +59,8 @@ type showOptions struct {
 	Catalog func() (*patches.Catalog, error)
 	Tree    func(ctx context.Context, repo string, project source.Project) (source.WritableTree, error)
 	// Lock is how the command waits for the tree's journal lock, saying so on w.
-	Lock func(w io.Writer) journal.Options
-	Color   func(io.Writer) (io.Writer, painter)
+	Lock  func(w io.Writer) journal.Options
+	Color func(io.Writer) (io.Writer, painter)
 
 	Name string
 	Repo string

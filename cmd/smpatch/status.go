@@ -1,9 +1,9 @@
 package main
 
 import (
-	"io"
 	"context"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
