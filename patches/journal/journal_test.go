@@ -559,3 +559,64 @@ func TestKeyAndDirectoryAdvice(t *testing.T) {
 	}
 	try("another key", "journal not written by this user", "their original bytes may be kept only there")
 }
+
+// The temporary files of state.json a killed command left are removed by
+// the next command that writes (trust among them), once the journal is
+// proved this user's; only regular files of that name pattern, only in the
+// journal directory.
+func TestStaleStateTemps(t *testing.T) {
+	root, tr := testTree(t)
+	applyDemo(t, tr)
+	dir := filepath.Join(root, source.StateDirName)
+	stale := []string{".state.json123", ".state.json8675309"}
+	kept := []string{".state.jsonx1", "state.json.bak", ".state.json"}
+	for _, n := range append(append([]string{}, stale...), kept...) {
+		os.WriteFile(filepath.Join(dir, n), []byte("{}"), 0o644)
+	}
+	os.Symlink("../python/sglang/version.py", filepath.Join(dir, ".state.json42"))
+	os.Mkdir(filepath.Join(dir, ".state.json43"), 0o755)
+	os.WriteFile(filepath.Join(root, ".state.json44"), []byte("{}"), 0o644)
+	kept = append(kept, ".state.json42", ".state.json43", "../.state.json44")
+	// A journal from elsewhere: trust removes them once it has signed it.
+	forgetKey(t)
+	if _, err := Read(context.Background(), tr, Options{}); err == nil {
+		t.Fatal("journal still trusted")
+	}
+	for _, n := range stale {
+		if _, err := os.Lstat(filepath.Join(dir, n)); err != nil {
+			t.Fatalf("%s removed before the journal was adopted", n)
+		}
+	}
+	if _, err := Trust(context.Background(), tr, TrustOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range stale {
+		if _, err := os.Lstat(filepath.Join(dir, n)); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("%s kept: %v", n, err)
+		}
+	}
+	for _, n := range kept {
+		if _, err := os.Lstat(filepath.Join(dir, n)); err != nil {
+			t.Fatalf("%s removed: %v", n, err)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "python/sglang/version.py")); err != nil || len(b) == 0 {
+		t.Fatal("the symlink's target touched")
+	}
+}
+
+// forgetKey makes this user's key another one, as on another machine.
+func forgetKey(t *testing.T) {
+	t.Helper()
+	dir, err := stateHome()
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(dir, keyFileName))
+	keys.Lock()
+	keys.m = nil
+	keys.Unlock()
+	if _, err := journalKey(true); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -109,6 +109,7 @@ func Trust(ctx context.Context, t source.WritableTree, opts TrustOptions) (*Trus
 	}
 	if already {
 		res.Already = true
+		j.cleanStale()
 		return res, nil
 	}
 	if len(refused) > 0 {
