@@ -27,17 +27,20 @@ type TrustOptions struct {
 }
 
 // Trust adopts the journal of t (journal.Trust) when every file each
-// entry names is one its patch in cat writes, by any variant: a path one
-// of its diffs names, or, for a variant that looks for moved code, a file
-// of the same kind under one of its search directories. cat may be nil
-// (every entry is then outside the catalog).
+// entry names is one its patch in cat writes, and with bytes its diff
+// explains: a path one of the patch's diffs names (or, for a variant that
+// looks for moved code, a file of the same kind under one of its search
+// directories), whose recorded original bytes that diff turns into the
+// recorded patched ones. What the journal would write there is then the
+// catalog's own change taken back out. cat may be nil (every entry is then
+// outside the catalog).
 func Trust(ctx context.Context, t source.WritableTree, cat *Catalog, opts TrustOptions) (*journal.TrustResult, error) {
-	return journal.Trust(ctx, t, journal.TrustOptions{Options: opts.Lock, Refuse: func(e *journal.Entry, rel string) string {
-		why := outsidePatch(cat, t.Project(), e.Name, rel)
+	return journal.Trust(ctx, t, journal.TrustOptions{Options: opts.Lock, Refuse: func(e *journal.Entry, f *journal.FileRecord, orig []byte) string {
+		why := outsidePatch(cat, t.Project(), e, f, orig)
 		if why == "" {
 			return ""
 		}
-		if tool := ToolFile(rel); tool != "" {
+		if tool := ToolFile(f.Path); tool != "" {
 			return why + "; it is " + tool + ": never adopted"
 		}
 		if opts.AnyFile {
@@ -47,9 +50,11 @@ func Trust(ctx context.Context, t source.WritableTree, cat *Catalog, opts TrustO
 	}})
 }
 
-// outsidePatch says why the patch called name in cat does not write rel
-// in a tree of project p, or "".
-func outsidePatch(cat *Catalog, p source.Project, name, rel string) string {
+// outsidePatch says why the patch of entry e in cat (in a tree of project
+// p) does not explain what e would write to the file f, whose original
+// bytes are orig, or "".
+func outsidePatch(cat *Catalog, p source.Project, e *journal.Entry, f *journal.FileRecord, orig []byte) string {
+	name, rel := e.Name, f.Path
 	var pt *Patch
 	if cat != nil {
 		pt, _ = cat.Lookup(name)
@@ -60,20 +65,77 @@ func outsidePatch(cat *Catalog, p source.Project, name, rel string) string {
 	if pt.Project != p {
 		return fmt.Sprintf("and patch %s of the catalog is for %s, not %s", name, pt.Project, p)
 	}
+	if e.State == journal.Reverting && (f.Target != "" || f.TargetDelete) {
+		return "whose forced revert writes bytes no diff of patch " + name + " explains"
+	}
+	named := false
 	for _, v := range pt.Variants {
-		for _, fd := range v.Files {
-			if rel == fd.OldPath || rel == fd.NewPath {
-				return ""
-			}
-			for _, d := range v.Search {
-				d = cleanDir(d)
-				if (d == "" || strings.HasPrefix(rel, d+"/")) && path.Ext(rel) == path.Ext(fd.Path()) && ToolFile(rel) == "" {
-					return ""
-				}
+		fds := variantDiffsOf(v, rel)
+		if len(fds) == 0 {
+			continue
+		}
+		named = true
+		if explains(fds, orig, f) {
+			return ""
+		}
+	}
+	if named {
+		return "with original bytes that no variant of patch " + name + " turns into the bytes recorded as patched"
+	}
+	return "which patch " + name + " of the catalog never writes"
+}
+
+// variantDiffsOf are the diffs of v that write rel, in order: those naming
+// it, else (a file the variant may find by anchor under its search
+// directories) those of the same kind.
+func variantDiffsOf(v *Variant, rel string) []*FileDiff {
+	var named, moved []*FileDiff
+	for _, fd := range v.Files {
+		if rel == fd.OldPath || rel == fd.NewPath {
+			named = append(named, fd)
+			continue
+		}
+		for _, d := range v.Search {
+			d = cleanDir(d)
+			if (d == "" || strings.HasPrefix(rel, d+"/")) && path.Ext(rel) == path.Ext(fd.Path()) && ToolFile(rel) == "" && !fd.IsCreate() && !fd.IsDelete() {
+				moved = append(moved, fd)
+				break
 			}
 		}
 	}
-	return "which patch " + name + " of the catalog never writes"
+	if len(named) > 0 {
+		return named
+	}
+	return moved
+}
+
+// explains reports whether the diffs fds, applied in turn to orig (nil:
+// no file), give the bytes f records as patched (none: the file deleted).
+// A moved file is found by one diff, so each is also tried alone.
+func explains(fds []*FileDiff, orig []byte, f *journal.FileRecord) bool {
+	try := func(fds []*FileDiff) bool {
+		cur, exists := orig, orig != nil
+		for _, fd := range fds {
+			r := matchFile(cur, exists, fd, false)
+			if r.Conflicts() {
+				return false
+			}
+			cur, exists = r.New, !r.Delete
+			if !exists {
+				cur = nil
+			}
+		}
+		return journal.Hash(cur) == f.Patched && (cur == nil) == (f.Patched == "")
+	}
+	if try(fds) {
+		return true
+	}
+	for _, fd := range fds {
+		if len(fds) > 1 && try([]*FileDiff{fd}) {
+			return true
+		}
+	}
+	return false
 }
 
 // ToolFile says why rel is a file tools run or read on their own, which a

@@ -48,12 +48,14 @@ func forgeJournal(t *testing.T, root, name string, state journal.EntryState, ori
 	}
 }
 
-// An adopted journal may name only files its patch writes: a forged entry
+// An adopted journal may name only files its patch writes, with bytes its
+// diff explains: a forged entry
 // in flight naming .envrc and .vscode/tasks.json (which the next command
 // would have written unasked) is refused even with AnyFile; one naming
 // another source file is refused unless AnyFile; an entry whose patch the
-// catalog lacks is refused. A refused journal stays unsigned: no command
-// acts on it.
+// catalog lacks is refused, and so is one whose "original" bytes of the
+// patch's own file are not what the patch's diff turns into the patched
+// bytes. A refused journal stays unsigned: no command acts on it.
 func TestTrustConfinedToPatch(t *testing.T) {
 	ctx := context.Background()
 	cat := engineCatalog(t)
@@ -73,9 +75,16 @@ func TestTrustConfinedToPatch(t *testing.T) {
 		{"another source file", "demo", journal.Pending, map[string]string{"python/sglang/srt/utils.py": "x = 1\n"}, false, "which patch demo of the catalog never writes: read the journal, then adopt it with --any-file"},
 		{"another source file, any file", "demo", journal.Pending, map[string]string{"python/sglang/srt/utils.py": "x = 1\n"}, true, ""},
 		{"unknown patch", "nosuch", journal.Pending, map[string]string{commPath: commOrig}, false, "the catalog has no patch nosuch"},
+		{"attacker bytes for the patch's own file", "demo", journal.Pending, map[string]string{commPath: "import os\nos.system('touch PWNED')\n"}, false, "with original bytes that no variant of patch demo turns into the bytes recorded as patched"},
+		{"attacker bytes, applied", "demo", journal.Applied, map[string]string{argsPath: argsOrig + "import os\n"}, false, "no variant of patch demo turns into"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			// The tree as the patch left it, with a journal from elsewhere.
 			root, tr := engineTree(t)
+			if _, err := apply(t, enginePatch(t), tr); err != nil {
+				t.Fatal(err)
+			}
+			os.RemoveAll(filepath.Join(root, source.StateDirName))
 			os.WriteFile(filepath.Join(root, ".envrc"), []byte("export A=1\n"), 0o644)
 			forgeJournal(t, root, c.entry, c.state, c.files)
 			before := snapshot(t, root)

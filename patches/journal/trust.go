@@ -21,9 +21,11 @@ import (
 // TrustOptions steer Trust.
 type TrustOptions struct {
 	Options
-	// Refuse says why the file rel of entry e must not be adopted ("" when
-	// it may). Nil adopts every file the reader's checks pass.
-	Refuse func(e *Entry, rel string) string
+	// Refuse says why the file f of entry e must not be adopted ("" when
+	// it may): orig is the original bytes the entry would write back there
+	// (nil: the patch created the file), proved by their recorded hash.
+	// Nil adopts every file the reader's checks pass.
+	Refuse func(e *Entry, f *FileRecord, orig []byte) string
 }
 
 // TrustResult is what Trust adopted.
@@ -95,16 +97,16 @@ func Trust(ctx context.Context, t source.WritableTree, opts TrustOptions) (*Trus
 			if err := t.CheckPath(f.Path); err != nil {
 				return res, fmt.Errorf("%s: entry %s: %w", res.Path, e.Name, err)
 			}
-			if opts.Refuse != nil && !already {
-				if why := opts.Refuse(e, f.Path); why != "" {
-					refused = append(refused, e.Name+" names "+f.Path+", "+why)
-				}
-			}
-			w, err := j.trustWrites(e, f)
+			orig, w, err := j.trustWrites(e, f)
 			if err != nil {
 				return res, err
 			}
 			res.Writes = append(res.Writes, w...)
+			if opts.Refuse != nil && !already {
+				if why := opts.Refuse(e, f, orig); why != "" {
+					refused = append(refused, e.Name+" names "+f.Path+", "+why)
+				}
+			}
 		}
 	}
 	if already {
@@ -123,15 +125,16 @@ func Trust(ctx context.Context, t source.WritableTree, opts TrustOptions) (*Trus
 }
 
 // trustWrites checks the copies the file f of e would write back against
-// their recorded hashes and says what each writes, and when.
-func (j *Journal) trustWrites(e *Entry, f *FileRecord) ([]*TrustWrite, error) {
+// their recorded hashes and says what each writes, and when; orig is the
+// original bytes.
+func (j *Journal) trustWrites(e *Entry, f *FileRecord) (orig []byte, _ []*TrustWrite, err error) {
 	when := "revert"
 	if e.State != Applied {
 		when = "next command"
 	}
-	orig, err := j.Original(e, f)
+	orig, err = j.Original(e, f)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	what := fmt.Sprintf("its recorded original (%d bytes)", len(orig))
 	if f.Original == "" {
@@ -140,7 +143,7 @@ func (j *Journal) trustWrites(e *Entry, f *FileRecord) ([]*TrustWrite, error) {
 	if e.State == Reverting && (f.Target != "" || f.TargetDelete) {
 		b, err := j.target(e, f)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		what = fmt.Sprintf("the bytes of a forced revert (%d bytes)", len(b))
 		if f.TargetDelete {
@@ -151,7 +154,7 @@ func (j *Journal) trustWrites(e *Entry, f *FileRecord) ([]*TrustWrite, error) {
 	for _, b := range f.Bytecode {
 		out = append(out, &TrustWrite{Entry: e.Name, Path: b.Path, When: when, What: "bytecode put back beside " + f.Path})
 	}
-	return out, nil
+	return orig, out, nil
 }
 
 // String is the write for people, one line.
