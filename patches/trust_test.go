@@ -139,6 +139,15 @@ func TestNotRegularPatchedFile(t *testing.T) {
 		{"directory", "not a regular file: directory", func(p string) error { return os.Mkdir(p, 0o755) }},
 		{"symlink", "replaced by a symlink", func(p string) error { return os.Symlink("server_args.py", p) }},
 		{"symlink to itself", "replaced by a symlink", func(p string) error { return os.Symlink(filepath.Base(p), p) }},
+		{"parent out of the tree", "leads outside the tree through a symlink", func(p string) error {
+			dir := filepath.Dir(p)
+			out := t.TempDir()
+			os.WriteFile(filepath.Join(out, filepath.Base(p)), []byte("x"), 0o644)
+			if err := os.RemoveAll(dir); err != nil {
+				return err
+			}
+			return os.Symlink(out, dir)
+		}},
 	} {
 		t.Run(c.kind, func(t *testing.T) {
 			root, tr := engineTree(t)
@@ -178,7 +187,7 @@ func TestNotRegularPatchedFile(t *testing.T) {
 			if b, _ := os.ReadFile(filepath.Join(root, source.StateDirName, "state.json")); !bytes.Equal(b, stateBefore) {
 				t.Fatal("refused revert rewrote state.json")
 			}
-			if fi, err := os.Lstat(p); err != nil || fi.Mode().Type() == 0 {
+			if fi, err := os.Lstat(p); c.kind != "parent out of the tree" && (err != nil || fi.Mode().Type() == 0) {
 				t.Fatalf("the %s was replaced: %v", c.kind, err)
 			}
 		})

@@ -3,6 +3,7 @@ package journal
 import (
 	"errors"
 	"io/fs"
+	"strings"
 	"syscall"
 
 	"github.com/smpatch/smpatch/source"
@@ -36,6 +37,11 @@ func Look(t source.WritableTree, rel string) (hash, other string, err error) {
 		// file is not there.
 		if errors.Is(err, errNotDir) {
 			return "", "not a regular file: a parent is not a directory", nil
+		}
+		// A parent replaced by a symlink out of the tree (os.Root's
+		// error has no exported value).
+		if strings.Contains(err.Error(), "path escapes from parent") {
+			return "", "leads outside the tree through a symlink", nil
 		}
 		return "", "", err
 	}
