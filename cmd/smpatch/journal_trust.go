@@ -72,6 +72,9 @@ func runJournalTrust(ctx context.Context, o *journalTrustOptions) error {
 		verb = "already this user's"
 	}
 	fmt.Fprintf(w, "%s: %s, %d entries\n", res.Path, verb, len(res.Entries))
+	if res.BytecodeDropped > 0 {
+		fmt.Fprintf(w, "  %d cached bytecode files it would have put back dropped: their modules compile again\n", res.BytecodeDropped)
+	}
 	for _, e := range res.Entries {
 		fmt.Fprintf(w, "  %s: %s, %d files\n", e.Name, entryState(e), len(e.Files))
 		for _, wr := range res.Writes {

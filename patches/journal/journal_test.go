@@ -620,3 +620,35 @@ func forgetKey(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Adopting a journal drops its bytecode records: a .pyc is code Python runs
+// without its source (an unchecked-hash one always), and a journal from
+// elsewhere could carry any. The entry is adopted; its rollback writes
+// the original source and no .pyc.
+func TestTrustDropsBytecode(t *testing.T) {
+	root, tr := testTree(t)
+	patched := []byte("x = 2\n")
+	orig := []byte("x = 1\n")
+	rel := "python/sglang/x.py"
+	pyc := "python/sglang/__pycache__/x.cpython-312.pyc"
+	evil := []byte("\xcb\x0d\x0d\x0a\x03\x00\x00\x00 not the module's code")
+	os.WriteFile(filepath.Join(root, filepath.FromSlash(rel)), patched, 0o644)
+	s := pendingState(&FileRecord{Path: rel, Original: Hash(orig), Patched: Hash(patched), Bytecode: []Bytecode{{Path: pyc, SHA256: Hash(evil)}}})
+	writeJournal(t, root, s, false, map[string]map[string][]byte{kindOrig: {rel: orig}, kindBytecode: {pyc: evil}})
+	res, err := Trust(context.Background(), tr, TrustOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.BytecodeDropped != 1 || len(res.Writes) != 1 || res.Writes[0].Path != rel {
+		t.Fatalf("result %+v", res)
+	}
+	if _, err := recoverTree(tr); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel))); !bytes.Equal(b, orig) {
+		t.Fatalf("not rolled back: %q", b)
+	}
+	if _, err := os.Lstat(filepath.Join(root, filepath.FromSlash(pyc))); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the journal's .pyc was put back: %v", err)
+	}
+}

@@ -38,6 +38,9 @@ type TrustResult struct {
 	Writes []*TrustWrite `json:"writes"`
 	// Already is set when the journal was this user's already.
 	Already bool `json:"already"`
+	// BytecodeDropped is how many records of cached bytecode (.pyc files
+	// an entry would put back beside its originals) adoption dropped.
+	BytecodeDropped int `json:"bytecode_dropped"`
 }
 
 // TrustWrite is one file an adopted entry writes.
@@ -50,6 +53,8 @@ type TrustWrite struct {
 	// What is written, for people: "its recorded original (1234 bytes)",
 	// "removed (the patch created it)", "bytecode put back".
 	What string `json:"what"`
+	// Bytecode is set for a .pyc file put back beside an original.
+	Bytecode bool `json:"bytecode"`
 }
 
 // TrustRefusedError is a journal Trust would not adopt: entries naming
@@ -117,6 +122,23 @@ func Trust(ctx context.Context, t source.WritableTree, opts TrustOptions) (*Trus
 	if len(refused) > 0 {
 		return res, &TrustRefusedError{Path: res.Path, Files: refused}
 	}
+	// Bytecode is code Python runs without reading its source (an
+	// unchecked-hash .pyc always), and nothing but the writer vouches for
+	// it: an adopted entry puts none back; the modules compile again.
+	var kept []*TrustWrite
+	for _, w := range res.Writes {
+		if w.Bytecode {
+			res.BytecodeDropped++
+		} else {
+			kept = append(kept, w)
+		}
+	}
+	res.Writes = kept
+	for _, e := range j.state.Patches {
+		for _, f := range e.Files {
+			f.Bytecode = nil
+		}
+	}
 	if err := j.save(); err != nil {
 		return res, err
 	}
@@ -152,7 +174,7 @@ func (j *Journal) trustWrites(e *Entry, f *FileRecord) (orig []byte, _ []*TrustW
 	}
 	out := []*TrustWrite{{Entry: e.Name, Path: f.Path, When: when, What: what}}
 	for _, b := range f.Bytecode {
-		out = append(out, &TrustWrite{Entry: e.Name, Path: b.Path, When: when, What: "bytecode put back beside " + f.Path})
+		out = append(out, &TrustWrite{Entry: e.Name, Path: b.Path, When: when, What: "bytecode put back beside " + f.Path, Bytecode: true})
 	}
 	return orig, out, nil
 }
