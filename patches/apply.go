@@ -28,6 +28,9 @@ type ApplyOptions struct {
 	// Waiting is told, once, when another smpatch holds the tree's journal
 	// for a moment (one line for people).
 	Waiting func(line string)
+	// LockTimeout bounds the wait for the journal's lock (0:
+	// journal.DefaultLockTimeout).
+	LockTimeout time.Duration
 }
 
 // ApplyResult says what Apply did.
@@ -204,7 +207,7 @@ func openForApply(ctx context.Context, t source.WritableTree, s *Set, opts Apply
 	if err := ctx.Err(); err != nil {
 		return nil, &journal.StoppedError{What: "stopped before writing: nothing was changed", Err: err}
 	}
-	j, err := journal.Open(ctx, t, journal.Options{Waiting: opts.Waiting})
+	j, err := journal.Open(ctx, t, journal.Options{Waiting: opts.Waiting, LockTimeout: opts.LockTimeout})
 	if err != nil {
 		return nil, err
 	}

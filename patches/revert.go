@@ -6,6 +6,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/smpatch/smpatch/patches/journal"
 	"github.com/smpatch/smpatch/patches/udiff"
@@ -20,6 +21,9 @@ type RevertOptions struct {
 	// Waiting is told, once, when another smpatch holds the tree's journal
 	// for a moment (one line for people).
 	Waiting func(line string)
+	// LockTimeout bounds the wait for the journal's lock (0:
+	// journal.DefaultLockTimeout).
+	LockTimeout time.Duration
 }
 
 // RevertResult says what Revert did, or why it refused.
@@ -44,8 +48,9 @@ type RevertFile struct {
 	Path string `json:"path"`
 	// State: "restored" (original bytes back), "already-original",
 	// "forced" (our hunks reverse-applied, other edits kept), "changed"
-	// (refused: changed since apply), "not-written" (the revert was
-	// refused for another file).
+	// (refused: changed since apply), "not-regular" (refused: a symlink,
+	// a named pipe or a directory stands at its path), "not-written" (the
+	// revert was refused for another file).
 	State string `json:"state"`
 	// Diff shows, for a changed file, what changed since apply
 	// (patched → current).
@@ -93,7 +98,7 @@ func Revert(ctx context.Context, t source.WritableTree, cat *Catalog, names []st
 	if err := ctx.Err(); err != nil {
 		return res, &journal.StoppedError{What: "stopped before writing: nothing was changed", Err: err}
 	}
-	j, err := journal.Open(ctx, t, journal.Options{Waiting: opts.Waiting})
+	j, err := journal.Open(ctx, t, journal.Options{Waiting: opts.Waiting, LockTimeout: opts.LockTimeout})
 	if err != nil {
 		return res, err
 	}
@@ -203,17 +208,32 @@ func revertSteps(t source.WritableTree, j *journal.Journal, sel []*journal.Entry
 		return b, err
 	}
 	var steps []*revertStep
-	var changed []string
+	var changed, odd []string
+	oddEntry := ""
 	for _, e := range sel {
 		st := &revertStep{out: &RevertOutcome{Name: e.Name, Status: "reverted", Files: []*RevertFile{}},
 			js: &journal.RevertStep{Entry: e, Forced: map[string]bool{}}}
 		for _, f := range e.Files {
+			rf := &RevertFile{Path: f.Path, PycRemoved: []string{}, PycRestored: []string{}}
+			st.out.Files = append(st.out.Files, rf)
+			if _, ok := overlay[f.Path]; !ok {
+				// A symlink, a named pipe or a directory where the patched
+				// file was: nothing is read through it, or written over it.
+				if _, other, err := journal.Look(t, f.Path); err != nil {
+					return nil, err
+				} else if other != "" {
+					rf.State = "not-regular"
+					odd = append(odd, f.Path+" ("+other+")")
+					if oddEntry == "" {
+						oddEntry = e.Name
+					}
+					continue
+				}
+			}
 			c, err := cur(f.Path)
 			if err != nil {
 				return nil, err
 			}
-			rf := &RevertFile{Path: f.Path, PycRemoved: []string{}, PycRestored: []string{}}
-			st.out.Files = append(st.out.Files, rf)
 			switch h := journal.Hash(c); {
 			case h == f.Patched:
 				orig, err := j.Original(e, f)
@@ -253,7 +273,7 @@ func revertSteps(t source.WritableTree, j *journal.Journal, sel []*journal.Entry
 		steps = append(steps, st)
 		res.Patches = append(res.Patches, st.out)
 	}
-	if len(changed) > 0 {
+	if len(changed) > 0 || len(odd) > 0 {
 		// Nothing is written: a file that would have been restored (or
 		// reverse-applied) says so, and no patch counts as reverted.
 		for _, st := range steps {
@@ -263,6 +283,9 @@ func revertSteps(t source.WritableTree, j *journal.Journal, sel []*journal.Entry
 					f.State = "not-written"
 				}
 			}
+		}
+		if len(odd) > 0 {
+			return nil, &RevertRefusedError{Result: res, Msg: fmt.Sprintf("revert refused: %s; smpatch restores only regular files (put the file back at its path, or run `smpatch journal forget %s` to keep the tree as it is); nothing was changed", strings.Join(odd, ", "), oddEntry)}
 		}
 		return nil, &RevertRefusedError{Result: res, Msg: fmt.Sprintf("revert refused: %s changed since the patch was applied (--force reverse-applies only the patch's hunks and keeps the other edits)", strings.Join(changed, ", "))}
 	}

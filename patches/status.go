@@ -48,7 +48,9 @@ type PatchStatus struct {
 }
 
 // FileStatus is one file of an applied patch: "patched" (as written),
-// "changed" (edited since apply), "original" (reverted by hand), "missing".
+// "changed" (edited since apply), "original" (reverted by hand), "missing",
+// or what stands at its path instead of a regular file ("replaced by a
+// symlink", "not a regular file: fifo"; nothing is read through it).
 type FileStatus struct {
 	Path  string `json:"path"`
 	State string `json:"state"`
@@ -98,7 +100,7 @@ func Status(ctx context.Context, t source.WritableTree, cat *Catalog, opts journ
 }
 
 // patchStatus is the status of the applied entry e.
-func patchStatus(t source.Tree, j *journal.Journal, cat *Catalog, e *journal.Entry, later []*journal.Entry) (*PatchStatus, error) {
+func patchStatus(t source.WritableTree, j *journal.Journal, cat *Catalog, e *journal.Entry, later []*journal.Entry) (*PatchStatus, error) {
 	ps := &PatchStatus{
 		Name: e.Name, Variant: e.Variant, VariantReason: e.VariantReason, AppliedAt: e.AppliedAt,
 		ToolVersion: e.ToolVersion, Origin: e.Origin, PatchDigest: e.PatchDigest,
@@ -116,13 +118,15 @@ func patchStatus(t source.Tree, j *journal.Journal, cat *Catalog, e *journal.Ent
 		ps.CatalogChanged = !ok || p.Digest != e.PatchDigest
 	}
 	for _, f := range e.Files {
-		h, err := journal.HashCurrent(t, f.Path) // "" when the file is missing
+		h, other, err := journal.Look(t, f.Path) // "" when the file is missing
 		if err != nil {
 			return nil, err
 		}
 		fs := &FileStatus{Path: f.Path}
 		top, under := Stacked(f.Path, f.Patched, later)
 		switch {
+		case other != "":
+			fs.State = other // a symlink, a named pipe, a directory: read nothing through it
 		case h == f.Patched:
 			fs.State = "patched"
 		case len(under) > 0 && h == top:

@@ -251,7 +251,7 @@ func TestPendingWrites(t *testing.T) {
 	}
 	temps := 0
 	for _, f := range listAll() {
-		if strings.HasPrefix(filepath.Base(f), ".comm.py") || strings.HasPrefix(filepath.Base(f), ".mod.py") {
+		if IsTempOf(filepath.Base(f), "comm.py") || IsTempOf(filepath.Base(f), "mod.py") {
 			temps++
 		}
 	}
@@ -370,5 +370,42 @@ func TestWriteFilesReadOnly(t *testing.T) {
 		if strings.HasPrefix(e.Name(), ".") {
 			t.Errorf("left behind: %s", e.Name())
 		}
+	}
+}
+
+// A file whose name is as long as a name may be (255 bytes) is written
+// like any other: the temporary name beside it does not grow with it (one
+// that did failed with "file name too long"). Modes are kept, a new file
+// gets 0644 whatever the umask, and nothing else is left beside it.
+func TestWriteLongName(t *testing.T) {
+	root := treetest.SGLangCheckout(t, "0.5.6")
+	tr, err := OpenCheckout(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := "python/sglang/srt/" + strings.Repeat("n", 252) + ".py"
+	if len(filepath.Base(long)) != 255 {
+		t.Fatal(len(filepath.Base(long)))
+	}
+	if err := tr.WriteFiles(map[string][]byte{long: []byte("a\n")}); err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	p := filepath.Join(root, filepath.FromSlash(long))
+	os.Chmod(p, 0o640)
+	if err := tr.WriteFiles(map[string][]byte{long: []byte("b\n")}); err != nil {
+		t.Fatalf("replace: %v", err)
+	}
+	st, err := os.Stat(p)
+	if b, _ := os.ReadFile(p); err != nil || string(b) != "b\n" || st.Mode().Perm() != 0o640 {
+		t.Fatalf("%q %v", b, st.Mode())
+	}
+	ents, _ := os.ReadDir(filepath.Dir(p))
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".") {
+			t.Fatalf("left %s", e.Name())
+		}
+	}
+	if n := TempName(filepath.Base(long)); len(n) != 38 || !IsTempOf(n, filepath.Base(long)) || IsTempOf(n, "other.py") {
+		t.Fatalf("temp name %q", n)
 	}
 }

@@ -1,6 +1,9 @@
 package source
 
 import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,12 +13,10 @@ import (
 	"slices"
 	"strings"
 	"syscall"
-
-	"github.com/google/renameio/v2"
 )
 
 // Writing a tree: every file is written beside its target first (a
-// temporary ".NAME<digits>"), synced, then renamed over it, and the
+// temporary TempName, of a fixed length whatever the file's name), synced, then renamed over it, and the
 // directories whose entries changed are synced. Every name goes through
 // the tree's os.Root, so no write leaves the tree; none lands in .git or
 // the journal directory either, even through a symlink of the tree.
@@ -185,11 +186,53 @@ type PendingWrites struct {
 }
 
 type pendingWrite struct {
-	rel  string
-	disk string
-	dir  *os.Root              // the file's directory
-	pf   *renameio.PendingFile // nil for a removal
-	done bool
+	rel     string
+	disk    string
+	dir     *os.Root // the file's directory
+	tmp     *os.File // the new content, at tmpName in dir; nil for a removal
+	tmpName string
+	name    string // the file's name in dir
+	done    bool
+}
+
+// TempName is the name of a temporary file written beside the file
+// called base: ".smpatch-" and 8 hex digits of base's hash, a random part
+// and ".tmp", 38 bytes whatever base is (a temporary name that grew with
+// base once failed for a file name of 255 bytes). IsTempOf recognises it.
+func TempName(base string) string {
+	var r [8]byte
+	_, _ = rand.Read(r[:])
+	return tempPrefix(base) + hex.EncodeToString(r[:]) + ".tmp"
+}
+
+func tempPrefix(base string) string {
+	h := sha256.Sum256([]byte(base))
+	return ".smpatch-" + hex.EncodeToString(h[:4]) + "-"
+}
+
+// IsTempOf reports whether name is a temporary file TempName made for the
+// file called base.
+func IsTempOf(name, base string) bool {
+	rest, ok := strings.CutPrefix(name, tempPrefix(base))
+	if !ok || len(rest) != 16+len(".tmp") || !strings.HasSuffix(rest, ".tmp") {
+		return false
+	}
+	_, err := hex.DecodeString(strings.TrimSuffix(rest, ".tmp"))
+	return err == nil
+}
+
+// createTemp makes a temporary file for base in dir, exclusively, with
+// perm (before the umask, as a new file gets).
+func createTemp(dir *os.Root, base string, perm fs.FileMode) (string, *os.File, error) {
+	for range 100 {
+		n := TempName(base)
+		f, err := dir.OpenFile(n, os.O_RDWR|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, perm)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		return n, f, err
+	}
+	return "", nil, fmt.Errorf("%s: no free temporary name beside it", base)
 }
 
 // PrepareWrites checks every path of rels (repository-relative, in the
@@ -238,16 +281,26 @@ func (t *dirTree) PrepareWrites(rels []string, files map[string][]byte) (_ *Pend
 		if it.dir, err = r.OpenRoot(dir); err != nil {
 			return nil, treeError(rel, err)
 		}
-		it.pf, err = renameio.NewPendingFile(filepath.Base(d), renameio.WithRoot(it.dir),
-			renameio.WithStaticPermissions(0o644), renameio.WithExistingPermissions())
-		if err != nil {
+		it.name = filepath.Base(d)
+		// A new file gets 0644, an existing one keeps its mode: set on the
+		// temporary file whatever the umask.
+		var tmpName string
+		if tmpName, it.tmp, err = createTemp(it.dir, it.name, 0o644); err != nil {
 			return nil, treeError(rel, err)
+		}
+		it.tmpName = tmpName
+		perm := fs.FileMode(0o644)
+		if st != nil {
+			perm = st.Mode().Perm()
+		}
+		if err := it.tmp.Chmod(perm); err != nil {
+			return nil, err
 		}
 		if sys, ok := statOwner(st); ok && int(sys.Uid) != os.Geteuid() {
 			// smpatch run with sudo on a user's tree: the file stays theirs.
-			_ = it.pf.Chown(int(sys.Uid), int(sys.Gid))
+			_ = it.tmp.Chown(int(sys.Uid), int(sys.Gid))
 		}
-		if _, err := it.pf.Write(data); err != nil {
+		if _, err := it.tmp.Write(data); err != nil {
 			return nil, err
 		}
 	}
@@ -293,14 +346,22 @@ func (pw *PendingWrites) Commit(i int) error {
 		return nil
 	}
 	it.done = true
-	if it.pf == nil {
+	if it.tmp == nil {
 		if err := pw.root.Remove(it.disk); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return treeError(it.rel, err)
 		}
 		return nil
 	}
-	defer it.pf.Cleanup()
-	if err := it.pf.CloseAtomicallyReplace(); err != nil {
+	err := it.tmp.Sync()
+	if cerr := it.tmp.Close(); err == nil {
+		err = cerr
+	}
+	it.tmp = nil
+	if err == nil {
+		err = it.dir.Rename(it.tmpName, it.name)
+	}
+	if err != nil {
+		_ = it.dir.Remove(it.tmpName)
 		return fmt.Errorf("writing %s: %w", it.rel, err)
 	}
 	return nil
@@ -335,8 +396,10 @@ func syncDirIn(r *os.Root, d string) error {
 // directories made for them that stayed empty, and releases the tree.
 func (pw *PendingWrites) Close() {
 	for _, it := range pw.items {
-		if it.pf != nil && !it.done {
-			_ = it.pf.Cleanup()
+		if it.tmp != nil {
+			_ = it.tmp.Close()
+			_ = it.dir.Remove(it.tmpName)
+			it.tmp = nil
 		}
 		it.done = true
 		if it.dir != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/smpatch/smpatch/patches"
 	"github.com/smpatch/smpatch/patches/author"
+	"github.com/smpatch/smpatch/patches/journal"
 	"github.com/smpatch/smpatch/source"
 )
 
@@ -23,6 +24,8 @@ type applyOptions struct {
 	IO      IOStreams
 	Catalog func() (*patches.Catalog, error)
 	Tree    func(ctx context.Context, repo string, project source.Project) (source.WritableTree, error)
+	// Lock is how the command waits for the tree's journal lock, saying so on w.
+	Lock func(w io.Writer) journal.Options
 	// Detail and Info are the streams of --verbose and of progress lines
 	// (nothing with --quiet); Color is where a diff goes in colour.
 	Detail func(io.Writer) io.Writer
@@ -88,7 +91,7 @@ func (o *applyOptions) validate(c *cobra.Command) error {
 
 func newApplyCmd(f *Factory) *cobra.Command {
 	g := f.Globals
-	o := &applyOptions{Catalog: f.Catalog, Tree: f.Tree, Detail: g.Detail, Info: g.Info, Color: g.colorTarget, Gate: checkArch,
+	o := &applyOptions{Catalog: f.Catalog, Tree: f.Tree, Lock: f.lockOptions, Detail: g.Detail, Info: g.Info, Color: g.colorTarget, Gate: checkArch,
 		Verbose: func() bool { return g.Verbose }, Quiet: func() bool { return g.Quiet }, Python: g.PythonPath}
 	c := &cobra.Command{
 		Use:   "apply [NAME...]",
@@ -143,7 +146,7 @@ func runApply(ctx context.Context, o *applyOptions) error {
 		printPlan(o.Detail(errw), pl)
 	}
 	findings := []archFinding{}
-	opts := patches.ApplyOptions{DryRun: o.DryRun, ToolVersion: Version, CatalogDigest: cat.Digest(), Waiting: waitingLine(errw)}
+	opts := patches.ApplyOptions{DryRun: o.DryRun, ToolVersion: Version, CatalogDigest: cat.Digest(), Waiting: waitingLine(errw), LockTimeout: o.Lock(errw).LockTimeout}
 	if o.CheckArch {
 		opts.Check = func(ctx context.Context, s *patches.Set) ([]string, error) {
 			info := w

@@ -6,6 +6,8 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+
+	"github.com/smpatch/smpatch/patches/journal"
 )
 
 // The global flags beyond --catalog and --python: how much is said
@@ -16,6 +18,7 @@ func (g *Globals) addGlobalFlags(root *cobra.Command) {
 	pf.BoolVarP(&g.Verbose, "verbose", "v", false, "say more: each patch's plan in apply, each cell's command in matrix run, every module in probe")
 	pf.BoolVarP(&g.Quiet, "quiet", "q", false, "print results and errors only: no progress or info lines")
 	g.addColorFlag(root)
+	pf.DurationVar(&g.LockTimeout, "lock-timeout", journal.DefaultLockTimeout, "the longest wait for a tree's journal lock another smpatch holds (said after half a second)")
 	// --version stays; -v is --verbose.
 	root.Flags().Bool("version", false, "print the version (smpatch version --json for more)")
 }
@@ -26,6 +29,9 @@ func (g *Globals) beforeRun(c *cobra.Command) error {
 	if g.Verbose && g.Quiet {
 		return withCode(exitUsage, errors.New("--verbose and --quiet: give one"))
 	}
+	if g.LockTimeout <= 0 {
+		return withCode(exitUsage, fmt.Errorf("--lock-timeout %s: give a positive duration (1s, 2m)", g.LockTimeout))
+	}
 	if err := g.applyConfig(c); err != nil {
 		return err
 	}
@@ -33,6 +39,12 @@ func (g *Globals) beforeRun(c *cobra.Command) error {
 		return err
 	}
 	return applyOutputFlags(c, g)
+}
+
+// lockOptions are how a command waits for a tree's journal lock: a line
+// on w after half a second, at most --lock-timeout.
+func (g *Globals) lockOptions(w io.Writer) journal.Options {
+	return journal.Options{Waiting: waitingLine(w), LockTimeout: g.LockTimeout}
 }
 
 // Info is w, or nothing with --quiet: for progress and info lines.

@@ -124,6 +124,15 @@ var hostileGenerators = map[string]func(path string, args []string) error{
 	"fifo": func(path string, args []string) error {
 		return syscall.Mkfifo(path, 0o644)
 	},
+	// copy PATH SRC: the case's file SRC (relative to PATH's directory, as
+	// in tar-of) at PATH, a name a repository should not hold (255 bytes).
+	"copy": func(path string, args []string) error {
+		data, err := os.ReadFile(filepath.Join(filepath.Dir(path), args[0]))
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(path, data, 0o644)
+	},
 	// tar-of PATH NAME=SRC...: a tar of the case's files SRC under NAME.
 	"tar-of": func(path string, args []string) error {
 		var b bytes.Buffer

@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -17,6 +18,8 @@ import (
 type journalForgetOptions struct {
 	IO   IOStreams
 	Tree func(ctx context.Context, repo string, project source.Project) (source.WritableTree, error)
+	// Lock is how the command waits for the tree's journal lock, saying so on w.
+	Lock func(w io.Writer) journal.Options
 
 	Name string
 	Repo string
@@ -28,7 +31,7 @@ func (o *journalForgetOptions) AddFlags(c *cobra.Command) {
 }
 
 func newJournalForgetCmd(f *Factory) *cobra.Command {
-	o := &journalForgetOptions{Tree: f.Tree}
+	o := &journalForgetOptions{Tree: f.Tree, Lock: f.lockOptions}
 	c := &cobra.Command{
 		Use:   "forget NAME",
 		Short: "Drop a journal entry and its copies, keeping every tree file as it is now",
@@ -47,7 +50,7 @@ func runJournalForget(ctx context.Context, o *journalForgetOptions) error {
 	if err != nil {
 		return err
 	}
-	e, err := journal.Forget(ctx, t, o.Name, journal.Options{Waiting: waitingLine(o.IO.ErrOut)})
+	e, err := journal.Forget(ctx, t, o.Name, o.Lock(o.IO.ErrOut))
 	if err != nil {
 		return err
 	}

@@ -5,10 +5,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
-	"github.com/smpatch/smpatch/internal/termsafe"
+	"github.com/smpatch/smpatch/patches"
 	"github.com/smpatch/smpatch/patches/journal"
 	"github.com/smpatch/smpatch/source"
 )
@@ -16,21 +17,26 @@ import (
 // journalTrustOptions are smpatch journal trust's flags, streams and
 // dependencies.
 type journalTrustOptions struct {
-	IO   IOStreams
-	Tree func(ctx context.Context, repo string, project source.Project) (source.WritableTree, error)
+	IO      IOStreams
+	Catalog func() (*patches.Catalog, error)
+	Tree    func(ctx context.Context, repo string, project source.Project) (source.WritableTree, error)
+	// Lock is how the command waits for the tree's journal lock, saying so on w.
+	Lock func(w io.Writer) journal.Options
 
-	Repo string
-	JSON bool
+	Repo    string
+	JSON    bool
+	AnyFile bool
 }
 
 func (o *journalTrustOptions) AddFlags(c *cobra.Command) {
 	f := c.Flags()
 	f.StringVar(&o.Repo, "repo", "", "the tree (default: $SMPATCH_REPO, the current checkout, or the installed package)")
 	f.BoolVar(&o.JSON, "json", false, "print JSON")
+	f.BoolVar(&o.AnyFile, "any-file", false, "also adopt entries naming files their patch in the catalog does not write (never hidden files or files tools run); read the journal first")
 }
 
 func newJournalTrustCmd(f *Factory) *cobra.Command {
-	o := &journalTrustOptions{Tree: f.Tree}
+	o := &journalTrustOptions{Catalog: f.Catalog, Tree: f.Tree, Lock: f.lockOptions}
 	c := &cobra.Command{
 		Use:   "trust",
 		Short: "Adopt the tree's journal as this user's (after reading it): checks it and signs it",
@@ -46,11 +52,15 @@ func newJournalTrustCmd(f *Factory) *cobra.Command {
 
 func runJournalTrust(ctx context.Context, o *journalTrustOptions) error {
 	w := o.IO.Out
+	cat, err := o.Catalog()
+	if err != nil {
+		return err
+	}
 	t, err := o.Tree(ctx, o.Repo, "")
 	if err != nil {
 		return err
 	}
-	res, err := journal.Trust(ctx, t, journal.Options{Waiting: waitingLine(o.IO.ErrOut)})
+	res, err := patches.Trust(ctx, t, cat, patches.TrustOptions{Lock: o.Lock(o.IO.ErrOut), AnyFile: o.AnyFile})
 	if err != nil {
 		return err
 	}
@@ -62,11 +72,27 @@ func runJournalTrust(ctx context.Context, o *journalTrustOptions) error {
 		verb = "already this user's"
 	}
 	fmt.Fprintf(w, "%s: %s, %d entries\n", res.Path, verb, len(res.Entries))
+	if res.BytecodeDropped > 0 {
+		fmt.Fprintf(w, "  %d cached bytecode files it would have put back dropped: their modules compile again\n", res.BytecodeDropped)
+	}
 	for _, e := range res.Entries {
-		fmt.Fprintf(w, "  %s: %s, %d files\n", e.Name, e.State, len(e.Files))
-		for _, f := range e.Files {
-			fmt.Fprintf(w, "    %s\n", termsafe.Line(f.Path))
+		fmt.Fprintf(w, "  %s: %s, %d files\n", e.Name, entryState(e), len(e.Files))
+		for _, wr := range res.Writes {
+			if wr.Entry == e.Name {
+				fmt.Fprintf(w, "    %s\n", wr)
+			}
 		}
 	}
 	return nil
+}
+
+// entryState says where an adopted entry stands and what finishes it.
+func entryState(e *journal.Entry) string {
+	switch e.State {
+	case journal.Pending:
+		return "pending (an interrupted apply: the next command that writes rolls it back)"
+	case journal.Reverting:
+		return "reverting (an interrupted revert: the next command that writes finishes it)"
+	}
+	return string(e.State)
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
 	"github.com/smpatch/smpatch/patches"
+	"github.com/smpatch/smpatch/patches/journal"
 	"github.com/smpatch/smpatch/source"
 )
 
@@ -18,6 +20,8 @@ type revertOptions struct {
 	IO      IOStreams
 	Catalog func() (*patches.Catalog, error)
 	Tree    func(ctx context.Context, repo string, project source.Project) (source.WritableTree, error)
+	// Lock is how the command waits for the tree's journal lock, saying so on w.
+	Lock func(w io.Writer) journal.Options
 	// CatalogDirs are the --catalog directories (the built-in catalog
 	// alone serves a revert of no name nothing).
 	CatalogDirs func() []string
@@ -38,7 +42,7 @@ func (o *revertOptions) AddFlags(c *cobra.Command) {
 }
 
 func newRevertCmd(f *Factory) *cobra.Command {
-	o := &revertOptions{Catalog: f.Catalog, Tree: f.Tree, CatalogDirs: f.CatalogDirs}
+	o := &revertOptions{Catalog: f.Catalog, Tree: f.Tree, CatalogDirs: f.CatalogDirs, Lock: f.lockOptions}
 	c := &cobra.Command{
 		Use:   "revert [NAME...]",
 		Short: "Restore the original bytes of applied patches (every applied patch when no NAME)",
@@ -95,7 +99,7 @@ func runRevert(ctx context.Context, o *revertOptions) error {
 	if err != nil {
 		return err
 	}
-	res, err := patches.Revert(ctx, t, cat, args, patches.RevertOptions{Force: o.Force, Waiting: waitingLine(errw)})
+	res, err := patches.Revert(ctx, t, cat, args, patches.RevertOptions{Force: o.Force, Waiting: waitingLine(errw), LockTimeout: o.Lock(errw).LockTimeout})
 	if res != nil {
 		for _, r := range res.Recovered {
 			fmt.Fprintf(errw, "smpatch: %s\n", r)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/go-version"
 	"github.com/spf13/cobra"
@@ -33,6 +34,8 @@ type Globals struct {
 	Color   string // --color auto|always|never
 	Format  string // --format of the commands addOutputFlags gave it
 	Output  string // -o/--output FILE
+
+	LockTimeout time.Duration // --lock-timeout: the longest wait for a tree's journal lock
 
 	config        *config // the config file, read before the command runs
 	defaultPython string  // the config file's python, below --python and $SMPATCH_PYTHON

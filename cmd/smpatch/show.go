@@ -59,7 +59,9 @@ type showOptions struct {
 	IO      IOStreams
 	Catalog func() (*patches.Catalog, error)
 	Tree    func(ctx context.Context, repo string, project source.Project) (source.WritableTree, error)
-	Color   func(io.Writer) (io.Writer, painter)
+	// Lock is how the command waits for the tree's journal lock, saying so on w.
+	Lock  func(w io.Writer) journal.Options
+	Color func(io.Writer) (io.Writer, painter)
 
 	Name string
 	Repo string
@@ -73,7 +75,7 @@ func (o *showOptions) AddFlags(c *cobra.Command) {
 }
 
 func newShowCmd(f *Factory) *cobra.Command {
-	o := &showOptions{Catalog: f.Catalog, Tree: f.Tree, Color: f.colorTarget}
+	o := &showOptions{Catalog: f.Catalog, Tree: f.Tree, Color: f.colorTarget, Lock: f.lockOptions}
 	c := &cobra.Command{
 		Use:   "show NAME",
 		Short: "Show a patch: metadata, requirements, variants, and the diff it would make on a tree",
@@ -116,7 +118,7 @@ func runShow(ctx context.Context, o *showOptions) error {
 		return sh.treeErr
 	}
 	if sh.t != nil {
-		if err := sh.readJournal(ctx, o.IO.ErrOut); err != nil {
+		if err := sh.readJournal(ctx, o.IO.ErrOut, o.Lock(o.IO.ErrOut)); err != nil {
 			return err
 		}
 		if sh.plan, err = patches.NewPlan(ctx, sh.p, sh.t, patches.PlanOptions{}); err != nil {
@@ -132,8 +134,8 @@ func runShow(ctx context.Context, o *showOptions) error {
 
 // readJournal reads the tree's journal, writing nothing: whether the patch
 // is applied, and a line on errw for each entry in flight.
-func (sh *shown) readJournal(ctx context.Context, errw io.Writer) error {
-	j, err := journal.Read(ctx, sh.t, journal.Options{Waiting: waitingLine(errw)})
+func (sh *shown) readJournal(ctx context.Context, errw io.Writer, opts journal.Options) error {
+	j, err := journal.Read(ctx, sh.t, opts)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -17,6 +18,8 @@ import (
 	"time"
 
 	"github.com/smpatch/smpatch/internal/testkit/treetest"
+	"github.com/smpatch/smpatch/patches/journal"
+	"github.com/smpatch/smpatch/source"
 )
 
 // signalFiles is a tree of three large files and a catalog patch that
@@ -306,4 +309,75 @@ func linkBinary(t *testing.T, dir, name string) string {
 		t.Fatal(err)
 	}
 	return dst
+}
+
+// A command waiting for a journal lock another process holds says so after
+// half a second, gives up at --lock-timeout with one line (exit 1), and
+// stops on Ctrl-C with the interrupt's line (exit 130), never "context
+// canceled"; readers and writers alike. --lock-timeout 0 is a usage error.
+func TestLockWaitLines(t *testing.T) {
+	bin := linkBinary(t, t.TempDir(), "smpatch")
+	tree, cat := signalFiles(t)
+	state := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", state)
+	env := append(os.Environ(), "GORACE=atexit_sleep_ms=0", "SMPATCH_CATALOG=", "SMPATCH_REPO=", "XDG_CONFIG_HOME="+t.TempDir())
+	command := func(args ...string) (*exec.Cmd, *bytes.Buffer) {
+		cmd := exec.Command(bin, append(args, "--repo", tree, "--catalog", cat)...)
+		cmd.Env = env
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		return cmd, &stderr
+	}
+	if cmd, stderr := command("apply", "demo"); cmd.Run() != nil {
+		t.Fatalf("apply: %s", stderr)
+	}
+	tr, err := source.OpenCheckout(tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := journal.Open(context.Background(), tr, journal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	before := treeSums(t, tree, true)
+	for _, verb := range [][]string{{"status"}, {"revert"}, {"journal", "trust"}} {
+		cmd, stderr := command(append(verb, "--lock-timeout", "800ms")...)
+		start := time.Now()
+		err := cmd.Run()
+		lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 || len(lines) != 2 ||
+			!strings.HasPrefix(lines[0], "smpatch: waiting for the journal lock of "+tree+", held by another smpatch (pid ") || !strings.HasSuffix(lines[0], "; giving up after 800ms (--lock-timeout)") ||
+			!strings.HasPrefix(lines[1], "smpatch: the journal of "+tree+" is locked by another smpatch (pid ") || !strings.HasSuffix(lines[1], "gave up after 800ms (--lock-timeout); nothing was changed") {
+			t.Fatalf("%s: %v\n%s", verb, err, stderr)
+		}
+		if d := time.Since(start); d > 10*time.Second {
+			t.Fatalf("%s: took %s", verb, d)
+		}
+		cmd, stderr = command(verb...)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(900 * time.Millisecond)
+		sent := time.Now()
+		_ = cmd.Process.Signal(syscall.SIGINT)
+		err = cmd.Wait()
+		lines = strings.Split(strings.TrimSpace(stderr.String()), "\n")
+		last := lines[len(lines)-1]
+		if !errors.As(err, &ee) || ee.ExitCode() != 130 || strings.Contains(stderr.String(), "context canceled") ||
+			!strings.Contains(last, "nothing was changed (while waiting for the journal lock of "+tree) {
+			t.Fatalf("%s, Ctrl-C: %v\n%s", verb, err, stderr)
+		}
+		if d := time.Since(sent); d > time.Second {
+			t.Fatalf("%s: stopped %s after the signal", verb, d)
+		}
+	}
+	if !sameSums(before, treeSums(t, tree, true)) {
+		t.Fatal("a command that waited changed the tree or its journal")
+	}
+	cmd, stderr := command("status", "--lock-timeout", "0")
+	if err := cmd.Run(); err == nil || !strings.Contains(stderr.String(), "--lock-timeout 0s: give a positive duration") {
+		t.Fatalf("--lock-timeout 0: %v\n%s", err, stderr)
+	}
 }

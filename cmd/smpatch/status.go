@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -20,6 +21,8 @@ type statusOptions struct {
 	IO      IOStreams
 	Catalog func() (*patches.Catalog, error)
 	Tree    func(ctx context.Context, repo string, project source.Project) (source.WritableTree, error)
+	// Lock is how the command waits for the tree's journal lock, saying so on w.
+	Lock func(w io.Writer) journal.Options
 
 	Repo string
 	JSON bool
@@ -32,7 +35,7 @@ func (o *statusOptions) AddFlags(c *cobra.Command) {
 }
 
 func newStatusCmd(f *Factory) *cobra.Command {
-	o := &statusOptions{Catalog: f.Catalog, Tree: f.Tree}
+	o := &statusOptions{Catalog: f.Catalog, Tree: f.Tree, Lock: f.lockOptions}
 	c := &cobra.Command{
 		Use:   "status",
 		Short: "Show the patches applied to a tree and whether their files changed since",
@@ -57,7 +60,7 @@ func runStatus(ctx context.Context, o *statusOptions) error {
 	if err != nil {
 		return err
 	}
-	res, err := patches.Status(ctx, t, cat, journal.Options{Waiting: waitingLine(errw)})
+	res, err := patches.Status(ctx, t, cat, o.Lock(errw))
 	if err != nil {
 		return err
 	}

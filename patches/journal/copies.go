@@ -329,19 +329,32 @@ func (j *Journal) dropOrphans() {
 	if err != nil {
 		return
 	}
+	j.cleanStale()
 	for _, de := range ents {
 		n := de.Name()
 		if !de.Type().IsRegular() {
-			continue
-		}
-		if isTempOf(n, stateName) {
-			_ = os.Remove(filepath.Join(j.dir, n))
 			continue
 		}
 		for _, k := range copyKinds {
 			if name, ok := strings.CutSuffix(n, "."+k+".tar"); ok && j.state.Get(name) == nil {
 				_ = os.Remove(filepath.Join(j.dir, n))
 			}
+		}
+	}
+}
+
+// cleanStale removes the temporary files of state.json a killed command
+// left (".state.json" followed by digits; regular files only, never a
+// link or anything else of that name): under the lock, no command is
+// writing one.
+func (j *Journal) cleanStale() {
+	ents, err := os.ReadDir(j.dir)
+	if err != nil {
+		return
+	}
+	for _, de := range ents {
+		if de.Type().IsRegular() && isTempOf(de.Name(), stateName) {
+			_ = os.Remove(filepath.Join(j.dir, de.Name()))
 		}
 	}
 }

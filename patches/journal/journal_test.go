@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -69,11 +70,11 @@ func TestOwnership(t *testing.T) {
 	if !sameHashes(patched, hashes(t, root, true)) {
 		t.Fatal("a refused journal was changed")
 	}
-	res, err := Trust(ctx, tr, Options{})
+	res, err := Trust(ctx, tr, TrustOptions{})
 	if err != nil || len(res.Entries) != 1 || res.Already {
 		t.Fatalf("trust: %+v %v", res, err)
 	}
-	if res, err := Trust(ctx, tr, Options{}); err != nil || !res.Already {
+	if res, err := Trust(ctx, tr, TrustOptions{}); err != nil || !res.Already {
 		t.Fatalf("trust again: %+v %v", res, err)
 	}
 	// Edited by hand: one byte of the signed state.
@@ -92,7 +93,7 @@ func TestOwnership(t *testing.T) {
 	if _, err := recoverTree(tr); !errors.As(err, &ue) || !strings.Contains(ue.Reason, "no signature") {
 		t.Fatalf("bare: %v", err)
 	}
-	if _, err := Trust(ctx, tr, Options{}); err != nil {
+	if _, err := Trust(ctx, tr, TrustOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := revertAll(t, tr); err != nil {
@@ -367,6 +368,41 @@ func TestLockWait(t *testing.T) {
 	}
 }
 
+// A reader waiting for the lock ends with the context as a writer does
+// (a stop, not the context's bare error), and every wait ends at its
+// timeout with a line naming the holder.
+func TestLockWaitBounded(t *testing.T) {
+	_, tr := testTree(t)
+	applyDemo(t, tr)
+	held, err := Open(context.Background(), tr, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err = Read(ctx, tr, Options{})
+	var se *StoppedError
+	if !errors.As(err, &se) || !strings.HasPrefix(se.What, "stopped before writing: nothing was changed") || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("read stopped: %v", err)
+	}
+	for name, open := range map[string]func(context.Context, source.WritableTree, Options) (*Journal, error){"Open": Open, "Read": Read} {
+		start := time.Now()
+		var lines []string
+		_, err := open(context.Background(), tr, Options{LockTimeout: waitNotice + 200*time.Millisecond, Waiting: func(l string) { lines = append(lines, l) }})
+		var le *LockTimeoutError
+		if !errors.As(err, &le) || !strings.Contains(err.Error(), "is locked by another smpatch (pid ") || !strings.Contains(err.Error(), "nothing was changed") {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if d := time.Since(start); d < waitNotice || d > 5*time.Second {
+			t.Fatalf("%s: gave up after %s", name, d)
+		}
+		if len(lines) != 1 || !strings.Contains(lines[0], "giving up after 700ms") {
+			t.Fatalf("%s: waiting lines %q", name, lines)
+		}
+	}
+}
+
 // The reader's bounds: a huge state.json and a tar header that claims
 // gigabytes are refused as damaged, before they are read into memory.
 func TestBounds(t *testing.T) {
@@ -427,5 +463,192 @@ func TestBytecodeRecordOutsideCache(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(root, ".git", "config")); !bytes.Equal(b, cfg) {
 		t.Fatalf(".git/config: %q", b)
+	}
+}
+
+// A lock file that is a named pipe (or any file but a regular one) is
+// refused in one line by every command; opening it once blocked in
+// open(2) for good, deaf to signals.
+func TestLockNotRegular(t *testing.T) {
+	for _, kind := range []string{"fifo", "directory"} {
+		t.Run(kind, func(t *testing.T) {
+			root, tr := testTree(t)
+			applyDemo(t, tr)
+			lock := filepath.Join(root, source.StateDirName, lockName)
+			os.Remove(lock)
+			var err error
+			if kind == "fifo" {
+				err = syscall.Mkfifo(lock, 0o644)
+			} else {
+				err = os.Mkdir(lock, 0o755)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, open := range map[string]func(context.Context, source.WritableTree, Options) (*Journal, error){"Open": Open, "Read": Read} {
+				done := make(chan error, 1)
+				go func() {
+					j, err := open(context.Background(), tr, Options{})
+					if err == nil {
+						j.Close()
+					}
+					done <- err
+				}()
+				select {
+				case err := <-done:
+					if err == nil || !strings.Contains(err.Error(), "not a regular file: "+kind+"; refusing (remove it)") {
+						t.Fatalf("%s: %v", name, err)
+					}
+				case <-time.After(5 * time.Second):
+					t.Fatalf("%s: still opening the lock after 5s", name)
+				}
+			}
+		})
+	}
+}
+
+// A key open to others is refused with the advice that mends it (chmod
+// 600 the key), never one that would delete the journal and its original
+// bytes; a key directory or journal directory other users may write is
+// refused before anything is read in it; a journal this user did not sign
+// that records patches is never to be removed.
+func TestKeyAndDirectoryAdvice(t *testing.T) {
+	root, tr := testTree(t)
+	applyDemo(t, tr)
+	dir, err := stateHome()
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := filepath.Join(dir, keyFileName)
+	forgetKeys := func() { keys.Lock(); keys.m = nil; keys.Unlock() }
+	defer forgetKeys()
+	try := func(what string, want ...string) {
+		t.Helper()
+		forgetKeys()
+		for name, open := range map[string]func(context.Context, source.WritableTree, Options) (*Journal, error){"Open": Open, "Read": Read} {
+			j, err := open(context.Background(), tr, Options{})
+			if err == nil {
+				j.Close()
+				t.Fatalf("%s: %s: accepted", what, name)
+			}
+			for _, w := range want {
+				if !strings.Contains(err.Error(), w) {
+					t.Fatalf("%s: %s: %v, want %q", what, name, err, w)
+				}
+			}
+			if strings.Contains(err.Error(), "remove "+filepath.Join(root, source.StateDirName)) || strings.Contains(err.Error(), "or remove") {
+				t.Fatalf("%s: %s: advice that deletes the journal: %v", what, name, err)
+			}
+		}
+	}
+	os.Chmod(key, 0o620)
+	try("key 0620", "writable by its group (mode 0620)", "chmod 600 "+key)
+	os.Chmod(key, 0o600)
+	os.Chmod(dir, 0o777)
+	try("key directory 0777", "the directory is writable by others (mode 0777)", "chmod 700 "+dir)
+	os.Chmod(dir, 0o700)
+	sd := filepath.Join(root, source.StateDirName)
+	os.Chmod(sd, 0o777)
+	try("journal directory 0777", "writable by every user (mode 0777)", "chmod go-w "+sd)
+	os.Chmod(sd, 0o755)
+	// Signed with another key: untrusted, and never "remove it".
+	os.Remove(key)
+	forgetKeys()
+	if _, err := journalKey(true); err != nil {
+		t.Fatal(err)
+	}
+	try("another key", "journal not written by this user", "their original bytes may be kept only there")
+}
+
+// The temporary files of state.json a killed command left are removed by
+// the next command that writes (trust among them), once the journal is
+// proved this user's; only regular files of that name pattern, only in the
+// journal directory.
+func TestStaleStateTemps(t *testing.T) {
+	root, tr := testTree(t)
+	applyDemo(t, tr)
+	dir := filepath.Join(root, source.StateDirName)
+	stale := []string{".state.json123", ".state.json8675309"}
+	kept := []string{".state.jsonx1", "state.json.bak", ".state.json"}
+	for _, n := range append(append([]string{}, stale...), kept...) {
+		os.WriteFile(filepath.Join(dir, n), []byte("{}"), 0o644)
+	}
+	os.Symlink("../python/sglang/version.py", filepath.Join(dir, ".state.json42"))
+	os.Mkdir(filepath.Join(dir, ".state.json43"), 0o755)
+	os.WriteFile(filepath.Join(root, ".state.json44"), []byte("{}"), 0o644)
+	kept = append(kept, ".state.json42", ".state.json43", "../.state.json44")
+	// A journal from elsewhere: trust removes them once it has signed it.
+	forgetKey(t)
+	if _, err := Read(context.Background(), tr, Options{}); err == nil {
+		t.Fatal("journal still trusted")
+	}
+	for _, n := range stale {
+		if _, err := os.Lstat(filepath.Join(dir, n)); err != nil {
+			t.Fatalf("%s removed before the journal was adopted", n)
+		}
+	}
+	if _, err := Trust(context.Background(), tr, TrustOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range stale {
+		if _, err := os.Lstat(filepath.Join(dir, n)); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("%s kept: %v", n, err)
+		}
+	}
+	for _, n := range kept {
+		if _, err := os.Lstat(filepath.Join(dir, n)); err != nil {
+			t.Fatalf("%s removed: %v", n, err)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "python/sglang/version.py")); err != nil || len(b) == 0 {
+		t.Fatal("the symlink's target touched")
+	}
+}
+
+// forgetKey makes this user's key another one, as on another machine.
+func forgetKey(t *testing.T) {
+	t.Helper()
+	dir, err := stateHome()
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(dir, keyFileName))
+	keys.Lock()
+	keys.m = nil
+	keys.Unlock()
+	if _, err := journalKey(true); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Adopting a journal drops its bytecode records: a .pyc is code Python runs
+// without its source (an unchecked-hash one always), and a journal from
+// elsewhere could carry any. The entry is adopted; its rollback writes
+// the original source and no .pyc.
+func TestTrustDropsBytecode(t *testing.T) {
+	root, tr := testTree(t)
+	patched := []byte("x = 2\n")
+	orig := []byte("x = 1\n")
+	rel := "python/sglang/x.py"
+	pyc := "python/sglang/__pycache__/x.cpython-312.pyc"
+	evil := []byte("\xcb\x0d\x0d\x0a\x03\x00\x00\x00 not the module's code")
+	os.WriteFile(filepath.Join(root, filepath.FromSlash(rel)), patched, 0o644)
+	s := pendingState(&FileRecord{Path: rel, Original: Hash(orig), Patched: Hash(patched), Bytecode: []Bytecode{{Path: pyc, SHA256: Hash(evil)}}})
+	writeJournal(t, root, s, false, map[string]map[string][]byte{kindOrig: {rel: orig}, kindBytecode: {pyc: evil}})
+	res, err := Trust(context.Background(), tr, TrustOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.BytecodeDropped != 1 || len(res.Writes) != 1 || res.Writes[0].Path != rel {
+		t.Fatalf("result %+v", res)
+	}
+	if _, err := recoverTree(tr); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel))); !bytes.Equal(b, orig) {
+		t.Fatalf("not rolled back: %q", b)
+	}
+	if _, err := os.Lstat(filepath.Join(root, filepath.FromSlash(pyc))); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the journal's .pyc was put back: %v", err)
 	}
 }

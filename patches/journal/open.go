@@ -39,11 +39,66 @@ const (
 // waitNotice is how long a command waits for the lock before it says so.
 const waitNotice = 500 * time.Millisecond
 
+// DefaultLockTimeout is how long a command waits for the journal's lock
+// when Options do not say: an apply or a revert holds it for seconds.
+const DefaultLockTimeout = 2 * time.Minute
+
 // Options steer how a journal is opened.
 type Options struct {
 	// Waiting is told, once, when another smpatch has held the journal's
 	// lock for a moment: one line for people. Nil says nothing.
 	Waiting func(line string)
+	// LockTimeout bounds the wait for the lock (0: DefaultLockTimeout);
+	// past it the open fails with a *LockTimeoutError.
+	LockTimeout time.Duration
+}
+
+// LockTimeoutError is a lock another command held for longer than the
+// wait allowed. Nothing was changed.
+type LockTimeoutError struct {
+	Tree   string
+	Holder string
+	Waited time.Duration
+}
+
+func (e *LockTimeoutError) Error() string {
+	return fmt.Sprintf("the journal of %s is locked by %s: gave up after %s (--lock-timeout); nothing was changed", e.Tree, e.Holder, e.Waited)
+}
+
+// lockWait is one command's wait for the lock: it says so once after
+// waitNotice, gives up at the timeout and stops when ctx ends.
+type lockWait struct {
+	start    time.Time
+	told     bool
+	opts     Options
+	tree     string
+	lockPath string
+}
+
+func newLockWait(opts Options, tree, lockPath string) *lockWait {
+	if opts.LockTimeout <= 0 {
+		opts.LockTimeout = DefaultLockTimeout
+	}
+	return &lockWait{start: time.Now(), opts: opts, tree: tree, lockPath: lockPath}
+}
+
+// wait waits a moment before the next try, or says why not to try again:
+// a *StoppedError when ctx ended, a *LockTimeoutError past the timeout.
+func (w *lockWait) wait(ctx context.Context) error {
+	waited := time.Since(w.start)
+	if !w.told && w.opts.Waiting != nil && waited >= waitNotice {
+		w.told = true
+		w.opts.Waiting(fmt.Sprintf("waiting for the journal lock of %s, held by %s; giving up after %s (--lock-timeout)", w.tree, holder(w.lockPath), w.opts.LockTimeout))
+	}
+	if waited >= w.opts.LockTimeout {
+		return &LockTimeoutError{Tree: w.tree, Holder: holder(w.lockPath), Waited: w.opts.LockTimeout}
+	}
+	select {
+	case <-ctx.Done():
+		return &StoppedError{What: fmt.Sprintf("stopped before writing: nothing was changed (while waiting for the journal lock of %s, held by %s)", w.tree, holder(w.lockPath)), Err: ctx.Err()}
+	case <-time.After(20 * time.Millisecond):
+		return nil
+	}
 }
 
 // Journal is a tree's journal, open: locked, its state read and proved
@@ -123,6 +178,9 @@ func open(ctx context.Context, t source.WritableTree, opts Options, adopting boo
 		j.Close()
 		return nil, err
 	}
+	if !adopting {
+		j.cleanStale() // proved this user's: what a kill left is ours
+	}
 	return j, nil
 }
 
@@ -132,8 +190,7 @@ func open(ctx context.Context, t source.WritableTree, opts Options, adopting boo
 // taken again on the file at the lock's path.
 func (j *Journal) takeLock(ctx context.Context, opts Options) error {
 	lockPath := filepath.Join(j.dir, lockName)
-	start := time.Now()
-	told := false
+	w := newLockWait(opts, j.t.Root(), lockPath)
 	for {
 		if err := os.Mkdir(j.dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("journal: %w", err)
@@ -142,7 +199,12 @@ func (j *Journal) takeLock(ctx context.Context, opts Options) error {
 			return err
 		}
 		writeStateGitignore(j.dir)
-		l := flock.New(lockPath, flock.SetFlag(os.O_CREATE|os.O_RDONLY|syscall.O_NOFOLLOW), flock.SetPermissions(0o644))
+		if err := checkLockFile(lockPath); err != nil {
+			return err
+		}
+		// O_NONBLOCK: a named pipe put there between the check and the
+		// open must not hold the open for good.
+		l := flock.New(lockPath, flock.SetFlag(os.O_CREATE|os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK), flock.SetPermissions(0o644))
 		ok, err := l.TryLock()
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
@@ -152,6 +214,9 @@ func (j *Journal) takeLock(ctx context.Context, opts Options) error {
 		case err != nil:
 			return fmt.Errorf("journal lock %s: %w", lockPath, err)
 		case ok:
+			if err := heldRegular(l, lockPath); err != nil {
+				return err
+			}
 			if sameLockFile(l, lockPath) {
 				j.lock = l
 				recordHolder(lockPath)
@@ -160,16 +225,41 @@ func (j *Journal) takeLock(ctx context.Context, opts Options) error {
 			_ = l.Unlock()
 			continue
 		}
-		if !told && opts.Waiting != nil && time.Since(start) >= waitNotice {
-			told = true
-			opts.Waiting(fmt.Sprintf("waiting for the journal lock of %s, held by %s", j.t.Root(), holder(lockPath)))
-		}
-		select {
-		case <-ctx.Done():
-			return &StoppedError{What: fmt.Sprintf("stopped before writing: nothing was changed (the journal of %s was locked by %s)", j.t.Root(), holder(lockPath)), Err: ctx.Err()}
-		case <-time.After(20 * time.Millisecond):
+		if err := w.wait(ctx); err != nil {
+			return err
 		}
 	}
+}
+
+// checkLockFile refuses a lock file that is there and is not a regular
+// file: a named pipe would hold every open of it (deaf to signals, in
+// open(2)), a directory or device is not smpatch's.
+func checkLockFile(p string) error {
+	st, err := os.Lstat(p)
+	if err != nil {
+		return nil // absent: made by the open; other errors: the open says
+	}
+	if st.Mode()&fs.ModeSymlink != 0 {
+		return fmt.Errorf("journal lock %s: a symlink; refusing (remove it)", p)
+	}
+	if w := NotRegular(st.Mode()); w != "" {
+		return fmt.Errorf("journal lock %s: %s; refusing (remove it)", p, w)
+	}
+	return nil
+}
+
+// heldRegular releases l and refuses when the file it holds is not a
+// regular file (swapped in after checkLockFile).
+func heldRegular(l *flock.Flock, p string) error {
+	st, err := l.Stat()
+	if err == nil && st.Mode().IsRegular() {
+		return nil
+	}
+	_ = l.Unlock()
+	if err != nil {
+		return fmt.Errorf("journal lock %s: %w", p, err)
+	}
+	return fmt.Errorf("journal lock %s: %s; refusing (remove it)", p, NotRegular(st.Mode()))
 }
 
 // sameLockFile reports whether the file l holds is the one at p now.
@@ -182,7 +272,7 @@ func sameLockFile(l *flock.Flock, p string) bool {
 // recordHolder writes this process's id into the lock file, for the
 // command that waits on it to name.
 func recordHolder(p string) {
-	f, err := os.OpenFile(p, os.O_WRONLY|syscall.O_NOFOLLOW, 0)
+	f, err := os.OpenFile(p, os.O_WRONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return
 	}
@@ -226,9 +316,11 @@ func Read(ctx context.Context, t source.WritableTree, opts Options) (*Journal, e
 	}
 	lockPath := filepath.Join(j.dir, lockName)
 	l := flock.New(lockPath, flock.SetFlag(os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK))
-	start := time.Now()
-	told := false
+	w := newLockWait(opts, t.Root(), lockPath)
 	for {
+		if err := checkLockFile(lockPath); err != nil {
+			return nil, err
+		}
 		ok, err := l.TryRLock()
 		if errors.Is(err, fs.ErrNotExist) {
 			break // no lock file: no writer ever held it
@@ -240,17 +332,14 @@ func Read(ctx context.Context, t source.WritableTree, opts Options) (*Journal, e
 			return nil, fmt.Errorf("journal lock %s: %w", lockPath, err)
 		}
 		if ok {
+			if err := heldRegular(l, lockPath); err != nil {
+				return nil, err
+			}
 			j.lock = l
 			break
 		}
-		if !told && opts.Waiting != nil && time.Since(start) >= waitNotice {
-			told = true
-			opts.Waiting(fmt.Sprintf("waiting for the journal lock of %s, held by %s", t.Root(), holder(lockPath)))
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(20 * time.Millisecond):
+		if err := w.wait(ctx); err != nil {
+			return nil, err
 		}
 	}
 	if err := j.load(false); err != nil {
@@ -311,7 +400,7 @@ func (j *Journal) load(adopting bool) error {
 		return err
 	}
 	if why != "" && !adopting {
-		return &UntrustedError{Path: j.statePath(), Tree: j.t.Root(), Reason: why}
+		return &UntrustedError{Path: j.statePath(), Tree: j.t.Root(), Reason: why, Entries: len(s.Patches)}
 	}
 	j.state = s
 	return nil
@@ -390,6 +479,20 @@ func lstatStateDir(dir string) (bool, error) {
 	}
 	if !st.IsDir() {
 		return false, fmt.Errorf("%s: not a directory (remove it)", dir)
+	}
+	// Another user who may write the journal directory may plant a lock,
+	// a copy or a temporary file in it, or remove the copies: refused
+	// before anything in it is opened.
+	perm := st.Mode().Perm()
+	owner := os.Geteuid()
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		owner = int(sys.Uid)
+	}
+	switch {
+	case perm&0o002 != 0:
+		return false, fmt.Errorf("%s: writable by every user (mode %04o); smpatch keeps a journal only where other users cannot change it: chmod go-w %s (it holds the original bytes of the files patched: keep it)", dir, perm, dir)
+	case perm&0o020 != 0 && owner != os.Geteuid():
+		return false, fmt.Errorf("%s: writable by its group and owned by uid %d, not this user (mode %04o); smpatch keeps a journal only where other users cannot change it: its owner can chmod g-w %s", dir, owner, perm, dir)
 	}
 	return true, nil
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"path/filepath"
 
 	"github.com/smpatch/smpatch/source"
 )
@@ -78,11 +77,14 @@ func (j *Journal) restore(e *Entry, revert bool) error {
 	var edited []string
 	for _, f := range e.Files {
 		cleanTemps(j.t, f.Path)
-		h, err := HashCurrent(j.t, f.Path)
+		h, other, err := Look(j.t, f.Path)
 		if err != nil {
 			return err
 		}
-		if !couldLeave(f, h, revert) {
+		switch {
+		case other != "":
+			edited = append(edited, f.Path+" ("+other+")")
+		case !couldLeave(f, h, revert):
 			edited = append(edited, f.Path)
 		}
 	}
@@ -206,11 +208,13 @@ func (j *Journal) Interrupted() ([]*Interrupted, error) {
 			in.Operation = "revert"
 		}
 		for _, f := range e.Files {
-			h, err := HashCurrent(j.t, f.Path)
+			h, other, err := Look(j.t, f.Path)
 			if err != nil {
 				return nil, err
 			}
 			switch {
+			case other != "":
+				in.Edited = append(in.Edited, f.Path+" ("+other+")")
 			case !couldLeave(f, h, revert):
 				in.Edited = append(in.Edited, f.Path)
 			case !revert && h == f.Patched && h != f.Original:
@@ -254,60 +258,4 @@ func Forget(ctx context.Context, t source.WritableTree, name string, opts Option
 		return nil, fmt.Errorf("%s: no entry %s in the journal", j.statePath(), name)
 	}
 	return e, j.forget(name)
-}
-
-// TrustResult is what Trust adopted.
-type TrustResult struct {
-	Tree    string   `json:"tree"`
-	Path    string   `json:"path"`
-	Entries []*Entry `json:"entries"`
-	// Already is set when the journal was this user's already.
-	Already bool `json:"already"`
-}
-
-// Trust adopts the journal of t as this user's: after the checks every
-// read makes (paths inside the tree and outside .git and the journal,
-// hashes well formed, sizes bounded), after checking every path against
-// the tree's symlinks and every copy it would ever write back against its
-// recorded hash, it signs state.json. Nothing in the tree is written and
-// no entry in flight is finished: the next command does that, with its
-// own checks.
-func Trust(ctx context.Context, t source.WritableTree, opts Options) (*TrustResult, error) {
-	res := &TrustResult{Tree: t.Root(), Path: filepath.Join(t.StateDir(), stateName), Entries: []*Entry{}}
-	ok, err := Exists(t)
-	if err != nil {
-		return res, err
-	}
-	if !ok {
-		return res, fmt.Errorf("%s: no journal to trust", res.Path)
-	}
-	j, err := open(ctx, t, opts, true)
-	if err != nil {
-		return res, err
-	}
-	defer j.Close()
-	res.Entries = append(res.Entries, j.state.Patches...)
-	if err := j.load(false); err == nil {
-		res.Already = true
-		return res, nil
-	}
-	for _, e := range j.state.Patches {
-		for _, f := range e.Files {
-			if err := t.CheckPath(f.Path); err != nil {
-				return res, fmt.Errorf("%s: entry %s: %w", res.Path, e.Name, err)
-			}
-			if _, err := j.Original(e, f); err != nil {
-				return res, err
-			}
-			if f.Target != "" {
-				if _, err := j.target(e, f); err != nil {
-					return res, err
-				}
-			}
-		}
-	}
-	if err := j.save(); err != nil {
-		return res, err
-	}
-	return res, nil
 }

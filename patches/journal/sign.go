@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 )
@@ -42,11 +43,82 @@ type UntrustedError struct {
 	Path   string // state.json
 	Tree   string
 	Reason string
+	// Entries is how many entries the journal records.
+	Entries int
 }
 
 func (e *UntrustedError) Error() string {
-	return fmt.Sprintf("%s: journal not written by this user (%s); nothing done: read it, then run `smpatch journal trust --repo %s` to adopt it, or remove %s",
-		e.Path, e.Reason, e.Tree, filepath.Dir(e.Path))
+	if e.Entries == 0 {
+		return fmt.Sprintf("%s: journal not written by this user (%s); nothing done: read it, then run `smpatch journal trust --repo %s` to adopt it, or remove %s (it records no patch)",
+			e.Path, e.Reason, e.Tree, filepath.Dir(e.Path))
+	}
+	// Never "remove it": its copies may be the only original bytes of
+	// files a patch changed.
+	return fmt.Sprintf("%s: journal not written by this user (%s); nothing done: read it, then run `smpatch journal trust --repo %s` to adopt it (it records %d %s: their original bytes may be kept only there)",
+		e.Path, e.Reason, e.Tree, e.Entries, plural(e.Entries, "entry", "entries"))
+}
+
+// KeyError is a journal key (or its directory) smpatch will not use: not
+// a regular file, another user's, open to others. No journal is read or
+// written with it; Fix says what makes it usable, keeping every journal.
+type KeyError struct {
+	Path string
+	Msg  string
+	Fix  string
+}
+
+func (e *KeyError) Error() string {
+	return fmt.Sprintf("journal key %s: %s; nothing done (every journal is kept as it is): %s", e.Path, e.Msg, e.Fix)
+}
+
+// openTo says what the bits of perm let others than the owner do with a
+// file ("writable by its group; readable by others"), or "".
+func openTo(perm fs.FileMode) string {
+	var parts []string
+	for _, c := range []struct {
+		who  string
+		bits fs.FileMode
+	}{{"its group", perm >> 3 & 7}, {"others", perm & 7}} {
+		var can []string
+		if c.bits&4 != 0 {
+			can = append(can, "readable")
+		}
+		if c.bits&2 != 0 {
+			can = append(can, "writable")
+		}
+		if c.bits&1 != 0 {
+			can = append(can, "executable")
+		}
+		if len(can) > 0 {
+			parts = append(parts, strings.Join(can, " and ")+" by "+c.who)
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// checkKeyDir refuses a key directory another user could write: one not
+// owned by this user, or writable by its group or others (they could
+// remove the key, or put another in its place), or inside a directory
+// anyone may rename it out of (world-writable without the sticky bit).
+func checkKeyDir(dir string) error {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if !st.IsDir() {
+		return &KeyError{Path: dir, Msg: "not a directory", Fix: "remove it, or set $XDG_STATE_HOME to a directory of your own"}
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Geteuid() {
+		return &KeyError{Path: dir, Msg: fmt.Sprintf("the directory is owned by uid %d, not this user", sys.Uid), Fix: "set $XDG_STATE_HOME to a directory of your own"}
+	}
+	if st.Mode().Perm()&0o022 != 0 {
+		return &KeyError{Path: dir, Msg: fmt.Sprintf("the directory is writable by others (mode %04o)", st.Mode().Perm()), Fix: "chmod 700 " + dir}
+	}
+	parent := filepath.Dir(dir)
+	if pst, err := os.Stat(parent); err == nil && pst.Mode().Perm()&0o002 != 0 && pst.Mode()&fs.ModeSticky == 0 {
+		return &KeyError{Path: dir, Msg: fmt.Sprintf("%s is writable by anyone without the sticky bit (mode %04o)", parent, pst.Mode().Perm()), Fix: "set $XDG_STATE_HOME to a directory of your own"}
+	}
+	return nil
 }
 
 const keyFileName = "journal.key"
@@ -85,6 +157,9 @@ func journalKey(create bool) ([]byte, error) {
 	if key, ok := keys.m[p]; ok {
 		return key, nil
 	}
+	if err := checkKeyDir(dir); err != nil && !(errors.Is(err, fs.ErrNotExist) && create) {
+		return nil, err
+	}
 	key, err := readKey(p)
 	if errors.Is(err, fs.ErrNotExist) && create {
 		key, err = makeKey(dir, p)
@@ -105,6 +180,9 @@ func journalKey(create bool) ([]byte, error) {
 func makeKey(dir, p string) ([]byte, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("journal key: %w", err)
+	}
+	if err := checkKeyDir(dir); err != nil {
+		return nil, err
 	}
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
@@ -148,13 +226,13 @@ func readKey(p string) ([]byte, error) {
 		return nil, err
 	}
 	if !st.Mode().IsRegular() || st.Size() != 32 {
-		return nil, fmt.Errorf("journal key %s: not a 32-byte regular file", p)
+		return nil, &KeyError{Path: p, Msg: "not a 32-byte regular file", Fix: "put the key back from a backup; without it every journal of this user must be adopted again (`smpatch journal trust`)"}
 	}
 	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Getuid() {
-		return nil, fmt.Errorf("journal key %s: owned by uid %d, not this user", p, sys.Uid)
+		return nil, &KeyError{Path: p, Msg: fmt.Sprintf("owned by uid %d, not this user", sys.Uid), Fix: "run smpatch as the user who owns it, or set $XDG_STATE_HOME to a directory of your own"}
 	}
-	if st.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("journal key %s: readable by others (mode %04o); chmod 600 it", p, st.Mode().Perm())
+	if who := openTo(st.Mode().Perm()); who != "" {
+		return nil, &KeyError{Path: p, Msg: fmt.Sprintf("%s (mode %04o)", who, st.Mode().Perm()), Fix: "chmod 600 " + p}
 	}
 	b := make([]byte, 32)
 	if _, err := io.ReadFull(f, b); err != nil {
@@ -218,7 +296,9 @@ func decodeState(path string, data []byte) (s *State, untrusted string, err erro
 	case errors.Is(err, fs.ErrNotExist):
 		return s, "this user has no journal key yet", nil
 	case err != nil:
-		return s, err.Error(), nil
+		// The key, not the journal, is at fault: say how to mend the
+		// key, never to remove the journal.
+		return nil, "", err
 	case !hmac.Equal([]byte(macOf(key, sf.State)), []byte(sf.MAC)):
 		return s, "its signature does not match this user's key: copied from another user or machine, or edited by hand", nil
 	}

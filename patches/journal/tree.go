@@ -59,12 +59,13 @@ func inRoot(t source.WritableTree, rel string, f func(r *os.Root, d string)) {
 }
 
 // cleanTemps removes the temporary files a killed write left beside rel
-// (".BASE" followed by digits).
+// (source.TempName's, and ".BASE" followed by digits, as an earlier
+// smpatch named them); regular files only.
 func cleanTemps(t source.WritableTree, rel string) {
 	inRoot(t, rel, func(r *os.Root, d string) {
 		dir, base := filepath.Dir(d), filepath.Base(d)
 		for _, de := range readDir(r, dir) {
-			if de.Type().IsRegular() && isTempOf(de.Name(), base) {
+			if de.Type().IsRegular() && (source.IsTempOf(de.Name(), base) || isTempOf(de.Name(), base)) {
 				_ = r.Remove(filepath.Join(dir, de.Name()))
 			}
 		}

@@ -1,0 +1,11 @@
+from sglang.srt.utils import is_sm90_supported, is_sm100_supported
+
+_is_sm90_supported = is_sm90_supported()
+_is_sm100_supported = is_sm100_supported()
+_is_sm120_supported = True
+
+
+def apply_fusion(batch_size):
+    if not (_is_sm90_supported or _is_sm100_supported or _is_sm120_supported):
+        return False
+    return batch_size <= 128
