@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/smpatch/smpatch/patches/journal"
@@ -36,9 +38,12 @@ type PatchStatus struct {
 	CatalogDigest string    `json:"catalog_digest"`
 	// CatalogChanged is set when the catalog's patch of this name differs
 	// from the one applied (or is gone).
-	CatalogChanged bool          `json:"catalog_changed"`
-	Notes          []string      `json:"notes"`
-	Files          []*FileStatus `json:"files"`
+	CatalogChanged bool     `json:"catalog_changed"`
+	Notes          []string `json:"notes"`
+	// Unfinished is set for the entry apply --merge or --reject records:
+	// the patch is in the tree only in part, left to finish by hand.
+	Unfinished bool          `json:"unfinished"`
+	Files      []*FileStatus `json:"files"`
 	// Clean is true when every file still has the patched bytes.
 	Clean bool `json:"clean"`
 	// Damaged says what is wrong with the journal's copies of this
@@ -99,6 +104,10 @@ func Status(ctx context.Context, t source.WritableTree, cat *Catalog, opts journ
 	return res, nil
 }
 
+// FinishNote starts the note of the journal entry apply --merge or
+// --reject records: the patch is in the tree only in part.
+const FinishNote = "left to finish by hand"
+
 // patchStatus is the status of the applied entry e.
 func patchStatus(t source.WritableTree, j *journal.Journal, cat *Catalog, e *journal.Entry, later []*journal.Entry) (*PatchStatus, error) {
 	ps := &PatchStatus{
@@ -110,6 +119,7 @@ func patchStatus(t source.WritableTree, j *journal.Journal, cat *Catalog, e *jou
 	if ps.Damaged != "" {
 		ps.Clean = false
 	}
+	ps.Unfinished = slices.ContainsFunc(e.Notes, func(n string) bool { return strings.HasPrefix(n, FinishNote) })
 	if ps.Notes == nil {
 		ps.Notes = []string{}
 	}

@@ -80,6 +80,9 @@ func runStatus(ctx context.Context, o *statusOptions) error {
 		if !ps.Clean {
 			state = "changed since apply"
 		}
+		if ps.Unfinished {
+			state = "left to finish by hand (apply --merge or --reject)"
+		}
 		if ps.Damaged != "" {
 			state = "journal damaged: " + ps.Damaged
 		}

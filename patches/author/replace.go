@@ -13,6 +13,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/smpatch/smpatch/internal/tomlfile"
+	"github.com/smpatch/smpatch/patches"
 	"github.com/smpatch/smpatch/patches/catalog"
 	"github.com/smpatch/smpatch/patches/journal"
 	"github.com/smpatch/smpatch/source"
@@ -96,7 +97,7 @@ func setVariantKey(data []byte, idx int, key, value string) ([]byte, error) {
 
 // finishNote marks the journal entry apply --merge or --reject records:
 // the files it wrote, to finish by hand, with the bytes they had before.
-const finishNote = "left to finish by hand"
+const finishNote = patches.FinishNote
 
 // IsFinishEntry reports whether e is the entry apply --merge or --reject
 // recorded (not a patch applied).
