@@ -156,19 +156,7 @@ func TestReadme(t *testing.T) {
 	if err := os.Symlink(self, filepath.Join(bin, "smpatch")); err != nil {
 		t.Fatal(err)
 	}
-	env := append(os.Environ(),
-		"HOME="+home,
-		"PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
-		"SMPATCH_CATALOG=", "SMPATCH_REPO=",
-		"XDG_CACHE_HOME="+filepath.Join(work, "cache"),
-		"XDG_CONFIG_HOME="+filepath.Join(work, "config"),
-		"XDG_STATE_HOME="+filepath.Join(work, "state"),
-		"GORACE=atexit_sleep_ms=0",
-		"NO_COLOR=1",
-	)
-	if gc, err := exec.Command("go", "env", "GOCACHE").Output(); err == nil {
-		env = append(env, "GOCACHE="+strings.TrimSpace(string(gc)))
-	}
+	env := walkEnv(work, home, bin)
 	ran := 0
 	for _, b := range blocks {
 		if b.skip != "" {
@@ -293,4 +281,23 @@ func TestReadmeCommandsTable(t *testing.T) {
 	if rows < 10 {
 		t.Fatalf("README.md: %d command rows found; is the table still there?", rows)
 	}
+}
+
+// walkEnv is the environment of a walk through the README or the help
+// examples: HOME, caches and configuration of its own, bin first on PATH.
+func walkEnv(work, home, bin string) []string {
+	env := append(os.Environ(),
+		"HOME="+home,
+		"PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"SMPATCH_CATALOG=", "SMPATCH_REPO=",
+		"XDG_CACHE_HOME="+filepath.Join(work, "cache"),
+		"XDG_CONFIG_HOME="+filepath.Join(work, "config"),
+		"XDG_STATE_HOME="+filepath.Join(work, "state"),
+		"GORACE=atexit_sleep_ms=0",
+		"NO_COLOR=1",
+	)
+	if gc, err := exec.Command("go", "env", "GOCACHE").Output(); err == nil {
+		env = append(env, "GOCACHE="+strings.TrimSpace(string(gc)))
+	}
+	return env
 }
