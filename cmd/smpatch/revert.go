@@ -24,8 +24,8 @@ type revertOptions struct {
 	// alone serves a revert of no name nothing).
 	CatalogDirs func() []string
 
-	Names []string
-	Repo  string
+	Names  []string
+	Repo   string
 	Force  bool
 	DryRun bool
 	JSON   bool
