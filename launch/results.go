@@ -540,7 +540,11 @@ func (s *Summary) WriteMarkdown(w io.Writer) {
 	if len(warnings) > 0 {
 		fmt.Fprintf(w, "Warnings:\n\n")
 		for _, wn := range warnings {
-			fmt.Fprintf(w, "- %s: %s\n", strings.Join(cells[wn], ", "), mdEscape(wn))
+			who := strings.Join(cells[wn], ", ")
+			if n := len(cells[wn]); n > 1 && n == len(s.Results) {
+				who = fmt.Sprintf("all %d cells", n)
+			}
+			fmt.Fprintf(w, "- %s: %s\n", who, mdEscape(wn))
 		}
 		fmt.Fprintln(w)
 	}

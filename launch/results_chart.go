@@ -30,11 +30,11 @@ var (
 )
 
 const (
-	chartRowH   = 18
-	chartBarH   = 12
-	chartPlotW  = 340
-	chartCharW  = 6.4 // px per character of 11px sans-serif, for layout
-	chartMaxID  = 46  // characters of an id shown; the rest on hover
+	chartRowH  = 18
+	chartBarH  = 12
+	chartPlotW = 340
+	chartCharW = 6.4 // px per character of 11px sans-serif, for layout
+	chartMaxID = 46  // characters of an id shown; the rest on hover
 )
 
 // chartRow is one cell's row.

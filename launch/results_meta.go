@@ -22,8 +22,8 @@ type RunMeta struct {
 	// Smpatch is the version and commit of the smpatch that ran.
 	Smpatch string `json:"smpatch,omitempty"`
 	// Tree is the tree the local runner patched, TreeVersion the project
-	// version read from it and TreeRevision its git commit (with
-	// "-dirty" when files differ from it); for images, the base image.
+	// version read from it and TreeRevision the git commit checked out
+	// there; for the other runners, the images the cells ran.
 	Tree         string `json:"tree,omitempty"`
 	TreeVersion  string `json:"tree_version,omitempty"`
 	TreeRevision string `json:"tree_revision,omitempty"`

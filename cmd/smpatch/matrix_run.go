@@ -187,6 +187,10 @@ func (o *matrixRunOptions) matrixRun(ctx context.Context) (launch.MatrixRun, err
 		d := &cellDoctor{Repo: o.Repo, ProbeFile: o.ProbeFile, Catalog: o.Catalog, Probe: probe.Run, Warn: r.Options.Warn}
 		r.Doctor = d.check
 	}
+	if !o.DryRun {
+		r.Options.Meta = o.runMeta(ctx, r.Runner)
+		r.TreeRevision = treeRevision
+	}
 	if o.Verbose {
 		r.Commands = stderr
 	}
