@@ -33,7 +33,7 @@ type probeOptions struct {
 	PythonNamed bool
 	Output      string // -o FILE
 	Quiet       bool
-	Verbose     bool   // every module, not only the comm modules
+	Verbose     bool // every module, not only the comm modules
 
 	SitePackages []string
 	JSON         bool
