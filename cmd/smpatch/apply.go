@@ -85,7 +85,7 @@ func newApplyCmd(f *Factory) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "apply NAME...",
 		Short: "Apply patches to a checkout or an installed package, journaled and all-or-nothing",
-		Args:  cobra.MinimumNArgs(1),
+		Args:  applyArgs(f.Catalog),
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := o.validate(c); err != nil {
 				return err
