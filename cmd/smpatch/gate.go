@@ -129,7 +129,12 @@ func checkArch(ctx context.Context, w io.Writer, opts archGateOptions, ps []*pat
 			case repeated:
 				fmt.Fprintf(w, "check-arch: %s: %s %s: as for %s above\n", opts.Paint.text(p.Name), word, opts.Paint.text(f.Requirement), opts.Paint.text(first))
 			case !f.OK || !opts.Quiet:
-				fmt.Fprintf(w, "check-arch: %s: %s %s: %s\n", opts.Paint.text(p.Name), word, opts.Paint.text(f.Requirement), opts.Paint.text(wrapEvidence(f.Evidence)))
+				ev := wrapEvidence(f.Evidence)
+				sep := ": "
+				if strings.HasPrefix(ev, "\n") {
+					sep = ":"
+				}
+				fmt.Fprintf(w, "check-arch: %s: %s %s%s%s\n", opts.Paint.text(p.Name), word, opts.Paint.text(f.Requirement), sep, opts.Paint.text(ev))
 			}
 		}
 		if shared > 0 && !opts.Quiet {
@@ -271,8 +276,8 @@ func doctorFindings(ctx context.Context, w io.Writer, opts archGateOptions, r *p
 
 // wrapEvidence puts the parts of a long evidence (joined by "; " outside
 // parentheses and brackets) on lines of their own, indented under the
-// requirement, so that a refusal reads as a list instead of one line of
-// hundreds of characters.
+// requirement's line, so that a refusal reads as a list instead of one
+// line of hundreds of characters; a short one stays on the line.
 func wrapEvidence(e string) string {
 	if len(e) <= 160 {
 		return e
@@ -293,5 +298,5 @@ func wrapEvidence(e string) string {
 		}
 	}
 	parts = append(parts, e[start:])
-	return strings.Join(parts, "\n      ")
+	return "\n      " + strings.Join(parts, "\n      ")
 }
