@@ -55,6 +55,9 @@ func (o *matrixRunOptions) runMeta(ctx context.Context, runner launch.RunnerKind
 // gpusLine is a report's GPUs, alike ones counted: "8 x NVIDIA RTX PRO
 // 6000 Blackwell Server Edition (sm 12.0), nvidia-smi".
 func gpusLine(r *probe.Report) string {
+	if r.Host == nil {
+		return "not read (no host in the report)"
+	}
 	if len(r.Host.GPUs) == 0 {
 		if why, ok := r.Unknown["host.gpus"]; ok {
 			return "none found (" + why + ")"

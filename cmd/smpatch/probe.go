@@ -123,7 +123,11 @@ func runProbe(ctx context.Context, o *probeOptions) error {
 			if p := r.Packages["flashinfer-python"]; p != nil && p.Version != "" {
 				fi = "flashinfer " + p.Version
 			}
-			fmt.Fprintf(o.IO.ErrOut, "probe: wrote %s (GPUs: %s; %s): give it to --probe-file where the GPU host is not at hand\n", o.Output, gpusLine(r), fi)
+			what := "GPUs: " + gpusLine(r)
+			if o.Image != "" {
+				what = "image " + o.Image
+			}
+			fmt.Fprintf(o.IO.ErrOut, "probe: wrote %s (%s; %s): give it to --probe-file where the GPU host is not at hand\n", o.Output, what, fi)
 		}
 		return nil
 	}

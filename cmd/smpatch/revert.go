@@ -161,9 +161,15 @@ func revertDryRun(ctx context.Context, o *revertOptions, t source.WritableTree, 
 		}{st.Tree, true, picked})
 	}
 	for _, n := range o.Names {
-		if !slices.ContainsFunc(picked, func(ps *patches.PatchStatus) bool { return ps.Name == n }) {
-			fmt.Fprintf(w, "%s: not applied, nothing to revert\n", n)
+		if slices.ContainsFunc(picked, func(ps *patches.PatchStatus) bool { return ps.Name == n }) {
+			continue
 		}
+		if cat != nil {
+			if _, err := cat.Get(n); err != nil {
+				return err // in neither the journal nor the catalog: the did-you-mean
+			}
+		}
+		fmt.Fprintf(w, "%s: not applied, nothing to revert\n", n)
 	}
 	if len(picked) == 0 && len(o.Names) == 0 {
 		fmt.Fprintf(w, "nothing to revert in %s\n", t.Root())
