@@ -130,7 +130,12 @@ func (s *summary) skippedLine() string {
 		n += len(tests)
 		svcs = append(svcs, svc)
 	}
-	slices.SortFunc(svcs, func(a, b string) int { return len(s.bySvc[b]) - len(s.bySvc[a]) })
+	slices.SortFunc(svcs, func(a, b string) int {
+		if d := len(s.bySvc[b]) - len(s.bySvc[a]); d != 0 {
+			return d
+		}
+		return strings.Compare(a, b)
+	})
 	var parts []string
 	if n > 0 {
 		var names []string
