@@ -14,10 +14,14 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/smpatch
 
 # Installs smpatch where `go install` puts binaries: $GOBIN, else
-# $GOPATH/bin (usually ~/go/bin; put it on PATH).
+# $(go env GOPATH)/bin; says where, and the PATH line to add when that
+# directory is not on PATH.
 install:
+	@echo "make install: building smpatch (a minute or two with a cold Go cache)"
 	CGO_ENABLED=0 $(GO) install -trimpath -ldflags '$(LDFLAGS)' ./cmd/smpatch
-	@d="$$($(GO) env GOBIN)"; [ -n "$$d" ] || d="$$($(GO) env GOPATH)/bin"; echo "installed $$d/smpatch"
+	@d="$$($(GO) env GOBIN)"; [ -n "$$d" ] || d="$$($(GO) env GOPATH)/bin"; \
+	echo "installed $$d/smpatch"; \
+	case ":$$PATH:" in *":$$d:"*) ;; *) echo "$$d is not on PATH: add it, e.g. to ~/.profile:"; echo "  export PATH=\"$$d:\$$PATH\"";; esac
 
 # Static binaries to carry to a GPU host: linux/amd64 and linux/arm64 (GH200, GB200, DGX Spark).
 static:
@@ -37,8 +41,10 @@ generate:
 architecture:
 	$(GO) run ./scripts/archdoc > docs/architecture.md.tmp && mv docs/architecture.md.tmp docs/architecture.md || { rm -f docs/architecture.md.tmp; exit 1; }
 
+# Every test with -race; the last line names what was skipped and why
+# (scripts/testsummary reads go test -json).
 test: vet
-	$(GO) test -race -count=1 ./...
+	@bash -o pipefail -c '$(GO) test -race -count=1 -json ./... | $(GO) run ./scripts/testsummary'
 
 # The crash-safety loop at full length: a real subprocess killed with SIGKILL
 # at random moments, at least 200 rounds.
@@ -60,7 +66,8 @@ demo-matrix: build
 demo-image: build
 	./examples/demo-image.sh $(BIN)
 
-# The story's fake matrix in real containers (needs: scripts/services.sh up).
+# The story's fake matrix in real containers (needs a Docker daemon:
+# scripts/services.sh up docker).
 demo-docker: build
 	./examples/demo-docker.sh $(BIN)
 

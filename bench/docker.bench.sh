@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 bin="$(realpath "${1:-bin/smpatch}")"
 . bench/lib.sh
 if ! docker_daemon; then
-  echo "SKIP (no docker daemon): run scripts/services.sh up, then eval \"\$(scripts/services.sh env)\""
+  echo "SKIP (no docker daemon): run scripts/services.sh up docker, then eval \"\$(scripts/services.sh env)\""
   exit 0
 fi
 work="$(mktemp -d)"

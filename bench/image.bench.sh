@@ -47,7 +47,7 @@ docker_skip=""
 if [ ! -x /bin/busybox ]; then
   docker_skip="no /bin/busybox (busybox-static) for the base's shell"
 elif ! docker_daemon; then
-  docker_skip="no docker daemon: run scripts/services.sh up, then eval \"\$(scripts/services.sh env)\""
+  docker_skip="no docker daemon: run scripts/services.sh up docker, then eval \"\$(scripts/services.sh env)\""
 fi
 if [ -z "$docker_skip" ]; then
   trap 'docker_cleanup "$tag"; rm -rf "$tmp"' EXIT

@@ -9,21 +9,25 @@
 # whether the SM120 fusion gate is open; with it open it dies the way the
 # story's server did.
 #
-# Needs a Docker daemon: scripts/services.sh up; eval "$(scripts/services.sh env)".
-# Usage: examples/demo-docker.sh [path/to/smpatch]   (DEMO_OUT=DIR keeps the results)
+# Needs a Docker daemon: scripts/services.sh up docker; eval "$(scripts/services.sh env)".
+# Usage: examples/demo-docker.sh [path/to/smpatch]
+# The results stay in out/demo-docker/ (DEMO_OUT=DIR puts them elsewhere).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin="$(realpath "${1:-bin/smpatch}")"
 export DOCKER_HOST="${SMPATCH_TEST_DOCKER_HOST:-${DOCKER_HOST:-unix:///var/run/docker.sock}}"
 if ! docker version --format '{{.Server.Version}}' >/dev/null 2>&1; then
-  echo "demo-docker: no Docker daemon at $DOCKER_HOST: run scripts/services.sh up, then eval \"\$(scripts/services.sh env)\"" >&2
+  echo "demo-docker: no Docker daemon at $DOCKER_HOST: run scripts/services.sh up docker (about half a minute), then eval \"\$(scripts/services.sh env)\"" >&2
   exit 1
 fi
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-out="${DEMO_OUT:-$work/results}"
+out="${DEMO_OUT:-out/demo-docker}"
+rm -rf "$out"
+mkdir -p "$(dirname "$out")"
 unset GITHUB_STEP_SUMMARY SMPATCH_REPO
-say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+# shellcheck source=examples/demo-lib.sh
+. examples/demo-lib.sh
 
 say "the base image: busybox-static, the fake server, sglang 0.5.17 installed"
 CGO_ENABLED=0 go build -o "$work/fakeserver" ./testdata/fakeserver
@@ -52,3 +56,12 @@ grep -H 'sm120 fusion gate' "$out"/logs/*.log | sed "s|$out/logs/||"
 
 say "results.md"
 cat "$out/results.md"
+
+cat <<EOF
+
+Everything is in $out/: results.md, results.html (one file, no network),
+results.csv, results.json, junit.xml and logs/.
+What to try next:
+  smpatch matrix compare $out --pair unpatched.fewchan.cgbs128:unpatched.default.cgbs128
+  smpatch triage $out/logs/*.log
+EOF

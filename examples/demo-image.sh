@@ -16,14 +16,14 @@ rm -rf "$out"
 mkdir -p "$out"
 out="$(realpath "$out")"
 export SMPATCH_CATALOG=""
-if [ -t 1 ]; then
-  step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; }
-else
-  step() { printf '\n$ %s\n' "$*"; }
-fi
+# shellcheck source=examples/demo-lib.sh
+. "$here/demo-lib.sh"
 
 step go run ./examples/offline-base -o out/demo-image/base
-(cd "$here/.." && go run ./examples/offline-base -sample examples/sample/sglang -o "$out/base")
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+demo_copy_sample "$work/sglang"
+(cd "$here/.." && go run ./examples/offline-base -sample "$work/sglang" -o "$out/base")
 
 step smpatch image apply sm120-fusion --base oci:out/demo-image/base --out oci:out/demo-image/images:fusion --env NCCL_MAX_NCHANNELS=2
 "$bin" image apply sm120-fusion --base "oci:$out/base" --out "oci:$out/images:fusion" --env NCCL_MAX_NCHANNELS=2

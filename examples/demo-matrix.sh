@@ -21,11 +21,13 @@ out="${DEMO_OUT:-out/demo-matrix}"
 rm -rf "$out"
 mkdir -p "$(dirname "$out")"
 
-say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+# shellcheck source=examples/demo-lib.sh
+. examples/demo-lib.sh
 
 say "build the fake sglang server"
 CGO_ENABLED=0 go build -o "$work/bin/fakeserver" ./testdata/fakeserver
-cp -r examples/sample/sglang "$work/sglang"
+demo_copy_sample "$work/sglang"
+demo_copy_sample "$work/untouched"
 export PATH="$work/bin:$PATH"
 export SMPATCH_REPO="$work/sglang"   # the tree smpatch patches, and the fake server reads
 unset GITHUB_STEP_SUMMARY
@@ -45,7 +47,7 @@ say "why the fusion cell died"
 "$bin" triage "$out/logs/sm120-fusion.fewchan.cgbs128.log"
 
 say "the tree ends as it began"
-if diff -r examples/sample/sglang "$work/sglang"; then
+if diff -r "$work/untouched" "$work/sglang"; then
   echo "$SMPATCH_REPO is byte-identical to examples/sample/sglang"
 else
   echo "demo: the tree changed" >&2

@@ -11,12 +11,13 @@
 set -euo pipefail
 bin="$(realpath "${1:-bin/smpatch}")"
 here="$(cd "$(dirname "$0")" && pwd)"
-sample="$here/sample/sglang"
+# shellcheck source=examples/demo-lib.sh
+. "$here/demo-lib.sh"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 tree="$work/sglang"
-cp -R "$sample" "$tree"
-cp -R "$sample" "$work/untouched"
+demo_copy_sample "$tree"
+demo_copy_sample "$work/untouched"
 export SMPATCH_CATALOG=""
 
 # Every file of the tree with its sha256, the journal directory left out
@@ -24,11 +25,6 @@ export SMPATCH_CATALOG=""
 sums() {
   (cd "$tree" && find . -name .smpatch -prune -o -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum)
 }
-if [ -t 1 ]; then
-  step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; }
-else
-  step() { printf '\n$ %s\n' "$*"; }
-fi
 
 sums >"$work/before.sha256"
 
@@ -77,7 +73,8 @@ fi
 cat <<'NEXT'
 
 What to try next:
-  smpatch show sm120-fusion --repo ~/src/sglang     # what it would change in your checkout
+  mkdir -p ~/src && cp -R examples/sample/sglang ~/src/sglang   # a copy to try the commands on
+  smpatch show sm120-fusion --repo ~/src/sglang     # what it would change there
   smpatch probe -o host.json                        # on the GPU host: what it can build
   make demo-matrix                                  # the story's experiments on a fake server
 NEXT

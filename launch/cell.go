@@ -67,6 +67,9 @@ type Options struct {
 	Signatures *Signatures // DefaultSignatures() when nil
 	Metrics    []Metric
 	Baseline   string // cell id the others are compared with ("" for none)
+	// Meta is what the caller knows of the run (host, GPUs, version, tree)
+	// for the head of the results; Run adds the times and the patches.
+	Meta *RunMeta
 
 	StartupTimeout time.Duration // health wait (or a job's whole run); 30m when 0
 	BenchTimeout   time.Duration // 20m when 0

@@ -187,7 +187,7 @@ func TestDockerRealGPUFlags(t *testing.T) {
 // line naming where it was looked for.
 func TestDockerCheckNoDaemon(t *testing.T) {
 	if _, err := exec.LookPath("docker"); err != nil {
-		t.Skip("SKIP (no docker CLI): install docker.io (scripts/services.sh up)")
+		t.Skip("SKIP (no docker CLI): install docker.io (scripts/services.sh up docker)")
 	}
 	sock := filepath.Join(t.TempDir(), "none.sock")
 	t.Setenv("DOCKER_HOST", "unix://"+sock)

@@ -31,6 +31,9 @@ type MatrixRun struct {
 
 	// Runner is where cells run.
 	Runner RunnerKind
+	// TreeRevision, when set, reads the git commit checked out in the
+	// repository holding a directory ("" for none), for the results' head.
+	TreeRevision func(dir string) string
 	// Options are the run's options; RunMatrix fills what the matrix
 	// decides (metrics, timeouts, baseline, name), Out when empty, the
 	// runner and the patcher. Repeat, when not 0, replaces the matrix's.
@@ -209,6 +212,9 @@ func RunMatrix(ctx context.Context, r MatrixRun) (*MatrixResult, error) {
 			}
 			warnAppliedBefore(tp.AppliedBefore(), cells, opts.Warn)
 		}
+	}
+	if opts.Meta != nil {
+		r.treeMeta(ctx, x, python, &opts)
 	}
 	if r.Commands != nil {
 		writeCellCommands(r.Commands, cells, opts.Only)
@@ -459,5 +465,34 @@ func writeCellCommands(w io.Writer, cells []*Cell, only []string) {
 			env = append(env, k+"="+c.Env[k])
 		}
 		fmt.Fprintf(w, "cell %s: patches [%s] env [%s] run %s\n", c.ID, strings.Join(c.Patches, ", "), strings.Join(env, " "), strings.Join(c.Command, " "))
+	}
+}
+
+// treeMeta adds to o.Meta (a copy) what the results' head says of the
+// tree: the one the local runner patches, with its version and commit,
+// or the images of the other runners.
+func (r *MatrixRun) treeMeta(ctx context.Context, x *matrix.Expansion, python string, o *Options) {
+	m := *o.Meta
+	o.Meta = &m
+	if r.Runner != RunnerLocal {
+		switch {
+		case r.Refs != "":
+			m.Tree = "the images of " + r.Refs
+		case x.Matrix.Base.Image != "":
+			m.Tree = "image " + x.Matrix.Base.Image
+		}
+		return
+	}
+	t, err := source.Resolve(ctx, r.Repo, source.Project(x.Matrix.Project), python)
+	if err != nil {
+		m.Tree = "unknown (" + err.Error() + ")"
+		return
+	}
+	m.Tree = t.Root()
+	if v, _, err := t.Version(ctx); err == nil && v != nil {
+		m.TreeVersion = string(t.Project()) + " " + source.VersionString(v)
+	}
+	if r.TreeRevision != nil {
+		m.TreeRevision = r.TreeRevision(t.Root())
 	}
 }

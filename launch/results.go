@@ -79,6 +79,8 @@ type Summary struct {
 	Runner   RunnerKind `json:"runner"`
 	Baseline string     `json:"baseline,omitempty"`
 	Metrics  []string   `json:"metrics"`
+	// Meta says when, where and with what the run happened.
+	Meta *RunMeta `json:"meta,omitempty"`
 	// Repeat is how many times each cell ran (a fresh server each time).
 	Repeat  int       `json:"repeat,omitempty"`
 	Results []*Result `json:"results"`
@@ -473,6 +475,13 @@ func (s *Summary) WriteMarkdown(w io.Writer) {
 		title = "matrix"
 	}
 	fmt.Fprintf(w, "### %s: %d ok, %d failed, %d pruned, %d skipped\n\n", mdEscape(title), s.OK, s.Failed, s.Pruned, s.Skipped)
+	if lines := s.Meta.metaLines(s.Runner); len(lines) > 0 {
+		parts := make([]string, len(lines))
+		for i, l := range lines {
+			parts[i] = l[0] + ": " + mdEscape(l[1])
+		}
+		fmt.Fprintf(w, "%s\n\n", strings.Join(parts, "; "))
+	}
 	head := []string{"cell", "values", "status", "healthy"}
 	for _, m := range s.Metrics {
 		head = append(head, m)
@@ -516,18 +525,27 @@ func (s *Summary) WriteMarkdown(w io.Writer) {
 	}
 	s.writeComparisonsMarkdown(w)
 	// Rule warnings (matrix rules with action warn) under the table, one
-	// line per cell and warning, so the table's columns stay as they are.
-	first := true
+	// line per warning with the cells it is about, so the table's columns
+	// stay as they are.
+	var warnings []string
+	cells := map[string][]string{}
 	for _, r := range s.Results {
 		for _, wn := range r.Warnings {
-			if first {
-				fmt.Fprintf(w, "Warnings:\n\n")
-				first = false
+			if _, seen := cells[wn]; !seen {
+				warnings = append(warnings, wn)
 			}
-			fmt.Fprintf(w, "- `%s`: %s\n", mdEscape(r.ID), mdEscape(wn))
+			cells[wn] = append(cells[wn], "`"+mdEscape(r.ID)+"`")
 		}
 	}
-	if !first {
+	if len(warnings) > 0 {
+		fmt.Fprintf(w, "Warnings:\n\n")
+		for _, wn := range warnings {
+			who := strings.Join(cells[wn], ", ")
+			if n := len(cells[wn]); n > 1 && n == len(s.Results) {
+				who = fmt.Sprintf("all %d cells", n)
+			}
+			fmt.Fprintf(w, "- %s: %s\n", who, mdEscape(wn))
+		}
 		fmt.Fprintln(w)
 	}
 }
@@ -536,7 +554,7 @@ func (s *Summary) WriteMarkdown(w io.Writer) {
 func (s *Summary) WriteText(w io.Writer) {
 	head := []string{"CELL", "STATUS", "HEALTHY"}
 	for _, m := range s.Metrics {
-		head = append(head, strings.ToUpper(m))
+		head = append(head, m)
 		if s.Baseline != "" {
 			head = append(head, "Δ")
 		}
@@ -642,4 +660,12 @@ func (s *Summary) WriteJUnit(w io.Writer) error {
 // secondsSince rounds the time since t to milliseconds.
 func secondsSince(t time.Time) float64 {
 	return math.Round(time.Since(t).Seconds()*1000) / 1000
+}
+
+// plural is "1 cell", "2 cells".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
 }

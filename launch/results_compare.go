@@ -53,7 +53,7 @@ func (s *Summary) ComparePair(a, b, metric string) (*Comparison, error) {
 	}
 	va, vb := ra.values(metric), rb.values(metric)
 	c := &Comparison{A: a, B: b, Label: pairLabel(ra, rb), Metric: metric, NA: len(va), NB: len(vb)}
-	runs := fmt.Sprintf("%d runs each", c.NA)
+	runs := plural(c.NA, "run each", "runs each")
 	if c.NA != c.NB {
 		runs = fmt.Sprintf("%d and %d runs", c.NA, c.NB)
 	}

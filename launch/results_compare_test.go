@@ -128,7 +128,7 @@ func TestCompareErrors(t *testing.T) {
 	}
 	s.Results[1] = &Result{ID: "b", Status: StatusOK, Metrics: map[string]float64{"m": 2}}
 	cs, _ = s.ComparePairs(nil, "b")
-	if len(cs) != 1 || !strings.Contains(cs[0].Text, "a.x vs b: -50.0%, 1 runs each: no test with one run") {
+	if len(cs) != 1 || !strings.Contains(cs[0].Text, "a.x vs b: -50.0%, 1 run each: no test with one run") {
 		t.Errorf("one run: %+v", cs[0])
 	}
 }

@@ -16,7 +16,10 @@ import (
 // reportSummary is a run with repeats, a failure with its triage line and
 // a pruned cell, shaped like the story's matrix.
 func reportSummary(cells int) *Summary {
-	s := &Summary{Name: "story", Runner: "local", Baseline: "unpatched.default.cgbs512", Metrics: []string{"throughput"}, Repeat: 5}
+	s := &Summary{Name: "story", Runner: "local", Baseline: "unpatched.default.cgbs512", Metrics: []string{"output tok/s"}, Repeat: 5,
+		Meta: &RunMeta{Started: "2026-12-02T10:00:00Z", Finished: "2026-12-02T11:30:00Z", Host: "gpu-host-1",
+			GPUs: "8 x NVIDIA RTX PRO 6000 Blackwell Server Edition (sm 12.0, nvidia-smi)", Smpatch: "v0.9.0 (0123456789ab)",
+			Tree: "/home/u/src/sglang", TreeVersion: "0.5.17", TreeRevision: "3f1c2a9d0e7b", Patches: []string{"sm120-fusion"}}}
 	for i := range cells {
 		nccl := []string{"default", "fewchan"}[i%2]
 		bs := []string{"512", "128"}[(i/2)%2]
@@ -35,7 +38,7 @@ func reportSummary(cells int) *Summary {
 		default:
 			for k := 1; k <= 5; k++ {
 				v := 82 + float64(i%4)*3 + float64(k%3)*0.7
-				r = addSample(r, &Result{ID: id, Status: StatusOK, Metrics: map[string]float64{"throughput": v}, Log: r.Log, Values: r.Values, Launch: r.Launch}, k)
+				r = addSample(r, &Result{ID: id, Status: StatusOK, Metrics: map[string]float64{"output tok/s": v}, Log: r.Log, Values: r.Values, Launch: r.Launch}, k)
 			}
 		}
 		s.Results = append(s.Results, r)
@@ -53,8 +56,19 @@ func TestWriteHTML(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := buf.String()
-	for _, want := range []string{"<svg", `id="chart-throughput"`, "kv-pool-no-memory", "RuntimeError: Not enough memory",
-		"nccl-tree-cuda-graphs", "python3 -m sglang.launch_server --tp 8", "nccl=fewchan", "distinguishable from noise", "A/B against unpatched.default.cgbs512"} {
+	for _, want := range []string{"<svg", `id="chart-0"`, "kv-pool-no-memory", "RuntimeError: Not enough memory",
+		"nccl-tree-cuda-graphs", "python3 -m sglang.launch_server --tp 8", "nccl=fewchan", "distinguishable from noise", "A/B against unpatched.default.cgbs512",
+		// the run's metadata
+		"<dt>host</dt><dd>gpu-host-1 (local runner)</dd>", "8 x NVIDIA RTX PRO 6000", "v0.9.0 (0123456789ab)", "version 0.5.17, commit 3f1c2a9d0e7b",
+		"2026-12-02T10:00:00Z to 2026-12-02T11:30:00Z (1h30m0s)", "<dd>sm120-fusion</dd>",
+		// the unit everywhere, never "metric"
+		"<h2>output tok/s</h2>", "output tok/s: median of 5 runs", "<th>output tok/s</th>",
+		// failed and pruned cells in the chart, with their reason
+		`class="st">✕ failed: kv-pool-no-memory</text>`, `class="st">– pruned: nccl-tree-cuda-graphs</text>`,
+		// a link to each log, in the chart and in the table
+		`<a href="logs/unpatched.default.cgbs128.log"><text`, `<a href="logs/unpatched.default.cgbs128.log"><code>`,
+		// the verdict beside its bar, the value and interval on it
+		`class="vd">baseline</text>`, "vs baseline: real, p", `class="val">`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("results.html lacks %q", want)
 		}
@@ -78,7 +92,7 @@ func chromium(t *testing.T) string {
 		bin, _ = exec.LookPath("chromium")
 	}
 	if bin == "" {
-		msg := "SKIPPED: no chromium (install Debian's chromium, or scripts/services.sh up; set SMPATCH_TEST_CHROMIUM)"
+		msg := "SKIP (no chromium): install Debian's chromium (scripts/services.sh up chromium), or set SMPATCH_TEST_CHROMIUM"
 		if os.Getenv("SMPATCH_REQUIRE_SERVICES") == "1" {
 			t.Fatal(msg)
 		}
@@ -117,7 +131,7 @@ func TestHTMLInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	dom, logs := headless(t, bin, "--dump-dom", "file://"+page)
-	for _, want := range []string{`id="chart-throughput"`, "<svg", "unpatched.fewchan.cgbs512", "kv-pool-no-memory"} {
+	for _, want := range []string{`id="chart-0"`, "<svg", "unpatched.fewchan.cgbs512", "kv-pool-no-memory", "✕ failed"} {
 		if !strings.Contains(dom, want) {
 			t.Errorf("rendered DOM lacks %q", want)
 		}
@@ -128,13 +142,37 @@ func TestHTMLInChromium(t *testing.T) {
 		}
 	}
 	shot := filepath.Join(dir, "shot.png")
-	headless(t, bin, "--screenshot="+shot, "--window-size=900,760", "file://"+page)
+	headless(t, bin, "--screenshot="+shot, "--window-size=1280,1100", "--hide-scrollbars", "file://"+page)
 	png, err := os.ReadFile(shot)
 	if err != nil || !bytes.HasPrefix(png, []byte("\x89PNG")) {
 		t.Fatalf("no screenshot: %v", err)
 	}
 	if dst := os.Getenv("SMPATCH_SCREENSHOT"); dst != "" {
 		os.WriteFile(dst, png, 0o644)
+	}
+}
+
+// A report of 1,000 cells (5 runs each, two metrics, a baseline) stays
+// small enough to mail: every cell in both charts and the table.
+func TestHTMLSize1000(t *testing.T) {
+	s := reportSummary(1000)
+	s.Metrics = append(s.Metrics, "TTFT s")
+	for _, r := range s.Results {
+		if v, ok := r.Metrics["output tok/s"]; ok {
+			r.Metrics["TTFT s"] = 64 / v
+		}
+	}
+	var buf bytes.Buffer
+	if err := s.WriteHTML(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(buf.String(), `<g class="row `); n != 2000 {
+		t.Errorf("%d chart rows, want 2000 (1,000 cells in each of 2 charts)", n)
+	}
+	const limit = 2 << 20
+	t.Logf("results.html for 1,000 cells, 2 metrics: %d bytes", buf.Len())
+	if buf.Len() > limit {
+		t.Errorf("results.html for 1,000 cells is %d bytes, over %d", buf.Len(), limit)
 	}
 }
 

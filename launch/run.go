@@ -46,7 +46,7 @@ func Run(ctx context.Context, cells []*Cell, o Options) (*Summary, error) {
 	defer od.close()
 	o.out = od
 
-	s := &Summary{Name: o.Name, Runner: o.Runner.Kind(), Baseline: o.Baseline}
+	s := &Summary{Name: o.Name, Runner: o.Runner.Kind(), Baseline: o.Baseline, Meta: startMeta(&o, cells)}
 	if o.Repeat > 1 {
 		s.Repeat = o.Repeat
 	}
@@ -150,6 +150,7 @@ run:
 	}
 	s.count()
 	s.computeDeltas()
+	s.Meta.Finished = time.Now().UTC().Format(time.RFC3339)
 	if err := s.writeFiles(od.root); err != nil && runErr == nil {
 		runErr = err
 	}

@@ -393,23 +393,50 @@ func (v *Verdict) WriteText(w io.Writer) {
 			}
 			fmt.Fprintf(w, "  then:  %s%s at %s (a consequence): %s\n", f.Label, rank, where, f.Text)
 		}
+	} else if ready := v.ready(); ready != nil {
+		// A healthy log: one line for it, and the server's last line.
+		fmt.Fprintf(w, "%s: no fatal line: the server came up (line %d: %s)\n", v.File, ready.Line, ready.Text)
+		if v.LastLine != nil {
+			fmt.Fprintf(w, "  last server line %d: %s\n", v.LastLine.Line, v.LastLine.Text)
+		}
 	} else {
 		fmt.Fprintf(w, "%s: unknown: no fatal signature matched (%d lines)\n", v.File, v.Lines)
 		if v.LastLine != nil {
 			fmt.Fprintf(w, "  last server line %d: %s\n", v.LastLine.Line, v.LastLine.Text)
 		}
 	}
+	ready := v.ready()
 	for _, n := range v.Notes {
+		if ready != nil && n.Label == readyLabel {
+			continue
+		}
 		where := fmt.Sprintf("line %d", n.Line)
 		if n.File != "" {
 			where = n.File + ":" + fmt.Sprint(n.Line)
 		}
 		fmt.Fprintf(w, "  note: %s at %s: %s\n", n.Label, where, n.Text)
 	}
-	if !v.Known && len(v.Tail) > 0 {
+	if !v.Known && ready == nil && len(v.Tail) > 0 {
 		fmt.Fprintf(w, "  last %d lines:\n", len(v.Tail))
 		for i, l := range v.Tail {
 			fmt.Fprintf(w, "  %6d  %s\n", v.TailStart+i, l)
 		}
 	}
+}
+
+// readyLabel is the note of a server that came up (signatures/default.toml).
+const readyLabel = "server-ready"
+
+// ready is the line saying the server came up, when no fatal line
+// matched: the log is then a healthy one.
+func (v *Verdict) ready() *Match {
+	if v.Known {
+		return nil
+	}
+	for i := range v.Notes {
+		if v.Notes[i].Label == readyLabel {
+			return &v.Notes[i]
+		}
+	}
+	return nil
 }

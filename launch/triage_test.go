@@ -45,7 +45,9 @@ func TestMatchLine(t *testing.T) {
 		{`docker: Error response from daemon: could not select device driver "" with capabilities: [[gpu]].`, "docker-no-gpu-runtime", true},
 		{"gpu0:1:1 [0] NCCL WARN Could not enable P2P between dev 0 and dev 1", "nccl-warning", false},
 		{"\x1b[33m[2026-03-02 TP0] Custom allreduce is disabled because this process group spans across nodes.\x1b[0m", "custom-allreduce-off", false},
-		{"The server is fired up and ready to roll!", "", false},
+		{"The server is fired up and ready to roll!", "server-ready", false},
+		{"### smpatch: healthy after 0.4s", "server-ready", false},
+		{"the server is fired up", "", false},
 		{"", "", false},
 	}
 	for _, tt := range tests {
@@ -81,7 +83,7 @@ func TestTriageLogs(t *testing.T) {
 		// The first fatal line wins: the arch line comes before the capture failure.
 		{"fusion-arch.log", "flashinfer-no-arch", 10, 1, ""},
 		{"fewchan-kvpool.log", "kv-pool-no-memory", 5, 0, ""},
-		{"healthy.log", "", 0, 0, `[2026-03-02 12:00:05] INFO:     127.0.0.1:52814 - "GET /health HTTP/1.1" 200 OK`},
+		{"healthy.log", "", 0, 1, `[2026-03-02 12:00:05] INFO:     127.0.0.1:52814 - "GET /health HTTP/1.1" 200 OK`},
 		{"unknown.log", "", 0, 0, "Killed"},
 	}
 	for _, tt := range tests {
@@ -300,4 +302,29 @@ func FuzzRequiredLiterals(f *testing.F) {
 			t.Fatalf("pattern %q line %q: prefiltered %v, regexp %v (literals %q)", pattern, line, got, want, sig.lits)
 		}
 	})
+}
+
+// A healthy log is one line and the server's last line, not a dump of
+// its tail; a log that never came up keeps the tail.
+func TestTriageTextHealthy(t *testing.T) {
+	s := DefaultSignatures()
+	v, err := s.TriageFile(filepath.Join("testdata", "logs", "healthy.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	v.WriteText(&b)
+	out := b.String()
+	if !strings.HasPrefix(out, "testdata/logs/healthy.log: no fatal line: the server came up (line 1: ") || strings.Count(out, "\n") != 2 {
+		t.Errorf("healthy log:\n%s", out)
+	}
+	v, err = s.TriageFile(filepath.Join("testdata", "logs", "unknown.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Reset()
+	v.WriteText(&b)
+	if !strings.Contains(b.String(), "unknown: no fatal signature matched") || !strings.Contains(b.String(), "last ") {
+		t.Errorf("unknown log:\n%s", b.String())
+	}
 }

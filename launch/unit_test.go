@@ -225,12 +225,14 @@ func TestMarkdownWarnings(t *testing.T) {
 		{ID: "a", Status: StatusOK, Warnings: []string{"big-batch: 512 needs more memory (https://example.com/notes)"}},
 		{ID: "b", Status: StatusOK},
 		{ID: "c", Status: StatusFailed, Warnings: []string{"x: a | b"}},
+		{ID: "d", Status: StatusOK, Warnings: []string{"big-batch: 512 needs more memory (https://example.com/notes)"}},
 	}}
 	var md bytes.Buffer
 	s.WriteMarkdown(&md)
 	for _, want := range []string{
 		"\nWarnings:\n\n",
-		"\n- `a`: big-batch: 512 needs more memory (https://example.com/notes)\n",
+		// one line per warning, naming every cell it is about
+		"\n- `a`, `d`: big-batch: 512 needs more memory (https://example.com/notes)\n",
 		"\n- `c`: x: a \\| b\n",
 	} {
 		if !strings.Contains(md.String(), want) {

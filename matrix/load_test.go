@@ -103,7 +103,8 @@ func TestLoadStoryExample(t *testing.T) {
 	if got := strings.Join(axes, ","); got != "patches,nccl,cuda_graph_max_bs,tp,model,sm" {
 		t.Errorf("axes = %s", got)
 	}
-	if m.ArchAxis != "sm" || m.Base.Image == "" || m.Launch.StartupTimeout != 30*time.Minute || len(m.Launch.Metrics) != 1 {
+	if m.ArchAxis != "sm" || m.Base.Image == "" || m.Launch.StartupTimeout != 30*time.Minute || len(m.Launch.Metrics) != 2 ||
+		m.Launch.Metrics[0].Name != "output tok/s" || m.Launch.Metrics[1].Name != "time to first token s" {
 		t.Errorf("matrix = %+v", m)
 	}
 	fc := m.Presets["nccl"]["fewchan"].Env

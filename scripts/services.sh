@@ -3,6 +3,11 @@
 # (a container registry, a Docker daemon, and whatever else services.d/ holds).
 #
 #   scripts/services.sh up [NAME...]     start (idempotent), print where each listens
+#
+# NAME: registry (seconds), docker (about 30s with the docker.io install),
+# slurm (about a minute with its packages), kube (the first time 15-20
+# minutes: the control plane is compiled from the Go module proxy; then
+# seconds), chromium (a minute for the package).
 #   scripts/services.sh down [NAME...]   stop only what up started (pid files)
 #   scripts/services.sh env              export lines for the running services
 #   scripts/services.sh status           one line per service
@@ -23,7 +28,32 @@ export SMPATCH_SERVICES_DIR
 # Start order; modules not named here come after, by name. down runs in reverse.
 SVC_ORDER=(registry docker slurm kube)
 
-svc_log() { echo "services: $*" >&2; }
+svc_log() { echo "services: [$(date -u +%H:%M:%S)] $*" >&2; }
+
+# svc_phase WHAT: a timestamped header before each service's step.
+svc_phase() { printf '\n=== [%s] services: %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
+
+SVC_HB_PID=
+# svc_heartbeat_start WHAT: until svc_heartbeat_stop, a line every 30s
+# saying WHAT is still running and for how long (long builds are silent).
+svc_heartbeat_start() {
+  local what="$1" t0
+  t0="$(date +%s)"
+  (
+    while sleep 30; do
+      svc_log "$what: still running, $(( ($(date +%s) - t0) / 60 ))m$(( ($(date +%s) - t0) % 60 ))s so far"
+    done
+  ) &
+  SVC_HB_PID=$!
+}
+svc_heartbeat_stop() {
+  if [ -n "$SVC_HB_PID" ]; then
+    kill "$SVC_HB_PID" 2>/dev/null || true
+    wait "$SVC_HB_PID" 2>/dev/null || true
+    SVC_HB_PID=
+  fi
+}
+trap svc_heartbeat_stop EXIT
 svc_die() {
   echo "services: $*" >&2
   exit 1
@@ -179,11 +209,14 @@ main() {
   up)
     mkdir -p "$SMPATCH_SERVICES_DIR"
     for m in $(svc_selected "$@"); do
+      svc_phase "up $m"
       "${m}_up"
     done
+    svc_phase "up: done (eval \"\$(scripts/services.sh env)\" points the tests at them)"
     ;;
   down)
     for m in $(svc_selected "$@" | tac); do
+      svc_phase "down $m"
       "${m}_down"
     done
     ;;

@@ -210,6 +210,13 @@ func openDir(dir string, project Project) (WritableTree, error) {
 			return openEditable(e)
 		}
 	}
+	// A directory inside a checkout (python/sglang, its srt/layers):
+	// the checkout is the tree to give.
+	for up, n := filepath.Dir(root), 0; n < 6 && up != filepath.Dir(up); up, n = filepath.Dir(up), n+1 {
+		if p, ok := DetectCheckout(up); ok && (project == "" || p == project) {
+			return nil, fmt.Errorf("%s is inside the %s checkout %s: give --repo %s", dir, p, up, up)
+		}
+	}
 	if project == "" {
 		return nil, fmt.Errorf("%s: %w, nor a site-packages directory holding either", dir, ErrUnknownProject)
 	}

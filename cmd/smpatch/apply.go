@@ -332,6 +332,38 @@ func printPlanned(w io.Writer, s *patches.Set) {
 			fmt.Fprintf(w, "  %s: %s\n", pl.Shown(f.Path), strings.Join(hs, "; "))
 		}
 	}
+	var hunks []patches.HunkResult
+	for _, pl := range s.Plans {
+		for _, f := range pl.Files {
+			hunks = append(hunks, f.Hunks...)
+		}
+	}
+	printHunkLegend(w, hunks)
+}
+
+// printHunkLegend explains, once, the words of the hunk lines above that
+// need it: an offset (where the hunk was found against where its diff
+// says) and a fuzzy match.
+func printHunkLegend(w io.Writer, hunks []patches.HunkResult) {
+	var offset, fuzzy *patches.HunkResult
+	for i := range hunks {
+		switch h := &hunks[i]; {
+		case h.Status == patches.Offset && offset == nil:
+			offset = h
+		case h.Status == patches.Fuzzy && fuzzy == nil:
+			fuzzy = h
+		}
+	}
+	if offset != nil {
+		dir, n := "below", offset.Offset
+		if n < 0 {
+			dir, n = "above", -n
+		}
+		fmt.Fprintf(w, "  (#N numbers a diff's hunks; offset %+d: the hunk's lines were found exactly, %d line(s) %s where its diff places them: the file moved since the diff was made)\n", offset.Offset, n, dir)
+	}
+	if fuzzy != nil {
+		fmt.Fprintf(w, "  (fuzzy: the hunk's context lines differ from the diff's; similarity %.2f of 1, the lines it changes match)\n", fuzzy.Score)
+	}
 }
 
 // printApplied prints what an apply wrote, patch by patch and file by file.
@@ -361,6 +393,13 @@ func printApplied(ctx context.Context, w io.Writer, t source.Tree, res *patches.
 			}
 		}
 	}
+	var hunks []patches.HunkResult
+	for _, po := range res.Patches {
+		for _, f := range po.Files {
+			hunks = append(hunks, f.Hunks...)
+		}
+	}
+	printHunkLegend(w, hunks)
 }
 
 // applyJSON is apply's --json document when nothing is written (a dry

@@ -209,6 +209,9 @@ func (o *doctorOptions) inputs(ctx context.Context) (doctor.Inputs, error) {
 			static.Host = host.Host
 			for k, v := range host.Unknown {
 				if strings.HasPrefix(k, "host") {
+					if static.Unknown == nil {
+						static.Unknown = map[string]string{}
+					}
 					static.Unknown[k] = v
 				}
 			}

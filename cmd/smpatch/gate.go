@@ -82,7 +82,12 @@ func checkArch(ctx context.Context, w io.Writer, opts archGateOptions, ps []*pat
 		from += ", --sm " + opts.SM
 	}
 	var failed []string
+	distinct := 0
+	// A finding an earlier patch of this apply already printed (the same
+	// requirement, the same evidence) is not printed again in full.
+	seen := map[string]string{}
 	for _, p := range ps {
+		shared, sharedWith := 0, ""
 		if p.Requires.Empty() {
 			fmt.Fprintf(w, "check-arch: %s: no requirements\n", opts.Paint.text(p.Name))
 			continue
@@ -107,22 +112,45 @@ func checkArch(ctx context.Context, w io.Writer, opts archGateOptions, ps []*pat
 				continue
 			}
 			word := opts.Paint.word(f.OK)
+			key := fmt.Sprintf("%t\x00%s\x00%s", f.OK, f.Requirement, f.Evidence)
+			first, repeated := seen[key]
+			if !repeated {
+				seen[key] = p.Name
+			}
 			if !f.OK {
 				failed = append(failed, fmt.Sprintf("%s: %s: %s", p.Name, f.Requirement, f.Evidence))
+				if !repeated {
+					distinct++
+				}
 			}
-			if !f.OK || !opts.Quiet {
-				fmt.Fprintf(w, "check-arch: %s: %s %s: %s\n", opts.Paint.text(p.Name), word, opts.Paint.text(f.Requirement), opts.Paint.text(f.Evidence))
+			switch {
+			case repeated && f.OK:
+				shared, sharedWith = shared+1, first
+			case repeated:
+				fmt.Fprintf(w, "check-arch: %s: %s %s: as for %s above\n", opts.Paint.text(p.Name), word, opts.Paint.text(f.Requirement), opts.Paint.text(first))
+			case !f.OK || !opts.Quiet:
+				ev := wrapEvidence(f.Evidence)
+				sep := ": "
+				if strings.HasPrefix(ev, "\n") {
+					sep = ":"
+				}
+				fmt.Fprintf(w, "check-arch: %s: %s %s%s%s\n", opts.Paint.text(p.Name), word, opts.Paint.text(f.Requirement), sep, opts.Paint.text(ev))
 			}
+		}
+		if shared > 0 && !opts.Quiet {
+			fmt.Fprintf(w, "check-arch: %s: ok %d more requirement(s), as for %s above\n", opts.Paint.text(p.Name), shared, opts.Paint.text(sharedWith))
 		}
 	}
 	if opts.Tree != nil {
-		failed = append(failed, doctorFindings(ctx, w, opts, r, from, ps)...)
+		doctored := doctorFindings(ctx, w, opts, r, from, ps)
+		failed = append(failed, doctored...)
+		distinct += len(doctored)
 	}
 	if len(failed) == 0 {
 		return nil, nil
 	}
 	if opts.Force {
-		fmt.Fprintf(w, "check-arch: warning: --warn-only: applying although %d requirement(s) are not met (%s)\n", len(failed), opts.Paint.text(from))
+		fmt.Fprintf(w, "check-arch: warning: --warn-only: applying although %d requirement(s) are not met (%s)\n", distinct, opts.Paint.text(from))
 		for _, f := range failed {
 			notes = append(notes, fmt.Sprintf("--warn-only over failed --check-arch requirement (%s): %s", from, f))
 		}
@@ -132,7 +160,9 @@ func checkArch(ctx context.Context, w io.Writer, opts archGateOptions, ps []*pat
 	for _, p := range ps {
 		names = append(names, p.Name)
 	}
-	return nil, withCode(exitRefused, fmt.Errorf("--check-arch: %d requirement(s) of %s not met (%s); nothing written", len(failed), strings.Join(names, ", "), from))
+	// distinct counts each failing finding once, however many of the
+	// patches share it.
+	return nil, withCode(exitRefused, fmt.Errorf("--check-arch: %d requirement(s) of %s not met (%s); nothing written", distinct, strings.Join(names, ", "), from))
 }
 
 // parseSMFlag reads --sm MAJOR.MINOR.
@@ -242,4 +272,31 @@ func doctorFindings(ctx context.Context, w io.Writer, opts archGateOptions, r *p
 		fmt.Fprintf(w, "check-arch: %s: doctor: %d rule(s) about its files need the launch to be decided (smpatch doctor -- LAUNCH COMMAND)\n", label, n)
 	}
 	return failed
+}
+
+// wrapEvidence puts the parts of a long evidence (joined by "; " outside
+// parentheses and brackets) on lines of their own, indented under the
+// requirement's line, so that a refusal reads as a list instead of one
+// line of hundreds of characters; a short one stays on the line.
+func wrapEvidence(e string) string {
+	if len(e) <= 160 {
+		return e
+	}
+	var parts []string
+	depth, start := 0, 0
+	for i := 0; i < len(e); i++ {
+		switch e[i] {
+		case '(', '[':
+			depth++
+		case ')', ']':
+			depth = max(0, depth-1)
+		case ';':
+			if depth == 0 && i+1 < len(e) && e[i+1] == ' ' {
+				parts = append(parts, e[start:i])
+				start = i + 2
+			}
+		}
+	}
+	parts = append(parts, e[start:])
+	return "\n      " + strings.Join(parts, "\n      ")
 }

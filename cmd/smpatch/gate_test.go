@@ -51,7 +51,9 @@ func TestCheckArch(t *testing.T) {
 		t.Fatalf("err %v (code %d), notes %v; want exit %d", err, codeOf(err), notes, exitRefused)
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(lines) != 3 || !strings.HasPrefix(lines[1], "check-arch: sm120-fusion: FAIL flashinfer module trtllm_comm builds for SM 12.x: unsupported-gate") {
+	// The long evidence of the failure sits under its requirement.
+	if len(lines) != 4 || lines[1] != "check-arch: sm120-fusion: FAIL flashinfer module trtllm_comm builds for SM 12.x:" ||
+		!strings.HasPrefix(lines[2], "      unsupported-gate") {
 		t.Fatalf("output:\n%s", out.String())
 	}
 	// --force: a warning line, and the failure comes back as a journal note.

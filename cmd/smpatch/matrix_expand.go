@@ -288,7 +288,7 @@ func summaryLine(x *matrix.Expansion) string {
 			run++
 		}
 	}
-	s := fmt.Sprintf("%d cells: %d to run, %d pruned", len(x.Cells), run, pruned)
+	s := fmt.Sprintf("%s: %d to run, %d pruned", nCells(len(x.Cells)), run, pruned)
 	if x.Shard.Count > 1 {
 		s += fmt.Sprintf(" (shard %d/%d of %d cells)", x.Shard.Index, x.Shard.Count, x.Total)
 	}
@@ -333,7 +333,7 @@ func printExplain(w io.Writer, x *matrix.Expansion) {
 	}
 	for _, r := range x.Rules {
 		if n := hits[r.Name]; n > 0 {
-			fmt.Fprintf(w, "           %-32s %-12s %d cells\n", r.Name, r.Action, n)
+			fmt.Fprintf(w, "           %-32s %-12s %s\n", r.Name, r.Action, nCells(n))
 		}
 	}
 	if x.Baseline != "" {
@@ -342,6 +342,7 @@ func printExplain(w io.Writer, x *matrix.Expansion) {
 	if x.Shard.Count > 1 {
 		fmt.Fprintf(w, "  shard    %d/%d: %d of %d cells\n", x.Shard.Index, x.Shard.Count, len(x.Cells), x.Total)
 	}
+	shown := map[string]bool{} // decisions printed in full
 	for _, c := range x.Cells {
 		var vals []string
 		for _, v := range c.Values {
@@ -359,10 +360,10 @@ func printExplain(w io.Writer, x *matrix.Expansion) {
 			fmt.Fprintf(w, "  extended by %s\n", e)
 		}
 		if c.Pruned != nil {
-			printDecision(w, *c.Pruned)
+			printDecision(w, *c.Pruned, shown)
 		}
 		for _, d := range c.Warnings {
-			printDecision(w, d)
+			printDecision(w, d, shown)
 		}
 	}
 	if len(x.Notes) > 0 {
@@ -375,11 +376,27 @@ func printExplain(w io.Writer, x *matrix.Expansion) {
 	fmt.Fprintln(w, summaryLine(x))
 }
 
-func printDecision(w io.Writer, d matrix.Decision) {
+// printDecision writes a rule's decision on a cell: in full the first
+// time, and under a later cell only its rule.
+func printDecision(w io.Writer, d matrix.Decision, shown map[string]bool) {
 	what := d.Action
 	if d.Flag != "" {
 		what += " " + d.Flag
 	}
+	key := what + "\x00" + d.Rule + "\x00" + d.Reason
+	if shown[key] {
+		fmt.Fprintf(w, "  %s by %s (as above)\n", what, d.Rule)
+		return
+	}
+	shown[key] = true
 	fmt.Fprintf(w, "  %s by %s: %s\n", what, d.Rule, d.Reason)
 	fmt.Fprintf(w, "    source %s (rule at %s)\n", d.Source, d.Where)
+}
+
+// nCells is "1 cell", "2 cells".
+func nCells(n int) string {
+	if n == 1 {
+		return "1 cell"
+	}
+	return fmt.Sprintf("%d cells", n)
 }

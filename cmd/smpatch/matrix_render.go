@@ -89,6 +89,6 @@ func runMatrixRender(ctx context.Context, o *matrixRenderOptions) error {
 		}
 		return WriteJSON(o.IO.Out, map[string]any{"out": o.Out, "files": len(files), "cells": cells, "pruned": x.Steps.Pruned})
 	}
-	fmt.Fprintf(o.IO.Out, "%s: %d cells rendered into %s (%d pruned; see %s/SUMMARY.md)\n", o.File, len(x.Runnable()), o.Out, len(x.Cells)-len(x.Runnable()), o.Out)
+	fmt.Fprintf(o.IO.Out, "%s: %s rendered into %s (%d pruned; see %s/SUMMARY.md)\n", o.File, nCells(len(x.Runnable())), o.Out, len(x.Cells)-len(x.Runnable()), o.Out)
 	return nil
 }

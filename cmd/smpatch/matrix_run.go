@@ -187,6 +187,10 @@ func (o *matrixRunOptions) matrixRun(ctx context.Context) (launch.MatrixRun, err
 		d := &cellDoctor{Repo: o.Repo, ProbeFile: o.ProbeFile, Catalog: o.Catalog, Probe: probe.Run, Warn: r.Options.Warn}
 		r.Doctor = d.check
 	}
+	if !o.DryRun {
+		r.Options.Meta = o.runMeta(ctx, r.Runner)
+		r.TreeRevision = treeRevision
+	}
 	if o.Verbose {
 		r.Commands = stderr
 	}
@@ -260,8 +264,35 @@ func printDryRun(w io.Writer, plan *launch.DryRun, asJSON bool) error {
 		}
 		fmt.Fprintf(w, "  log     %s\n", d.Log)
 	}
-	fmt.Fprintln(w, "dry run: nothing was started or changed")
+	fmt.Fprintln(w, dryRunCount(plan))
 	return nil
+}
+
+// dryRunCount is the dry run's last line: how many cells would run, how
+// many would not and why, how many would fail to patch.
+func dryRunCount(plan *launch.DryRun) string {
+	byAction := map[string]int{}
+	var actions []string
+	fails := 0
+	for _, d := range plan.Cells {
+		if byAction[d.Action] == 0 {
+			actions = append(actions, d.Action)
+		}
+		byAction[d.Action]++
+		if d.Problem != "" {
+			fails++
+		}
+	}
+	parts := []string{nCells(byAction["run"]) + " would run"}
+	for _, a := range actions {
+		if a != "run" {
+			parts = append(parts, fmt.Sprintf("%d %s", byAction[a], a))
+		}
+	}
+	if fails > 0 {
+		parts = append(parts, fmt.Sprintf("%d whose patches do not apply", fails))
+	}
+	return "dry run: " + strings.Join(parts, ", ") + "; nothing was started or changed"
 }
 
 func orNone(s string) string {

@@ -32,7 +32,8 @@ type probeOptions struct {
 	Python      string
 	PythonNamed bool
 	Output      string // -o FILE
-	Verbose     bool   // every module, not only the comm modules
+	Quiet       bool
+	Verbose     bool // every module, not only the comm modules
 
 	SitePackages []string
 	JSON         bool
@@ -74,7 +75,7 @@ unknown, with why.
 			if o.image.set(c) && o.Image == "" {
 				return withCode(exitUsage, errors.New("probe: --platform and --registry-timeout go with --image"))
 			}
-			o.IO, o.Output, o.Verbose = streams(c), g.Output, g.Verbose
+			o.IO, o.Output, o.Verbose, o.Quiet = streams(c), g.Output, g.Verbose, g.Quiet
 			o.Python, o.PythonNamed = g.PythonPath(), g.Python != "" || g.defaultPython != ""
 			return runProbe(c.Context(), o)
 		},
@@ -114,7 +115,21 @@ func runProbe(ctx context.Context, o *probeOptions) error {
 		}
 	}
 	if o.JSON {
-		return WriteJSON(w, r)
+		if err := WriteJSON(w, r); err != nil {
+			return err
+		}
+		if o.Output != "" && !o.Quiet {
+			fi := "no flashinfer"
+			if p := r.Packages["flashinfer-python"]; p != nil && p.Version != "" {
+				fi = "flashinfer " + p.Version
+			}
+			what := "GPUs: " + gpusLine(r)
+			if o.Image != "" {
+				what = "image " + o.Image
+			}
+			fmt.Fprintf(o.IO.ErrOut, "probe: wrote %s (%s; %s): give it to --probe-file where the GPU host is not at hand\n", o.Output, what, fi)
+		}
+		return nil
 	}
 	// Without an interpreter, the site-packages came from --site-packages
 	// or from the image.

@@ -17,7 +17,7 @@ import (
 )
 
 // A README command: one line of a fenced block that starts with smpatch,
-// make, cd or go, and the exit code its comment promises.
+// make, cd, go or mkdir, and the exit code its comment promises.
 type readmeCommand struct {
 	line int
 	text string
@@ -93,7 +93,7 @@ func readmeBlocks(path string) ([]readmeBlock, error) {
 			text := strings.TrimPrefix(line, "$ ")
 			first, _, _ := strings.Cut(text, " ")
 			switch first {
-			case "smpatch", "make", "cd", "go":
+			case "smpatch", "make", "cd", "go", "mkdir":
 			default:
 				continue
 			}
@@ -141,12 +141,16 @@ func TestReadme(t *testing.T) {
 	if err := copyTree(root, repo); err != nil {
 		t.Fatal(err)
 	}
+	// An empty HOME: the README's own commands make ~/src/sglang.
 	home := filepath.Join(work, "home")
-	if err := copyTree(filepath.Join(root, "examples", "sample", "sglang"), filepath.Join(home, "src", "sglang")); err != nil {
-		t.Fatal(err)
-	}
 	bin := filepath.Join(work, "bin")
-	if err := os.MkdirAll(bin, 0o755); err != nil {
+	for _, d := range []string{home, bin} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before, err := outsideOutSums(repo)
+	if err != nil {
 		t.Fatal(err)
 	}
 	self, err := os.Executable()
@@ -156,21 +160,7 @@ func TestReadme(t *testing.T) {
 	if err := os.Symlink(self, filepath.Join(bin, "smpatch")); err != nil {
 		t.Fatal(err)
 	}
-	env := append(os.Environ(),
-		"HOME="+home,
-		"PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
-		"SMPATCH_CATALOG=", "SMPATCH_REPO=",
-		"XDG_CACHE_HOME="+filepath.Join(work, "cache"),
-		"XDG_CONFIG_HOME="+filepath.Join(work, "config"),
-		"XDG_STATE_HOME="+filepath.Join(work, "state"),
-		"GORACE=atexit_sleep_ms=0",
-		"NO_COLOR=1",
-	)
-	for _, v := range []string{"GOCACHE", "GOMODCACHE"} {
-		if gc, err := exec.Command("go", "env", v).Output(); err == nil {
-			env = append(env, v+"="+strings.TrimSpace(string(gc)))
-		}
-	}
+	env := walkEnv(work, home, bin)
 	ran := 0
 	for _, b := range blocks {
 		if b.skip != "" {
@@ -200,6 +190,20 @@ func TestReadme(t *testing.T) {
 		cancel()
 		if err != nil {
 			t.Errorf("README.md:%d: block failed (%v):\n%s", b.line, err, tail(string(out), 60))
+		}
+	}
+	after, err := outsideOutSums(repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, sum := range after {
+		if before[p] != sum {
+			t.Errorf("the README's commands changed the clone: %s", p)
+		}
+	}
+	for p := range before {
+		if _, ok := after[p]; !ok {
+			t.Errorf("the README's commands removed %s from the clone", p)
 		}
 	}
 	t.Logf("%d README commands ran", ran)
@@ -295,4 +299,25 @@ func TestReadmeCommandsTable(t *testing.T) {
 	if rows < 10 {
 		t.Fatalf("README.md: %d command rows found; is the table still there?", rows)
 	}
+}
+
+// walkEnv is the environment of a walk through the README or the help
+// examples: HOME, caches and configuration of its own, bin first on PATH.
+func walkEnv(work, home, bin string) []string {
+	env := append(os.Environ(),
+		"HOME="+home,
+		"PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"SMPATCH_CATALOG=", "SMPATCH_REPO=",
+		"XDG_CACHE_HOME="+filepath.Join(work, "cache"),
+		"XDG_CONFIG_HOME="+filepath.Join(work, "config"),
+		"XDG_STATE_HOME="+filepath.Join(work, "state"),
+		"GORACE=atexit_sleep_ms=0",
+		"NO_COLOR=1",
+	)
+	for _, v := range []string{"GOCACHE", "GOMODCACHE"} {
+		if gc, err := exec.Command("go", "env", v).Output(); err == nil {
+			env = append(env, v+"="+strings.TrimSpace(string(gc)))
+		}
+	}
+	return env
 }

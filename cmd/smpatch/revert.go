@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -29,6 +30,7 @@ type revertOptions struct {
 	Names  []string
 	Repo   string
 	Force  bool
+	DryRun bool
 	JSON   bool
 	Series bool // --series: the patches of the catalog's series
 }
@@ -37,6 +39,7 @@ func (o *revertOptions) AddFlags(c *cobra.Command) {
 	f := c.Flags()
 	f.StringVar(&o.Repo, "repo", "", "the patched tree (default: $SMPATCH_REPO, the current checkout, or the installed package)")
 	f.BoolVar(&o.Force, "force", false, "for files changed since apply: reverse-apply only the patch's hunks, keeping other edits")
+	f.BoolVar(&o.DryRun, "dry-run", false, "say what would be restored, and whether a revert would be refused; write nothing")
 	f.BoolVar(&o.JSON, "json", false, "print JSON")
 	f.BoolVar(&o.Series, "series", false, "revert the patches of the --catalog directories' series that are applied (newest first), and no other")
 }
@@ -99,6 +102,9 @@ func runRevert(ctx context.Context, o *revertOptions) error {
 	if err != nil {
 		return err
 	}
+	if o.DryRun {
+		return revertDryRun(ctx, o, t, cat)
+	}
 	res, err := patches.Revert(ctx, t, cat, args, patches.RevertOptions{Force: o.Force, Waiting: waitingLine(errw), LockTimeout: o.Lock(errw).LockTimeout})
 	if res != nil {
 		for _, r := range res.Recovered {
@@ -150,6 +156,74 @@ func runRevert(ctx context.Context, o *revertOptions) error {
 				fmt.Fprintf(w, "    restored bytecode %s\n", source.ShownPath(t, pyc))
 			}
 		}
+	}
+	return nil
+}
+
+// revertDryRun says what a revert of o.Names (every applied patch when
+// none) would do, from the journal as status reads it: which files get
+// their original bytes back, and which changed since apply, where a
+// revert without --force refuses (exit 5). It writes nothing.
+func revertDryRun(ctx context.Context, o *revertOptions, t source.WritableTree, cat *patches.Catalog) error {
+	w := o.IO.Out
+	st, err := patches.Status(ctx, t, cat, journal.Options{Waiting: waitingLine(o.IO.ErrOut)})
+	if err != nil {
+		return err
+	}
+	var picked []*patches.PatchStatus
+	for _, ps := range st.Patches {
+		if len(o.Names) == 0 || slices.Contains(o.Names, ps.Name) {
+			picked = append(picked, ps)
+		}
+	}
+	if o.JSON {
+		return WriteJSON(w, struct {
+			Tree    string                 `json:"tree"`
+			DryRun  bool                   `json:"dry_run"`
+			Patches []*patches.PatchStatus `json:"patches"`
+		}{st.Tree, true, picked})
+	}
+	for _, n := range o.Names {
+		if slices.ContainsFunc(picked, func(ps *patches.PatchStatus) bool { return ps.Name == n }) {
+			continue
+		}
+		if cat != nil {
+			if _, err := cat.Get(n); err != nil {
+				return err // in neither the journal nor the catalog: the did-you-mean
+			}
+		}
+		fmt.Fprintf(w, "%s: not applied, nothing to revert\n", n)
+	}
+	if len(picked) == 0 && len(o.Names) == 0 {
+		fmt.Fprintf(w, "nothing to revert in %s\n", t.Root())
+	}
+	changed := 0
+	for _, ps := range picked {
+		fmt.Fprintf(w, "%s: would revert\n", ps.Name)
+		for _, f := range ps.Files {
+			switch f.State {
+			case "changed":
+				changed++
+				if o.Force {
+					fmt.Fprintf(w, "  %s: changed since apply: the patch's hunks would be reverse-applied, other edits kept\n", source.ShownPath(t, f.Path))
+				} else {
+					fmt.Fprintf(w, "  %s: changed since apply: a revert refuses (--force takes out only the patch's hunks)\n", source.ShownPath(t, f.Path))
+				}
+			case "original":
+				fmt.Fprintf(w, "  %s: already original\n", source.ShownPath(t, f.Path))
+			case "missing":
+				fmt.Fprintf(w, "  %s: missing: the original would be written back\n", source.ShownPath(t, f.Path))
+			default:
+				fmt.Fprintf(w, "  %s: original would be restored\n", source.ShownPath(t, f.Path))
+			}
+		}
+		if ps.Damaged != "" {
+			fmt.Fprintf(w, "  journal damaged: %s: a revert refuses\n", ps.Damaged)
+		}
+	}
+	fmt.Fprintln(w, "dry run: nothing written")
+	if changed > 0 && !o.Force {
+		return &patches.RevertRefusedError{Msg: fmt.Sprintf("revert --dry-run: %d file(s) changed since apply; a revert would refuse (exit 5) without --force", changed)}
 	}
 	return nil
 }

