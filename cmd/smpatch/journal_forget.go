@@ -54,6 +54,10 @@ func runJournalForget(ctx context.Context, o *journalForgetOptions) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(o.IO.Out, "%s: entry dropped (%s, %d files left as they are)\n", e.Name, e.State, len(e.Files))
+	files := "files"
+	if len(e.Files) == 1 {
+		files = "file"
+	}
+	fmt.Fprintf(o.IO.Out, "%s: entry dropped (%s, %d %s left as they are)\n", e.Name, e.State, len(e.Files), files)
 	return nil
 }

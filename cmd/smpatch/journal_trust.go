@@ -71,12 +71,20 @@ func runJournalTrust(ctx context.Context, o *journalTrustOptions) error {
 	if res.Already {
 		verb = "already this user's"
 	}
-	fmt.Fprintf(w, "%s: %s, %d entries\n", res.Path, verb, len(res.Entries))
+	unit := "entries"
+	if len(res.Entries) == 1 {
+		unit = "entry"
+	}
+	fmt.Fprintf(w, "%s: %s, %d %s\n", res.Path, verb, len(res.Entries), unit)
 	if res.BytecodeDropped > 0 {
 		fmt.Fprintf(w, "  %d cached bytecode files it would have put back dropped: their modules compile again\n", res.BytecodeDropped)
 	}
 	for _, e := range res.Entries {
-		fmt.Fprintf(w, "  %s: %s, %d files\n", e.Name, entryState(e), len(e.Files))
+		files := "files"
+		if len(e.Files) == 1 {
+			files = "file"
+		}
+		fmt.Fprintf(w, "  %s: %s, %d %s\n", e.Name, entryState(e), len(e.Files), files)
 		for _, wr := range res.Writes {
 			if wr.Entry == e.Name {
 				fmt.Fprintf(w, "    %s\n", wr)
