@@ -218,7 +218,7 @@ func staticInto(ctx context.Context, r *Report, fsys fs.FS, dirs []string, opts 
 		}
 	}
 	if t, ok := findFlashInfer(fsys, fiDirs); ok {
-		r.FlashInfer = analyzeFlashInfer(t, r)
+		r.FlashInfer = analyzeFlashInfer(ctx, t, r)
 		if r.FlashInfer.Version == "" {
 			if d := dists["flashinfer-python"]; d != nil {
 				r.FlashInfer.Version, r.FlashInfer.VersionFrom = d.Version, "/"+d.DistInfo+"/METADATA"

@@ -122,6 +122,16 @@ var hostileGenerators = map[string]func(path string, args []string) error{
 		}
 		return writeSparseFatbin(path, gib<<30, entries)
 	},
+	// unclosed-calls PATH N: a flashinfer JIT generator of N
+	// get_nvcc_flags_list( calls that never close.
+	"unclosed-calls": func(path string, args []string) error {
+		n, err := strconv.Atoi(args[0])
+		if err != nil {
+			return err
+		}
+		src := "# Synthetic flashinfer JIT module for smpatch's hostile-input tests.\ndef gen_trtllm_comm_module():\n    " + strings.Repeat("get_nvcc_flags_list(", n) + "\n"
+		return os.WriteFile(path, []byte(src), 0o644)
+	},
 	// fifo PATH: a named pipe nobody writes to.
 	"fifo": func(path string, args []string) error {
 		return syscall.Mkfifo(path, 0o644)
