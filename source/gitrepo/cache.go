@@ -211,7 +211,7 @@ func openStore(path string) (*git.Repository, error) {
 	// A small object cache: a range walk keeps its own cache of file
 	// contents (RevisionCache), and each worker opens a handle.
 	st := filesystem.NewStorageWithOptions(osfs.New(path), cache.NewObjectLRU(4*cache.MiByte), filesystem.Options{KeepDescriptors: true})
-	return git.Open(st, nil)
+	return git.Open(&guardedStorage{Storage: st, root: path}, nil)
 }
 
 func initBare(path, url string) (*git.Repository, error) {
@@ -354,6 +354,8 @@ func (u *Upstream) fetch(ctx context.Context) error {
 		return err
 	case errors.Is(err, transport.ErrRepositoryNotFound), errors.Is(err, transport.ErrEmptyRemoteRepository):
 		return fmt.Errorf("remote %s: %w", u.URL, err)
+	case isA[*ObjectTooLargeError](err):
+		return fmt.Errorf("remote %s: fetch refused: %w", u.URL, err)
 	}
 	return remoteError(u.URL, err)
 }
@@ -558,7 +560,7 @@ func (u *Upstream) Checkout(ctx context.Context, commit plumbing.Hash, dir, tag 
 	if err != nil {
 		return fmt.Errorf("commit %s: %w", commit, err)
 	}
-	hashes, err := snapshotObjects(ctx, c)
+	hashes, err := snapshotObjects(ctx, u.Repo, c)
 	if err != nil {
 		return err
 	}
@@ -624,8 +626,9 @@ func (u *Upstream) Checkout(ctx context.Context, commit plumbing.Hash, dir, tag 
 }
 
 // snapshotObjects lists the commit, its tree, every subtree and every blob
-// (submodule commits are not ours to copy).
-func snapshotObjects(ctx context.Context, c *object.Commit) ([]plumbing.Hash, error) {
+// (submodule commits are not ours to copy); a blob larger than
+// objectLimit, by the size the store gives before reading it, is refused.
+func snapshotObjects(ctx context.Context, repo *git.Repository, c *object.Commit) ([]plumbing.Hash, error) {
 	tree, err := c.Tree()
 	if err != nil {
 		return nil, fmt.Errorf("commit %s: tree: %w", c.Hash, err)
@@ -640,7 +643,7 @@ func snapshotObjects(ctx context.Context, c *object.Commit) ([]plumbing.Hash, er
 				return nil, err
 			}
 		}
-		_, e, err := w.Next()
+		name, e, err := w.Next()
 		if err == io.EOF {
 			break
 		}
@@ -649,6 +652,11 @@ func snapshotObjects(ctx context.Context, c *object.Commit) ([]plumbing.Hash, er
 		}
 		if e.Mode == filemode.Submodule || seen[e.Hash] {
 			continue
+		}
+		if e.Mode.IsFile() {
+			if err := checkBlobSize(repo, e.Hash, name); err != nil {
+				return nil, err
+			}
 		}
 		seen[e.Hash] = true
 		hashes = append(hashes, e.Hash)
@@ -685,4 +693,22 @@ func cleanDir(dir string, created bool) {
 	for _, e := range entries {
 		_ = os.RemoveAll(filepath.Join(dir, e.Name()))
 	}
+}
+
+func isA[T error](err error) bool {
+	var t T
+	return errors.As(err, &t)
+}
+
+// checkBlobSize refuses the blob h (the file rel) when the object store
+// says it is larger than objectLimit, before anything of it is read.
+func checkBlobSize(repo *git.Repository, h plumbing.Hash, rel string) error {
+	n, err := repo.Storer.EncodedObjectSize(h)
+	if err != nil {
+		return fmt.Errorf("%s: %w", rel, err)
+	}
+	if n > objectLimit {
+		return &ObjectTooLargeError{What: rel, Size: n}
+	}
+	return nil
 }

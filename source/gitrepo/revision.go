@@ -180,6 +180,9 @@ func readObject(o plumbing.EncodedObject, rel string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: %w", rel, err)
 	}
 	defer r.Close()
+	if o.Size() > objectLimit || o.Size() < 0 {
+		return nil, &ObjectTooLargeError{What: rel, Size: o.Size()}
+	}
 	data := make([]byte, o.Size())
 	if _, err := io.ReadFull(r, data); err != nil {
 		return nil, fmt.Errorf("%s: %w", rel, err)
