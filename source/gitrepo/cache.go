@@ -479,24 +479,61 @@ func resolveLocal(repo *git.Repository, rev string, stableOnly bool) (plumbing.H
 
 // peel follows annotated tags to the commit.
 func peel(repo *git.Repository, h plumbing.Hash) (plumbing.Hash, bool) {
-	for i := 0; i < 10; i++ {
-		if c, err := repo.CommitObject(h); err == nil {
-			return c.Hash, true
-		}
-		t, err := repo.TagObject(h)
-		if err != nil {
-			return plumbing.ZeroHash, false
-		}
-		h = t.Target
-	}
-	return plumbing.ZeroHash, false
+	h, typ, err := peelObject(repo, h)
+	return h, err == nil && typ == plumbing.CommitObject
 }
 
-// unknownRevision builds the error for rev, naming close tags or branches.
+// peelObject follows annotated tags from h (at most 10) to what they name:
+// its hash and type; the error is why an object could not be read
+// (plumbing.ErrObjectNotFound for one the store does not have).
+func peelObject(repo *git.Repository, h plumbing.Hash) (plumbing.Hash, plumbing.ObjectType, error) {
+	for i := 0; i < 10; i++ {
+		o, err := repo.Storer.EncodedObject(plumbing.AnyObject, h)
+		if err != nil {
+			return plumbing.ZeroHash, plumbing.InvalidObject, err
+		}
+		switch o.Type() {
+		case plumbing.CommitObject:
+			if _, err := object.DecodeCommit(repo.Storer, o); err != nil {
+				return plumbing.ZeroHash, plumbing.InvalidObject, err
+			}
+			return h, plumbing.CommitObject, nil
+		case plumbing.TagObject:
+			t, err := object.DecodeTag(repo.Storer, o)
+			if err != nil {
+				return plumbing.ZeroHash, plumbing.InvalidObject, err
+			}
+			h = t.Target
+		default:
+			return h, o.Type(), nil
+		}
+	}
+	return plumbing.ZeroHash, plumbing.InvalidObject, errors.New("more than 10 tags in a chain")
+}
+
+// notACommit is the error for a tag that names a tree or a blob: it is
+// an unknown revision, said as what it is.
+type notACommit struct {
+	tag, kind, where string
+}
+
+func (e *notACommit) Error() string {
+	return fmt.Sprintf("tag %q%s names a %s, not a commit", e.tag, e.where, e.kind)
+}
+
+func (e *notACommit) Unwrap() error { return ErrUnknownRevision }
+
+// unknownRevision builds the error for rev: a tag that names a tree or a
+// blob said so, else naming close tags or branches.
 func unknownRevision(repo *git.Repository, rev, url string) error {
 	where := ""
 	if url != "" {
 		where = " in " + url
+	}
+	if ref, err := repo.Reference(plumbing.NewTagReferenceName(rev), true); err == nil {
+		if _, typ, err := peelObject(repo, ref.Hash()); err == nil && typ != plumbing.CommitObject {
+			return &notACommit{tag: rev, kind: typ.String(), where: where}
+		}
 	}
 	var names []string
 	if refs, err := repo.References(); err == nil {

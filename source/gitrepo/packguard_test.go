@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-git/go-git/v5/plumbing"
+
 	"github.com/smpatch/smpatch/internal/testkit/gitbuild"
 )
 
@@ -119,4 +121,25 @@ func FuzzScanPack(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		scanPack(bufio.NewReader(bytes.NewReader(data)), 1<<20)
 	})
+}
+
+// A tag naming a tree or a blob is said to be one, not "unknown revision".
+func TestTagNamingATree(t *testing.T) {
+	b, _ := upstreamRepo(t)
+	c, err := b.Repo.CommitObject(b.Head())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree, _ := c.Tree()
+	blob := tree.Entries[0].Hash
+	for name, h := range map[string]plumbing.Hash{"v9.0.0-tree": c.TreeHash, "v9.0.0-blob": blob} {
+		if err := b.Repo.Storer.SetReference(plumbing.NewHashReference(plumbing.NewTagReferenceName(name), h)); err != nil {
+			t.Fatal(err)
+		}
+		_, err := ResolveRevision(b.Repo, name)
+		kind := strings.TrimPrefix(name, "v9.0.0-")
+		if !errors.Is(err, ErrUnknownRevision) || err.Error() != `tag "`+name+`" names a `+kind+`, not a commit` {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
 }

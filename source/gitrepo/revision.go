@@ -376,7 +376,11 @@ func readVersionTags(repo *git.Repository) (map[plumbing.Hash][]string, error) {
 		if _, err := source.ParseVersion(name); err != nil {
 			return nil
 		}
-		if h, ok := peel(repo, r.Hash()); ok {
+		h, typ, err := peelObject(repo, r.Hash())
+		switch {
+		case err != nil && !errors.Is(err, plumbing.ErrObjectNotFound):
+			return fmt.Errorf("tag %s: %w", name, err) // a damaged object, a named pipe
+		case err == nil && typ == plumbing.CommitObject:
 			tags[h] = append(tags[h], name)
 		}
 		return nil
