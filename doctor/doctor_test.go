@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/txtar"
@@ -395,5 +396,18 @@ func TestModelQuantization(t *testing.T) {
 	m.addFacts(f, []string{"A"})
 	if f.first("model.quantization") != "modelopt_fp4" || f.first("model.experts") != "64" || f.first("model.num_attention_heads") != "40" {
 		t.Errorf("hf_quant_config.json, experts, text_config: %v %v %v", f.known["model.quantization"], f.known["model.experts"], f.known["model.num_attention_heads"])
+	}
+}
+
+// A config.json that is a named pipe is named once in the one line.
+func TestReadModelNamedPipeNamedOnce(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "config.json")
+	if err := syscall.Mkfifo(p, 0o644); err != nil {
+		t.Skip(err)
+	}
+	_, err := ReadModel(dir)
+	if err == nil || strings.Count(err.Error(), p) != 1 || !strings.Contains(err.Error(), "named pipe") {
+		t.Fatalf("error %v", err)
 	}
 }

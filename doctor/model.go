@@ -38,7 +38,7 @@ func ReadModel(dir string) (*Model, error) {
 			}
 			return nil, &InputError{Where: cfgPath, Why: "no config.json in the model directory"}
 		}
-		return nil, &InputError{Where: cfgPath, Why: err.Error()}
+		return nil, &InputError{Where: cfgPath, Why: strings.TrimPrefix(err.Error(), cfgPath+": ")}
 	}
 	cfg, err := ParseConfig(data)
 	if err != nil {
@@ -53,7 +53,7 @@ func ReadModel(dir string) (*Model, error) {
 		}
 		m.Quant = q
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, &InputError{Where: qPath, Why: err.Error()}
+		return nil, &InputError{Where: qPath, Why: strings.TrimPrefix(err.Error(), qPath+": ")}
 	}
 	return m, nil
 }

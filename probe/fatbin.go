@@ -2,10 +2,12 @@ package probe
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,7 +21,11 @@ import (
 // class), then every fatbin container in its .nv_fatbin section, reading
 // each entry's header and seeking over its payload. A 450 MB libtorch_cuda.so
 // is read in a few thousand small reads. A bare cubin (an ELF for EM_CUDA)
-// gives its target from e_flags.
+// gives its target from e_flags. Every read hears the caller's context,
+// zero padding between containers is skipped a block at a time, entries are
+// handed to the caller one by one rather than kept, and a binary naming more
+// than maxTargets distinct targets is refused: memory stays small and time
+// is the caller's bound, whatever the file holds.
 
 const (
 	fatbinMagic   = 0xBA55ED50
@@ -28,6 +34,11 @@ const (
 	maxStrtab     = 16 << 20
 	entryBaseSize = 64
 	maxEntryHdr   = 4096
+	// maxTargets bounds the distinct targets of one binary (a CUDA build
+	// has a few dozen at most).
+	maxTargets = 256
+	// padBlock is how much zero padding is read at a time.
+	padBlock = 64 << 10
 )
 
 // Fatbin entry kinds.
@@ -54,11 +65,13 @@ type FatbinEntry struct {
 
 // BinaryScan is what the reader found in one file.
 type BinaryScan struct {
-	Path    string        `json:"path"`
-	Kind    string        `json:"kind"` // "host-elf" or "cubin"
-	Class   int           `json:"elf_class"`
-	Cubins  []string      `json:"cubins"` // distinct targets, sorted
-	PTX     []string      `json:"ptx"`
+	Path   string   `json:"path"`
+	Kind   string   `json:"kind"` // "host-elf" or "cubin"
+	Class  int      `json:"elf_class"`
+	Cubins []string `json:"cubins"` // distinct targets, sorted
+	PTX    []string `json:"ptx"`
+	// Entries is filled by the caller that wants them (smpatch probe
+	// --scan --entries streams them instead); ScanBinary hands them out.
 	Entries []FatbinEntry `json:"entries,omitempty"`
 	// Containers is the number of fatbin containers read.
 	Containers int `json:"containers"`
@@ -218,9 +231,12 @@ func sectionName(r io.ReaderAt, size int64, secs []elfSection, strndx uint32, s 
 }
 
 // ScanBinary lists the SM targets in r (size bytes): the fatbins of a host
-// ELF's .nv_fatbin section, or the target of a bare cubin. keepEntries keeps
-// every entry header in the result.
-func ScanBinary(r io.ReaderAt, size int64, keepEntries bool) (*BinaryScan, error) {
+// ELF's .nv_fatbin section, or the target of a bare cubin. Every read is
+// made while ctx lasts; each, when not nil, is called with every entry
+// header in file order (its error stops the scan), and nothing of them is
+// kept.
+func ScanBinary(ctx context.Context, r io.ReaderAt, size int64, each func(FatbinEntry) error) (*BinaryScan, error) {
+	r = ctxReaderAt{ctx, r}
 	h, err := readELFHeader(r, size)
 	if err != nil {
 		return nil, err
@@ -236,6 +252,9 @@ func ScanBinary(r io.ReaderAt, size int64, keepEntries bool) (*BinaryScan, error
 				target = a
 			}
 		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		scan.Cubins = []string{target}
 		return scan, nil
 	}
@@ -247,6 +266,9 @@ func ScanBinary(r io.ReaderAt, size int64, keepEntries bool) (*BinaryScan, error
 	cubins, ptx := map[string]bool{}, map[string]bool{}
 	for _, s := range secs {
 		if sectionName(r, size, secs, h.shstrndx, s) != ".nv_fatbin" {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
 			continue
 		}
 		if s.typ == 8 { // SHT_NOBITS
@@ -255,16 +277,19 @@ func ScanBinary(r io.ReaderAt, size int64, keepEntries bool) (*BinaryScan, error
 		if s.offset > uint64(size) || s.size > uint64(size)-s.offset {
 			return nil, fmt.Errorf(".nv_fatbin at %d+%d past the end of the file (%d bytes)", s.offset, s.size, size)
 		}
-		err := scanFatbins(r, int64(s.offset), int64(s.offset+s.size), func(e FatbinEntry) {
-			switch e.Kind {
-			case KindPTX:
-				ptx[e.Target] = true
-			default:
-				cubins[e.Target] = true
+		err := scanFatbins(r, int64(s.offset), int64(s.offset+s.size), func(e FatbinEntry) error {
+			set := cubins
+			if e.Kind == KindPTX {
+				set = ptx
 			}
-			if keepEntries {
-				scan.Entries = append(scan.Entries, e)
+			if !set[e.Target] && len(cubins)+len(ptx) >= maxTargets {
+				return fmt.Errorf("fatbin entry at %d: more than %d distinct targets: not a CUDA build", e.Offset, maxTargets)
 			}
+			set[e.Target] = true
+			if each != nil {
+				return each(e)
+			}
+			return nil
 		}, &scan.Containers)
 		if err != nil {
 			return nil, err
@@ -276,17 +301,26 @@ func ScanBinary(r io.ReaderAt, size int64, keepEntries bool) (*BinaryScan, error
 }
 
 // scanFatbins walks the containers in [start, end).
-func scanFatbins(r io.ReaderAt, start, end int64, fn func(FatbinEntry), containers *int) error {
+func scanFatbins(r io.ReaderAt, start, end int64, fn func(FatbinEntry) error, containers *int) error {
 	pos := start
 	var hdr [16]byte
+	var pad []byte
 	for pos+16 <= end {
 		if _, err := r.ReadAt(hdr[:], pos); err != nil {
 			return fmt.Errorf("fatbin header at %d: %w", pos, err)
 		}
 		if binary.LittleEndian.Uint32(hdr[0:]) != fatbinMagic {
-			// Containers are 8-byte aligned; zero padding may sit between them.
+			// Containers are 8-byte aligned; zero padding may sit
+			// between them: skip it a block at a time.
 			if binary.LittleEndian.Uint64(hdr[0:]) == 0 {
-				pos += 8
+				if pad == nil {
+					pad = make([]byte, padBlock)
+				}
+				next, err := skipZeros(r, pos, end, pad)
+				if err != nil {
+					return err
+				}
+				pos = next
 				continue
 			}
 			return fmt.Errorf("no fatbin header at offset %d (magic %#x)", pos, binary.LittleEndian.Uint32(hdr[0:]))
@@ -304,7 +338,9 @@ func scanFatbins(r io.ReaderAt, start, end int64, fn func(FatbinEntry), containe
 			if err != nil {
 				return err
 			}
-			fn(e)
+			if err := fn(e); err != nil {
+				return err
+			}
 			epos += int64(e.HeaderSize) + int64(e.Payload)
 		}
 		pos = cend
@@ -313,6 +349,51 @@ func scanFatbins(r io.ReaderAt, start, end int64, fn func(FatbinEntry), containe
 		}
 	}
 	return nil
+}
+
+// zeroBlock is what a block of padding is compared with.
+var zeroBlock [padBlock]byte
+
+// skipZeros is the offset of the first 8-byte word at or after pos (pos
+// is 8-aligned from the section start) that is not zero, end when the
+// rest of the section is zeros; it reads len(buf) bytes at a time.
+func skipZeros(r io.ReaderAt, pos, end int64, buf []byte) (int64, error) {
+	// A sparse file's holes are zeros nobody needs to read.
+	var f *os.File
+	if cr, ok := r.(ctxReaderAt); ok {
+		f, _ = cr.ra.(*os.File)
+	}
+	for pos < end {
+		if f != nil {
+			if d, ok := nextData(f, pos, end); ok && d > pos {
+				if d >= end {
+					return end, nil
+				}
+				pos += (d - pos) &^ 7
+			}
+		}
+		n := min(int64(len(buf)), end-pos)
+		got, err := r.ReadAt(buf[:n], pos)
+		if int64(got) < n {
+			if err == nil {
+				err = io.ErrUnexpectedEOF
+			}
+			return 0, fmt.Errorf("fatbin padding at %d: %w", pos, err)
+		}
+		if !bytes.Equal(buf[:n], zeroBlock[:n]) {
+			for i := int64(0); i+8 <= n; i += 8 {
+				if binary.LittleEndian.Uint64(buf[i:]) != 0 {
+					return pos + i, nil
+				}
+			}
+		}
+		if n%8 != 0 {
+			// A tail shorter than a word: fewer than 16 bytes remain.
+			return end, nil
+		}
+		pos += n
+	}
+	return end, nil
 }
 
 func readEntry(r io.ReaderAt, off, cend int64) (FatbinEntry, error) {

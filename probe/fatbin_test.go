@@ -2,12 +2,17 @@ package probe
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The binaries below are generated here, shaped like nvcc 13.0 output: a host
@@ -234,7 +239,7 @@ func TestScanBinary(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := ScanBinary(bytes.NewReader(tt.data), int64(len(tt.data)), false)
+			s, err := ScanBinary(context.Background(), bytes.NewReader(tt.data), int64(len(tt.data)), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -264,12 +269,13 @@ func TestScanBinarySkipsPayloads(t *testing.T) {
 	)
 	data := hostELF(64, 62, 0, 0, tSection{name: ".nv_fatbin", data: big})
 	cr := &countingReader{r: bytes.NewReader(data)}
-	s, err := ScanBinary(cr, int64(len(data)), true)
+	var entries []FatbinEntry
+	s, err := ScanBinary(context.Background(), cr, int64(len(data)), func(e FatbinEntry) error { entries = append(entries, e); return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(s.Cubins, []string{"sm_90", "sm_100a"}) || len(s.Entries) != 2 {
-		t.Fatalf("got %q, %d entries", s.Cubins, len(s.Entries))
+	if !reflect.DeepEqual(s.Cubins, []string{"sm_90", "sm_100a"}) || len(entries) != 2 {
+		t.Fatalf("got %q, %d entries", s.Cubins, len(entries))
 	}
 	if cr.n > 4096 {
 		t.Fatalf("read %d bytes of a %d-byte file: payloads were not skipped", cr.n, len(data))
@@ -296,7 +302,7 @@ func TestScanBinaryErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := ScanBinary(bytes.NewReader(tt.data), int64(len(tt.data)), false)
+			_, err := ScanBinary(context.Background(), bytes.NewReader(tt.data), int64(len(tt.data)), nil)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("error %v, want %q", err, tt.want)
 			}
@@ -309,14 +315,14 @@ func TestScanFile(t *testing.T) {
 	if err := os.WriteFile(p, variantsLike(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s, err := ScanFile(p, false)
+	s, err := ScanFile(context.Background(), p, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if s.Path != p || len(s.Targets()) != 10 {
 		t.Fatalf("got %+v", s)
 	}
-	if _, err := ScanFile(filepath.Join(t.TempDir(), "missing.so"), false); err == nil {
+	if _, err := ScanFile(context.Background(), filepath.Join(t.TempDir(), "missing.so"), nil); err == nil {
 		t.Fatal("missing file: no error")
 	}
 }
@@ -330,14 +336,181 @@ func FuzzScanBinary(f *testing.F) {
 	f.Add(hostELF(64, emCUDA, 0x06007802, 8, tkinfo("sm_120a")))
 	f.Add([]byte("\x7fELF"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s, err := ScanBinary(bytes.NewReader(data), int64(len(data)), true)
-		if err != nil {
-			return
-		}
-		for _, e := range s.Entries {
+		_, err := ScanBinary(context.Background(), bytes.NewReader(data), int64(len(data)), func(e FatbinEntry) error {
 			if e.Offset < 0 || e.Offset >= int64(len(data)) || int64(e.HeaderSize) > int64(len(data)) {
 				t.Fatalf("entry outside the file: %+v", e)
 			}
+			return nil
+		})
+		if err != nil {
+			return
 		}
 	})
+}
+
+// paddedELF is a virtual host ELF (headers, then .nv_fatbin last) whose
+// section is container a, pad bytes of zeros, then container b: a file of
+// gigabytes without holding them.
+type paddedELF struct {
+	head, tail []byte
+	pad        int64
+	reads      int
+	onRead     func()
+}
+
+func newPaddedELF(a []byte, pad int64, b []byte) *paddedELF {
+	le := binary.LittleEndian
+	shstr := []byte("\x00.shstrtab\x00.nv_fatbin\x00")
+	shoff := 64 + len(shstr)
+	fat := shoff + 3*64
+	hdr := make([]byte, fat)
+	copy(hdr, "\x7fELF\x02\x01\x01")
+	le.PutUint16(hdr[16:], 3)
+	le.PutUint16(hdr[18:], 62)
+	le.PutUint64(hdr[40:], uint64(shoff))
+	le.PutUint16(hdr[52:], 64)
+	le.PutUint16(hdr[58:], 64)
+	le.PutUint16(hdr[60:], 3)
+	le.PutUint16(hdr[62:], 1)
+	copy(hdr[64:], shstr)
+	s1 := hdr[shoff+64:]
+	le.PutUint32(s1[0:], 1)
+	le.PutUint32(s1[4:], 3)
+	le.PutUint64(s1[24:], 64)
+	le.PutUint64(s1[32:], uint64(len(shstr)))
+	s2 := hdr[shoff+128:]
+	le.PutUint32(s2[0:], 11)
+	le.PutUint32(s2[4:], 1)
+	le.PutUint64(s2[24:], uint64(fat))
+	le.PutUint64(s2[32:], uint64(len(a))+uint64(pad)+uint64(len(b)))
+	return &paddedELF{head: append(hdr, a...), tail: b, pad: pad}
+}
+
+func (p *paddedELF) size() int64 { return int64(len(p.head)) + p.pad + int64(len(p.tail)) }
+
+func (p *paddedELF) ReadAt(b []byte, off int64) (int, error) {
+	p.reads++
+	if p.onRead != nil {
+		p.onRead()
+	}
+	n := 0
+	for n < len(b) {
+		o := off + int64(n)
+		switch {
+		case o < int64(len(p.head)):
+			n += copy(b[n:], p.head[o:])
+		case o < int64(len(p.head))+p.pad:
+			k := min(int64(len(b)-n), int64(len(p.head))+p.pad-o)
+			clear(b[n : n+int(k)])
+			n += int(k)
+		case o < p.size():
+			n += copy(b[n:], p.tail[o-int64(len(p.head))-p.pad:])
+		default:
+			return n, io.EOF
+		}
+	}
+	return n, nil
+}
+
+// Gigabytes of zero padding in .nv_fatbin are skipped a block at a time:
+// a few thousand reads, not one per 8-byte word.
+func TestScanBinaryZeroPadding(t *testing.T) {
+	a := fatbinContainer(tEntry{kind: KindCubin, arch: 90, flags: fl64Linux, payload: 64})
+	b := fatbinContainer(tEntry{kind: KindCubin, arch: 120, flags: fl64Linux | flA | flLong, hdr: 112, payload: 64})
+	p := newPaddedELF(a, 256<<20, b)
+	s, err := ScanBinary(context.Background(), p, p.size(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(s.Cubins, []string{"sm_90", "sm_120a"}) || s.Containers != 2 {
+		t.Fatalf("got %q, %d containers", s.Cubins, s.Containers)
+	}
+	if max := (256<<20)/padBlock + 100; p.reads > max {
+		t.Fatalf("%d reads for 256 MiB of padding, want at most %d", p.reads, max)
+	}
+}
+
+// Every read hears the context: a stop in the middle of the padding ends
+// the scan at the next read.
+func TestScanBinaryHearsContext(t *testing.T) {
+	a := fatbinContainer(tEntry{kind: KindCubin, arch: 90, flags: fl64Linux, payload: 64})
+	p := newPaddedELF(a, 64<<30, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p.onRead = func() {
+		if p.reads == 50 {
+			cancel()
+		}
+	}
+	_, err := ScanBinary(ctx, p, p.size(), nil)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("error %v, want context.Canceled", err)
+	}
+	if p.reads > 51 {
+		t.Fatalf("%d reads after the stop at read 50", p.reads)
+	}
+}
+
+// A binary of more distinct targets than any CUDA build is refused, and
+// entries handed out are not kept: memory does not grow with the file.
+func TestScanBinaryBounds(t *testing.T) {
+	var many []tEntry
+	for i := range maxTargets + 1 {
+		many = append(many, tEntry{kind: KindCubin, arch: uint32(1000 + i), flags: fl64Linux})
+	}
+	data := hostELF(64, 62, 0, 0, tSection{name: ".nv_fatbin", data: fatbinContainer(many...)})
+	if _, err := ScanBinary(context.Background(), bytes.NewReader(data), int64(len(data)), nil); err == nil || !strings.Contains(err.Error(), "distinct targets") {
+		t.Fatalf("error %v, want distinct targets", err)
+	}
+
+	const n = 200_000
+	same := make([]tEntry, n)
+	for i := range same {
+		same[i] = tEntry{kind: KindCubin, arch: 90, flags: fl64Linux}
+	}
+	data = hostELF(64, 62, 0, 0, tSection{name: ".nv_fatbin", data: fatbinContainer(same...)})
+	var before, at runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	seen := 0
+	_, err := ScanBinary(context.Background(), bytes.NewReader(data), int64(len(data)), func(e FatbinEntry) error {
+		if seen++; seen == n {
+			runtime.GC()
+			runtime.ReadMemStats(&at)
+		}
+		return nil
+	})
+	if err != nil || seen != n {
+		t.Fatalf("%d entries, %v", seen, err)
+	}
+	if grew := int64(at.HeapAlloc) - int64(before.HeapAlloc); grew > 4<<20 {
+		t.Fatalf("heap grew %d bytes over %d entries: entries are kept", grew, n)
+	}
+}
+
+// A sparse file whose .nv_fatbin is a hole of gigabytes between two
+// containers: the hole is skipped, not read (lseek SEEK_DATA).
+func TestScanFileSparsePadding(t *testing.T) {
+	a := fatbinContainer(tEntry{kind: KindCubin, arch: 90, flags: fl64Linux, payload: 64})
+	b := fatbinContainer(tEntry{kind: KindCubin, arch: 120, flags: fl64Linux | flA | flLong, hdr: 112, payload: 64})
+	v := newPaddedELF(a, 16<<30, b)
+	p := filepath.Join(t.TempDir(), "libtorch_cuda.so")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write(v.head)
+	f.WriteAt(v.tail, int64(len(v.head))+v.pad)
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s, err := ScanFile(ctx, p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(s.Cubins, []string{"sm_90", "sm_120a"}) {
+		t.Fatalf("got %q", s.Cubins)
+	}
 }

@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"context"
 	"fmt"
 	"io/fs"
 	"path"
@@ -76,8 +77,8 @@ func (t *fiTree) rel(p string) string {
 }
 
 // analyzeFlashInfer reads the tree's JIT generators, comm headers and
-// compilation context. Nothing is imported or run.
-func analyzeFlashInfer(t *fiTree, r *Report) *FlashInfer {
+// compilation context while ctx lasts. Nothing is imported or run.
+func analyzeFlashInfer(ctx context.Context, t *fiTree, r *Report) *FlashInfer {
 	fi := &FlashInfer{
 		Root:             "/" + strings.TrimPrefix(t.pkg, "./"),
 		Layout:           t.layout,
@@ -111,16 +112,22 @@ func analyzeFlashInfer(t *fiTree, r *Report) *FlashInfer {
 			r.unknown("flashinfer."+t.rel(f), err.Error())
 			continue
 		}
-		for name, m := range ParseGenerators(t.rel(f), data) {
+		mods, err := ParseGenerators(ctx, t.rel(f), data)
+		if err != nil {
+			r.unknown("flashinfer."+t.rel(f), err.Error())
+			continue
+		}
+		for name, m := range mods {
 			if old, ok := fi.Modules[name]; ok && old.Source < m.Source {
 				continue
 			}
 			fi.Modules[name] = m
 		}
 	}
-	// Headers each module's sources include.
+	// Headers each module's sources include, each source read once.
+	memo := map[string][]string{}
 	for _, m := range fi.Modules {
-		m.Headers = t.moduleHeaders(m.Sources)
+		m.Headers = t.moduleHeaders(m.Sources, memo)
 	}
 	// Comm header exclusions.
 	if ents, err := fs.ReadDir(t.fsys, t.include); err == nil {
@@ -169,8 +176,8 @@ var buildMetaRe = lazyre.New(`(?m)^__version__\s*=\s*["']([^"']+)["']`)
 
 // moduleHeaders maps a module's .cu sources to the comm headers they use:
 // the header of the same name, and the flashinfer/comm includes of the
-// source when it is present.
-func (t *fiTree) moduleHeaders(sources []string) []string {
+// source when it is present; memo keeps what each source gave.
+func (t *fiTree) moduleHeaders(sources []string, memo map[string][]string) []string {
 	seen := map[string]bool{}
 	var out []string
 	add := func(h string) {
@@ -180,14 +187,21 @@ func (t *fiTree) moduleHeaders(sources []string) []string {
 		}
 	}
 	for _, s := range sources {
-		base := strings.TrimSuffix(path.Base(s), ".cu")
-		if _, err := fs.Stat(t.fsys, path.Join(t.include, base+".cuh")); err == nil {
-			add(base + ".cuh")
-		}
-		if data, err := fs.ReadFile(t.fsys, path.Join(t.csrc, path.Base(s))); err == nil {
-			for _, m := range commIncludeRe().FindAllSubmatch(data, -1) {
-				add(string(m[1]))
+		hs, ok := memo[path.Base(s)]
+		if !ok {
+			base := strings.TrimSuffix(path.Base(s), ".cu")
+			if _, err := fs.Stat(t.fsys, path.Join(t.include, base+".cuh")); err == nil {
+				hs = append(hs, base+".cuh")
 			}
+			if data, err := fs.ReadFile(t.fsys, path.Join(t.csrc, path.Base(s))); err == nil {
+				for _, m := range commIncludeRe().FindAllSubmatch(data, -1) {
+					hs = append(hs, string(m[1]))
+				}
+			}
+			memo[path.Base(s)] = hs
+		}
+		for _, h := range hs {
+			add(h)
 		}
 	}
 	sort.Strings(out)
@@ -278,18 +292,39 @@ func walkCode(s string, from int, fn func(i int, c byte, depth int) bool) {
 	}
 }
 
-// callArgs returns the text between the parenthesis that opens at body[open]
-// and its match, or false when it does not close.
-func callArgs(body string, open int) (string, bool) {
-	args, ok := "", false
-	walkCode(body, open, func(i int, c byte, depth int) bool {
-		if depth == 0 && (c == ')' || c == ']' || c == '}') {
-			args, ok = body[open+1:i], true
-			return false
+// closers gives, for each offset of opens (ascending, each an opening
+// bracket of body), the offset of the bracket that closes it, -1 where none
+// does or where the offset lies in a string literal (a call in a string is
+// not a call): one walk of body for all of them.
+func closers(body string, opens []int) []int {
+	out := make([]int, len(opens))
+	for i := range out {
+		out[i] = -1
+	}
+	var stack []int // for each open bracket, its index in opens or -1
+	k := 0
+	walkCode(body, 0, func(i int, c byte, _ int) bool {
+		for k < len(opens) && opens[k] < i {
+			k++ // in a string literal
+		}
+		switch c {
+		case '(', '[', '{':
+			w := -1
+			if k < len(opens) && opens[k] == i {
+				w, k = k, k+1
+			}
+			stack = append(stack, w)
+		case ')', ']', '}':
+			if n := len(stack); n > 0 {
+				if w := stack[n-1]; w >= 0 {
+					out[w] = i
+				}
+				stack = stack[:n-1]
+			}
 		}
 		return true
 	})
-	return args, ok
+	return out
 }
 
 type gateCall struct {
@@ -300,8 +335,12 @@ type gateCall struct {
 }
 
 // ParseGenerators finds the JIT module generators of one Python file and the
-// gate each passes. file is the path reported in "file:line".
-func ParseGenerators(file string, data []byte) map[string]*Module {
+// gate each passes. file is the path reported in "file:line". Its time is
+// linear in the file (each bracket is matched in one walk, each call's
+// arguments are read within a budget of the function's size, at most
+// maxGates gate calls a function), and it stops with ctx's error when ctx
+// ends.
+func ParseGenerators(ctx context.Context, file string, data []byte) (map[string]*Module, error) {
 	src := string(data)
 	consts := map[string][]int{}
 	for _, m := range constListRe().FindAllStringSubmatch(src, -1) {
@@ -312,6 +351,9 @@ func ParseGenerators(file string, data []byte) map[string]*Module {
 	funcs := splitFuncs(src)
 	infos := map[string]*funcInfo{}
 	for _, f := range funcs {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		infos[f.name] = readFunc(f, consts)
 	}
 	out := map[string]*Module{}
@@ -319,12 +361,16 @@ func ParseGenerators(file string, data []byte) map[string]*Module {
 		if !strings.HasPrefix(f.name, "gen_") {
 			continue
 		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		in := infos[f.name]
 		gates := append([]gateCall(nil), in.gates...)
-		// One level of same-file helpers (a _arch_flags() that holds the gate).
-		for _, c := range in.calls {
+		// One level of same-file helpers (a _arch_flags() that holds the
+		// gate), each helper once, at most maxGates gates in all.
+		for _, c := range dedup(in.calls) {
 			if h, ok := infos[c]; ok && c != f.name && !strings.HasPrefix(c, "gen_") {
-				gates = append(gates, h.gates...)
+				gates = append(gates, h.gates[:min(len(h.gates), maxGates-min(len(gates), maxGates))]...)
 			}
 		}
 		if len(gates) == 0 && in.specLine == 0 {
@@ -340,8 +386,12 @@ func ParseGenerators(file string, data []byte) map[string]*Module {
 			out[n] = &mm
 		}
 	}
-	return out
+	return out, nil
 }
+
+// maxGates bounds the gate calls read of one function (flashinfer's have
+// one to three).
+const maxGates = 64
 
 // funcInfo is what one Python function says about the modules it builds.
 type funcInfo struct {
@@ -361,31 +411,51 @@ type funcInfo struct {
 func readFunc(f pyFunc, consts map[string][]int) *funcInfo {
 	in := &funcInfo{}
 	var b strings.Builder
-	lineAt := []int{} // offset → line
-	for i, l := range f.lines {
-		l = stripComment(l)
-		for range len(l) + 1 {
-			lineAt = append(lineAt, f.line+i)
-		}
-		b.WriteString(l)
+	starts := make([]int, 0, len(f.lines)) // offset of each line
+	for _, l := range f.lines {
+		starts = append(starts, b.Len())
+		b.WriteString(stripComment(l))
 		b.WriteByte('\n')
 	}
 	body := b.String()
 	line := func(off int) int {
-		if off < len(lineAt) {
-			return lineAt[off]
+		return f.line + sort.SearchInts(starts, off+1) - 1
+	}
+	// The arguments of every call are found in one walk; reading them is
+	// bounded by a budget of the body's size, so calls nested in calls
+	// cannot make the reading quadratic.
+	budget := 2*len(body) + 64<<10
+	gates := nvccFlagsCallRe().FindAllStringIndex(body, -1)
+	if len(gates) > maxGates {
+		gates = gates[:maxGates]
+	}
+	specs := genJitSpecRe().FindAllStringIndex(body, -1)
+	opens := make([]int, 0, len(gates)+len(specs))
+	for _, loc := range append(append([][]int(nil), gates...), specs...) {
+		opens = append(opens, loc[1]-1)
+	}
+	sort.Ints(opens)
+	ends := closers(body, opens)
+	args := func(open int) (string, string) {
+		k := sort.SearchInts(opens, open)
+		switch {
+		case k >= len(ends) || ends[k] < 0:
+			return "", "the call does not close"
+		case ends[k]-open-1 > budget:
+			return "", "calls nested past what the probe reads of one function"
 		}
-		return f.line
+		budget -= ends[k] - open - 1
+		return body[open+1 : ends[k]], ""
 	}
-	for _, loc := range nvccFlagsCallRe().FindAllStringIndex(body, -1) {
-		in.gates = append(in.gates, readGate(body, loc, consts, line))
+	for _, loc := range gates {
+		in.gates = append(in.gates, readGate(loc, args, consts, line))
 	}
-	for _, loc := range genJitSpecRe().FindAllStringIndex(body, -1) {
+	for _, loc := range specs {
 		if in.specLine == 0 {
 			in.specLine = line(loc[0])
 		}
-		if args, ok := callArgs(body, loc[1]-1); ok {
-			in.readSpec(args, loc[1], line)
+		if a, why := args(loc[1] - 1); why == "" {
+			in.readSpec(a, loc[1], line)
 		}
 	}
 	for _, m := range callNameRe().FindAllStringSubmatch(body, -1) {
@@ -402,18 +472,19 @@ func readFunc(f pyFunc, consts map[string][]int) *funcInfo {
 
 // readGate reads the get_nvcc_flags_list call at loc in body: its
 // supported_major_versions, a list or a constant of the file.
-func readGate(body string, loc []int, consts map[string][]int, line func(int) int) gateCall {
+func readGate(loc []int, callArgs func(open int) (string, string), consts map[string][]int, line func(int) int) gateCall {
 	open := loc[1] - 1
-	args, ok := callArgs(body, open)
+	args, why := callArgs(open)
 	g := gateCall{line: line(loc[0])}
-	if !ok {
-		g.kind = "unresolved"
+	if why != "" {
+		g.kind, g.text = "unresolved", why
 		return g
 	}
 	i := strings.Index(args, "supported_major_versions")
 	if i < 0 {
 		// A positional first argument is the list too.
-		first := strings.TrimSpace(strings.Split(args, ",")[0])
+		first, _, _ := strings.Cut(args, ",")
+		first = strings.TrimSpace(first)
 		if strings.HasPrefix(first, "[") {
 			if ints, ok := parseIntList(listAt(args, strings.Index(args, "["))); ok {
 				g.kind, g.majors = "list", ints

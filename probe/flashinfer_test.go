@@ -2,11 +2,13 @@ package probe
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"strconv"
 	"strings"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/rogpeppe/go-internal/txtar"
 )
@@ -208,7 +210,11 @@ func FuzzParseGenerators(f *testing.F) {
 	}
 	f.Add([]byte("def gen_x_module(:\n    get_nvcc_flags_list(supported_major_versions=[9,\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		for name, m := range ParseGenerators("f.py", data) {
+		mods, err := ParseGenerators(context.Background(), "f.py", data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, m := range mods {
 			if name == "" || m.Source == "" || m.Gate == "" {
 				t.Fatalf("module %q: %+v", name, m)
 			}
@@ -255,5 +261,75 @@ func TestStaticEditableFlashInfer(t *testing.T) {
 	}
 	if v := r.Verdicts["trtllm_comm"]["12"]; v == nil || v.Verdict != "unsupported-gate" {
 		t.Fatalf("verdict %+v", v)
+	}
+}
+
+// callArgsWalk is the walk closers replaces, one per call: from the
+// opening bracket to the bracket that closes it.
+func callArgsWalk(body string, open int) int {
+	end := -1
+	walkCode(body, open, func(i int, c byte, depth int) bool {
+		if depth == 0 && (c == ')' || c == ']' || c == '}') {
+			end = i
+			return false
+		}
+		return true
+	})
+	return end
+}
+
+// closers agrees with a walk from each bracket that is code.
+func FuzzClosers(f *testing.F) {
+	f.Add("f(a, [b, (c)], 'x)', \"(\")\ng(")
+	f.Add("get_nvcc_flags_list(get_nvcc_flags_list(x)")
+	f.Add("'(' (\\') ] (")
+	f.Fuzz(func(t *testing.T, body string) {
+		var opens []int
+		walkCode(body, 0, func(i int, c byte, _ int) bool {
+			if c == '(' || c == '[' || c == '{' {
+				opens = append(opens, i)
+			}
+			return true
+		})
+		got := closers(body, opens)
+		for k, o := range opens {
+			if want := callArgsWalk(body, o); got[k] != want {
+				t.Fatalf("bracket at %d: closer %d, want %d", o, got[k], want)
+			}
+		}
+	})
+}
+
+// Calls that never close, or close only after all the others, are read in
+// time linear in the file: 1.6 MB of them took minutes when each call
+// walked to the end of the file.
+func TestParseGeneratorsLinear(t *testing.T) {
+	n := 6000
+	inputs := map[string]string{
+		"unclosed": "def gen_x_module():\n    " + strings.Repeat("get_nvcc_flags_list(", n) + "\n",
+		"nested":   "def gen_x_module():\n    " + strings.Repeat("get_nvcc_flags_list(", n) + strings.Repeat(")", n) + "\n",
+		"specs":    "def gen_x_module():\n    " + strings.Repeat("gen_jit_spec('a', ['x.cu'], ", n) + strings.Repeat(")", n) + "\n",
+		"helpers": strings.Repeat("def _h():\n    get_nvcc_flags_list(supported_major_versions=[9])\n", 2000) +
+			strings.Repeat("def gen_y_module():\n    _h()\n    gen_jit_spec('y', ['y.cu'])\n", 2000),
+	}
+	for name, src := range inputs {
+		t.Run(name, func(t *testing.T) {
+			start := time.Now()
+			mods, err := ParseGenerators(context.Background(), "comm.py", []byte(src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := time.Since(start); d > 3*time.Second {
+				t.Fatalf("%d bytes took %s", len(src), d)
+			}
+			if len(mods) == 0 {
+				t.Fatal("no module read")
+			}
+		})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := ParseGenerators(ctx, "comm.py", []byte(inputs["helpers"])); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled: %v", err)
 	}
 }

@@ -3,10 +3,14 @@ package probe
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-version"
 )
@@ -177,4 +181,53 @@ echo "0, NVIDIA H200, GPU-a, [N/A], 580.159.04, [N/A]"`)
 	if why := r.Unknown["host.gpus[0].sm"]; !strings.Contains(why, "no compute capability for GPU 0 (NVIDIA H200)") {
 		t.Fatalf("unknown %v", r.Unknown)
 	}
+}
+
+// nvidia-smi's helper that detaches (setsid) is not left behind, whether
+// nvidia-smi answers or hangs past the probe's time bound.
+func TestProbeGPUsEndsDetachedHelper(t *testing.T) {
+	setsid, err1 := exec.LookPath("setsid")
+	sleep, err2 := exec.LookPath("sleep")
+	if err1 != nil || err2 != nil {
+		t.Skip("no setsid or sleep")
+	}
+	for _, hang := range []bool{false, true} {
+		bin := t.TempDir()
+		t.Setenv("PATH", bin)
+		pidFile := filepath.Join(t.TempDir(), "pid")
+		tail := ""
+		if hang {
+			tail = "\n" + sleep + " 60"
+		}
+		fakeTool(t, bin, "nvidia-smi", setsid+" "+sleep+" 60 </dev/null >/dev/null 2>&1 &\necho $! > "+pidFile+`
+[ "$1" = topo ] && exit 1
+echo "0, NVIDIA H200, GPU-a, 9.0, 580.159.04, 143771 MiB"`+tail)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		r, h := newReport(), &Host{}
+		probeGPUs(ctx, r, h, t.TempDir())
+		cancel()
+		data, err := os.ReadFile(pidFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+		// Reaped by init or a zombie of ours: either way no longer running.
+		deadline := time.Now().Add(3 * time.Second)
+		for syscall.Kill(pid, 0) == nil && !isZombie(pid) && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if syscall.Kill(pid, 0) == nil && !isZombie(pid) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Errorf("hang %v: nvidia-smi's detached helper %d outlived the probe", hang, pid)
+		}
+	}
+}
+
+func isZombie(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	return i >= 0 && i+2 < len(b) && b[i+2] == 'Z'
 }

@@ -218,7 +218,7 @@ func staticInto(ctx context.Context, r *Report, fsys fs.FS, dirs []string, opts 
 		}
 	}
 	if t, ok := findFlashInfer(fsys, fiDirs); ok {
-		r.FlashInfer = analyzeFlashInfer(t, r)
+		r.FlashInfer = analyzeFlashInfer(ctx, t, r)
 		if r.FlashInfer.Version == "" {
 			if d := dists["flashinfer-python"]; d != nil {
 				r.FlashInfer.Version, r.FlashInfer.VersionFrom = d.Version, "/"+d.DistInfo+"/METADATA"
@@ -380,8 +380,10 @@ func packageBinaries(ctx context.Context, fsys fs.FS, name string, p *Package, d
 	return files, "under /" + root, g.perFile, true
 }
 
-// ScanFile scans one binary on disk.
-func ScanFile(file string, keepEntries bool) (*BinaryScan, error) {
+// ScanFile scans one binary on disk while ctx lasts (smpatch probe
+// --scan's --timeout, or a signal); each, when not nil, gets every fatbin
+// entry header as it is read.
+func ScanFile(ctx context.Context, file string, each func(FatbinEntry) error) (*BinaryScan, error) {
 	f, err := openRegular(file)
 	if err != nil {
 		return nil, err
@@ -391,7 +393,10 @@ func ScanFile(file string, keepEntries bool) (*BinaryScan, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := ScanBinary(f, fi.Size(), keepEntries)
+	if fi.IsDir() {
+		return nil, fmt.Errorf("%s: is a directory", file)
+	}
+	s, err := ScanBinary(ctx, f, fi.Size(), each)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
@@ -399,16 +404,11 @@ func ScanFile(file string, keepEntries bool) (*BinaryScan, error) {
 	return s, nil
 }
 
-// ScanFSFile scans one binary on an fs.FS: files that can seek are streamed,
-// others up to 256 MiB are read whole.
-func ScanFSFile(fsys fs.FS, name string) (*BinaryScan, error) {
-	return scanFS(context.Background(), fsys, name)
-}
-
 // maxUnseekable bounds a binary read whole because it cannot seek.
 const maxUnseekable = 256 << 20
 
-// scanFS is ScanFSFile, reading while ctx lasts.
+// scanFS scans one binary on an fs.FS while ctx lasts: files that can
+// seek are streamed, others up to 256 MiB are read whole.
 func scanFS(ctx context.Context, fsys fs.FS, name string) (*BinaryScan, error) {
 	f, err := fsys.Open(name)
 	if err != nil {
@@ -435,7 +435,7 @@ func scanFS(ctx context.Context, fsys fs.FS, name string) (*BinaryScan, error) {
 		}
 		ra = bytes.NewReader(data)
 	}
-	s, err := ScanBinary(ctxReaderAt{ctx, ra}, fi.Size(), false)
+	s, err := ScanBinary(ctx, ra, fi.Size(), nil)
 	if err != nil {
 		return nil, err
 	}

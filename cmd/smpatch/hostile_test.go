@@ -4,8 +4,10 @@ import (
 	"archive/tar"
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -119,6 +121,32 @@ var hostileGenerators = map[string]func(path string, args []string) error{
 			}
 		}
 		return nil
+	},
+	// sparse-fatbin PATH GIB [ENTRIES]: a host ELF whose .nv_fatbin holds a
+	// container of ENTRIES (default 1) sm_120a cubin headers, GIB gibibytes
+	// of zero padding left as a hole, and a container of one sm_90 cubin.
+	"sparse-fatbin": func(path string, args []string) error {
+		gib, err := strconv.ParseInt(args[0], 10, 64)
+		if err != nil {
+			return err
+		}
+		entries := 1
+		if len(args) > 1 {
+			if entries, err = strconv.Atoi(args[1]); err != nil {
+				return err
+			}
+		}
+		return writeSparseFatbin(path, gib<<30, entries)
+	},
+	// unclosed-calls PATH N: a flashinfer JIT generator of N
+	// get_nvcc_flags_list( calls that never close.
+	"unclosed-calls": func(path string, args []string) error {
+		n, err := strconv.Atoi(args[0])
+		if err != nil {
+			return err
+		}
+		src := "# Synthetic flashinfer JIT module for smpatch's hostile-input tests.\ndef gen_trtllm_comm_module():\n    " + strings.Repeat("get_nvcc_flags_list(", n) + "\n"
+		return os.WriteFile(path, []byte(src), 0o644)
 	},
 	// fifo PATH: a named pipe nobody writes to.
 	"fifo": func(path string, args []string) error {
@@ -311,16 +339,80 @@ func hashFiles(t *testing.T, base string) map[string]string {
 		if !d.Type().IsRegular() {
 			return nil
 		}
-		data, err := os.ReadFile(p)
+		fi, err := d.Info()
 		if err != nil {
 			return err
 		}
-		h := sha256.Sum256(data)
-		out[rel] = hex.EncodeToString(h[:])
+		if fi.Size() > 256<<20 {
+			// A generated sparse file of gigabytes: its size and time.
+			out[rel] = fmt.Sprintf("%d bytes, modified %s", fi.Size(), fi.ModTime())
+			return nil
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		h := sha256.New()
+		if _, err := io.Copy(h, f); err != nil {
+			return err
+		}
+		out[rel] = hex.EncodeToString(h.Sum(nil))
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// writeSparseFatbin writes sparse-fatbin's ELF: headers, then .nv_fatbin,
+// the last section, to the end of the file.
+func writeSparseFatbin(path string, pad int64, entries int) error {
+	le := binary.LittleEndian
+	container := func(n int, arch uint32, flags uint64) []byte {
+		c := make([]byte, 16+64*n)
+		le.PutUint32(c[0:], 0xBA55ED50)
+		le.PutUint16(c[4:], 1)
+		le.PutUint16(c[6:], 16)
+		le.PutUint64(c[8:], uint64(64*n))
+		for i := range n {
+			e := c[16+64*i:]
+			le.PutUint16(e[0:], 2) // a cubin
+			le.PutUint32(e[4:], 64)
+			le.PutUint32(e[28:], arch)
+			le.PutUint64(e[40:], flags)
+		}
+		return c
+	}
+	a, b := container(entries, 120, 0x11|1<<20), container(1, 90, 0x11)
+	shstr := []byte("\x00.shstrtab\x00.nv_fatbin\x00")
+	shoff := 64 + len(shstr)
+	fat := shoff + 3*64
+	h := make([]byte, fat)
+	copy(h, "\x7fELF\x02\x01\x01")
+	le.PutUint16(h[16:], 3)
+	le.PutUint16(h[18:], 62)
+	le.PutUint64(h[40:], uint64(shoff))
+	le.PutUint16(h[52:], 64)
+	le.PutUint16(h[58:], 64)
+	le.PutUint16(h[60:], 3)
+	le.PutUint16(h[62:], 1)
+	copy(h[64:], shstr)
+	s1, s2 := h[shoff+64:], h[shoff+128:]
+	le.PutUint32(s1[0:], 1)
+	le.PutUint32(s1[4:], 3)
+	le.PutUint64(s1[24:], 64)
+	le.PutUint64(s1[32:], uint64(len(shstr)))
+	le.PutUint32(s2[0:], 11)
+	le.PutUint32(s2[4:], 1)
+	le.PutUint64(s2[24:], uint64(fat))
+	le.PutUint64(s2[32:], uint64(len(a))+uint64(pad)+uint64(len(b)))
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	f.Write(append(h, a...))
+	f.WriteAt(b, int64(fat+len(a))+pad)
+	return f.Close()
 }

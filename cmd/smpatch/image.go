@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -103,8 +104,9 @@ func (p *imageProbe) set(c *cobra.Command) bool {
 
 // static runs the static part of the probe (distributions, flashinfer
 // gates and headers, binaries' SM targets) on an image's filesystem, read
-// layer by layer without flattening it.
-func (p *imageProbe) static(ctx context.Context, errw io.Writer, ref string) (*probe.Report, error) {
+// layer by layer without flattening it; its files are read within timeout
+// (probe's --timeout), the image's opening aside.
+func (p *imageProbe) static(ctx context.Context, errw io.Writer, ref string, timeout time.Duration) (*probe.Report, error) {
 	rem, err := p.Registry(p.registryFlags)
 	if err != nil {
 		return nil, err
@@ -117,5 +119,11 @@ func (p *imageProbe) static(ctx context.Context, errw io.Writer, ref string) (*p
 	for _, sp := range base.FS.SitePackages() {
 		sps = append(sps, "/"+sp)
 	}
-	return probe.Static(ctx, base.FS, sps)
+	sctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	r, err := probe.Static(sctx, base.FS, sps)
+	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		return nil, fmt.Errorf("its files not read within --timeout %s", timeout)
+	}
+	return r, err
 }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -96,12 +98,12 @@ func runProbe(ctx context.Context, o *probeOptions) error {
 		return withCode(exitUsage, errors.New("probe: --scan lists one binary's targets; it takes no -o, --image or --site-packages"))
 	}
 	if len(o.Scan) > 0 {
-		return runScan(w, o)
+		return runScan(ctx, w, o)
 	}
 	var r *probe.Report
 	var err error
 	if o.Image != "" {
-		r, err = o.image.static(ctx, o.IO.ErrOut, o.Image)
+		r, err = o.image.static(ctx, o.IO.ErrOut, o.Image, o.Timeout)
 		if err != nil {
 			return fmt.Errorf("probe --image %s: %w", o.Image, err)
 		}
@@ -142,12 +144,31 @@ func runProbe(ctx context.Context, o *probeOptions) error {
 	return nil
 }
 
-func runScan(w io.Writer, o *probeOptions) error {
+// runScan lists the targets of each --scan binary within --timeout.
+// With --json --entries the entry headers are written as they are read
+// (a binary may have millions), never gathered.
+func runScan(ctx context.Context, w io.Writer, o *probeOptions) error {
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	scanErr := func(f string, err error) error {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("probe --scan: %s: not read within --timeout %s", f, o.Timeout)
+		}
+		return fmt.Errorf("probe --scan: %w", err)
+	}
+	if o.JSON && o.Entries {
+		bw := bufio.NewWriterSize(w, 64<<10)
+		err := writeScanEntries(ctx, bw, o.Scan, scanErr)
+		if ferr := bw.Flush(); err == nil {
+			err = ferr
+		}
+		return err
+	}
 	var scans []*probe.BinaryScan
 	for _, f := range o.Scan {
-		s, err := probe.ScanFile(f, o.Entries)
+		s, err := probe.ScanFile(ctx, f, nil)
 		if err != nil {
-			return fmt.Errorf("probe --scan: %w", err)
+			return scanErr(f, err)
 		}
 		scans = append(scans, s)
 	}
@@ -160,6 +181,53 @@ func runScan(w io.Writer, o *probeOptions) error {
 		fmt.Fprintf(w, "  ptx:    %s\n", joinOrNone(s.PTX))
 	}
 	return nil
+}
+
+// writeScanEntries writes the JSON of --scan --json --entries: the array
+// of scans, each with its entries streamed first and the targets, known
+// once every entry is read, after them.
+func writeScanEntries(ctx context.Context, w io.Writer, files []string, scanErr func(string, error) error) error {
+	marshal := func(v any) string {
+		var b strings.Builder
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		enc.Encode(v)
+		return strings.TrimSuffix(b.String(), "\n")
+	}
+	// A first pass without entries finds what is wrong with a file before
+	// anything is written (the scan is a few milliseconds a binary).
+	for _, f := range files {
+		if _, err := probe.ScanFile(ctx, f, nil); err != nil {
+			return scanErr(f, err)
+		}
+	}
+	io.WriteString(w, "[\n")
+	for i, f := range files {
+		fmt.Fprintf(w, "  {\n    \"path\": %s,\n    \"entries\": [", marshal(f))
+		n := 0
+		s, err := probe.ScanFile(ctx, f, func(e probe.FatbinEntry) error {
+			if n > 0 {
+				io.WriteString(w, ",")
+			}
+			n++
+			_, err := fmt.Fprintf(w, "\n      %s", marshal(e))
+			return err
+		})
+		if err != nil {
+			return scanErr(f, err)
+		}
+		if n > 0 {
+			io.WriteString(w, "\n    ")
+		}
+		fmt.Fprintf(w, "],\n    \"kind\": %s,\n    \"elf_class\": %d,\n    \"cubins\": %s,\n    \"ptx\": %s,\n    \"containers\": %d\n  }",
+			marshal(s.Kind), s.Class, marshal(s.Cubins), marshal(s.PTX), s.Containers)
+		if i < len(files)-1 {
+			io.WriteString(w, ",")
+		}
+		io.WriteString(w, "\n")
+	}
+	_, err := io.WriteString(w, "]\n")
+	return err
 }
 
 func joinOrNone(ss []string) string {

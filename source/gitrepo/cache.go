@@ -211,7 +211,7 @@ func openStore(path string) (*git.Repository, error) {
 	// A small object cache: a range walk keeps its own cache of file
 	// contents (RevisionCache), and each worker opens a handle.
 	st := filesystem.NewStorageWithOptions(osfs.New(path), cache.NewObjectLRU(4*cache.MiByte), filesystem.Options{KeepDescriptors: true})
-	return git.Open(st, nil)
+	return git.Open(&guardedStorage{Storage: st, root: path}, nil)
 }
 
 func initBare(path, url string) (*git.Repository, error) {
@@ -354,6 +354,8 @@ func (u *Upstream) fetch(ctx context.Context) error {
 		return err
 	case errors.Is(err, transport.ErrRepositoryNotFound), errors.Is(err, transport.ErrEmptyRemoteRepository):
 		return fmt.Errorf("remote %s: %w", u.URL, err)
+	case isA[*ObjectTooLargeError](err):
+		return fmt.Errorf("remote %s: fetch refused: %w", u.URL, err)
 	}
 	return remoteError(u.URL, err)
 }
@@ -477,24 +479,61 @@ func resolveLocal(repo *git.Repository, rev string, stableOnly bool) (plumbing.H
 
 // peel follows annotated tags to the commit.
 func peel(repo *git.Repository, h plumbing.Hash) (plumbing.Hash, bool) {
-	for i := 0; i < 10; i++ {
-		if c, err := repo.CommitObject(h); err == nil {
-			return c.Hash, true
-		}
-		t, err := repo.TagObject(h)
-		if err != nil {
-			return plumbing.ZeroHash, false
-		}
-		h = t.Target
-	}
-	return plumbing.ZeroHash, false
+	h, typ, err := peelObject(repo, h)
+	return h, err == nil && typ == plumbing.CommitObject
 }
 
-// unknownRevision builds the error for rev, naming close tags or branches.
+// peelObject follows annotated tags from h (at most 10) to what they name:
+// its hash and type; the error is why an object could not be read
+// (plumbing.ErrObjectNotFound for one the store does not have).
+func peelObject(repo *git.Repository, h plumbing.Hash) (plumbing.Hash, plumbing.ObjectType, error) {
+	for i := 0; i < 10; i++ {
+		o, err := repo.Storer.EncodedObject(plumbing.AnyObject, h)
+		if err != nil {
+			return plumbing.ZeroHash, plumbing.InvalidObject, err
+		}
+		switch o.Type() {
+		case plumbing.CommitObject:
+			if _, err := object.DecodeCommit(repo.Storer, o); err != nil {
+				return plumbing.ZeroHash, plumbing.InvalidObject, err
+			}
+			return h, plumbing.CommitObject, nil
+		case plumbing.TagObject:
+			t, err := object.DecodeTag(repo.Storer, o)
+			if err != nil {
+				return plumbing.ZeroHash, plumbing.InvalidObject, err
+			}
+			h = t.Target
+		default:
+			return h, o.Type(), nil
+		}
+	}
+	return plumbing.ZeroHash, plumbing.InvalidObject, errors.New("more than 10 tags in a chain")
+}
+
+// notACommit is the error for a tag that names a tree or a blob: it is
+// an unknown revision, said as what it is.
+type notACommit struct {
+	tag, kind, where string
+}
+
+func (e *notACommit) Error() string {
+	return fmt.Sprintf("tag %q%s names a %s, not a commit", e.tag, e.where, e.kind)
+}
+
+func (e *notACommit) Unwrap() error { return ErrUnknownRevision }
+
+// unknownRevision builds the error for rev: a tag that names a tree or a
+// blob said so, else naming close tags or branches.
 func unknownRevision(repo *git.Repository, rev, url string) error {
 	where := ""
 	if url != "" {
 		where = " in " + url
+	}
+	if ref, err := repo.Reference(plumbing.NewTagReferenceName(rev), true); err == nil {
+		if _, typ, err := peelObject(repo, ref.Hash()); err == nil && typ != plumbing.CommitObject {
+			return &notACommit{tag: rev, kind: typ.String(), where: where}
+		}
 	}
 	var names []string
 	if refs, err := repo.References(); err == nil {
@@ -558,7 +597,7 @@ func (u *Upstream) Checkout(ctx context.Context, commit plumbing.Hash, dir, tag 
 	if err != nil {
 		return fmt.Errorf("commit %s: %w", commit, err)
 	}
-	hashes, err := snapshotObjects(ctx, c)
+	hashes, err := snapshotObjects(ctx, u.Repo, c)
 	if err != nil {
 		return err
 	}
@@ -624,8 +663,9 @@ func (u *Upstream) Checkout(ctx context.Context, commit plumbing.Hash, dir, tag 
 }
 
 // snapshotObjects lists the commit, its tree, every subtree and every blob
-// (submodule commits are not ours to copy).
-func snapshotObjects(ctx context.Context, c *object.Commit) ([]plumbing.Hash, error) {
+// (submodule commits are not ours to copy); a blob larger than
+// objectLimit, by the size the store gives before reading it, is refused.
+func snapshotObjects(ctx context.Context, repo *git.Repository, c *object.Commit) ([]plumbing.Hash, error) {
 	tree, err := c.Tree()
 	if err != nil {
 		return nil, fmt.Errorf("commit %s: tree: %w", c.Hash, err)
@@ -640,7 +680,7 @@ func snapshotObjects(ctx context.Context, c *object.Commit) ([]plumbing.Hash, er
 				return nil, err
 			}
 		}
-		_, e, err := w.Next()
+		name, e, err := w.Next()
 		if err == io.EOF {
 			break
 		}
@@ -649,6 +689,11 @@ func snapshotObjects(ctx context.Context, c *object.Commit) ([]plumbing.Hash, er
 		}
 		if e.Mode == filemode.Submodule || seen[e.Hash] {
 			continue
+		}
+		if e.Mode.IsFile() {
+			if err := checkBlobSize(repo, e.Hash, name); err != nil {
+				return nil, err
+			}
 		}
 		seen[e.Hash] = true
 		hashes = append(hashes, e.Hash)
@@ -685,4 +730,22 @@ func cleanDir(dir string, created bool) {
 	for _, e := range entries {
 		_ = os.RemoveAll(filepath.Join(dir, e.Name()))
 	}
+}
+
+func isA[T error](err error) bool {
+	var t T
+	return errors.As(err, &t)
+}
+
+// checkBlobSize refuses the blob h (the file rel) when the object store
+// says it is larger than objectLimit, before anything of it is read.
+func checkBlobSize(repo *git.Repository, h plumbing.Hash, rel string) error {
+	n, err := repo.Storer.EncodedObjectSize(h)
+	if err != nil {
+		return fmt.Errorf("%s: %w", rel, err)
+	}
+	if n > objectLimit {
+		return &ObjectTooLargeError{What: rel, Size: n}
+	}
+	return nil
 }

@@ -55,7 +55,7 @@ func OpenGitStorage(dir string) (storage.Storer, billy.Filesystem, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	st := filesystem.NewStorage(repoFS, cache.NewObjectLRU(storeCacheBytes))
+	st := filesystem.NewStorage(regularFS{repoFS}, cache.NewObjectLRU(storeCacheBytes))
 	if len(alts) == 0 {
 		return st, wt, nil
 	}
@@ -66,7 +66,7 @@ func OpenGitStorage(dir string) (storage.Storer, billy.Filesystem, error) {
 		}
 		// An alternate names an objects directory; its store is the
 		// directory above it.
-		ws.alts = append(ws.alts, filesystem.NewStorage(osfs.New(filepath.Dir(filepath.Clean(a))), cache.NewObjectLRU(storeCacheBytes)))
+		ws.alts = append(ws.alts, filesystem.NewStorage(regularFS{osfs.New(filepath.Dir(filepath.Clean(a)))}, cache.NewObjectLRU(storeCacheBytes)))
 	}
 	return ws, wt, nil
 }

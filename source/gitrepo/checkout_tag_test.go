@@ -265,3 +265,41 @@ func TestNearestTagRefusesNamedPipes(t *testing.T) {
 		}
 	}
 }
+
+// A loose object or a pack that is a named pipe is refused before go-git
+// opens it, naming it.
+func TestNearestTagRefusesNamedPipeObjects(t *testing.T) {
+	ctx := context.Background()
+	for _, what := range []string{"loose", "pack"} {
+		root, repo, commit := gitCheckout(t)
+		c := commit("one")
+		if _, err := repo.CreateTag("v0.5.7", c, nil); err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(root, ".git", "objects", c.String()[:2], c.String()[2:])
+		if what == "pack" {
+			if err := repo.RepackObjects(&git.RepackConfig{}); err != nil {
+				t.Fatal(err)
+			}
+			packs, _ := filepath.Glob(filepath.Join(root, ".git", "objects", "pack", "*.pack"))
+			if len(packs) != 1 {
+				t.Fatalf("packs: %v", packs)
+			}
+			p = packs[0]
+		}
+		os.Remove(p)
+		if err := syscall.Mkfifo(p, 0o644); err != nil {
+			t.Skip(err)
+		}
+		done := make(chan error, 1)
+		go func() { _, _, err := NearestTag(ctx, root); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), p+": not a regular file (a named pipe)") {
+				t.Errorf("%s object a named pipe: %v", what, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s object a named pipe: NearestTag still waiting after 10 s", what)
+		}
+	}
+}

@@ -180,6 +180,9 @@ func readObject(o plumbing.EncodedObject, rel string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: %w", rel, err)
 	}
 	defer r.Close()
+	if o.Size() > objectLimit || o.Size() < 0 {
+		return nil, &ObjectTooLargeError{What: rel, Size: o.Size()}
+	}
 	data := make([]byte, o.Size())
 	if _, err := io.ReadFull(r, data); err != nil {
 		return nil, fmt.Errorf("%s: %w", rel, err)
@@ -373,7 +376,11 @@ func readVersionTags(repo *git.Repository) (map[plumbing.Hash][]string, error) {
 		if _, err := source.ParseVersion(name); err != nil {
 			return nil
 		}
-		if h, ok := peel(repo, r.Hash()); ok {
+		h, typ, err := peelObject(repo, r.Hash())
+		switch {
+		case err != nil && !errors.Is(err, plumbing.ErrObjectNotFound):
+			return fmt.Errorf("tag %s: %w", name, err) // a damaged object, a named pipe
+		case err == nil && typ == plumbing.CommitObject:
 			tags[h] = append(tags[h], name)
 		}
 		return nil
