@@ -121,6 +121,8 @@ kube__kwok_config() {
 2026-01-01T00:00:00.000000000Z stdout F [kwok] canned log of a simulated container
 2026-01-01T00:00:00.100000000Z stdout F server is ready
 2026-01-01T00:00:00.200000000Z stdout F Output token throughput (tok/s):         82.0
+2026-01-01T00:00:00.300000000Z stdout F output throughput: 82.00 tok/s
+2026-01-01T00:00:00.400000000Z stdout F last_ttft: 0.20 s
 LOG
 	cat >"$d/kwok.yaml" <<YAML
 apiVersion: config.kwok.x-k8s.io/v1alpha1
