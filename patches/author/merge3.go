@@ -103,7 +103,7 @@ func changesOf(base, nw []byte, bl, nl [][]byte) []change {
 // (or next to each other) becomes conflict markers: the tree's lines, the
 // base's, the patch's. It returns the result and the count of conflicts.
 func merge3(base, ours, theirs []byte, file, label string) ([]byte, int) {
-	bl, ol, tl := splitKeep(base), splitKeep(ours), splitKeep(theirs)
+	bl, ol, tl := udiff.SplitKeep(base), udiff.SplitKeep(ours), udiff.SplitKeep(theirs)
 	a, b := changesOf(base, ours, bl, ol), changesOf(base, theirs, bl, tl)
 	var out bytes.Buffer
 	conflicts, pos, i, j := 0, 0, 0, 0
@@ -199,19 +199,4 @@ func equalLines(a, b [][]byte) bool {
 		}
 	}
 	return true
-}
-
-// splitKeep splits data into lines, each keeping its "\n".
-func splitKeep(data []byte) [][]byte {
-	var out [][]byte
-	for len(data) > 0 {
-		i := bytes.IndexByte(data, '\n')
-		if i < 0 {
-			out = append(out, data)
-			break
-		}
-		out = append(out, data[:i+1])
-		data = data[i+1:]
-	}
-	return out
 }

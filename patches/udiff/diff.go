@@ -60,7 +60,7 @@ func (fd *FileDiff) IsDelete() bool { return fd.NewPath == "" }
 // before the first file (a commit message) is ignored. Hunk line counts must
 // agree with the bodies; absolute paths, ".." and renames are rejected.
 func Parse(src string, data []byte) ([]*FileDiff, error) {
-	p := &diffParser{src: src, lines: splitKeep(data)}
+	p := &diffParser{src: src, lines: SplitKeep(data)}
 	return p.parse()
 }
 
@@ -589,9 +589,9 @@ func formatRange(start, count int) string {
 	return strconv.Itoa(start) + "," + strconv.Itoa(count)
 }
 
-// splitKeep splits data into lines, each keeping its "\n"; a last line
+// SplitKeep splits data into lines, each keeping its "\n"; a last line
 // without one is kept as is.
-func splitKeep(data []byte) [][]byte {
+func SplitKeep(data []byte) [][]byte {
 	var out [][]byte
 	for len(data) > 0 {
 		i := bytes.IndexByte(data, '\n')

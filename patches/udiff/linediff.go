@@ -29,7 +29,7 @@ type diffLine struct {
 // may then slide an edit as long as them into them, and there it is asked
 // about the whole texts.
 func lineDiff(a, b []byte) []diffLine {
-	la, lb := splitKeep(a), splitKeep(b)
+	la, lb := SplitKeep(a), SplitKeep(b)
 	p := 0
 	for p < len(la) && p < len(lb) && bytes.Equal(la[p], lb[p]) {
 		p++
@@ -87,7 +87,7 @@ func lineDiffWhole(a, b []byte) []diffLine {
 		case diffmatchpatch.DiffInsert:
 			op = '+'
 		}
-		for _, l := range splitKeep([]byte(d.Text)) {
+		for _, l := range SplitKeep([]byte(d.Text)) {
 			out = append(out, diffLine{op, l})
 		}
 	}
