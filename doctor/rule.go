@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/smpatch/smpatch/internal/lazyre"
 	"github.com/smpatch/smpatch/source"
 )
 
@@ -209,7 +210,7 @@ func (c *Cond) check(where string) error {
 			}
 		}
 		if c.Matches != "" {
-			re, err := regexp.Compile(c.Matches)
+			re, err := lazyre.Compile(c.Matches)
 			if err != nil {
 				return fmt.Errorf("%s: fact %q: matches: %v", where, c.Fact, err)
 			}
@@ -232,7 +233,7 @@ func (c *Cond) check(where string) error {
 			return fmt.Errorf("%s: file %q: exactly one of contains, regex, exists", where, c.File)
 		}
 		if c.Regex != "" {
-			re, err := regexp.Compile("(?m)" + c.Regex)
+			re, err := lazyre.Compile("(?m)" + c.Regex)
 			if err != nil {
 				return fmt.Errorf("%s: file %q: regex: %v", where, c.File, err)
 			}

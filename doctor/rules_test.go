@@ -329,3 +329,18 @@ func TestRuleRemediesNameCatalogPatches(t *testing.T) {
 		}
 	}
 }
+
+// A rule's regular expression past lazyre.MaxSource is refused in one line
+// naming the file and line, before it is compiled.
+func TestRuleRegexBounded(t *testing.T) {
+	head := "title = \"t\"\nseverity = \"info\"\nhappens = \"h\"\nsources = [\"https://example.org/1\"]\n[[remedy]]\nflag = \"--x\"\n"
+	for _, when := range []string{
+		"[[when]]\nfile = \"python/sglang/a.py\"\nregex = \"" + strings.Repeat("a", 1<<20) + "\"\n",
+		"[[when]]\nfact = \"gpu.name\"\nmatches = \"" + strings.Repeat("a", 1<<20) + "\"\n",
+	} {
+		_, err := ParseRule("big-regex.toml", []byte(head+when))
+		if err == nil || !strings.HasPrefix(err.Error(), "big-regex.toml:7: when 1: ") || !strings.Contains(err.Error(), "bytes, more than 4096") {
+			t.Errorf("a 1 MiB regex: %v", err)
+		}
+	}
+}

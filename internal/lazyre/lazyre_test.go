@@ -1,6 +1,7 @@
 package lazyre
 
 import (
+	"strings"
 	"sync"
 	"testing"
 )
@@ -32,4 +33,14 @@ func TestNewPanicsOnFirstUse(t *testing.T) {
 		}
 	}()
 	re()
+}
+
+func TestCompileBounded(t *testing.T) {
+	if _, err := Compile("a{1,9}" + strings.Repeat("b", MaxSource-6)); err != nil {
+		t.Fatalf("at the bound: %v", err)
+	}
+	_, err := Compile(strings.Repeat("a", MaxSource+1))
+	if err == nil || err.Error() != "a regular expression of 4097 bytes, more than 4096" {
+		t.Fatalf("past the bound: %v", err)
+	}
 }

@@ -524,15 +524,22 @@ func (e *notACommit) Error() string {
 func (e *notACommit) Unwrap() error { return ErrUnknownRevision }
 
 // unknownRevision builds the error for rev: a tag that names a tree or a
-// blob said so, else naming close tags or branches.
+// blob said so, a tag whose object cannot be read said why, else naming
+// close tags or branches.
 func unknownRevision(repo *git.Repository, rev, url string) error {
 	where := ""
 	if url != "" {
 		where = " in " + url
 	}
 	if ref, err := repo.Reference(plumbing.NewTagReferenceName(rev), true); err == nil {
-		if _, typ, err := peelObject(repo, ref.Hash()); err == nil && typ != plumbing.CommitObject {
+		_, typ, err := peelObject(repo, ref.Hash())
+		switch {
+		case err == nil && typ != plumbing.CommitObject:
 			return &notACommit{tag: rev, kind: typ.String(), where: where}
+		case err != nil && !errors.Is(err, plumbing.ErrObjectNotFound):
+			// The tag is there but its object could not be read (a
+			// named pipe, a corrupt pack): not an unknown revision.
+			return fmt.Errorf("tag %q%s: %w", rev, where, err)
 		}
 	}
 	var names []string

@@ -2,6 +2,7 @@ package gitrepo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -300,6 +301,40 @@ func TestNearestTagRefusesNamedPipeObjects(t *testing.T) {
 			}
 		case <-time.After(10 * time.Second):
 			t.Fatalf("%s object a named pipe: NearestTag still waiting after 10 s", what)
+		}
+	}
+}
+
+// A tag whose object cannot be read (a loose object or a pack that is a
+// named pipe) is said to be unreadable, naming the file, not reported as an
+// unknown revision.
+func TestResolveUnreadableTag(t *testing.T) {
+	for _, what := range []string{"loose", "pack"} {
+		root, repo, commit := gitCheckout(t)
+		c := commit("one")
+		if _, err := repo.CreateTag("v0.5.7", c, nil); err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(root, ".git", "objects", c.String()[:2], c.String()[2:])
+		if what == "pack" {
+			if err := repo.RepackObjects(&git.RepackConfig{}); err != nil {
+				t.Fatal(err)
+			}
+			packs, _ := filepath.Glob(filepath.Join(root, ".git", "objects", "pack", "*.pack"))
+			p = packs[0]
+		}
+		os.Remove(p)
+		if err := syscall.Mkfifo(p, 0o644); err != nil {
+			t.Skip(err)
+		}
+		r, err := Open(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = ResolveRevision(r, "v0.5.7")
+		if err == nil || errors.Is(err, ErrUnknownRevision) || !strings.Contains(err.Error(), `tag "v0.5.7": `) ||
+			!strings.Contains(err.Error(), p+": not a regular file (a named pipe)") {
+			t.Errorf("%s object a named pipe: %v", what, err)
 		}
 	}
 }

@@ -119,6 +119,10 @@ func (b *Builder) MarkSymlink(p string) {
 	b.links[p] = true
 }
 
+// Put records path as the blob h, already in the object store, from the
+// next commit on (for blobs written outside the builder).
+func (b *Builder) Put(p string, h plumbing.Hash) { b.files[p] = h }
+
 // SetBranch points another branch at the last commit.
 func (b *Builder) SetBranch(name string) error {
 	return b.Repo.Storer.SetReference(plumbing.NewHashReference(plumbing.NewBranchReferenceName(name), b.head))
