@@ -139,7 +139,7 @@ func ParseSignatures(name string, data []byte) (*Signatures, error) {
 		if len(s.Pattern) > MaxPatternSize {
 			return nil, fmt.Errorf("%s:%d: signature %q: pattern of %d bytes, more than %d", name, lineOf(i, "pattern"), s.Label, len(s.Pattern), MaxPatternSize)
 		}
-		re, err := regexp.Compile(s.Pattern)
+		re, err := lazyre.Compile(s.Pattern)
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: signature %q: bad pattern: %w", name, lineOf(i, "pattern"), s.Label, err)
 		}

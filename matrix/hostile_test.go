@@ -241,3 +241,18 @@ func TestPerCellTextBounded(t *testing.T) {
 		t.Errorf("a render past its bound: %v", err)
 	}
 }
+
+// A regular expression from a matrix file is bounded before it is
+// compiled: a metric of megabytes is refused with its line, not compiled
+// for a second.
+func TestMetricRegexBounded(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "m.toml")
+	src := "name = \"m\"\nproject = \"sglang\"\n[base]\npython = \"python3\"\n[axes]\npatches = [[]]\n[launch]\ncommand = [\"x\"]\nhealth = \"http://127.0.0.1:1/health\"\nbench = [\"true\"]\n[launch.metrics]\n\"tok/s\" = '(" + strings.Repeat("a", 1<<20) + ")'\n"
+	if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(p)
+	if err == nil || !strings.Contains(err.Error(), "m.toml:12: launch metric \"tok/s\": a regular expression of 1048578 bytes, more than 4096") {
+		t.Fatalf("err = %v", err)
+	}
+}

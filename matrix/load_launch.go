@@ -2,10 +2,11 @@ package matrix
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/smpatch/smpatch/internal/lazyre"
 )
 
 // The [launch] and [requires.PATCH] tables of a matrix file.
@@ -78,7 +79,7 @@ func (m *Matrix) loadLaunch(fl fileLaunch) error {
 		if name == "metric" && fl.Metric != "" {
 			line = m.line("launch", "metric")
 		}
-		re, err := regexp.Compile(fl.Metrics[name])
+		re, err := lazyre.Compile(fl.Metrics[name])
 		if err != nil {
 			return m.errf(line, "launch metric %q: %v", name, err)
 		}

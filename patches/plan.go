@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/hashicorp/go-version"
 
+	"github.com/smpatch/smpatch/internal/lazyre"
 	"github.com/smpatch/smpatch/patches/udiff"
 	"github.com/smpatch/smpatch/source"
 )
@@ -180,7 +180,7 @@ func uncoveredShape(p *Patch, t source.Tree) (*Uncovered, error) {
 		case u.Contains != "" && bytes.Contains(b, []byte(u.Contains)):
 			return u, nil
 		case u.Regex != "":
-			re, err := regexp.Compile(u.Regex)
+			re, err := lazyre.Compile(u.Regex)
 			if err != nil {
 				return nil, fmt.Errorf("%s: uncovered %s: %w", p.File, u.Name, err)
 			}

@@ -18,6 +18,7 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/hashicorp/go-version"
 
+	"github.com/smpatch/smpatch/internal/lazyre"
 	"github.com/smpatch/smpatch/internal/tomlfile"
 	"github.com/smpatch/smpatch/patches/udiff"
 	"github.com/smpatch/smpatch/source"
@@ -324,7 +325,7 @@ func (l *loader) uncovered(p *Patch, us []uncoveredFile) error {
 			return l.errf(header(), "[[uncovered]] #%d: needs one of contains or regex", i+1)
 		}
 		if e.Regex != "" {
-			if _, err := regexp.Compile(e.Regex); err != nil {
+			if _, err := lazyre.Compile(e.Regex); err != nil {
 				return l.errf(l.line("uncovered", i, "regex"), "[[uncovered]] regex: %v", err)
 			}
 		}
@@ -380,7 +381,7 @@ func (l *loader) verify(p *Patch, vs []verifyFile) error {
 			if k.src == "" {
 				continue
 			}
-			re, err := regexp.Compile(k.src)
+			re, err := lazyre.Compile(k.src)
 			if err != nil {
 				return l.errf(l.line("verify", i, k.key), "[[verify]] #%d: %s: %v", i+1, k.key, err)
 			}

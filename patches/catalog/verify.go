@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"regexp"
+
+	"github.com/smpatch/smpatch/internal/lazyre"
 )
 
 // VerifyRule is a post-condition on a file a patch leaves: the file
@@ -34,7 +36,7 @@ type VerifyRule struct {
 // nil when there is none or it does not compile.
 func compiled(re **regexp.Regexp, src string) *regexp.Regexp {
 	if *re == nil && src != "" {
-		c, _ := regexp.Compile(src)
+		c, _ := lazyre.Compile(src)
 		return c
 	}
 	return *re
