@@ -1,8 +1,11 @@
 package doctor
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/smpatch/smpatch/internal/lazyre"
@@ -183,6 +186,10 @@ func (sa *ServerArgs) Parse(args []string) *Parsed {
 				p.Problems = append(p.Problems, fmt.Sprintf("argument %s: expected one argument", strings.Join(spec.Names, "/")))
 				continue
 			}
+			if !convertible(spec.Type, vals[0]) {
+				p.Problems = append(p.Problems, fmt.Sprintf("argument %s: invalid %s value: '%s'", strings.Join(spec.Names, "/"), spec.Type, vals[0]))
+				continue
+			}
 		default:
 			if hasVal {
 				vals = append(vals, val)
@@ -225,4 +232,25 @@ func (sa *ServerArgs) missingRequired(p *Parsed) []string {
 		}
 	}
 	return out
+}
+
+// pyInt is what Python's int() takes from a string: digits with single
+// underscores between them, a sign, spaces around.
+var pyInt = regexp.MustCompile(`^\s*[+-]?[0-9]+(_[0-9]+)*\s*$`)
+
+// convertible reports whether argparse's type (int, float; "" for none)
+// takes v.
+func convertible(typ, v string) bool {
+	switch typ {
+	case "int":
+		return pyInt.MatchString(v)
+	case "float":
+		t := strings.TrimSpace(v)
+		if pyInt.MatchString(t) {
+			return true
+		}
+		_, err := strconv.ParseFloat(strings.ReplaceAll(t, "_", ""), 64)
+		return err == nil || errors.Is(err, strconv.ErrRange)
+	}
+	return true
 }

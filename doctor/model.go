@@ -29,6 +29,13 @@ type Model struct {
 
 // ReadModel reads dir/config.json (and dir/hf_quant_config.json).
 func ReadModel(dir string) (*Model, error) {
+	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
+		kind := "a file"
+		if !st.Mode().IsRegular() {
+			kind = bounded.Kind(st.Mode())
+		}
+		return nil, &InputError{Where: dir, Why: "not a model directory (" + kind + ")"}
+	}
 	cfgPath := filepath.Join(dir, "config.json")
 	data, err := bounded.ReadFile(nil, cfgPath, MaxConfig)
 	if err != nil {

@@ -25,6 +25,9 @@ type FlagSpec struct {
 	Const string
 	// Required: argparse refuses a launch without it.
 	Required bool
+	// Type is "int" or "float" when argparse converts the value so (a
+	// value it cannot convert ends the launch); "" otherwise.
+	Type string
 	Line     int // the declaration's line in server_args.py
 }
 
@@ -224,6 +227,9 @@ func annotatedFlag(name, annot string) *FlagSpec {
 		if n := nargsArity(kw["nargs"]); n != 0 {
 			spec.Arity = n
 		}
+		if (inner == "int" || inner == "float") && kw["type_parser"] == "" && kw["type"] == "" {
+			spec.Type = inner
+		}
 	}
 	return spec
 }
@@ -270,6 +276,9 @@ func argparseFlag(sa *ServerArgs, args []string) *FlagSpec {
 		spec.Arity, spec.Const = actionArity(kw["action"], kw["nargs"])
 	} else if n := nargsArity(kw["nargs"]); n != 0 {
 		spec.Arity = n
+	}
+	if t := strings.TrimSpace(kw["type"]); t == "int" || t == "float" {
+		spec.Type = t
 	}
 	if v, ok := literal(kw["required"]); ok && len(v.Vals) == 1 && v.Vals[0] == "True" {
 		spec.Required = true
