@@ -25,10 +25,10 @@ type FlagSpec struct {
 	Const string
 	// Required: argparse refuses a launch without it.
 	Required bool
+	Line     int // the declaration's line in server_args.py
 	// Type is "int" or "float" when argparse converts the value so (a
 	// value it cannot convert ends the launch); "" otherwise.
 	Type string
-	Line     int // the declaration's line in server_args.py
 }
 
 // Field is one ServerArgs dataclass field: its default when the default
