@@ -661,11 +661,3 @@ func (s *Summary) WriteJUnit(w io.Writer) error {
 func secondsSince(t time.Time) float64 {
 	return math.Round(time.Since(t).Seconds()*1000) / 1000
 }
-
-// plural is "1 cell", "2 cells".
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return strconv.Itoa(n) + " " + many
-}

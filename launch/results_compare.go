@@ -11,6 +11,7 @@ import (
 
 	"github.com/smpatch/smpatch/internal/bounded"
 	"github.com/smpatch/smpatch/internal/termsafe"
+	"github.com/smpatch/smpatch/internal/words"
 )
 
 // Alpha is the significance level of the A/B test: a difference is called
@@ -53,7 +54,7 @@ func (s *Summary) ComparePair(a, b, metric string) (*Comparison, error) {
 	}
 	va, vb := ra.values(metric), rb.values(metric)
 	c := &Comparison{A: a, B: b, Label: pairLabel(ra, rb), Metric: metric, NA: len(va), NB: len(vb)}
-	runs := plural(c.NA, "run each", "runs each")
+	runs := words.Count(c.NA, "run each", "runs each")
 	if c.NA != c.NB {
 		runs = fmt.Sprintf("%d and %d runs", c.NA, c.NB)
 	}

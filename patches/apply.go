@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/smpatch/smpatch/internal/words"
 	"github.com/smpatch/smpatch/patches/journal"
 	"github.com/smpatch/smpatch/source"
 )
@@ -188,7 +189,7 @@ func Apply(ctx context.Context, t source.WritableTree, s *Set, opts ApplyOptions
 			names = append(names, e.Name)
 		}
 		return res, &journal.StoppedError{Err: err, What: fmt.Sprintf("stopped after the journal recorded the apply: %s %s applied; `smpatch revert` undoes it",
-			strings.Join(names, ", "), plural(len(names), "is", "are"))}
+			strings.Join(names, ", "), words.Plural(len(names), "is", "are"))}
 	}
 	return res, nil
 }
@@ -304,7 +305,7 @@ func (a *applier) add(s *Set, i int, p *Plan) error {
 		}
 		staleEntry = e
 		a.res.Notices = append(a.res.Notices, fmt.Sprintf("%s: the journal says applied (%s) but %s no longer %s the patched bytes; planning it again on the files as they are",
-			e.Name, e.AppliedAt.Format(time.RFC3339), strings.Join(drift, ", "), plural(len(drift), "has", "have")))
+			e.Name, e.AppliedAt.Format(time.RFC3339), strings.Join(drift, ", "), words.Plural(len(drift), "has", "have")))
 	}
 	// Each plan was made on the bytes the plans before it write, and the
 	// set was just compared with the disk: only a plan after one skipped

@@ -49,13 +49,6 @@ func entryDrift(t source.Tree, e *journal.Entry) ([]string, error) {
 	return out, nil
 }
 
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
-}
-
 // keptRecords reads the records (and copies) of the stale entry e that
 // the plan p does not write: the entry replacing e keeps them.
 func keptRecords(j *journal.Journal, e *journal.Entry, p *Plan) ([]journal.Kept, error) {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/smpatch/smpatch/internal/words"
 	"github.com/smpatch/smpatch/patches/journal"
 	"github.com/smpatch/smpatch/patches/udiff"
 	"github.com/smpatch/smpatch/source"
@@ -345,7 +346,7 @@ func writeReverts(ctx context.Context, t source.WritableTree, j *journal.Journal
 		return err
 	}
 	if err := ctx.Err(); err != nil && len(done) > 0 {
-		return &journal.StoppedError{Err: err, What: fmt.Sprintf("stopped after the revert was under way, which was finished: %s %s reverted", stepNames(done), plural(len(done), "is", "are"))}
+		return &journal.StoppedError{Err: err, What: fmt.Sprintf("stopped after the revert was under way, which was finished: %s %s reverted", stepNames(done), words.Plural(len(done), "is", "are"))}
 	}
 	return nil
 }

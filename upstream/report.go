@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/smpatch/smpatch/internal/junit"
+	"github.com/smpatch/smpatch/internal/words"
 )
 
 // Formats are the report formats of smpatch check.
@@ -384,10 +385,6 @@ func writeVariantWindows(w io.Writer, vs []VariantWindow) {
 		case v.FirstVersion != "":
 			vers = ", " + v.FirstVersion
 		}
-		unit := "commits"
-		if v.Commits == 1 {
-			unit = "commit"
-		}
-		fmt.Fprintf(w, "  %s: %s%s, %d %s\n", name, span, vers, v.Commits, unit)
+		fmt.Fprintf(w, "  %s: %s%s, %s\n", name, span, vers, words.Count(v.Commits, "commit", "commits"))
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/smpatch/smpatch/internal/words"
 	"github.com/smpatch/smpatch/patches/journal"
 	"github.com/smpatch/smpatch/source"
 )
@@ -54,10 +55,6 @@ func runJournalForget(ctx context.Context, o *journalForgetOptions) error {
 	if err != nil {
 		return err
 	}
-	files := "files"
-	if len(e.Files) == 1 {
-		files = "file"
-	}
-	fmt.Fprintf(o.IO.Out, "%s: entry dropped (%s, %d %s left as they are)\n", e.Name, e.State, len(e.Files), files)
+	fmt.Fprintf(o.IO.Out, "%s: entry dropped (%s, %s left as they are)\n", e.Name, e.State, words.Count(len(e.Files), "file", "files"))
 	return nil
 }

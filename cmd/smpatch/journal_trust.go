@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/smpatch/smpatch/internal/words"
 	"github.com/smpatch/smpatch/patches"
 	"github.com/smpatch/smpatch/patches/journal"
 	"github.com/smpatch/smpatch/source"
@@ -71,20 +72,12 @@ func runJournalTrust(ctx context.Context, o *journalTrustOptions) error {
 	if res.Already {
 		verb = "already this user's"
 	}
-	unit := "entries"
-	if len(res.Entries) == 1 {
-		unit = "entry"
-	}
-	fmt.Fprintf(w, "%s: %s, %d %s\n", res.Path, verb, len(res.Entries), unit)
+	fmt.Fprintf(w, "%s: %s, %s\n", res.Path, verb, words.Count(len(res.Entries), "entry", "entries"))
 	if res.BytecodeDropped > 0 {
 		fmt.Fprintf(w, "  %d cached bytecode files it would have put back dropped: their modules compile again\n", res.BytecodeDropped)
 	}
 	for _, e := range res.Entries {
-		files := "files"
-		if len(e.Files) == 1 {
-			files = "file"
-		}
-		fmt.Fprintf(w, "  %s: %s, %d %s\n", e.Name, entryState(e), len(e.Files), files)
+		fmt.Fprintf(w, "  %s: %s, %s\n", e.Name, entryState(e), words.Count(len(e.Files), "file", "files"))
 		for _, wr := range res.Writes {
 			if wr.Entry == e.Name {
 				fmt.Fprintf(w, "    %s\n", wr)

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/smpatch/smpatch/internal/words"
 	"github.com/smpatch/smpatch/patches"
 	"github.com/smpatch/smpatch/patches/journal"
 	"github.com/smpatch/smpatch/patches/udiff"
@@ -89,7 +90,7 @@ func Finish(ctx context.Context, t source.WritableTree, pl *patches.Plan, opts F
 				if r := udiff.Match(base, fp.Diff); !r.Conflicts() && r.New != nil {
 					data, n := merge3(base, fp.Old, r.New, shown, label)
 					writes[fp.Path] = data
-					what := fmt.Sprintf("merged three-way against its base file (%s): %d %s marked", from, n, plural(n, "conflict", "conflicts"))
+					what := fmt.Sprintf("merged three-way against its base file (%s): %d %s marked", from, n, words.Plural(n, "conflict", "conflicts"))
 					if n == 0 {
 						what = fmt.Sprintf("merged three-way against its base file (%s), no conflict left: check it", from)
 					}
@@ -224,11 +225,4 @@ func markers(data []byte, reg *udiff.Region, h *udiff.Hunk, file, label string) 
 	}
 	fmt.Fprintf(&b, ">>>>>>> %s (the patch)\n", label)
 	return []byte(strings.Join(lines[:start], "") + b.String() + strings.Join(lines[end:], ""))
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

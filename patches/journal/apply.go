@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/smpatch/smpatch/internal/words"
 )
 
 // Hook, when set, is called at each step of a transaction ("before-pending",
@@ -255,16 +257,9 @@ func (j *Journal) rollBack(entries []*Entry, written int, err error) error {
 		if written == 0 {
 			return &StoppedError{What: "stopped before writing: nothing was changed", Err: err}
 		}
-		return &StoppedError{What: fmt.Sprintf("stopped: the %d %s written so far %s restored; nothing changed", written, plural(written, "file", "files"), plural(written, "was", "were")), Err: err}
+		return &StoppedError{What: fmt.Sprintf("stopped: the %d %s written so far %s restored; nothing changed", written, words.Plural(written, "file", "files"), words.Plural(written, "was", "were")), Err: err}
 	}
 	return err
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 // Undo rolls the entry e, applied by this command, back: it is marked

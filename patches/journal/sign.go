@@ -16,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/smpatch/smpatch/internal/words"
 )
 
 // Whose journal it is (docs/security.md, "Journals"). state.json holds the
@@ -55,7 +57,7 @@ func (e *UntrustedError) Error() string {
 	// Never "remove it": its copies may be the only original bytes of
 	// files a patch changed.
 	return fmt.Sprintf("%s: journal not written by this user (%s); nothing done: read it, then run `smpatch journal trust --repo %s` to adopt it (it records %d %s: their original bytes may be kept only there)",
-		e.Path, e.Reason, e.Tree, e.Entries, plural(e.Entries, "entry", "entries"))
+		e.Path, e.Reason, e.Tree, e.Entries, words.Plural(e.Entries, "entry", "entries"))
 }
 
 // KeyError is a journal key (or its directory) smpatch will not use: not

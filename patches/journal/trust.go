@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/smpatch/smpatch/internal/termsafe"
+	"github.com/smpatch/smpatch/internal/words"
 	"github.com/smpatch/smpatch/source"
 )
 
@@ -67,7 +68,7 @@ type TrustRefusedError struct {
 func (e *TrustRefusedError) Error() string {
 	more := ""
 	if len(e.Files) > 1 {
-		more = fmt.Sprintf(" (and %d more %s)", len(e.Files)-1, plural(len(e.Files)-1, "file", "files"))
+		more = fmt.Sprintf(" (and %d more %s)", len(e.Files)-1, words.Plural(len(e.Files)-1, "file", "files"))
 	}
 	return fmt.Sprintf("%s: not adopted: entry %s%s; nothing signed or written", e.Path, termsafe.Line(e.Files[0]), more)
 }

@@ -30,7 +30,7 @@ var layers = []struct {
 	pkgs []string // import paths below the module, or a prefix ending in "/"
 	note string
 }{
-	{"leaf helpers", []string{"internal/bounded", "internal/confined", "internal/ctxio", "internal/interrupt", "internal/lazyre", "internal/lru", "internal/requires", "internal/runner", "internal/shell", "internal/smver", "internal/termsafe", "internal/textdist", "internal/tomlfile", "internal/junit"}, "small, shared, knowing nothing of smpatch's model; may import each other"},
+	{"leaf helpers", []string{"internal/bounded", "internal/confined", "internal/ctxio", "internal/interrupt", "internal/lazyre", "internal/lru", "internal/requires", "internal/runner", "internal/shell", "internal/smver", "internal/termsafe", "internal/textdist", "internal/tomlfile", "internal/junit", "internal/words"}, "small, shared, knowing nothing of smpatch's model; may import each other"},
 	{"trees", []string{"source"}, "checkouts, installed packages, image filesystems; versions"},
 	{"git", []string{"source/gitrepo"}, "go-git: revisions as trees, the upstream cache, version tags"},
 	{"compatibility", []string{"upstream/compat"}, "which sglang and flashinfer releases work together, as measured"},

@@ -18,6 +18,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/smpatch/smpatch/internal/words"
 )
 
 // event is one line of test2json (go doc test2json).
@@ -142,7 +144,7 @@ func (s *summary) skippedLine() string {
 		for _, svc := range svcs {
 			names = append(names, fmt.Sprintf("%s %d", svcName(svc), len(s.bySvc[svc])))
 		}
-		parts = append(parts, fmt.Sprintf("%d %s need %s (scripts/services.sh up %s)", n, plural(n, "test"), strings.Join(names, ", "), strings.Join(svcs, " ")))
+		parts = append(parts, fmt.Sprintf("%s need %s (scripts/services.sh up %s)", words.Count(n, "test", "tests"), strings.Join(names, ", "), strings.Join(svcs, " ")))
 	}
 	var reasons []string
 	for r := range s.byReason {
@@ -155,7 +157,7 @@ func (s *summary) skippedLine() string {
 		return strings.Compare(a, b)
 	})
 	for _, r := range reasons {
-		parts = append(parts, fmt.Sprintf("%d %s: %s", len(s.byReason[r]), plural(len(s.byReason[r]), "test"), r))
+		parts = append(parts, fmt.Sprintf("%s: %s", words.Count(len(s.byReason[r]), "test", "tests"), r))
 	}
 	if len(parts) == 0 {
 		return "skipped: none"
@@ -168,13 +170,6 @@ func svcName(svc string) string {
 		return "kubernetes"
 	}
 	return svc
-}
-
-func plural(n int, word string) string {
-	if n == 1 {
-		return word
-	}
-	return word + "s"
 }
 
 // read reads test2json lines from r; other lines (go's own messages)
@@ -202,11 +197,11 @@ func (s *summary) finish() int {
 		fmt.Fprintln(s.out, "testsummary: no test events read (pipe `go test -json` into it)")
 		return 1
 	case len(s.failed) > 0 || s.pkgFailed > 0:
-		fmt.Fprintf(s.out, "FAIL: %d %s in %d %s failed, in %s: %s\n", len(s.failed), plural(len(s.failed), "test"),
-			s.pkgFailed, plural(s.pkgFailed, "package"), d, strings.Join(s.failed, " "))
+		fmt.Fprintf(s.out, "FAIL: %s in %s failed, in %s: %s\n", words.Count(len(s.failed), "test", "tests"),
+			words.Count(s.pkgFailed, "package", "packages"), d, strings.Join(s.failed, " "))
 		code = 1
 	default:
-		fmt.Fprintf(s.out, "all tests passed: %d %s in %s\n", s.packages, plural(s.packages, "package"), d)
+		fmt.Fprintf(s.out, "all tests passed: %s in %s\n", words.Count(s.packages, "package", "packages"), d)
 	}
 	fmt.Fprintln(s.out, s.skippedLine())
 	return code
